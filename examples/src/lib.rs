@@ -1,0 +1,1 @@
+//! Runnable whirl programs: see `src/bin/`.

@@ -1,0 +1,1 @@
+//! Procedural macros for whirl. Use them through the `whirl` crate.

@@ -1,0 +1,238 @@
+//! Addresses: how anyone, inside or outside the runtime, posts to a process.
+
+use std::fmt;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cell::ProcessCell;
+use crate::error::{CallError, PostError};
+use crate::predicate::Offer;
+use crate::process::{Handles, Process, ProcessId};
+use crate::reply::{reply_channel, ReplyTo};
+use crate::worker::on_worker_thread;
+
+/// The typed address of a process. Cheap to clone; posting never blocks.
+pub struct Addr<P: Process> {
+    cell: Arc<ProcessCell<P>>,
+}
+
+impl<P: Process> Addr<P> {
+    pub(crate) fn from_cell(cell: Arc<ProcessCell<P>>) -> Self {
+        Addr { cell }
+    }
+
+    pub(crate) fn cell(&self) -> &Arc<ProcessCell<P>> {
+        &self.cell
+    }
+
+    /// The process's id.
+    pub fn id(&self) -> ProcessId {
+        self.cell.id()
+    }
+
+    /// Whether the process has terminated. A `false` can be stale by the time you act on it;
+    /// `post` is the authority.
+    pub fn is_terminated(&self) -> bool {
+        self.cell.mailbox.is_closed()
+    }
+
+    /// Posts `msg`. Never blocks and never waits for the receiver.
+    ///
+    /// On failure the message comes back: [`PostError::Terminated`] if the process has
+    /// terminated (or the runtime is shutting down and the caller is outside it),
+    /// [`PostError::Rejected`] if the group's message predicate turned it away.
+    #[inline]
+    pub fn post<M>(&self, msg: M) -> Result<(), PostError<M>>
+    where
+        P: Handles<M>,
+        M: 'static,
+    {
+        let cell = &*self.cell;
+        if cell.mailbox.is_closed() || (cell.group.runtime.is_closing() && !on_worker_thread()) {
+            return Err(PostError::Terminated(msg));
+        }
+        if let Some(predicate) = cell.group.predicate() {
+            let offer = Offer::new::<M>(cell.id(), cell.principal.as_ref(), &cell.group);
+            if !predicate.admit(&offer) {
+                cell.group.count_rejected();
+                return Err(PostError::Rejected(msg));
+            }
+        }
+        self.cell.deliver(P::into_message(msg));
+        Ok(())
+    }
+
+    /// Sends a request built by `make` around a fresh reply handle, and blocks until the
+    /// process answers.
+    ///
+    /// For code outside processes (tests, `main`, blocking threads). Inside a handler it
+    /// returns [`CallError::WouldBlockWorker`] instead of stalling a worker.
+    pub fn call<M, R>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>>
+    where
+        P: Handles<M>,
+        M: 'static,
+        R: Send + 'static,
+    {
+        self.call_inner(make, None)
+    }
+
+    /// Like [`Addr::call`], giving up after `timeout`.
+    pub fn call_timeout<M, R>(
+        &self,
+        timeout: Duration,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+    ) -> Result<R, CallError<M>>
+    where
+        P: Handles<M>,
+        M: 'static,
+        R: Send + 'static,
+    {
+        self.call_inner(make, Some(timeout))
+    }
+
+    fn call_inner<M, R>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+        timeout: Option<Duration>,
+    ) -> Result<R, CallError<M>>
+    where
+        P: Handles<M>,
+        M: 'static,
+        R: Send + 'static,
+    {
+        let (reply, pending) = reply_channel();
+        let request = make(reply);
+        if on_worker_thread() {
+            return Err(CallError::WouldBlockWorker(request));
+        }
+        self.post(request).map_err(CallError::Post)?;
+        pending.wait(timeout)
+    }
+
+    /// The asynchronous request/reply: posts now, and the returned future resolves with the
+    /// answer. Works on any executor (tokio, async-std, a hand-rolled `block_on`).
+    pub fn ask<M, R>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
+    where
+        P: Handles<M>,
+        M: Send + 'static,
+        R: Send + 'static,
+    {
+        let (reply, pending) = reply_channel();
+        let posted = self.post(make(reply));
+        async move {
+            match posted {
+                Err(e) => Err(CallError::Post(e)),
+                Ok(()) => pending.await.map_err(|_| CallError::NoReply),
+            }
+        }
+    }
+
+    /// A type-erased handle that accepts `M`, for code that should not know the process type.
+    pub fn recipient<M>(&self) -> Recipient<M>
+    where
+        P: Handles<M>,
+        M: 'static,
+    {
+        Recipient::from(self.clone())
+    }
+}
+
+impl<P: Process> Clone for Addr<P> {
+    fn clone(&self) -> Self {
+        Addr {
+            cell: Arc::clone(&self.cell),
+        }
+    }
+}
+
+impl<P: Process> PartialEq for Addr<P> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+}
+
+impl<P: Process> Eq for Addr<P> {}
+
+impl<P: Process> Hash for Addr<P> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id().hash(state);
+    }
+}
+
+impl<P: Process> fmt::Debug for Addr<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Addr<{}>({})", std::any::type_name::<P>(), self.id())
+    }
+}
+
+/// "Anyone who handles `M`": an address with the process type erased.
+pub struct Recipient<M> {
+    target: Arc<dyn PostTarget<M>>,
+}
+
+impl<M: 'static> Recipient<M> {
+    /// Posts `msg`, with the same guarantees and errors as [`Addr::post`].
+    pub fn post(&self, msg: M) -> Result<(), PostError<M>> {
+        self.target.post_erased(msg)
+    }
+
+    /// The receiving process's id.
+    pub fn id(&self) -> ProcessId {
+        self.target.target_id()
+    }
+}
+
+impl<M> Clone for Recipient<M> {
+    fn clone(&self) -> Self {
+        Recipient {
+            target: Arc::clone(&self.target),
+        }
+    }
+}
+
+impl<M> fmt::Debug for Recipient<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Recipient<{}>({})",
+            std::any::type_name::<M>(),
+            self.target.target_id()
+        )
+    }
+}
+
+impl<P, M> From<Addr<P>> for Recipient<M>
+where
+    P: Handles<M>,
+    M: 'static,
+{
+    fn from(addr: Addr<P>) -> Self {
+        Recipient {
+            target: Arc::new(addr),
+        }
+    }
+}
+
+trait PostTarget<M>: Send + Sync {
+    fn post_erased(&self, msg: M) -> Result<(), PostError<M>>;
+    fn target_id(&self) -> ProcessId;
+}
+
+impl<P, M> PostTarget<M> for Addr<P>
+where
+    P: Handles<M>,
+    M: 'static,
+{
+    fn post_erased(&self, msg: M) -> Result<(), PostError<M>> {
+        self.post(msg)
+    }
+
+    fn target_id(&self) -> ProcessId {
+        self.id()
+    }
+}

@@ -1,0 +1,336 @@
+//! A live process: its mailbox, its state, and the turn a worker runs when it holds the
+//! process's scheduling token.
+//!
+//! The post → schedule → handle path:
+//!
+//! 1. `Addr::post` checks liveness and admission, pushes the message into the mailbox and, if
+//!    that took the token, hands the cell to the group's scheduler (`group.rs`).
+//! 2. A worker (`worker.rs`) pops the cell and calls [`Runnable::run`], the one dynamic call
+//!    per scheduling.
+//! 3. [`ProcessCell::run_turn`] handles up to the group's budget of messages, then gives the
+//!    token back, or re-queues itself at the back if messages remain (fairness).
+//!
+//! Termination closes the mailbox, runs the `terminated` hook exactly once, notifies monitors,
+//! and drains what is left in the inbox to the dead-letter sink.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use crate::counters::Event;
+use crate::ctx::Ctx;
+use crate::dead_letter::DeadLetter;
+use crate::group::GroupShared;
+use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
+use crate::principal::Principal;
+use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
+use crate::sync::UnsafeCell;
+
+/// A type-erased process the scheduler can run and the runtime can stop.
+pub(crate) trait Runnable: Send + Sync + 'static {
+    /// Runs one turn. The caller passes the token it holds (the `Arc` in the run queue).
+    fn run(self: Arc<Self>);
+    /// Asks the process to terminate with `reason` at its next turn.
+    fn kill(self: Arc<Self>, reason: ExitReason);
+}
+
+/// A run-queue entry: one strong reference, owned by whoever holds the token.
+pub(crate) type Task = Arc<dyn Runnable>;
+
+/// Something that wants to hear when a process terminates.
+pub(crate) trait Watcher: Send + Sync + 'static {
+    fn notify_down(self: Arc<Self>, notice: Down);
+}
+
+/// Bookkeeping that outsiders touch: monitors and kill requests. Rare, so a plain lock.
+#[derive(Default)]
+struct Control {
+    watchers: Vec<Weak<dyn Watcher>>,
+    pending_kill: Option<ExitReason>,
+    exit: Option<ExitReason>,
+}
+
+/// What only the token holder touches.
+struct Body<P> {
+    state: Option<P>,
+    started: bool,
+}
+
+pub(crate) struct ProcessCell<P: Process> {
+    id: ProcessId,
+    pub(crate) mailbox: Mailbox<P::Message>,
+    pub(crate) group: Arc<GroupShared>,
+    pub(crate) principal: Option<Principal>,
+    body: UnsafeCell<Body<P>>,
+    control: Mutex<Control>,
+}
+
+// SAFETY: `body` is only accessed by the holder of the mailbox's scheduling token, one thread
+// at a time (see `mailbox.rs`), and `P: Send`; everything else is `Sync` on its own.
+unsafe impl<P: Process> Sync for ProcessCell<P> {}
+
+impl<P: Process> ProcessCell<P> {
+    /// A new cell whose token is held by the caller, who must schedule it.
+    pub(crate) fn new(
+        id: ProcessId,
+        group: Arc<GroupShared>,
+        principal: Option<Principal>,
+        state: P,
+    ) -> Self {
+        ProcessCell {
+            id,
+            mailbox: Mailbox::new_scheduled(),
+            group,
+            principal,
+            body: UnsafeCell::new(Body {
+                state: Some(state),
+                started: false,
+            }),
+            control: Mutex::new(Control::default()),
+        }
+    }
+
+    pub(crate) fn id(&self) -> ProcessId {
+        self.id
+    }
+
+    /// Delivers a message that has passed liveness and admission checks.
+    #[inline]
+    pub(crate) fn deliver(self: &Arc<Self>, msg: P::Message) {
+        self.group.counters.add(Event::Posted, 1);
+        let after = self.mailbox.push(msg);
+        self.after_token_attempt(after);
+    }
+
+    /// Acts on the outcome of an attempt to take the token.
+    #[inline]
+    fn after_token_attempt(self: &Arc<Self>, after: AfterPush) {
+        match after {
+            AfterPush::Nothing => {}
+            AfterPush::Schedule => {
+                self.group.counters.add(Event::Activated, 1);
+                self.group.schedule(Arc::clone(self) as Task);
+            }
+            AfterPush::Drain => {
+                let reason = self
+                    .control
+                    .lock()
+                    .exit
+                    .clone()
+                    .unwrap_or(ExitReason::Normal);
+                self.drain_to_dead_letters(&reason);
+            }
+        }
+    }
+
+    /// Registers `watcher` for this process's termination; if it has already terminated, the
+    /// notice is delivered at once.
+    pub(crate) fn add_watcher(&self, watcher: Weak<dyn Watcher>) {
+        let mut control = self.control.lock();
+        match &control.exit {
+            None => control.watchers.push(watcher),
+            Some(reason) => {
+                let notice = Down {
+                    id: self.id,
+                    reason: reason.clone(),
+                };
+                drop(control);
+                if let Some(w) = watcher.upgrade() {
+                    w.notify_down(notice);
+                }
+            }
+        }
+    }
+
+    /// One turn. The caller holds the token.
+    fn run_turn(self: Arc<Self>) {
+        if self.mailbox.is_closed() {
+            // Re-scheduled only to drain messages that raced with termination.
+            let reason = self.control.lock().exit.clone();
+            self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
+            self.group.counters.add(Event::Deactivated, 1);
+            return;
+        }
+        let budget = self.group.budget();
+        let mut ctx = Ctx::new(self);
+        // SAFETY: we hold the token, so no other thread touches the body until we release it.
+        let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
+
+        let mut exit = ctx.cell().take_kill_request();
+        if exit.is_none() && !body.started {
+            body.started = true;
+            exit = invoke(body, &mut ctx, |p, ctx| p.started(ctx));
+        }
+        let mut handled = 0;
+        while exit.is_none() && handled < budget {
+            // SAFETY: we hold the token.
+            let Some(msg) = (unsafe { ctx.cell().mailbox.pop() }) else {
+                break;
+            };
+            handled += 1;
+            exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
+            if exit.is_none() {
+                exit = ctx.cell().take_kill_request();
+            }
+        }
+        let cell = ctx.into_cell();
+        if handled > 0 {
+            cell.group.counters.add(Event::Handled, handled as u64);
+        }
+
+        if let Some(reason) = exit {
+            cell.terminate(body, reason);
+            return;
+        }
+        // SAFETY: we hold the token.
+        if handled == budget && unsafe { cell.mailbox.has_messages() } {
+            Arc::clone(&cell.group).yield_now(cell as Task);
+            return;
+        }
+        // SAFETY: we hold the token.
+        match unsafe { cell.mailbox.release() } {
+            AfterRelease::Idle => cell.group.counters.add(Event::Deactivated, 1),
+            AfterRelease::Reschedule => Arc::clone(&cell.group).yield_now(cell as Task),
+        }
+    }
+
+    fn take_kill_request(&self) -> Option<ExitReason> {
+        if !self.mailbox.kill_requested() {
+            return None;
+        }
+        Some(
+            self.control
+                .lock()
+                .pending_kill
+                .take()
+                .unwrap_or(ExitReason::Normal),
+        )
+    }
+
+    /// Terminates the process. The caller holds the token; it is released at the end.
+    fn terminate(self: Arc<Self>, body: &mut Body<P>, reason: ExitReason) {
+        // SAFETY: we hold the token.
+        unsafe { self.mailbox.close() };
+        if let Some(mut state) = body.state.take() {
+            let hook = catch_unwind(AssertUnwindSafe(|| {
+                state.terminated(&reason);
+                drop(state);
+            }));
+            if hook.is_err() {
+                tracing::warn!(process = %self.id, "terminated hook panicked; ignored");
+            }
+        }
+        let watchers = {
+            let mut control = self.control.lock();
+            control.exit = Some(reason.clone());
+            control.pending_kill = None;
+            std::mem::take(&mut control.watchers)
+        };
+        if let ExitReason::Failed(f) = &reason {
+            tracing::debug!(process = %self.id, failure = %f, "process failed");
+        }
+        for watcher in watchers.into_iter().filter_map(|w| w.upgrade()) {
+            watcher.notify_down(Down {
+                id: self.id,
+                reason: reason.clone(),
+            });
+        }
+        self.group.runtime.registry.remove(self.id);
+        self.group.counters.add(Event::Terminated, 1);
+        self.drain_to_dead_letters(&reason);
+        self.group.counters.add(Event::Deactivated, 1);
+    }
+
+    /// Gives every queued message to the dead-letter sink and releases the token.
+    fn drain_to_dead_letters(&self, reason: &ExitReason) {
+        let mut count = 0;
+        let runtime = &self.group.runtime;
+        // SAFETY: callers hold the token of a closed mailbox.
+        unsafe {
+            self.mailbox.drain_closed(|msg| {
+                count += 1;
+                runtime.dead_letter(DeadLetter::new(self.id, reason.clone(), msg));
+            })
+        };
+        if count > 0 {
+            self.group.counters.add(Event::DeadLettered, count);
+        }
+    }
+}
+
+/// Runs a handler or hook with panics contained; returns the exit it asked for, if any.
+fn invoke<P: Process>(
+    body: &mut Body<P>,
+    ctx: &mut Ctx<P>,
+    f: impl FnOnce(&mut P, &mut Ctx<P>) -> Result<(), Failure>,
+) -> Option<ExitReason> {
+    let state = body.state.as_mut()?;
+    match catch_unwind(AssertUnwindSafe(|| f(state, ctx))) {
+        Ok(Ok(())) => ctx.take_exit(),
+        Ok(Err(failure)) => Some(ExitReason::Failed(failure)),
+        Err(payload) => {
+            let text = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_owned());
+            Some(ExitReason::Failed(Failure::with_kind(
+                FailureKind::Panic,
+                text,
+            )))
+        }
+    }
+}
+
+impl<P: Process> Runnable for ProcessCell<P> {
+    fn run(self: Arc<Self>) {
+        self.run_turn();
+    }
+
+    fn kill(self: Arc<Self>, reason: ExitReason) {
+        {
+            let mut control = self.control.lock();
+            if control.exit.is_some() {
+                return;
+            }
+            control.pending_kill.get_or_insert(reason);
+        }
+        // Count the activation first so that a quiescence check never misses the kill.
+        self.group.counters.add(Event::Activated, 1);
+        match self.mailbox.request_kill() {
+            AfterPush::Schedule => Arc::clone(&self.group).schedule(self as Task),
+            AfterPush::Nothing => self.group.counters.add(Event::Deactivated, 1),
+            AfterPush::Drain => {
+                self.group.counters.add(Event::Deactivated, 1);
+                self.after_token_attempt(AfterPush::Drain);
+            }
+        }
+    }
+}
+
+impl<P: Process> Watcher for ProcessCell<P> {
+    fn notify_down(self: Arc<Self>, notice: Down) {
+        let failure = match &notice.reason {
+            ExitReason::Failed(f) => Some(Failure::with_kind(
+                FailureKind::Linked(notice.id),
+                f.reason(),
+            )),
+            ExitReason::Normal => None,
+        };
+        match P::down_message(notice) {
+            // A system process: the notice is an ordinary message. It bypasses the predicate:
+            // shedding it would break supervision exactly when it matters.
+            Some(msg) => {
+                if !self.mailbox.is_closed() {
+                    self.deliver(msg);
+                }
+            }
+            None => {
+                if let Some(f) = failure {
+                    self.kill(ExitReason::Failed(f));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! `Ctx`: what a handler can do besides changing its own state.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::addr::Addr;
+use crate::cell::{ProcessCell, Watcher};
+use crate::group::Group;
+use crate::principal::Principal;
+use crate::process::{ExitReason, Failure, Handles, Process, ProcessId};
+use crate::spawn::spawn_in_group;
+use crate::timer::TimerHandle;
+
+/// The handler's view of the runtime: its own address, spawning, termination, monitors,
+/// timers and its principal.
+pub struct Ctx<P: Process> {
+    cell: Arc<ProcessCell<P>>,
+    exit: Option<ExitReason>,
+}
+
+impl<P: Process> Ctx<P> {
+    pub(crate) fn new(cell: Arc<ProcessCell<P>>) -> Self {
+        Ctx { cell, exit: None }
+    }
+
+    pub(crate) fn cell(&self) -> &Arc<ProcessCell<P>> {
+        &self.cell
+    }
+
+    pub(crate) fn into_cell(self) -> Arc<ProcessCell<P>> {
+        self.cell
+    }
+
+    pub(crate) fn take_exit(&mut self) -> Option<ExitReason> {
+        self.exit.take()
+    }
+
+    /// This process's address.
+    pub fn myself(&self) -> Addr<P> {
+        Addr::from_cell(Arc::clone(&self.cell))
+    }
+
+    /// This process's id.
+    pub fn id(&self) -> ProcessId {
+        self.cell.id()
+    }
+
+    /// The principal this process serves, if it was given one.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.cell.principal.as_ref()
+    }
+
+    /// The group this process runs in.
+    pub fn group(&self) -> Group {
+        Group::from_shared(Arc::clone(&self.cell.group))
+    }
+
+    /// Spawns a child in this process's group; it inherits this process's principal.
+    pub fn spawn<Q: Process>(&self, state: Q) -> Addr<Q> {
+        spawn_in_group(&self.cell.group, state, self.cell.principal.clone())
+    }
+
+    /// Spawns a child in another group; it inherits this process's principal.
+    pub fn spawn_in<Q: Process>(&self, group: &Group, state: Q) -> Addr<Q> {
+        spawn_in_group(group.shared(), state, self.cell.principal.clone())
+    }
+
+    /// Spawns a child serving `principal` instead of this process's.
+    pub fn spawn_for<Q: Process>(&self, group: &Group, principal: Principal, state: Q) -> Addr<Q> {
+        spawn_in_group(group.shared(), state, Some(principal))
+    }
+
+    /// Terminates this process normally once the current handler returns.
+    pub fn complete(&mut self) {
+        self.exit.get_or_insert(ExitReason::Normal);
+    }
+
+    /// Terminates this process with a failure once the current handler returns. Monitors
+    /// see the reason.
+    pub fn fail(&mut self, reason: impl Into<std::borrow::Cow<'static, str>>) {
+        self.exit
+            .get_or_insert(ExitReason::Failed(Failure::new(reason)));
+    }
+
+    /// Watches `other`: when it terminates, this process is told (a system process gets a
+    /// `Down` message; a non-system one fails if `other` failed). Monitoring a process that
+    /// has already terminated delivers the notice at once.
+    pub fn monitor<Q: Process>(&self, other: &Addr<Q>) {
+        let me: Arc<dyn Watcher> = Arc::clone(&self.cell) as Arc<dyn Watcher>;
+        other.cell().add_watcher(Arc::downgrade(&me));
+    }
+
+    /// Monitors in both directions: peers that share a goal fail together.
+    pub fn link<Q: Process>(&self, other: &Addr<Q>) {
+        self.monitor(other);
+        let other_watcher: Arc<dyn Watcher> = Arc::clone(other.cell()) as Arc<dyn Watcher>;
+        self.cell.add_watcher(Arc::downgrade(&other_watcher));
+    }
+
+    /// Posts `msg` to this process after `delay`. The timer is cancelled if the process
+    /// terminates first (its message is dropped, never posted) or if the handle is cancelled.
+    pub fn post_after<M>(&self, delay: Duration, msg: M) -> TimerHandle
+    where
+        P: Handles<M>,
+        M: Send + 'static,
+    {
+        let target = Arc::downgrade(&self.cell);
+        let mut msg = Some(msg);
+        self.cell
+            .group
+            .runtime
+            .timers
+            .schedule(delay, None, move || match (target.upgrade(), msg.take()) {
+                (Some(cell), Some(m)) if !cell.mailbox.is_closed() => {
+                    cell.deliver(P::into_message(m));
+                    true
+                }
+                _ => false,
+            })
+    }
+
+    /// Posts a clone of `msg` to this process every `period`, until the process terminates or
+    /// the handle is cancelled.
+    pub fn post_every<M>(&self, period: Duration, msg: M) -> TimerHandle
+    where
+        P: Handles<M>,
+        M: Clone + Send + 'static,
+    {
+        let target = Arc::downgrade(&self.cell);
+        self.cell
+            .group
+            .runtime
+            .timers
+            .schedule(period, Some(period), move || match target.upgrade() {
+                Some(cell) if !cell.mailbox.is_closed() => {
+                    cell.deliver(P::into_message(msg.clone()));
+                    true
+                }
+                _ => false,
+            })
+    }
+}

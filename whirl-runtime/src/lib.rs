@@ -1,0 +1,50 @@
+//! The M:N work-stealing runtime behind [whirl](https://docs.rs/whirl): isolated sequential
+//! processes with FIFO inboxes, run by per-group worker pools.
+//!
+//! Most users depend on the `whirl` crate, which re-exports this one together with the
+//! `#[process]` and `#[derive(Message)]` macros. The pieces, in the order a message meets
+//! them:
+//!
+//! * [`Addr::post`] — liveness check, the group's [`MessagePredicate`], then the process's
+//!   lock-free inbox (`inbox.rs`). Never blocks; failures return the message.
+//! * The scheduling token (`mailbox.rs`) — at most one thread runs a process at a time.
+//! * The group's scheduler (`group.rs`, `worker.rs`, `idle.rs`) — crossbeam-deque work
+//!   stealing with a LIFO slot, idle workers parked without lost wake-ups.
+//! * The process turn (`cell.rs`) — up to the group's budget of messages, panics contained,
+//!   termination with monitors, links and dead letters.
+#![warn(missing_docs)]
+
+mod addr;
+mod cell;
+mod counters;
+mod ctx;
+mod dead_letter;
+mod error;
+mod group;
+mod idle;
+mod inbox;
+mod mailbox;
+mod park;
+mod predicate;
+mod principal;
+mod process;
+mod registry;
+mod reply;
+mod runtime;
+mod spawn;
+mod sync;
+mod timer;
+mod worker;
+
+pub use addr::{Addr, Recipient};
+pub use counters::MessageCounts;
+pub use ctx::Ctx;
+pub use dead_letter::{DeadLetter, DeadLetterSink};
+pub use error::{CallError, PostError};
+pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
+pub use predicate::{MessagePredicate, Offer, QueueLength};
+pub use principal::Principal;
+pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};
+pub use reply::ReplyTo;
+pub use runtime::{Runtime, RuntimeBuilder};
+pub use timer::TimerHandle;

@@ -1,0 +1,204 @@
+//! What a process is: its state type, its message enum, its handlers and lifecycle hooks.
+//!
+//! Users normally get these impls from `#[process]`; writing them by hand is supported and is
+//! exactly what the macro generates.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use crate::ctx::Ctx;
+
+/// A process: private state plus the code that handles its messages, one at a time.
+///
+/// The runtime guarantees that `handle` is never called on two threads at once for the same
+/// process and that messages arrive in FIFO order of posting, so a process needs no locks.
+///
+/// ```
+/// use whirl_runtime::{Ctx, Failure, Handles, Process, Runtime};
+///
+/// struct Counter { total: u64 }
+/// struct Add(u64);
+///
+/// impl Process for Counter {
+///     type Message = Add;
+///     fn handle(&mut self, Add(n): Add, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+///         self.total += n;
+///         Ok(())
+///     }
+/// }
+///
+/// let rt = Runtime::new();
+/// let counter = rt.spawn(Counter { total: 0 });
+/// counter.post(Add(2)).unwrap();
+/// rt.block_until_idle();
+/// ```
+pub trait Process: Sized + Send + 'static {
+    /// Everything this process accepts, usually an enum with one variant per handled type.
+    type Message: Send + 'static;
+
+    /// Handles one message. Returning `Err` terminates the process with that failure.
+    fn handle(&mut self, msg: Self::Message, ctx: &mut Ctx<Self>) -> Result<(), Failure>;
+
+    /// Runs once, on a worker, before the first message. Returning `Err` fails the process.
+    fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// Runs exactly once when the process terminates, whatever the cause; the place to
+    /// release sockets and other resources.
+    fn terminated(&mut self, reason: &ExitReason) {
+        let _ = reason;
+    }
+
+    /// Whether this is a *system* process, and how a termination notice becomes one of its
+    /// messages.
+    ///
+    /// The default (`None`) makes the process a non-system one: when a process it monitors
+    /// *fails*, it fails too, and normal exits are dropped. Returning `Some` makes it a system
+    /// process: every notice arrives as an ordinary message, in order with the others.
+    fn down_message(notice: Down) -> Option<Self::Message> {
+        let _ = notice;
+        None
+    }
+}
+
+/// "Process `Self` has a handler for messages of type `M`": how `M` becomes a
+/// `Self::Message`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no handler for `{M}`",
+    label = "`{Self}` cannot receive `{M}`",
+    note = "add a `#[handle]` method taking `{M}` to `{Self}`'s `#[process]` impl block"
+)]
+pub trait Handles<M>: Process {
+    /// Wraps `msg` into the process's message enum.
+    fn into_message(msg: M) -> Self::Message;
+}
+
+/// A runtime-unique process identifier, stable for the process's whole life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessId(pub(crate) u64);
+
+impl ProcessId {
+    /// The raw number, for logs and maps.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ProcessId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{}>", self.0)
+    }
+}
+
+/// Why a process terminated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExitReason {
+    /// `complete()`, or the runtime shutting down: not an error.
+    Normal,
+    /// Anything else: `fail()`, a handler `Err`, a panic, a linked failure.
+    Failed(Failure),
+}
+
+impl ExitReason {
+    /// Whether this is a failure (a *non-normal* termination in the paper's words).
+    pub fn is_failure(&self) -> bool {
+        matches!(self, ExitReason::Failed(_))
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Normal => f.write_str("normal"),
+            ExitReason::Failed(failure) => write!(f, "failed: {failure}"),
+        }
+    }
+}
+
+/// What made a process fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The process called `fail()` or a handler returned `Err`.
+    Error,
+    /// A handler or hook panicked; the panic was contained.
+    Panic,
+    /// A process this one monitors failed, and this one is not a system process.
+    Linked(ProcessId),
+}
+
+/// A process failure: a kind and a human-readable reason.
+///
+/// Any `std::error::Error` converts into it, so handlers can use `?`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Failure {
+    kind: FailureKind,
+    reason: Arc<str>,
+}
+
+impl Failure {
+    /// A failure with the given reason.
+    pub fn new(reason: impl Into<Cow<'static, str>>) -> Self {
+        Failure {
+            kind: FailureKind::Error,
+            reason: Arc::from(reason.into().as_ref()),
+        }
+    }
+
+    pub(crate) fn with_kind(kind: FailureKind, reason: impl AsRef<str>) -> Self {
+        Failure {
+            kind,
+            reason: Arc::from(reason.as_ref()),
+        }
+    }
+
+    /// What caused it.
+    pub fn kind(&self) -> &FailureKind {
+        &self.kind
+    }
+
+    /// The reason, as given or as the panic payload said.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+}
+
+impl fmt::Debug for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Failure({:?}: {:?})", self.kind, &*self.reason)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            FailureKind::Error => f.write_str(&self.reason),
+            FailureKind::Panic => write!(f, "panicked: {}", self.reason),
+            FailureKind::Linked(id) => write!(f, "linked process {id} failed: {}", self.reason),
+        }
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(err: E) -> Self {
+        Failure::new(err.to_string())
+    }
+}
+
+/// The termination notice a monitoring process receives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Down {
+    /// The process that terminated.
+    pub id: ProcessId,
+    /// Why.
+    pub reason: ExitReason,
+}
+
+/// Every process accepts its own message type directly.
+impl<P: Process> Handles<P::Message> for P {
+    fn into_message(msg: P::Message) -> P::Message {
+        msg
+    }
+}

@@ -1,0 +1,298 @@
+//! The runtime: a node with a default group, more groups on demand, the dead-letter sink,
+//! timers, and orderly shutdown.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::addr::Addr;
+use crate::counters::MessageCounts;
+use crate::dead_letter::{default_sink, DeadLetter, DeadLetterSink};
+use crate::group::{default_threads, Group, GroupBuilder, GroupShared, DEFAULT_BUDGET};
+use crate::principal::Principal;
+use crate::process::{ExitReason, Process, ProcessId};
+use crate::registry::Registry;
+use crate::spawn::spawn_in_group;
+use crate::timer::Timers;
+
+pub(crate) struct RuntimeShared {
+    groups: Mutex<Vec<Arc<GroupShared>>>,
+    next_id: AtomicU64,
+    closing: AtomicBool,
+    dead_letters: DeadLetterSink,
+    pub(crate) registry: Registry,
+    pub(crate) timers: Timers,
+}
+
+impl RuntimeShared {
+    pub(crate) fn next_process_id(&self) -> ProcessId {
+        ProcessId(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    #[inline]
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn dead_letter(&self, letter: DeadLetter) {
+        (self.dead_letters)(letter);
+    }
+
+    pub(crate) fn add_group(&self, group: Arc<GroupShared>) {
+        self.groups.lock().push(group);
+    }
+
+    fn groups(&self) -> Vec<Arc<GroupShared>> {
+        self.groups.lock().clone()
+    }
+
+    fn counts(&self) -> MessageCounts {
+        self.groups()
+            .iter()
+            .map(|g| g.counters.snapshot())
+            .fold(MessageCounts::default(), MessageCounts::merge)
+    }
+
+    /// Whether the whole runtime was quiescent at one instant during the reading: all
+    /// groups' "done" counters are read before any "started" counter.
+    fn is_quiescent(&self) -> bool {
+        let groups = self.groups();
+        let done: Vec<_> = groups.iter().map(|g| g.counters.read_done()).collect();
+        std::sync::atomic::fence(Ordering::SeqCst);
+        groups
+            .iter()
+            .zip(done)
+            .all(|(g, done)| g.counters.read_started().is_quiescent_with(&done))
+    }
+}
+
+/// Configures a [`Runtime`].
+#[must_use = "a runtime builder does nothing until `build` is called"]
+pub struct RuntimeBuilder {
+    threads: usize,
+    budget: usize,
+    lifo_slot: bool,
+    dead_letters: DeadLetterSink,
+}
+
+impl RuntimeBuilder {
+    /// Worker threads of the default group (default: the number of cores).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+
+    /// Run budget of the default group: messages per turn before a process yields.
+    pub fn budget(mut self, budget: usize) -> Self {
+        self.budget = budget.max(1);
+        self
+    }
+
+    /// Whether the default group uses a LIFO slot (see [`GroupBuilder::lifo_slot`]).
+    pub fn lifo_slot(mut self, enabled: bool) -> Self {
+        self.lifo_slot = enabled;
+        self
+    }
+
+    /// Where dead letters go (default: a `tracing` debug event). The sink runs on the thread
+    /// that terminated the process.
+    pub fn dead_letters(mut self, sink: impl Fn(DeadLetter) + Send + Sync + 'static) -> Self {
+        self.dead_letters = Box::new(sink);
+        self
+    }
+
+    /// Starts the runtime and its default group.
+    pub fn build(self) -> Runtime {
+        let shared = Arc::new(RuntimeShared {
+            groups: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+            closing: AtomicBool::new(false),
+            dead_letters: self.dead_letters,
+            registry: Registry::new(),
+            timers: Timers::new(),
+        });
+        let default_group = GroupBuilder::new(Arc::clone(&shared), "default".into())
+            .threads(self.threads)
+            .budget(self.budget)
+            .lifo_slot(self.lifo_slot)
+            .build();
+        Runtime {
+            shared,
+            default_group,
+            shut_down: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A whirl node: worker groups running processes.
+///
+/// Dropping a runtime shuts it down without waiting for inboxes to drain (see
+/// [`Runtime::shutdown_graceful`] for the orderly way).
+pub struct Runtime {
+    shared: Arc<RuntimeShared>,
+    default_group: Group,
+    shut_down: AtomicBool,
+}
+
+impl Default for Runtime {
+    fn default() -> Self {
+        Runtime::new()
+    }
+}
+
+impl Runtime {
+    /// A runtime whose default group has one worker per core.
+    pub fn new() -> Self {
+        Runtime::builder().build()
+    }
+
+    /// Configures a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder {
+            threads: default_threads(),
+            budget: DEFAULT_BUDGET,
+            lifo_slot: true,
+            dead_letters: default_sink(),
+        }
+    }
+
+    /// Starts configuring a new group with its own workers.
+    pub fn group(&self, name: impl Into<String>) -> GroupBuilder {
+        GroupBuilder::new(Arc::clone(&self.shared), name.into())
+    }
+
+    /// The default group.
+    pub fn default_group(&self) -> &Group {
+        &self.default_group
+    }
+
+    /// Spawns a process in the default group.
+    pub fn spawn<P: Process>(&self, state: P) -> Addr<P> {
+        spawn_in_group(self.default_group.shared(), state, None)
+    }
+
+    /// Spawns a process in `group`.
+    pub fn spawn_in<P: Process>(&self, group: &Group, state: P) -> Addr<P> {
+        spawn_in_group(group.shared(), state, None)
+    }
+
+    /// Spawns a process in `group`, serving `principal`.
+    pub fn spawn_for<P: Process>(&self, group: &Group, principal: Principal, state: P) -> Addr<P> {
+        spawn_in_group(group.shared(), state, Some(principal))
+    }
+
+    /// Message counters summed over all groups.
+    pub fn counts(&self) -> MessageCounts {
+        self.shared.counts()
+    }
+
+    /// Processes alive now.
+    pub fn live_processes(&self) -> usize {
+        self.shared.registry.len()
+    }
+
+    /// Blocks until no message is queued or being handled anywhere and no process is
+    /// scheduled. Pending timers do not count. For tests, examples and `main`.
+    pub fn block_until_idle(&self) {
+        self.wait_until(None, || self.shared.is_quiescent());
+    }
+
+    /// Like [`Runtime::block_until_idle`], giving up after `timeout`; returns whether the
+    /// runtime became idle.
+    pub fn block_until_idle_timeout(&self, timeout: Duration) -> bool {
+        self.wait_until(Some(timeout), || self.shared.is_quiescent())
+    }
+
+    fn wait_until(&self, timeout: Option<Duration>, done: impl Fn() -> bool) -> bool {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut pause = Duration::from_micros(20);
+        loop {
+            if done() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+
+    /// Orderly shutdown: stops accepting posts from outside the runtime, lets every inbox
+    /// drain (handlers may still post to each other), terminates every process normally
+    /// (running its `terminated` hook), then joins the workers.
+    ///
+    /// Waits as long as the processes keep working; see [`Runtime::shutdown_timeout`] for a
+    /// bounded version.
+    pub fn shutdown_graceful(self) {
+        self.shutdown(None);
+    }
+
+    /// Like [`Runtime::shutdown_graceful`], but after `timeout` of draining, terminates the
+    /// remaining processes anyway (their queued messages go to the dead-letter sink). Returns
+    /// whether the inboxes drained in time.
+    pub fn shutdown_timeout(self, timeout: Duration) -> bool {
+        self.shutdown(Some(timeout))
+    }
+
+    fn shutdown(&self, drain_timeout: Option<Duration>) -> bool {
+        if self.shut_down.swap(true, Ordering::AcqRel) {
+            return true;
+        }
+        self.shared.closing.store(true, Ordering::Relaxed);
+        let drained = self.wait_until(drain_timeout, || self.shared.is_quiescent());
+        self.shared.timers.stop();
+        self.terminate_all(Duration::from_secs(5));
+        self.stop_workers(Duration::from_secs(5));
+        drained
+    }
+
+    /// Asks every live process to terminate normally and waits (bounded) until they have.
+    fn terminate_all(&self, patience: Duration) {
+        for process in self.shared.registry.live() {
+            process.kill(ExitReason::Normal);
+        }
+        if !self.wait_until(Some(patience), || {
+            self.shared.registry.len() == 0 && self.shared.is_quiescent()
+        }) {
+            tracing::warn!(
+                remaining = self.shared.registry.len(),
+                "processes still running at shutdown (a handler that never returns?)"
+            );
+        }
+    }
+
+    /// Stops every group's workers, joining those that finish within `patience` and leaving
+    /// any stuck in a never-ending handler detached, so shutdown cannot hang.
+    fn stop_workers(&self, patience: Duration) {
+        let groups = std::mem::take(&mut *self.shared.groups.lock());
+        let handles: Vec<JoinHandle<()>> = groups.iter().flat_map(|g| g.stop()).collect();
+        let deadline = Instant::now() + patience;
+        for handle in handles {
+            while !handle.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if handle.is_finished() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown(Some(Duration::ZERO));
+    }
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("groups", &self.shared.groups().len())
+            .field("live_processes", &self.live_processes())
+            .finish_non_exhaustive()
+    }
+}
