@@ -1,0 +1,354 @@
+//! Helpers shared by the integration tests.
+//!
+//! Nothing here waits on a clock to decide an outcome: timeouts only turn a hang into a test
+//! failure ([`HANG_GUARD`]).
+#![allow(dead_code)]
+
+use std::fmt;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex, Once};
+use std::time::Duration;
+
+use whirl_runtime::{
+    Addr, Ctx, DeadLetter, Down, ExitReason, Failure, MessageCounts, PostError, Process, ProcessId,
+    ReplyTo, Runtime,
+};
+
+/// How long any wait may take before the test is declared hung. Generous on purpose: it is a
+/// guard, never part of what a test checks.
+pub const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// Receives one value, failing the test instead of hanging.
+#[track_caller]
+pub fn recv<T>(rx: &Receiver<T>) -> T {
+    match rx.recv_timeout(HANG_GUARD) {
+        Ok(v) => v,
+        Err(e) => panic!("nothing received within the hang guard: {e}"),
+    }
+}
+
+/// Runs `f` on a helper thread and returns its result, failing the test if it does not
+/// finish within [`HANG_GUARD`] (for operations whose point is that they do not hang).
+#[track_caller]
+pub fn within_guard<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    match rx.recv_timeout(HANG_GUARD) {
+        Ok(v) => v,
+        Err(_) => panic!("{what} did not finish within the hang guard"),
+    }
+}
+
+/// Asserts the accounting identity at a quiescent point: nothing queued, and every posted
+/// message handled, rejected or dead-lettered.
+#[track_caller]
+pub fn assert_balanced(c: &MessageCounts) {
+    assert_eq!(
+        c.queued(),
+        0,
+        "messages still queued at a quiescent point: {c:?}"
+    );
+    assert_eq!(
+        c.posted,
+        c.handled + c.rejected + c.dead_lettered,
+        "posted != handled + rejected + dead_lettered: {c:?}"
+    );
+    assert_eq!(c.active_processes, 0, "processes still active: {c:?}");
+}
+
+/// A one-shot gate: handlers wait on it until the test opens it.
+#[derive(Clone, Default)]
+pub struct Gate {
+    inner: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Gate {
+    pub fn new() -> Self {
+        Gate::default()
+    }
+
+    pub fn open(&self) {
+        *self.inner.0.lock().unwrap() = true;
+        self.inner.1.notify_all();
+    }
+
+    /// Blocks until opened; panics (failing the calling process) if the hang guard expires.
+    pub fn wait(&self) {
+        let guard = self.inner.0.lock().unwrap();
+        let (open, timeout) = self
+            .inner
+            .1
+            .wait_timeout_while(guard, HANG_GUARD, |open| !*open)
+            .unwrap();
+        assert!(*open && !timeout.timed_out(), "gate never opened");
+    }
+}
+
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Gate")
+    }
+}
+
+/// Dead letters collected by a runtime's sink.
+#[derive(Clone, Default)]
+pub struct DeadLetters {
+    letters: Arc<Mutex<Vec<DeadLetter>>>,
+}
+
+impl DeadLetters {
+    /// A sink for `RuntimeBuilder::dead_letters`.
+    pub fn sink(&self) -> impl Fn(DeadLetter) + Send + Sync + 'static {
+        let letters = Arc::clone(&self.letters);
+        move |letter| letters.lock().unwrap().push(letter)
+    }
+
+    pub fn len(&self) -> usize {
+        self.letters.lock().unwrap().len()
+    }
+
+    pub fn take(&self) -> Vec<DeadLetter> {
+        std::mem::take(&mut *self.letters.lock().unwrap())
+    }
+}
+
+/// A runtime with `threads` default-group workers and a collecting dead-letter sink.
+pub fn runtime_with_dead_letters(threads: usize) -> (Runtime, DeadLetters) {
+    let dead = DeadLetters::default();
+    let rt = Runtime::builder()
+        .threads(threads)
+        .dead_letters(dead.sink())
+        .build();
+    (rt, dead)
+}
+
+/// Installs (once per test binary) a panic hook that stays quiet about panics whose message
+/// contains `[expected]`, so deliberately panicking handlers do not flood the output.
+pub fn quiet_expected_panics() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let text = payload
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("");
+            if !text.contains("[expected]") {
+                previous(info);
+            }
+        }));
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// `Node`: a general-purpose test process driven by closures.
+// ---------------------------------------------------------------------------------------------
+
+/// What a [`Node`] reports to its test.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A system node received a termination notice as a message.
+    Down { by: &'static str, notice: Down },
+    /// A node's `terminated` hook ran.
+    Terminated {
+        name: &'static str,
+        reason: ExitReason,
+    },
+}
+
+/// Code to run inside a node's handler.
+pub type Job<P> = Box<dyn FnOnce(&mut P, &mut Ctx<P>) -> Result<(), Failure> + Send>;
+
+/// A [`Node`]'s messages.
+pub enum NodeMsg<const SYSTEM: bool> {
+    Run(Job<Node<SYSTEM>>),
+    Down(Down),
+}
+
+impl<const SYSTEM: bool> fmt::Debug for NodeMsg<SYSTEM> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NodeMsg::Run(_) => f.write_str("Run(..)"),
+            NodeMsg::Down(d) => write!(f, "Down({d:?})"),
+        }
+    }
+}
+
+/// A process that runs closures sent to it and reports its termination notices and its
+/// `terminated` hook to the test. `SYSTEM` decides whether it is a system process.
+pub struct Node<const SYSTEM: bool> {
+    pub name: &'static str,
+    events: Sender<Event>,
+    /// Whatever a test wants to keep between jobs.
+    pub log: Vec<u64>,
+}
+
+/// A non-system node: fails when a process it monitors fails.
+pub type Plain = Node<false>;
+/// A system node: receives termination notices as messages.
+pub type System = Node<true>;
+
+impl<const SYSTEM: bool> Node<SYSTEM> {
+    pub fn new(name: &'static str, events: &Sender<Event>) -> Self {
+        Node {
+            name,
+            events: events.clone(),
+            log: Vec::new(),
+        }
+    }
+}
+
+impl<const SYSTEM: bool> Process for Node<SYSTEM> {
+    type Message = NodeMsg<SYSTEM>;
+
+    fn handle(&mut self, msg: NodeMsg<SYSTEM>, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match msg {
+            NodeMsg::Run(job) => job(self, ctx),
+            NodeMsg::Down(notice) => {
+                let _ = self.events.send(Event::Down {
+                    by: self.name,
+                    notice,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn terminated(&mut self, reason: &ExitReason) {
+        let _ = self.events.send(Event::Terminated {
+            name: self.name,
+            reason: reason.clone(),
+        });
+    }
+
+    fn down_message(notice: Down) -> Option<NodeMsg<SYSTEM>> {
+        SYSTEM.then_some(NodeMsg::Down(notice))
+    }
+}
+
+/// Runs `f` inside `node`'s handler and returns its result (a blocking `call`).
+#[track_caller]
+pub fn run<const S: bool, R: Send + 'static>(
+    node: &Addr<Node<S>>,
+    f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> R + Send + 'static,
+) -> R {
+    node.call(|reply: ReplyTo<R>| {
+        NodeMsg::Run(Box::new(move |n, ctx| {
+            let _ = reply.send(f(n, ctx));
+            Ok(())
+        }))
+    })
+    .expect("call to a node failed")
+}
+
+/// Posts a job to `node` without waiting.
+pub fn post_job<const S: bool>(
+    node: &Addr<Node<S>>,
+    f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> Result<(), Failure> + Send + 'static,
+) -> Result<(), PostError<NodeMsg<S>>> {
+    node.post(NodeMsg::Run(Box::new(f)))
+}
+
+/// Makes `node` fail with `reason` (a handler returning `Err`).
+pub fn make_fail<const S: bool>(node: &Addr<Node<S>>, reason: &'static str) {
+    post_job(node, move |_, _| Err(Failure::new(reason))).expect("node already terminated");
+}
+
+/// Makes `node` terminate normally (`ctx.complete()`).
+pub fn make_complete<const S: bool>(node: &Addr<Node<S>>) {
+    post_job(node, |_, ctx| {
+        ctx.complete();
+        Ok(())
+    })
+    .expect("node already terminated");
+}
+
+/// `watcher` monitors `target` (returns once the monitor is in place).
+pub fn monitor<const S: bool, const T: bool>(watcher: &Addr<Node<S>>, target: &Addr<Node<T>>) {
+    let target = target.clone();
+    run(watcher, move |_, ctx| ctx.monitor(&target));
+}
+
+/// `a` links with `b` (returns once the link is in place).
+pub fn link<const S: bool, const T: bool>(a: &Addr<Node<S>>, b: &Addr<Node<T>>) {
+    let b = b.clone();
+    run(a, move |_, ctx| ctx.link(&b));
+}
+
+/// The events a test's nodes report, with helpers to wait for a particular one.
+pub struct Events {
+    rx: Receiver<Event>,
+    backlog: Vec<Event>,
+}
+
+/// A fresh event channel: give the sender to nodes, keep the `Events`.
+pub fn events() -> (Sender<Event>, Events) {
+    let (tx, rx) = mpsc::channel();
+    (
+        tx,
+        Events {
+            rx,
+            backlog: Vec::new(),
+        },
+    )
+}
+
+impl Events {
+    /// Waits for the first event matching `pred`, keeping the others for later.
+    #[track_caller]
+    pub fn wait_for(&mut self, pred: impl Fn(&Event) -> bool) -> Event {
+        if let Some(pos) = self.backlog.iter().position(&pred) {
+            return self.backlog.remove(pos);
+        }
+        loop {
+            let e = recv(&self.rx);
+            if pred(&e) {
+                return e;
+            }
+            self.backlog.push(e);
+        }
+    }
+
+    /// Waits for `name`'s `terminated` hook and returns the reason.
+    #[track_caller]
+    pub fn terminated(&mut self, name: &'static str) -> ExitReason {
+        match self.wait_for(|e| matches!(e, Event::Terminated { name: n, .. } if *n == name)) {
+            Event::Terminated { reason, .. } => reason,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Waits for the next termination notice received by system node `by`.
+    #[track_caller]
+    pub fn down(&mut self, by: &'static str) -> Down {
+        match self.wait_for(|e| matches!(e, Event::Down { by: b, .. } if *b == by)) {
+            Event::Down { notice, .. } => notice,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Everything reported so far and not yet taken (call at a quiescent point).
+    pub fn rest(&mut self) -> Vec<Event> {
+        let mut all = std::mem::take(&mut self.backlog);
+        all.extend(self.rx.try_iter());
+        all
+    }
+}
+
+/// The failure inside an exit reason, or a test failure if the exit was normal.
+#[track_caller]
+pub fn failure(reason: &ExitReason) -> &Failure {
+    match reason {
+        ExitReason::Failed(f) => f,
+        ExitReason::Normal => panic!("expected a failure, got a normal exit"),
+    }
+}
+
+/// The id a process would report, via a blocking call.
+pub fn id_of<const S: bool>(node: &Addr<Node<S>>) -> ProcessId {
+    run(node, |_, ctx| ctx.id())
+}
