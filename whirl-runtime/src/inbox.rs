@@ -26,8 +26,8 @@ use crossbeam_utils::Backoff;
 use crate::sync::{spin_wait, AtomicBool, AtomicPtr, AtomicUsize, UnsafeCell};
 
 /// Index positions per block: one more than the slots, the extra one marks "next block being
-/// installed".
-const LAP: usize = 8;
+/// installed". Tiny under loom so that short model runs cross block boundaries.
+const LAP: usize = if cfg!(loom) { 3 } else { 8 };
 /// Messages per block. Small, because a process keeps its last block while idle.
 pub(crate) const BLOCK_CAP: usize = LAP - 1;
 
@@ -142,11 +142,14 @@ impl<T> Inbox<T> {
                         self.first_block.store(new, Release);
                         block = new;
                     }
-                    Err(current) => {
+                    Err(_) => {
                         // SAFETY: `new` came from `Box::into_raw` just above and was not published.
                         next_block = Some(unsafe { Box::from_raw(new) });
+                        // Index first, then block: a block read before the index may belong to
+                        // an earlier lap, and the CAS on the index would not catch the mismatch.
+                        // (Found by `loom_post_vs_run_never_strands_a_message`.)
                         tail = self.tail_index.load(Acquire);
-                        block = current;
+                        block = self.tail_block.load(Acquire);
                         continue;
                     }
                 }
@@ -227,8 +230,17 @@ impl<T> Inbox<T> {
             return None;
         }
         if head.block.is_null() {
-            // The producer that advanced the index published the first block before doing so.
-            head.block = self.first_block.load(Acquire);
+            // The first block is linked into `tail_block` before `first_block` is set, and a
+            // second producer may fill a slot in between: wait for the allocating producer to
+            // finish publishing. (Found by `loom_post_vs_run_never_strands_a_message`.)
+            let backoff = Backoff::new();
+            loop {
+                head.block = self.first_block.load(Acquire);
+                if !head.block.is_null() {
+                    break;
+                }
+                spin_wait(&backoff);
+            }
         }
         let offset = head.index % LAP;
         let block = head.block;
@@ -274,7 +286,7 @@ impl<T> Drop for Inbox<T> {
             // SAFETY: exclusive access through `&mut self`.
             unsafe { (*h).block }
         });
-        for block in [head, *self.spare.get_mut()] {
+        for block in [head, self.spare.swap(ptr::null_mut(), Acquire)] {
             if !block.is_null() {
                 // SAFETY: after draining, the head block and the spare are the only blocks
                 // left, both owned by the queue and distinct.

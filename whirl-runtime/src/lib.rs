@@ -23,6 +23,9 @@ mod error;
 mod group;
 mod idle;
 mod inbox;
+mod isolated;
+#[cfg(all(test, loom))]
+mod loom_tests;
 mod mailbox;
 mod park;
 mod predicate;
@@ -42,6 +45,9 @@ pub use ctx::Ctx;
 pub use dead_letter::{DeadLetter, DeadLetterSink};
 pub use error::{CallError, PostError};
 pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
+#[doc(hidden)]
+pub use isolated::require_shared_state_group;
+pub use isolated::{Isolated, Message, SharesState};
 pub use predicate::{MessagePredicate, Offer, QueueLength};
 pub use principal::Principal;
 pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};
