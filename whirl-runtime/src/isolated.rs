@@ -1,0 +1,425 @@
+//! Compile-time isolation: which values may cross a process boundary.
+//!
+//! Whirlwind v4 checked isolation with a bytecode validator: "the messages and all transitively
+//! referenced values needed to be either immutable, a process or have ownership transferred".
+//! whirl checks the same rule at compile time with one marker trait, [`Isolated`], implemented
+//! exactly for
+//!
+//! * **owned data**, moved from sender to receiver: primitives, `String`, `Box`, `Vec` and the
+//!   other std collections, `Option`, `Result`, tuples, arrays, times, paths, addresses of the
+//!   network kind;
+//! * **immutable shared data**: `Arc<T>` and `&'static T` where `T: Isolated + Sync` (so `T`
+//!   has no interior mutability: `Arc<str>`, `Arc<Vec<u8>>`, `&'static str`);
+//! * **processes**: [`Addr`], [`Recipient`], and the one-shot [`ReplyTo`].
+//!
+//! and never for `Rc`, `Cell`, `RefCell`, `UnsafeCell`, `Mutex`, `RwLock`, atomics, raw
+//! pointers, non-`'static` references, `&'static mut`, or anything that contains one of them.
+//! There is deliberately no blanket impl over `Send + Sync`: `Arc<Mutex<T>>` is both, and is
+//! exactly the shared mutable state isolation forbids.
+//!
+//! `#[derive(Message)]` and `#[derive(Isolated)]` implement the trait for user types whose
+//! fields are all `Isolated`, and `#[process]` requires it of every field of a process's state,
+//! so the check is transitive and costs nothing at run time.
+//!
+//! # Escape hatches
+//!
+//! Both are loud and greppable:
+//!
+//! * `unsafe impl Isolated for MyType {}` for a type the derive cannot see through (a handle
+//!   whose sharing is mediated by something you trust). The `unsafe` is the promise.
+//! * `#[process(shares_state = "why")]` with `#[shared]` fields, for the paper's section VI-C
+//!   case of processes that knowingly share state (an in-memory database with fine-grained
+//!   locking). Such a process implements [`SharesState`] and may only run in a group built with
+//!   [`GroupBuilder::build_sharing_state`]; anywhere else it fails as it starts, before it
+//!   handles a single message.
+//!
+//! # Keeping the impls honest
+//!
+//! Every `unsafe impl` below is sound only while the type holds no shared mutable state. The
+//! runtime's own handles ([`Addr`], [`Principal`], [`Failure`]...) are listed here: whoever adds
+//! interior mutability to one of them must revisit its impl.
+
+use std::borrow::Cow;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap, HashSet, LinkedList, VecDeque};
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::hash::{BuildHasherDefault, RandomState};
+use std::marker::PhantomData;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::num::{
+    NonZeroI128, NonZeroI16, NonZeroI32, NonZeroI64, NonZeroI8, NonZeroIsize, NonZeroU128,
+    NonZeroU16, NonZeroU32, NonZeroU64, NonZeroU8, NonZeroUsize, Saturating, Wrapping,
+};
+use std::ops::{Bound, Range, RangeFrom, RangeInclusive, RangeTo, RangeToInclusive};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use parking_lot::Mutex;
+
+use crate::addr::{Addr, Recipient};
+use crate::counters::MessageCounts;
+use crate::ctx::Ctx;
+use crate::error::{CallError, PostError};
+use crate::group::{Group, GroupBuilder, GroupShared};
+use crate::principal::Principal;
+use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
+use crate::reply::ReplyTo;
+
+/// Data that may cross a process boundary: owned, immutable and shared, or a process address.
+///
+/// This is whirl's compile-time replacement for Whirlwind's isolation validator. A message
+/// (and, transitively, everything it holds) must be `Isolated`, and so must every field of a
+/// process's state, so that two processes can never reach the same mutable memory. The
+/// module documentation lists the impls.
+///
+/// Do not implement it by hand for data types: `#[derive(Isolated)]` (or `#[derive(Message)]`
+/// for a message) checks every field for you.
+///
+/// # Safety
+///
+/// Implementing it promises that a value of the type, once moved to another process, shares
+/// no mutable state with anything the sender keeps: no interior mutability reachable through
+/// shared pointers, no raw pointers to shared memory, no borrowed data. Violating it brings
+/// back the data races and accidental sharing the actor model exists to exclude.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use whirl_runtime::Isolated;
+///
+/// fn crosses<T: Isolated>(_: &T) {}
+///
+/// crosses(&String::from("owned"));
+/// crosses(&Arc::<str>::from("shared and immutable"));
+/// crosses(&vec![(1u8, 'x')]);
+/// ```
+///
+/// ```compile_fail
+/// use std::sync::{Arc, Mutex};
+/// use whirl_runtime::Isolated;
+///
+/// fn crosses<T: Isolated>(_: &T) {}
+///
+/// crosses(&Arc::new(Mutex::new(0))); // shared mutable state
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot cross a process boundary: it is not `Isolated`",
+    label = "`{Self}` could share mutable state between processes",
+    note = "messages and process state may hold only owned data, immutable shared data (`Arc<T>`, `&'static T`) or process addresses (`Addr<P>`)",
+    note = "own the data instead (move or clone it), share it immutably (`Arc<T>` of a `T` without interior mutability), or keep the mutable state in a process of its own and pass its `Addr`",
+    note = "a type of your own that holds only such data needs `#[derive(Isolated)]`, or `#[derive(Message)]` if it is a message"
+)]
+pub unsafe trait Isolated: Send + 'static {}
+
+/// A value a process can receive: [`Isolated`] data with a cost.
+///
+/// Derive it: `#[derive(Message)]` checks that every field is `Isolated` and implements both
+/// traits. A handler in a `#[process]` impl block takes exactly one `Message` by value.
+///
+/// ```
+/// use whirl_runtime::{Isolated, Message};
+///
+/// struct Upload { bytes: Vec<u8> }
+/// // SAFETY: `Vec<u8>` is owned data. (Real code writes `#[derive(Message)]`.)
+/// unsafe impl Isolated for Upload {}
+/// impl Message for Upload {
+///     fn cost(&self) -> u64 {
+///         1 + self.bytes.len() as u64 / 4096
+///     }
+/// }
+///
+/// assert_eq!(Upload { bytes: vec![0; 8192] }.cost(), 3);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a message",
+    label = "a handler's parameter must be a type deriving `Message`",
+    note = "add `#[derive(Message)]` to the type's definition: it checks the type can cross a process boundary",
+    note = "to receive a type from another crate (`String`, `u64`...), wrap it: `#[derive(Message)] struct Text(String);`"
+)]
+pub trait Message: Isolated {
+    /// What handling this message costs, in the units a group's cost-budget predicate
+    /// counts. Defaults to 1; set it with `#[message(cost = ...)]` on the type.
+    #[inline]
+    fn cost(&self) -> u64 {
+        1
+    }
+}
+
+/// Termination notices are the messages system processes receive.
+impl Message for Down {}
+
+/// Marks a process whose state knowingly shares mutable state with other processes.
+///
+/// This is the paper's section VI-C case: a group of processes around an in-memory database
+/// that does its own fine-grained locking, where wrapping the database in one process would
+/// cost too much. `#[process(shares_state = "why")]` implements it (the reason is recorded in
+/// [`SharesState::REASON`]) and accepts `#[shared]` fields that are not [`Isolated`].
+///
+/// Such a process runs only in a group built with [`GroupBuilder::build_sharing_state`], so
+/// the sharing stays inside a group that declares it; spawned anywhere else it fails as it
+/// starts. Link the processes of that group to each other so that a failure takes all of them
+/// down, as the paper recommends: they are not isolated from each other.
+///
+/// # Safety
+///
+/// The implementer takes over the isolation argument for the `#[shared]` fields: the shared
+/// state must synchronise itself, and no process outside the declaring group may reach it.
+pub unsafe trait SharesState: Send + 'static {
+    /// Why this process shares state: shown in failures, logs and the docs.
+    const REASON: &'static str;
+}
+
+/// Groups that declared they host processes sharing state, with their reasons. Read only when a
+/// [`SharesState`] process starts, so a plain lock is enough.
+static SHARED_STATE_GROUPS: Mutex<Vec<(Weak<GroupShared>, &'static str)>> = Mutex::new(Vec::new());
+
+impl GroupBuilder {
+    /// Creates the group like [`GroupBuilder::build`] and declares that its processes may share
+    /// state, for `reason`.
+    ///
+    /// Only such a group can run processes declared `#[process(shares_state = "...")]`. The
+    /// reason is kept for failure messages and should say what is shared and why isolation was
+    /// not viable.
+    pub fn build_sharing_state(self, reason: &'static str) -> Group {
+        let group = self.build();
+        let mut groups = SHARED_STATE_GROUPS.lock();
+        groups.retain(|(g, _)| g.strong_count() > 0);
+        groups.push((Arc::downgrade(group.shared()), reason));
+        group
+    }
+}
+
+impl Group {
+    /// Why this group hosts processes that share state, if it was built with
+    /// [`GroupBuilder::build_sharing_state`].
+    pub fn shared_state_reason(&self) -> Option<&'static str> {
+        let me = Arc::as_ptr(self.shared());
+        SHARED_STATE_GROUPS
+            .lock()
+            .iter()
+            .find(|(g, _)| std::ptr::eq(g.as_ptr(), me))
+            .map(|(_, reason)| *reason)
+    }
+}
+
+/// Run by the `started` hook that `#[process(shares_state = "...")]` generates: fails the
+/// process unless its group declared shared state (and, if the process names a group, unless it
+/// is that group).
+#[doc(hidden)]
+pub fn require_shared_state_group<P: Process>(
+    ctx: &Ctx<P>,
+    reason: &'static str,
+    declared_group: Option<&'static str>,
+) -> Result<(), Failure> {
+    let group = ctx.group();
+    let process = std::any::type_name::<P>();
+    let problem = match (group.shared_state_reason(), declared_group) {
+        (None, _) => format!(
+            "process `{process}` shares state (\"{reason}\") but was spawned into group `{}`, \
+             which was not built with `build_sharing_state`",
+            group.name()
+        ),
+        (Some(_), Some(wanted)) if wanted != group.name() => format!(
+            "process `{process}` shares state (\"{reason}\") and is confined to group \
+             `{wanted}`, but was spawned into group `{}`",
+            group.name()
+        ),
+        (Some(_), _) => return Ok(()),
+    };
+    tracing::error!("{problem}");
+    Err(Failure::new(problem))
+}
+
+/// `unsafe impl Isolated` for plain types without type parameters.
+macro_rules! isolated {
+    ($($ty:ty),* $(,)?) => {
+        $( unsafe impl Isolated for $ty {} )*
+    };
+}
+
+// SAFETY: values of these types own all their data and have no interior mutability.
+isolated! {
+    (), bool, char, f32, f64,
+    i8, i16, i32, i64, i128, isize,
+    u8, u16, u32, u64, u128, usize,
+    NonZeroI8, NonZeroI16, NonZeroI32, NonZeroI64, NonZeroI128, NonZeroIsize,
+    NonZeroU8, NonZeroU16, NonZeroU32, NonZeroU64, NonZeroU128, NonZeroUsize,
+    str, String, CStr, CString, OsStr, OsString, Path, PathBuf,
+    Duration, Instant, SystemTime,
+    IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, Shutdown,
+    Ordering, std::convert::Infallible, std::any::TypeId, std::thread::ThreadId,
+    std::io::ErrorKind, RandomState, std::hash::DefaultHasher,
+}
+
+// SAFETY: the runtime's own values. `ProcessId`, `FailureKind` and `MessageCounts` are plain
+// data; `Failure`, `ExitReason` and `Down` hold an immutable `Arc<str>`; a `Principal` is an
+// immutable `Arc` shared on purpose so schedulers can classify work consistently.
+isolated! {
+    ProcessId, Failure, FailureKind, ExitReason, Down, Principal, MessageCounts,
+}
+
+// SAFETY: a process address. Posting through it moves the message into the inbox; it grants
+// no access to the process's state.
+unsafe impl<P: Process> Isolated for Addr<P> {}
+
+// SAFETY: a type-erased process address, as above.
+unsafe impl<M: 'static> Isolated for Recipient<M> {}
+
+// SAFETY: a one-shot channel back to a waiting caller; the answer is moved through it, so it
+// must itself be isolated.
+unsafe impl<T: Isolated> Isolated for ReplyTo<T> {}
+
+// SAFETY: a handle on a group's configuration, which the runtime synchronises; it grants no
+// access to any process's state.
+unsafe impl Isolated for Group {}
+
+// SAFETY: errors that carry an undelivered message back; isolated when the message is.
+unsafe impl<M: Isolated> Isolated for PostError<M> {}
+// SAFETY: as above.
+unsafe impl<M: Isolated> Isolated for CallError<M> {}
+
+// SAFETY: owning containers: moving one moves everything in it, so they are isolated exactly
+// when their elements are.
+unsafe impl<T: ?Sized + Isolated> Isolated for Box<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for Vec<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for VecDeque<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for LinkedList<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for BinaryHeap<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for BTreeSet<T> {}
+// SAFETY: as above.
+unsafe impl<K: Isolated, V: Isolated> Isolated for BTreeMap<K, V> {}
+// SAFETY: as above; the hasher state is owned too.
+unsafe impl<T: Isolated, S: Isolated> Isolated for HashSet<T, S> {}
+// SAFETY: as above.
+unsafe impl<K: Isolated, V: Isolated, S: Isolated> Isolated for HashMap<K, V, S> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for Option<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated, E: Isolated> Isolated for Result<T, E> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for [T] {}
+// SAFETY: as above.
+unsafe impl<T: Isolated, const N: usize> Isolated for [T; N] {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for Reverse<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for Wrapping<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for Saturating<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for Bound<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for Range<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for RangeInclusive<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for RangeFrom<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for RangeTo<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for RangeToInclusive<T> {}
+
+// SAFETY: a zero-sized marker holds no data at all; `Send` is required by the supertrait.
+unsafe impl<T: ?Sized + 'static> Isolated for PhantomData<T> where PhantomData<T>: Send {}
+// SAFETY: a hasher builder for `H` holds no data.
+unsafe impl<H: 'static> Isolated for BuildHasherDefault<H> {}
+
+// SAFETY: shared, but immutable: `T: Isolated` excludes interior mutability, and `Sync` is what
+// makes sharing `T` between threads sound in the first place.
+unsafe impl<T: ?Sized + Isolated + Sync> Isolated for Arc<T> {}
+// SAFETY: as above; a `'static` shared reference never dangles. (`&'static mut T` is not
+// included: it is usually a `static mut` in disguise.)
+unsafe impl<T: ?Sized + Isolated + Sync> Isolated for &'static T {}
+// SAFETY: either an immutable `'static` borrow (as above) or owned data.
+unsafe impl<B> Isolated for Cow<'static, B>
+where
+    B: ?Sized + ToOwned + Isolated + Sync,
+    B::Owned: Isolated,
+{
+}
+
+/// `unsafe impl Isolated` for tuples of isolated values.
+macro_rules! isolated_tuples {
+    ($( ($($name:ident),+) )*) => {
+        // SAFETY: a tuple owns its fields; it is isolated when each of them is.
+        $( unsafe impl<$($name: Isolated),+> Isolated for ($($name,)+) {} )*
+    };
+}
+
+isolated_tuples! {
+    (A)
+    (A, B)
+    (A, B, C)
+    (A, B, C, D)
+    (A, B, C, D, E)
+    (A, B, C, D, E, F)
+    (A, B, C, D, E, F, G)
+    (A, B, C, D, E, F, G, H)
+    (A, B, C, D, E, F, G, H, I)
+    (A, B, C, D, E, F, G, H, I, J)
+    (A, B, C, D, E, F, G, H, I, J, K)
+    (A, B, C, D, E, F, G, H, I, J, K, L)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::Runtime;
+
+    fn isolated<T: ?Sized + Isolated>() {}
+
+    #[test]
+    fn owned_immutable_and_addresses_are_isolated() {
+        isolated::<(u8, String, Vec<Option<Box<str>>>)>();
+        isolated::<HashMap<String, BTreeSet<u64>>>();
+        isolated::<Arc<str>>();
+        isolated::<Arc<Vec<PathBuf>>>();
+        isolated::<&'static str>();
+        isolated::<&'static [u8]>();
+        isolated::<Cow<'static, str>>();
+        isolated::<[Duration; 4]>();
+        isolated::<ReplyTo<Result<u64, String>>>();
+        isolated::<Recipient<Down>>();
+        isolated::<PhantomData<fn() -> std::rc::Rc<u8>>>();
+    }
+
+    struct Shared;
+
+    impl Process for Shared {
+        type Message = ();
+        fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
+            Ok(())
+        }
+        fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            require_shared_state_group(ctx, "test", Some("db"))
+        }
+    }
+
+    #[test]
+    fn shared_state_is_confined_to_a_declaring_group() {
+        let rt = Runtime::builder().threads(1).build();
+        let plain = rt.group("plain").threads(1).build();
+        let other = rt.group("other").threads(1).build_sharing_state("test");
+        let db = rt.group("db").threads(1).build_sharing_state("test");
+        assert_eq!(plain.shared_state_reason(), None);
+        assert_eq!(db.shared_state_reason(), Some("test"));
+
+        let in_default = rt.spawn(Shared);
+        let in_plain = rt.spawn_in(&plain, Shared);
+        let in_other = rt.spawn_in(&other, Shared);
+        let in_db = rt.spawn_in(&db, Shared);
+        rt.block_until_idle();
+        assert!(in_default.is_terminated());
+        assert!(in_plain.is_terminated());
+        assert!(in_other.is_terminated());
+        assert!(!in_db.is_terminated());
+        rt.shutdown_graceful();
+    }
+}
