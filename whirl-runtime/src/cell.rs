@@ -236,10 +236,11 @@ impl<P: Process> ProcessCell<P> {
                 reason: reason.clone(),
             });
         }
-        self.group.runtime.registry.remove(self.id);
+        let registered = self.group.runtime.registry.remove(self.id);
         self.group.counters.add(Event::Terminated, 1);
         self.drain_to_dead_letters(&reason);
         self.group.counters.add(Event::Deactivated, 1);
+        drop(registered);
     }
 
     /// Gives every queued message to the dead-letter sink and releases the token.
@@ -331,6 +332,126 @@ impl<P: Process> Watcher for ProcessCell<P> {
                     self.kill(ExitReason::Failed(f));
                 }
             }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    //! Small enough for Miri: exercises the token-protected body, termination, the
+    //! terminated hook, monitors and the dead-letter drain across real worker threads.
+
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    use std::sync::Arc;
+
+    use crate::{Ctx, Down, ExitReason, Failure, Process, Runtime};
+
+    struct Tally {
+        seen: Vec<u32>,
+        hooks: Arc<AtomicUsize>,
+    }
+
+    impl Process for Tally {
+        type Message = u32;
+        fn handle(&mut self, msg: u32, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            self.seen.push(msg);
+            match msg {
+                99 => panic!("boom"),
+                98 => ctx.complete(),
+                _ => {}
+            }
+            Ok(())
+        }
+        fn terminated(&mut self, _reason: &ExitReason) {
+            self.hooks.fetch_add(1, SeqCst);
+        }
+    }
+
+    struct Watch {
+        downs: Arc<AtomicUsize>,
+    }
+
+    impl Process for Watch {
+        type Message = Down;
+        fn handle(&mut self, down: Down, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            assert!(down.reason.is_failure());
+            self.downs.fetch_add(1, SeqCst);
+            Ok(())
+        }
+        fn down_message(notice: Down) -> Option<Down> {
+            Some(notice)
+        }
+    }
+
+    #[test]
+    fn cell_lifecycle_across_workers() {
+        let dead = Arc::new(AtomicUsize::new(0));
+        let rt = {
+            let dead = Arc::clone(&dead);
+            Runtime::builder()
+                .threads(2)
+                .budget(2)
+                .dead_letters(move |_| {
+                    dead.fetch_add(1, SeqCst);
+                })
+                .build()
+        };
+        let hooks = Arc::new(AtomicUsize::new(0));
+        let downs = Arc::new(AtomicUsize::new(0));
+        let crasher = rt.spawn(Tally {
+            seen: Vec::new(),
+            hooks: Arc::clone(&hooks),
+        });
+        let watcher = rt.spawn(Watch {
+            downs: Arc::clone(&downs),
+        });
+        let watch_target = crasher.clone();
+        let monitor_via = rt.spawn(Monitor {
+            target: Some(watch_target),
+        });
+        let _ = monitor_via;
+        drop(watcher);
+        rt.block_until_idle();
+        for i in [1, 2, 3, 99, 4, 5] {
+            let _ = crasher.post(i);
+        }
+        let quiet = rt.spawn(Tally {
+            seen: Vec::new(),
+            hooks: Arc::clone(&hooks),
+        });
+        for i in [1, 98, 7] {
+            quiet.post(i).unwrap();
+        }
+        rt.block_until_idle();
+        assert!(crasher.post(6).is_err());
+        assert_eq!(dead.load(SeqCst), 3, "4, 5 after the panic and 7 after complete()");
+        let counts = rt.counts();
+        assert_eq!(counts.posted, counts.handled + counts.dead_lettered);
+        rt.shutdown_graceful();
+        assert_eq!(hooks.load(SeqCst), 2);
+        assert_eq!(downs.load(SeqCst), 0, "the watcher never monitored anything");
+    }
+
+    /// Monitors its target from its start hook, as a system process.
+    struct Monitor {
+        target: Option<crate::Addr<Tally>>,
+    }
+
+    impl Process for Monitor {
+        type Message = Down;
+        fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            if let Some(t) = self.target.take() {
+                ctx.monitor(&t);
+            }
+            Ok(())
+        }
+        fn handle(&mut self, down: Down, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            assert!(matches!(down.reason, ExitReason::Failed(_)));
+            ctx.complete();
+            Ok(())
+        }
+        fn down_message(notice: Down) -> Option<Down> {
+            Some(notice)
         }
     }
 }

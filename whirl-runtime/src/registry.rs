@@ -1,8 +1,10 @@
-//! The runtime's table of live processes, so shutdown can reach every one of them.
-//! Sharded so that spawning and terminating on several threads rarely contend.
+//! The runtime's table of live processes. It owns them: a process lives until it terminates,
+//! whether or not anybody still holds its address (it may have timers, monitors, or work to
+//! finish), and shutdown can reach every one of them. Sharded so that spawning and
+//! terminating on several threads rarely contend.
 
 use std::collections::HashMap;
-use std::sync::Weak;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -11,8 +13,10 @@ use crate::process::ProcessId;
 
 const SHARDS: usize = 16;
 
+type Shard = Mutex<HashMap<u64, Arc<dyn Runnable>>>;
+
 pub(crate) struct Registry {
-    shards: [Mutex<HashMap<u64, Weak<dyn Runnable>>>; SHARDS],
+    shards: [Shard; SHARDS],
 }
 
 impl Registry {
@@ -22,28 +26,25 @@ impl Registry {
         }
     }
 
-    fn shard(&self, id: ProcessId) -> &Mutex<HashMap<u64, Weak<dyn Runnable>>> {
+    fn shard(&self, id: ProcessId) -> &Shard {
         &self.shards[(id.0 as usize) % SHARDS]
     }
 
-    pub(crate) fn insert(&self, id: ProcessId, process: Weak<dyn Runnable>) {
+    pub(crate) fn insert(&self, id: ProcessId, process: Arc<dyn Runnable>) {
         self.shard(id).lock().insert(id.0, process);
     }
 
-    pub(crate) fn remove(&self, id: ProcessId) {
-        self.shard(id).lock().remove(&id.0);
+    /// Forgets a terminated process. The returned reference is dropped by the caller outside
+    /// the shard lock (dropping a process may run arbitrary `Drop` code).
+    pub(crate) fn remove(&self, id: ProcessId) -> Option<Arc<dyn Runnable>> {
+        self.shard(id).lock().remove(&id.0)
     }
 
-    /// Every live process (that is still reachable).
-    pub(crate) fn live(&self) -> Vec<std::sync::Arc<dyn Runnable>> {
+    /// Every live process.
+    pub(crate) fn live(&self) -> Vec<Arc<dyn Runnable>> {
         self.shards
             .iter()
-            .flat_map(|s| {
-                s.lock()
-                    .values()
-                    .filter_map(Weak::upgrade)
-                    .collect::<Vec<_>>()
-            })
+            .flat_map(|s| s.lock().values().cloned().collect::<Vec<_>>())
             .collect()
     }
 

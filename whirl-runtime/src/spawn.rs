@@ -19,8 +19,7 @@ pub(crate) fn spawn_in_group<P: Process>(
     let runtime = &group.runtime;
     let id = runtime.next_process_id();
     let cell = Arc::new(ProcessCell::new(id, Arc::clone(group), principal, state));
-    let weak: std::sync::Weak<dyn Runnable> = Arc::downgrade(&(Arc::clone(&cell) as Task));
-    runtime.registry.insert(id, weak);
+    runtime.registry.insert(id, Arc::clone(&cell) as Task);
     group.counters.add(Event::Spawned, 1);
     group.counters.add(Event::Activated, 1);
     if group.is_stopped() {
