@@ -180,7 +180,7 @@ impl<P: Process> ProcessCell<P> {
         }
 
         if let Some(reason) = exit {
-            cell.terminate(body, reason);
+            cell.terminate(reason);
             return;
         }
         // SAFETY: we hold the token.
@@ -209,10 +209,16 @@ impl<P: Process> ProcessCell<P> {
     }
 
     /// Terminates the process. The caller holds the token; it is released at the end.
-    fn terminate(self: Arc<Self>, body: &mut Body<P>, reason: ExitReason) {
+    ///
+    /// Takes no reference into the body: `self` may be the last reference to the cell, and
+    /// the cell is freed when it drops at the end (Miri caught an earlier version that kept a
+    /// `&mut Body` alive across that).
+    fn terminate(self: Arc<Self>, reason: ExitReason) {
         // SAFETY: we hold the token.
         unsafe { self.mailbox.close() };
-        if let Some(mut state) = body.state.take() {
+        // SAFETY: we hold the token, so the body is ours; the reference ends in this statement.
+        let state = self.body.with_mut(|b| unsafe { (*b).state.take() });
+        if let Some(mut state) = state {
             let hook = catch_unwind(AssertUnwindSafe(|| {
                 state.terminated(&reason);
                 drop(state);
@@ -424,12 +430,20 @@ mod tests {
         }
         rt.block_until_idle();
         assert!(crasher.post(6).is_err());
-        assert_eq!(dead.load(SeqCst), 3, "4, 5 after the panic and 7 after complete()");
+        assert_eq!(
+            dead.load(SeqCst),
+            3,
+            "4, 5 after the panic and 7 after complete()"
+        );
         let counts = rt.counts();
         assert_eq!(counts.posted, counts.handled + counts.dead_lettered);
         rt.shutdown_graceful();
         assert_eq!(hooks.load(SeqCst), 2);
-        assert_eq!(downs.load(SeqCst), 0, "the watcher never monitored anything");
+        assert_eq!(
+            downs.load(SeqCst),
+            0,
+            "the watcher never monitored anything"
+        );
     }
 
     /// Monitors its target from its start hook, as a system process.

@@ -13,17 +13,17 @@
 //! * `KILL` — someone outside asked the process to terminate (a linked failure, shutdown).
 //!   The token holder acts on it at its next turn.
 //!
-//! The protocol that guarantees no message is stranded: a producer pushes, *then* tries to
-//! take the token; a token holder that runs out of messages clears the token, *then* looks at
-//! the inbox once more and tries to take the token back if it is not empty. Both token
-//! operations are read-modify-writes on the same word with acquire/release ordering, so one
-//! of the two always sees the other's message. `tests/loom_mailbox.rs` checks this
-//! exhaustively.
+//! The protocol that guarantees no message is stranded: a producer pushes, *then* looks at the
+//! token and takes it if it is free; a token holder that runs out of messages clears the
+//! token, *then* looks at the inbox once more and takes the token back if it is not empty.
+//! `SeqCst` fences between each party's write and read ensure one of the two always sees the
+//! other's write.
+//! `loom_tests.rs` checks this exhaustively.
 
-use std::sync::atomic::Ordering::{AcqRel, Acquire};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
 
 use crate::inbox::Inbox;
-use crate::sync::AtomicUsize;
+use crate::sync::{fence, AtomicUsize};
 
 const SCHEDULED: usize = 0b001;
 const CLOSED: usize = 0b010;
@@ -80,6 +80,16 @@ impl<T> Mailbox<T> {
     #[inline]
     pub(crate) fn push(&self, msg: T) -> AfterPush {
         self.inbox.push(msg);
+        // Fast path: the token is held, so its holder will see the message. A plain load
+        // instead of a read-modify-write keeps a busy process's state word from being written
+        // on every post. The fences make it sound (the store-buffering pattern): we write the
+        // tail, fence, read the state; the holder in `release` writes the state, fences,
+        // reads the tail. Whichever fence comes second in the total order of `SeqCst` fences,
+        // its thread sees the other's write.
+        fence(SeqCst);
+        if self.state.load(Relaxed) & SCHEDULED != 0 {
+            return AfterPush::Nothing;
+        }
         self.acquire_after(0)
     }
 
@@ -135,6 +145,7 @@ impl<T> Mailbox<T> {
         // SAFETY: the caller holds the token.
         let position = unsafe { self.inbox.read_position() };
         self.state.fetch_and(!SCHEDULED, AcqRel);
+        fence(SeqCst);
         // A stale position only causes a spurious (harmless) reschedule or a failed re-take.
         let pending = self.inbox.has_messages_past(position) || self.kill_requested();
         if pending && self.state.fetch_or(SCHEDULED, AcqRel) & SCHEDULED == 0 {
@@ -166,6 +177,7 @@ impl<T> Mailbox<T> {
             // SAFETY: the caller holds the token.
             let position = unsafe { self.inbox.read_position() };
             self.state.fetch_and(!(SCHEDULED | KILL), AcqRel);
+            fence(SeqCst);
             if !self.inbox.has_messages_past(position)
                 || self.state.fetch_or(SCHEDULED, AcqRel) & SCHEDULED != 0
             {

@@ -116,8 +116,20 @@ impl WorkerThread {
         } else {
             self.push_queue(task);
         }
-        // There is more local work than this worker can run right now: let a sleeper steal.
-        self.group.idle.notify_one();
+        // Wake a sleeper only if this worker now has more than the one task it will run
+        // next: a lone process yielding its budget would otherwise wake a thread that finds
+        // nothing to steal, or steals the process and moves it to a cold cache.
+        let pending = self.local.len() + usize::from(self.has_lifo_task());
+        if pending > 1 {
+            self.group.idle.notify_one();
+        }
+    }
+
+    fn has_lifo_task(&self) -> bool {
+        let task = self.lifo.take();
+        let occupied = task.is_some();
+        self.lifo.set(task);
+        occupied
     }
 
     fn push_queue(&self, task: Task) {
