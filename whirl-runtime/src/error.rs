@@ -53,7 +53,7 @@ impl<M> fmt::Debug for PostError<M> {
 }
 
 /// Why a request/reply call from outside the runtime got no answer.
-#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(PartialEq, Eq, thiserror::Error)]
 pub enum CallError<M> {
     /// The request could not be posted; it comes back inside.
     #[error("the request could not be posted: {0}")]
@@ -68,4 +68,17 @@ pub enum CallError<M> {
     /// and could deadlock the group. Post a message carrying an `Addr` instead.
     #[error("blocking call from inside a process handler; post a message carrying a reply address instead")]
     WouldBlockWorker(M),
+}
+
+impl<M> fmt::Debug for CallError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallError::Post(e) => write!(f, "Post({e:?})"),
+            CallError::NoReply => f.write_str("NoReply"),
+            CallError::Timeout => f.write_str("Timeout"),
+            CallError::WouldBlockWorker(_) => {
+                write!(f, "WouldBlockWorker({})", std::any::type_name::<M>())
+            }
+        }
+    }
 }
