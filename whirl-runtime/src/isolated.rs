@@ -233,9 +233,15 @@ pub fn require_shared_state_group<P: Process>(
 }
 
 /// `unsafe impl Isolated` for plain types without type parameters.
+///
+/// They are `do_not_recommend`: an error about a non-isolated type then lists the generic
+/// containers that *are* isolated (`Arc<T>`, `Box<T>`...), not every integer type.
 macro_rules! isolated {
     ($($ty:ty),* $(,)?) => {
-        $( unsafe impl Isolated for $ty {} )*
+        $(
+            #[diagnostic::do_not_recommend]
+            unsafe impl Isolated for $ty {}
+        )*
     };
 }
 
@@ -345,11 +351,16 @@ where
 {
 }
 
-/// `unsafe impl Isolated` for tuples of isolated values.
+/// `unsafe impl Isolated` for tuples of isolated values (`do_not_recommend`, like the plain
+/// types: an error about a tuple field names the tuple, and the list of isolated types stays
+/// readable).
 macro_rules! isolated_tuples {
     ($( ($($name:ident),+) )*) => {
         // SAFETY: a tuple owns its fields; it is isolated when each of them is.
-        $( unsafe impl<$($name: Isolated),+> Isolated for ($($name,)+) {} )*
+        $(
+            #[diagnostic::do_not_recommend]
+            unsafe impl<$($name: Isolated),+> Isolated for ($($name,)+) {}
+        )*
     };
 }
 
