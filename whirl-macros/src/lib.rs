@@ -1,1 +1,95 @@
-//! Procedural macros for whirl. Use them through the `whirl` crate.
+//! Procedural macros for whirl: `#[process]`, `#[derive(Message)]` and `#[derive(Isolated)]`.
+//!
+//! Use them through the `whirl` crate (`use whirl::prelude::*;`), whose documentation is the
+//! tutorial. The generated code names everything through `::whirl`, so the crate must be a
+//! dependency under that name.
+//!
+//! Each macro runs the same three steps, one module each:
+//!
+//! 1. `ast` turns the `syn` input into a small model of what the user wrote, with `attr`
+//!    parsing whirl's own attributes (`#[process(...)]`, `#[message(...)]`, `#[handle]`...);
+//! 2. `valid` checks the model and reports *every* problem it finds, each spanned at the
+//!    user's token;
+//! 3. `expand` generates code from a valid model only, with the bounds computed in
+//!    `generics`.
+//!
+//! Whatever the compiler checks better than a macro can (that a field's type is `Isolated`,
+//! that a handler's parameter is a `Message`), the expansion turns into trait bounds spanned at
+//! the user's tokens, and the traits' `#[diagnostic::on_unimplemented]` messages explain the
+//! rule.
+
+mod ast;
+mod attr;
+mod expand;
+mod generics;
+mod valid;
+
+use proc_macro::TokenStream;
+use syn::{parse_macro_input, DeriveInput};
+
+/// Derives `Message` (and `Isolated`) for a type whose every field may cross a process
+/// boundary.
+///
+/// Works on structs (named, tuple, unit) and enums, with type and const generics (each field
+/// type that mentions a type parameter becomes a bound, so `Envelope<Rc<u8>>` is simply not a
+/// message). Rejects borrowed lifetimes, unions and fields that are not `Isolated`, pointing at
+/// the field's type.
+///
+/// `#[message(cost = EXPR)]` on the type (or on an enum variant) sets [`Message::cost`]; `EXPR`
+/// is a `u64` expression that may use `self`.
+///
+/// [`Message::cost`]: https://docs.rs/whirl/latest/whirl/trait.Message.html#method.cost
+#[proc_macro_derive(Message, attributes(message, shared))]
+pub fn derive_message(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive(&input, ast::Derive::Message)
+        .unwrap_or_else(|err| err.to_compile_error())
+        .into()
+}
+
+/// Derives `Isolated` for a plain data type used inside messages or process state, after
+/// checking that every field is `Isolated` too. Rejects what `#[derive(Message)]` rejects.
+#[proc_macro_derive(Isolated, attributes(shared))]
+pub fn derive_isolated(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    expand::derive(&input, ast::Derive::Isolated)
+        .unwrap_or_else(|err| err.to_compile_error())
+        .into()
+}
+
+/// Declares a process: on its state type, and on the inherent impl block of its handlers.
+///
+/// On the struct or enum holding the state, it checks that every field is `Isolated` and takes
+/// options: `system` (the process receives `Down` notices as messages and must handle them),
+/// `group = "name"` (its default group), and `shares_state = "reason"` (the escape hatch for
+/// state knowingly shared within one group; fields holding it are marked `#[shared]`).
+///
+/// On the impl block, methods marked `#[handle]` become handlers, one per message type, with
+/// the signature `fn name(&mut self, msg: M, ctx: &mut Ctx<Self>) -> Result<(), Failure>` (the
+/// context may be left out; the result may be `()` or any `Result<(), E>` whose `E` converts
+/// into `Failure`). `#[started]` and `#[terminated]` mark the lifecycle hooks. It generates the
+/// message enum, the dispatch `match`, `Handles<M>` and `From<M>` impls and the `Process` impl.
+#[proc_macro_attribute]
+pub fn process(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::process(args.into(), item.into())
+        .unwrap_or_else(|err| err.to_compile_error())
+        .into()
+}
+
+/// Marks a handler inside a `#[process]` impl block. Anywhere else it is an error.
+#[proc_macro_attribute]
+pub fn handle(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::stray_role(attr::Role::Handle, args.into(), item.into()).into()
+}
+
+/// Marks the hook run before a process's first message, inside a `#[process]` impl block.
+#[proc_macro_attribute]
+pub fn started(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::stray_role(attr::Role::Started, args.into(), item.into()).into()
+}
+
+/// Marks the hook run once when a process terminates, inside a `#[process]` impl block.
+#[proc_macro_attribute]
+pub fn terminated(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::stray_role(attr::Role::Terminated, args.into(), item.into()).into()
+}

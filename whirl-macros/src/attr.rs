@@ -1,0 +1,170 @@
+//! whirl's own attributes: `#[process(...)]` options, `#[message(...)]`, `#[shared]`, and the
+//! method roles `#[handle]`, `#[started]`, `#[terminated]`.
+
+use proc_macro2::TokenStream;
+use syn::parse::Parser;
+use syn::{Attribute, Expr, Ident, LitStr, Meta};
+
+use crate::valid::Errors;
+
+/// What a method marked inside a `#[process]` impl block is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// `#[handle]`: handles one message type.
+    Handle,
+    /// `#[started]`: runs before the first message.
+    Started,
+    /// `#[terminated]`: runs once at termination.
+    Terminated,
+}
+
+impl Role {
+    /// The attribute's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Handle => "handle",
+            Role::Started => "started",
+            Role::Terminated => "terminated",
+        }
+    }
+
+    /// The signature the role requires, for error messages.
+    pub fn signature(self, method: &str, message: &str) -> String {
+        match self {
+            Role::Handle => format!(
+                "fn {method}(&mut self, msg: {message}, ctx: &mut Ctx<Self>) -> Result<(), Failure>"
+            ),
+            Role::Started => {
+                format!("fn {method}(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure>")
+            }
+            Role::Terminated => format!("fn {method}(&mut self, reason: &ExitReason)"),
+        }
+    }
+
+    /// Which role, if any, `attr` marks: `#[handle]`, `#[whirl::handle]`, `#[::whirl::handle]`
+    /// and the same for the hooks.
+    pub fn of(attr: &Attribute) -> Option<Role> {
+        let path = attr.path();
+        let last = path.segments.last()?;
+        let prefix_ok = match path.segments.len() {
+            1 => path.leading_colon.is_none(),
+            2 => path.segments[0].ident == "whirl",
+            _ => false,
+        };
+        if !prefix_ok || !last.arguments.is_none() {
+            return None;
+        }
+        [Role::Handle, Role::Started, Role::Terminated]
+            .into_iter()
+            .find(|role| last.ident == role.name())
+    }
+}
+
+/// Options of `#[process(...)]` on a state type.
+#[derive(Default)]
+pub struct ProcessOptions {
+    /// `system`: the process receives termination notices as `Down` messages.
+    pub system: Option<Ident>,
+    /// `group = "name"`: the group the process is meant to run in.
+    pub group: Option<LitStr>,
+    /// `shares_state = "reason"`: the process knowingly shares state within its group.
+    pub shares_state: Option<SharesState>,
+}
+
+/// The `shares_state` option: the keyword, for spans, and the reason given.
+pub struct SharesState {
+    pub keyword: Ident,
+    pub reason: Option<LitStr>,
+}
+
+const PROCESS_OPTIONS: &str =
+    "expected `system`, `group = \"name\"` or `shares_state = \"why the state is shared\"`";
+
+impl ProcessOptions {
+    /// Parses the arguments of `#[process(...)]`, collecting every error into `errors`.
+    pub fn parse(args: TokenStream, errors: &mut Errors) -> ProcessOptions {
+        let mut options = ProcessOptions::default();
+        let parser = syn::meta::parser(|meta| {
+            let Some(ident) = meta.path.get_ident().cloned() else {
+                return Err(meta.error(format_args!("unknown option; {PROCESS_OPTIONS}")));
+            };
+            if ident == "system" {
+                if options.system.is_some() {
+                    return Err(meta.error("`system` is given twice"));
+                }
+                options.system = Some(ident);
+            } else if ident == "group" {
+                if options.group.is_some() {
+                    return Err(meta.error("`group` is given twice"));
+                }
+                options.group = Some(meta.value()?.parse()?);
+            } else if ident == "shares_state" {
+                if options.shares_state.is_some() {
+                    return Err(meta.error("`shares_state` is given twice"));
+                }
+                let reason = if meta.input.peek(syn::Token![=]) {
+                    Some(meta.value()?.parse()?)
+                } else {
+                    None
+                };
+                options.shares_state = Some(SharesState {
+                    keyword: ident,
+                    reason,
+                });
+            } else {
+                return Err(meta.error(format_args!("unknown option `{ident}`; {PROCESS_OPTIONS}")));
+            }
+            Ok(())
+        });
+        if let Err(err) = parser.parse2(args) {
+            errors.push(err);
+        }
+        options
+    }
+}
+
+/// `#[message(cost = EXPR)]`.
+#[derive(Default)]
+pub struct MessageAttrs {
+    /// The cost expression, a `u64` that may use `self`.
+    pub cost: Option<Expr>,
+}
+
+impl MessageAttrs {
+    /// Reads every `#[message(...)]` among `attrs`.
+    pub fn parse(attrs: &[Attribute], errors: &mut Errors) -> MessageAttrs {
+        let mut parsed = MessageAttrs::default();
+        for attr in attrs.iter().filter(|a| a.path().is_ident("message")) {
+            let result = attr.parse_nested_meta(|meta| {
+                if meta.path.is_ident("cost") {
+                    if parsed.cost.is_some() {
+                        return Err(meta.error("`cost` is given twice"));
+                    }
+                    parsed.cost = Some(meta.value()?.parse()?);
+                    Ok(())
+                } else {
+                    Err(meta.error("unknown option; expected `cost = EXPR` (a `u64`)"))
+                }
+            });
+            if let Err(err) = result {
+                errors.push(err);
+            }
+        }
+        parsed
+    }
+}
+
+/// The `#[shared]` attribute of a field, if present.
+pub fn shared(attrs: &[Attribute]) -> Option<&Attribute> {
+    attrs.iter().find(|a| a.path().is_ident("shared"))
+}
+
+/// The `#[message]` attributes among `attrs`, to reject where they do not belong.
+pub fn message_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
+    attrs.iter().filter(|a| a.path().is_ident("message"))
+}
+
+/// Whether `attr` has arguments (`#[shared(x)]`, `#[handle = 1]`).
+pub fn has_arguments(attr: &Attribute) -> bool {
+    !matches!(attr.meta, Meta::Path(_))
+}

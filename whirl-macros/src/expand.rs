@@ -1,0 +1,579 @@
+//! Code generation from a valid model.
+//!
+//! Everything is named by absolute path (`::core::...`, `::whirl::...`) so that user code with
+//! `#![no_implicit_prelude]` or its own `Result` in scope cannot change what the generated code
+//! means. Assertions are spanned at the user's tokens, so a failed bound points at the field or
+//! parameter that caused it.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
+use syn::spanned::Spanned;
+use syn::{DeriveInput, GenericParam, Ident, ImplItem, Item, ItemImpl, Type};
+
+use crate::ast::{Data, Derive, Method, ProcessImpl, Purpose, Shape};
+use crate::attr::{ProcessOptions, Role};
+use crate::generics::{self, FieldBounds};
+use crate::valid::{self, Errors};
+
+/// `#[derive(Message)]` and `#[derive(Isolated)]`.
+pub fn derive(input: &DeriveInput, which: Derive) -> syn::Result<TokenStream> {
+    let purpose = match which {
+        Derive::Message => Purpose::Message,
+        Derive::Isolated => Purpose::Data,
+    };
+    let mut errors = Errors::default();
+    let data = Data::new(input, purpose, ProcessOptions::default(), &mut errors);
+    valid::data(&data, &mut errors);
+    errors.finish()?;
+
+    let isolated = isolated_impl(&data);
+    let message = match which {
+        Derive::Message => message_impl(&data),
+        Derive::Isolated => TokenStream::new(),
+    };
+    Ok(quote!(#isolated #message))
+}
+
+/// `unsafe impl Isolated`, bounded so it holds exactly when every field is `Isolated`, plus the
+/// assertions that report a non-isolated field at its type.
+fn isolated_impl(data: &Data) -> TokenStream {
+    let trait_path = quote!(::whirl::__private::Isolated);
+    // `Send` for the fields without parameters, so that a field that is not even `Send` is
+    // reported once, by its assertion, rather than again as the supertrait of `Isolated`.
+    let bounds = FieldBounds::new(
+        data.ident,
+        data.generics,
+        data.fields().map(|f| f.ty),
+        &trait_path,
+        Some(&quote!(::core::marker::Send)),
+    );
+    let (impl_generics, ty_generics, _) = data.generics.split_for_impl();
+    let where_clause = generics::where_clause(data.generics, &bounds.predicates);
+    let ident = data.ident;
+    let assertions = assertions(&bounds.concrete, "fields_must_be_isolated");
+    quote! {
+        // SAFETY: every field is `Isolated`: by the bounds for fields that mention a parameter,
+        // by the assertions below for the others. So the value owns its data, shares it
+        // immutably, or holds process addresses.
+        #[automatically_derived]
+        #[allow(private_bounds)]
+        unsafe impl #impl_generics #trait_path for #ident #ty_generics #where_clause {}
+        #assertions
+    }
+}
+
+/// A function calling `::whirl::__private::#check::<T>()` for each type, spanned at the type.
+fn assertions(types: &[&Type], check: &str) -> TokenStream {
+    if types.is_empty() {
+        return TokenStream::new();
+    }
+    let check = Ident::new(check, Span::call_site());
+    let calls = types
+        .iter()
+        .map(|ty| quote_spanned!(ty.span()=> ::whirl::__private::#check::<#ty>();));
+    quote! {
+        const _: () = {
+            fn __whirl_check() {
+                #(#calls)*
+            }
+        };
+    }
+}
+
+/// `impl Message`, with the cost hook if `#[message(cost = ...)]` was given.
+fn message_impl(data: &Data) -> TokenStream {
+    let (impl_generics, ty_generics, _) = data.generics.split_for_impl();
+    let where_clause = generics::where_clause(
+        data.generics,
+        &[quote!(for<'__whirl> Self: ::whirl::__private::Isolated)],
+    );
+    let ident = data.ident;
+    let cost = cost_fn(data);
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics ::whirl::__private::Message for #ident #ty_generics #where_clause {
+            #cost
+        }
+    }
+}
+
+fn cost_fn(data: &Data) -> TokenStream {
+    let own = data.message.cost.as_ref();
+    let body = match &data.shape {
+        Shape::Struct(_) | Shape::Union(_) => match own {
+            Some(cost) => cost.to_token_stream(),
+            None => return TokenStream::new(),
+        },
+        Shape::Enum(variants) => {
+            if own.is_none() && variants.iter().all(|v| v.message.cost.is_none()) {
+                return TokenStream::new();
+            }
+            if variants.is_empty() {
+                quote!(match *self {})
+            } else {
+                let arms = variants.iter().map(|v| {
+                    let name = &v.original.ident;
+                    let cost = match (&v.message.cost, own) {
+                        (Some(cost), _) | (None, Some(cost)) => cost.to_token_stream(),
+                        (None, None) => quote!(1),
+                    };
+                    quote!(Self::#name { .. } => #cost,)
+                });
+                quote!(match self { #(#arms)* })
+            }
+        }
+    };
+    quote! {
+        #[inline]
+        fn cost(&self) -> ::core::primitive::u64 {
+            #body
+        }
+    }
+}
+
+/// `#[process]`, on a state type or on an impl block.
+pub fn process(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    match syn::parse2::<Item>(item)? {
+        item @ (Item::Struct(_) | Item::Enum(_) | Item::Union(_)) => {
+            let input: DeriveInput = syn::parse2(item.into_token_stream())?;
+            Ok(state(args, input))
+        }
+        Item::Impl(imp) => Ok(handlers(args, imp)),
+        other => Err(syn::Error::new_spanned(
+            other,
+            "`#[process]` goes on a process's state type (a struct or enum) and on the impl \
+             block of its handlers",
+        )),
+    }
+}
+
+/// `#[process]` on the state type.
+fn state(args: TokenStream, input: DeriveInput) -> TokenStream {
+    let mut errors = Errors::default();
+    let options = ProcessOptions::parse(args, &mut errors);
+    let data = Data::new(&input, Purpose::State, options, &mut errors);
+    valid::data(&data, &mut errors);
+    let item = strip_state_attrs(input.clone());
+    match errors.finish() {
+        Err(err) => {
+            let err = err.to_compile_error();
+            quote!(#item #err)
+        }
+        Ok(()) => {
+            let generated = declare_state(&data);
+            quote!(#item #generated)
+        }
+    }
+}
+
+/// The state type as written, without the attributes only `#[process]` understands.
+fn strip_state_attrs(mut input: DeriveInput) -> DeriveInput {
+    let keep = |a: &syn::Attribute| !a.path().is_ident("shared") && !a.path().is_ident("message");
+    input.attrs.retain(keep);
+    let fields: Vec<&mut syn::Fields> = match &mut input.data {
+        syn::Data::Struct(s) => vec![&mut s.fields],
+        syn::Data::Enum(e) => e
+            .variants
+            .iter_mut()
+            .map(|v| {
+                v.attrs.retain(keep);
+                &mut v.fields
+            })
+            .collect(),
+        syn::Data::Union(_) => Vec::new(),
+    };
+    for field in fields.into_iter().flat_map(|f| f.iter_mut()) {
+        field.attrs.retain(keep);
+    }
+    input
+}
+
+fn declare_state(data: &Data) -> TokenStream {
+    let ident = data.ident;
+    let (impl_generics, ty_generics, plain_where) = data.generics.split_for_impl();
+    let options = &data.options;
+    let system = options.system.is_some();
+    let group = match &options.group {
+        Some(name) => quote!(::core::option::Option::Some(#name)),
+        None => quote!(::core::option::Option::None),
+    };
+    let reason = options
+        .shares_state
+        .as_ref()
+        .and_then(|s| s.reason.as_ref());
+    let shares_state = match reason {
+        Some(reason) => quote!(::core::option::Option::Some(#reason)),
+        None => quote!(::core::option::Option::None),
+    };
+
+    let checked = data.fields().filter(|f| f.shared.is_none()).map(|f| f.ty);
+    let bounds = FieldBounds::new(
+        ident,
+        data.generics,
+        checked,
+        &quote!(::whirl::__private::Isolated),
+        None,
+    );
+    let bounded_where = generics::where_clause(data.generics, &bounds.predicates);
+    let assertions = assertions(&bounds.concrete, "process_state_must_be_isolated");
+
+    let system_impl = options.system.as_ref().map(|keyword| {
+        let check = quote_spanned! {keyword.span()=>
+            ::whirl::__private::system_process_must_handle_down::<#ident #ty_generics>();
+        };
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics ::whirl::__private::SystemDeclared for #ident #ty_generics #plain_where {}
+            const _: () = {
+                fn __whirl_check #impl_generics () #bounded_where {
+                    #check
+                }
+            };
+        }
+    });
+    let shares_state_impl = reason.map(|reason| {
+        quote! {
+            // SAFETY: declared with `#[process(shares_state = ...)]`; the process can only run
+            // in a group built with `build_sharing_state` (checked as it starts).
+            #[automatically_derived]
+            unsafe impl #impl_generics ::whirl::SharesState for #ident #ty_generics #plain_where {
+                const REASON: &'static ::core::primitive::str = #reason;
+            }
+        }
+    });
+    quote! {
+        // SAFETY: holds only when every field not marked `#[shared]` is `Isolated`: by the
+        // bounds for fields that mention a parameter, by the assertions below for the others.
+        // `#[shared]` fields exist only with `shares_state`, which confines the process to a
+        // group that declares shared state.
+        #[automatically_derived]
+        #[allow(private_bounds)]
+        unsafe impl #impl_generics ::whirl::DeclaredProcess for #ident #ty_generics #bounded_where {
+            const SYSTEM: ::core::primitive::bool = #system;
+            const GROUP: ::core::option::Option<&'static ::core::primitive::str> = #group;
+            const SHARES_STATE: ::core::option::Option<&'static ::core::primitive::str> =
+                #shares_state;
+        }
+        #system_impl
+        #shares_state_impl
+        #assertions
+    }
+}
+
+/// `#[process]` on the impl block of handlers.
+fn handlers(args: TokenStream, imp: ItemImpl) -> TokenStream {
+    let mut errors = Errors::default();
+    if !args.is_empty() {
+        errors.spanned(
+            &args,
+            "options go on the process's state type (`#[process(system)] struct ...`), not on \
+             its impl block",
+        );
+    }
+    let model = ProcessImpl::new(&imp);
+    valid::process_impl(&model, &mut errors);
+    let item = strip_roles(imp.clone());
+    match errors.finish() {
+        Err(err) => {
+            let err = err.to_compile_error();
+            let stub = stub_process(&model);
+            quote!(#item #err #stub)
+        }
+        Ok(()) => {
+            let generated = implement_process(&model);
+            quote!(#item #generated)
+        }
+    }
+}
+
+/// After an error, a `Process` impl that accepts nothing, so that the methods kept in the
+/// output (`ctx: &mut Ctx<Self>`) do not add errors of their own.
+fn stub_process(imp: &ProcessImpl) -> TokenStream {
+    let original = imp.original;
+    let plain_types = imp
+        .generics
+        .params
+        .iter()
+        .all(|p| matches!(p, GenericParam::Type(_)));
+    if original.trait_.is_some() || !matches!(imp.self_ty, Type::Path(_)) || !plain_types {
+        return TokenStream::new();
+    }
+    let self_ty = imp.self_ty;
+    let (impl_generics, _, where_clause) = imp.generics.split_for_impl();
+    quote! {
+        impl #impl_generics ::whirl::__private::Process for #self_ty #where_clause {
+            type Message = ::core::convert::Infallible;
+
+            fn handle(
+                &mut self,
+                msg: ::core::convert::Infallible,
+                _: &mut ::whirl::__private::Ctx<Self>,
+            ) -> ::core::result::Result<(), ::whirl::__private::Failure> {
+                match msg {}
+            }
+        }
+    }
+}
+
+/// The impl block as written, without the role attributes.
+fn strip_roles(mut imp: ItemImpl) -> ItemImpl {
+    for item in &mut imp.items {
+        if let ImplItem::Fn(f) = item {
+            f.attrs.retain(|a| Role::of(a).is_none());
+        }
+    }
+    imp
+}
+
+/// Whether a handler's message type is the runtime's termination notice, `Down`.
+fn is_down(ty: &Type) -> bool {
+    match ty {
+        Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Down" && s.arguments.is_none()),
+        _ => false,
+    }
+}
+
+fn implement_process(imp: &ProcessImpl) -> TokenStream {
+    let self_ty = imp.self_ty;
+    let generics = imp.generics;
+    let (impl_generics, enum_generics, _) = generics.split_for_impl();
+    let plain_where = generics::where_clause(generics, &[]);
+    let handlers: Vec<&Method> = imp.handlers().collect();
+    let messages: Vec<&Type> = handlers.iter().filter_map(|h| h.message()).collect();
+
+    let enum_ident = enum_name(imp, &messages);
+    let message_ty = quote!(#enum_ident #enum_generics);
+
+    // No bounds beyond the user's: a bound on the messages or the state (even `Send`, through
+    // `Addr<P>`'s dependence on `P: Process`) can form a cycle between processes that hold each
+    // other's addresses. The assertions below check the messages instead.
+    let where_clause = &plain_where;
+
+    let type_params: Vec<&Ident> = generics
+        .params
+        .iter()
+        .filter_map(|p| match p {
+            GenericParam::Type(t) => Some(&t.ident),
+            _ => None,
+        })
+        .collect();
+    let phantom_variant = (!type_params.is_empty()).then(|| {
+        quote! {
+            #[doc(hidden)]
+            __Phantom(
+                ::core::marker::PhantomData<fn() -> (#(#type_params,)*)>,
+                ::core::convert::Infallible,
+            ),
+        }
+    });
+    let phantom_arm = (!type_params.is_empty())
+        .then(|| quote!(#enum_ident::__Phantom(_, never) => match never {},));
+
+    let variants = handlers.iter().filter_map(|h| {
+        let (name, message) = (h.ident, h.message()?);
+        let doc = format!("Handled by `{name}`.");
+        Some(quote!(#[doc = #doc] #name(#message),))
+    });
+    let arms = handlers.iter().map(|h| dispatch_arm(&enum_ident, h));
+    let uses_ctx = handlers.iter().any(|h| h.takes_ctx());
+    let silence_ctx = (!uses_ctx).then(|| quote!(let _ = ctx;));
+
+    let started = started_fn(imp);
+    let terminated = terminated_fn(imp);
+    let down_message = messages.iter().any(|m| is_down(m)).then(|| {
+        quote! {
+            #[inline]
+            fn down_message(
+                notice: ::whirl::__private::Down,
+            ) -> ::core::option::Option<<Self as ::whirl::__private::Process>::Message> {
+                ::core::option::Option::Some(
+                    <Self as ::whirl::__private::Handles<::whirl::__private::Down>>::into_message(notice),
+                )
+            }
+        }
+    });
+
+    let conversions = handlers.iter().filter_map(|h| {
+        let (name, message) = (h.ident, h.message()?);
+        Some(quote! {
+            #[automatically_derived]
+            impl #impl_generics ::whirl::__private::Handles<#message> for #self_ty #where_clause {
+                #[inline]
+                fn into_message(msg: #message) -> <Self as ::whirl::__private::Process>::Message {
+                    #enum_ident::#name(msg)
+                }
+            }
+            #[automatically_derived]
+            impl #impl_generics ::core::convert::From<#message> for #message_ty #plain_where {
+                #[inline]
+                fn from(msg: #message) -> Self {
+                    #enum_ident::#name(msg)
+                }
+            }
+        })
+    });
+
+    let message_checks = messages.iter().map(|m| {
+        quote_spanned!(m.span()=> ::whirl::__private::handler_parameter_must_be_a_message::<#m>();)
+    });
+    let down_checks = messages.iter().filter(|m| is_down(m)).map(|m| {
+        quote_spanned!(m.span()=> ::whirl::__private::process_handling_down_must_be_system::<#self_ty>();)
+    });
+    let handles_down = messages.iter().any(|m| is_down(m)).then(|| {
+        quote! {
+            #[automatically_derived]
+            impl #impl_generics ::whirl::__private::HandlesDown for #self_ty #where_clause {}
+        }
+    });
+
+    let self_name = type_name(self_ty);
+    let enum_doc = format!("Every message `{self_name}` handles; generated by `#[process]`.");
+    quote! {
+        const _: () = {
+            fn __whirl_check #impl_generics () #plain_where {
+                #(#message_checks)*
+                #(#down_checks)*
+            }
+
+            #[doc = #enum_doc]
+            #[allow(non_camel_case_types, private_interfaces)]
+            pub enum #enum_ident #impl_generics #plain_where {
+                #(#variants)*
+                #phantom_variant
+            }
+
+            #[automatically_derived]
+            impl #impl_generics ::whirl::__private::Process for #self_ty #where_clause {
+                type Message = #message_ty;
+
+                #[inline]
+                fn handle(
+                    &mut self,
+                    msg: <Self as ::whirl::__private::Process>::Message,
+                    ctx: &mut ::whirl::__private::Ctx<Self>,
+                ) -> ::core::result::Result<(), ::whirl::__private::Failure> {
+                    #silence_ctx
+                    match msg {
+                        #(#arms)*
+                        #phantom_arm
+                    }
+                }
+
+                #started
+                #terminated
+                #down_message
+            }
+
+            #(#conversions)*
+            #handles_down
+
+        };
+    }
+}
+
+/// `CounterMessage`, unless a handled type mentions that name.
+fn enum_name(imp: &ProcessImpl, messages: &[&Type]) -> Ident {
+    let mut name = format_ident!("{}Message", type_name(imp.self_ty));
+    while messages
+        .iter()
+        .chain(std::iter::once(&imp.self_ty))
+        .any(|ty| generics::mentions_ident(ty, &name))
+    {
+        name = format_ident!("_{}", name);
+    }
+    name
+}
+
+/// The last identifier of a path type, for names and messages.
+fn type_name(ty: &Type) -> String {
+    match ty {
+        Type::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map_or_else(|| "Process".to_owned(), |s| s.ident.to_string()),
+        _ => "Process".to_owned(),
+    }
+}
+
+fn dispatch_arm(enum_ident: &Ident, handler: &Method) -> TokenStream {
+    let name = handler.ident;
+    let ctx = handler
+        .params
+        .get(1)
+        .map(|p| quote_spanned!(p.ty.span()=> , ctx));
+    let call = quote!(Self::#name(self, msg #ctx));
+    let result = handler_result(handler, call);
+    quote!(#enum_ident::#name(msg) => #result,)
+}
+
+/// Converts what a handler or hook returned into `Result<(), Failure>`. The result is bound
+/// to a name spanned at the declared return type, so a wrong one is reported there.
+fn handler_result(method: &Method, call: TokenStream) -> TokenStream {
+    match method.output {
+        syn::ReturnType::Type(_, ty) if !method.returns_unit() => {
+            let result = quote_spanned!(ty.span()=> result);
+            quote! {{
+                let #result = #call;
+                ::whirl::__private::into_handler_result(#result)
+            }}
+        }
+        _ => quote!({ #call; ::core::result::Result::Ok(()) }),
+    }
+}
+
+fn started_fn(imp: &ProcessImpl) -> TokenStream {
+    let hook = imp.hook(Role::Started).map_or_else(
+        || quote!(::core::result::Result::Ok(())),
+        |hook| {
+            let name = hook.ident;
+            let ctx = hook.takes_ctx().then(|| quote!(, ctx));
+            handler_result(hook, quote!(Self::#name(self #ctx)))
+        },
+    );
+    let declared = quote_spanned!(imp.self_ty.span()=> <Self as ::whirl::DeclaredProcess>);
+    quote! {
+        fn started(
+            &mut self,
+            ctx: &mut ::whirl::__private::Ctx<Self>,
+        ) -> ::core::result::Result<(), ::whirl::__private::Failure> {
+            if let ::core::option::Option::Some(reason) = #declared::SHARES_STATE {
+                ::whirl::__private::require_shared_state_group(ctx, reason, #declared::GROUP)?;
+            }
+            #hook
+        }
+    }
+}
+
+fn terminated_fn(imp: &ProcessImpl) -> TokenStream {
+    let Some(hook) = imp.hook(Role::Terminated) else {
+        return TokenStream::new();
+    };
+    let name = hook.ident;
+    let call = if hook.takes_reason() {
+        quote!(Self::#name(self, reason))
+    } else {
+        quote!({ let _ = reason; Self::#name(self) })
+    };
+    quote! {
+        fn terminated(&mut self, reason: &::whirl::__private::ExitReason) {
+            #call
+        }
+    }
+}
+
+/// `#[handle]`, `#[started]` or `#[terminated]` where no `#[process]` impl block consumed it.
+pub fn stray_role(role: Role, args: TokenStream, item: TokenStream) -> TokenStream {
+    let _ = args;
+    let message = format!(
+        "`#[{}]` only works on a method of an impl block marked `#[process]`; add `#[process]` \
+         to the impl block",
+        role.name()
+    );
+    let error = syn::Error::new(Span::call_site(), message).to_compile_error();
+    quote!(#error #item)
+}

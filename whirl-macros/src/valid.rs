@@ -1,0 +1,415 @@
+//! Checks on the model. Each check reports every problem it finds, spanned at the user's
+//! token, so one compile shows them all; `expand` runs only on a model that passed.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+
+use proc_macro2::Span;
+use quote::ToTokens;
+use syn::{GenericParam, Type};
+
+use crate::ast::{Data, Method, ProcessImpl, Purpose, Shape};
+use crate::attr::{self, Role};
+use crate::generics::normalized;
+
+/// Collects errors so that all of them are reported at once.
+#[derive(Default)]
+pub struct Errors(Option<syn::Error>);
+
+impl Errors {
+    /// Adds an error.
+    pub fn push(&mut self, err: syn::Error) {
+        match &mut self.0 {
+            Some(first) => first.combine(err),
+            None => self.0 = Some(err),
+        }
+    }
+
+    /// Adds an error spanned at `tokens`.
+    pub fn spanned(&mut self, tokens: impl ToTokens, message: impl Display) {
+        self.push(syn::Error::new_spanned(tokens, message));
+    }
+
+    /// Adds an error at `span`.
+    pub fn at(&mut self, span: Span, message: impl Display) {
+        self.push(syn::Error::new(span, message));
+    }
+
+    /// `Ok` if nothing was reported.
+    pub fn finish(self) -> syn::Result<()> {
+        match self.0 {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Checks a data type: a message, isolated data, or process state.
+pub fn data(data: &Data, errors: &mut Errors) {
+    let noun = data.purpose.noun();
+    if let Shape::Union(token) = &data.shape {
+        errors.spanned(
+            token,
+            format_args!(
+                "{noun} cannot be a union: only one field is live at a time and the compiler \
+                 cannot tell which, so isolation cannot be checked; use an enum"
+            ),
+        );
+    }
+    for param in &data.generics.params {
+        if let GenericParam::Lifetime(lifetime) = param {
+            let lifetime = &lifetime.lifetime;
+            errors.spanned(
+                lifetime,
+                match data.purpose {
+                    Purpose::State => format!(
+                        "process state cannot borrow: a process lives on after the code that \
+                         spawned it, so `{lifetime}` could dangle; own the data or share it \
+                         immutably (`Arc<T>`, `&'static T`)"
+                    ),
+                    Purpose::Message | Purpose::Data => format!(
+                        "{noun} cannot borrow: it is moved to another process, which handles \
+                         it later on another thread, so `{lifetime}` could dangle; own the \
+                         data (`String`, `Vec<T>`, `Box<T>`) or share it immutably \
+                         (`Arc<T>`, `&'static T`)"
+                    ),
+                },
+            );
+        }
+    }
+    for field in data.fields() {
+        for attr in attr::message_attrs(&field.original.attrs) {
+            errors.spanned(
+                attr,
+                "`#[message(...)]` goes on the message type or on an enum variant, not on a field",
+            );
+        }
+        let Some(shared) = field.shared else { continue };
+        if attr::has_arguments(shared) {
+            errors.spanned(shared, "`#[shared]` takes no arguments");
+        }
+        match data.purpose {
+            Purpose::State if data.options.shares_state.is_some() => {}
+            Purpose::State => errors.spanned(
+                shared,
+                "`#[shared]` exempts a field from the isolation check only in a process declared \
+                 `#[process(shares_state = \"why the state is shared\")]`",
+            ),
+            Purpose::Message | Purpose::Data => errors.spanned(
+                shared,
+                format_args!(
+                    "`#[shared]` has no place in {noun}: everything in it crosses process \
+                     boundaries, so every field must be `Isolated`"
+                ),
+            ),
+        }
+    }
+    if data.purpose != Purpose::Message {
+        let variant_attrs = match &data.shape {
+            Shape::Enum(variants) => variants
+                .iter()
+                .flat_map(|v| attr::message_attrs(&v.original.attrs))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for attr in attr::message_attrs(&data.original.attrs).chain(variant_attrs) {
+            errors.spanned(
+                attr,
+                format_args!(
+                    "`#[message(...)]` belongs on a `#[derive(Message)]` type, not on {noun}"
+                ),
+            );
+        }
+    }
+    if data.purpose == Purpose::State {
+        options(data, errors);
+    }
+}
+
+fn options(data: &Data, errors: &mut Errors) {
+    let options = &data.options;
+    if let Some(group) = &options.group {
+        if group.value().trim().is_empty() {
+            errors.spanned(group, "the group name cannot be empty");
+        }
+    }
+    let Some(shares) = &options.shares_state else {
+        return;
+    };
+    match &shares.reason {
+        None => errors.spanned(
+            &shares.keyword,
+            "`shares_state` needs a reason: `shares_state = \"what is shared, and why a \
+             process of its own would not do\"`",
+        ),
+        Some(reason) if reason.value().trim().is_empty() => errors.spanned(
+            reason,
+            "the reason for sharing state cannot be empty: say what is shared, and why a \
+             process of its own would not do",
+        ),
+        Some(_) => {}
+    }
+    if data.fields().all(|f| f.shared.is_none()) {
+        errors.spanned(
+            &shares.keyword,
+            "`shares_state` is declared but no field is marked `#[shared]`; mark the fields \
+             holding the shared state, or remove `shares_state`",
+        );
+    }
+}
+
+/// Checks a `#[process]` impl block.
+pub fn process_impl(imp: &ProcessImpl, errors: &mut Errors) {
+    let original = imp.original;
+    if let Some((_, path, _)) = &original.trait_ {
+        errors.spanned(
+            path,
+            "`#[process]` goes on the inherent impl block holding the handlers \
+             (`impl Counter { ... }`), not on a trait impl",
+        );
+    }
+    if let Some(unsafety) = &original.unsafety {
+        errors.spanned(unsafety, "a `#[process]` impl block cannot be `unsafe`");
+    }
+    for param in &imp.generics.params {
+        match param {
+            GenericParam::Lifetime(l) => errors.spanned(
+                &l.lifetime,
+                "a process is `'static`: its impl block cannot have lifetime parameters",
+            ),
+            GenericParam::Const(c) => errors.spanned(
+                &c.ident,
+                "`#[process]` does not support const parameters; implement `Process` by hand",
+            ),
+            GenericParam::Type(_) => {}
+        }
+    }
+    if !matches!(imp.self_ty, Type::Path(_)) {
+        errors.spanned(
+            imp.self_ty,
+            "`#[process]` implements a named state type (a struct or enum marked `#[process]`)",
+        );
+    }
+    let mut handled: BTreeMap<String, &Method> = BTreeMap::new();
+    let mut hooks: BTreeMap<&str, &Method> = BTreeMap::new();
+    for method in &imp.methods {
+        signature(method, errors);
+        match method.role {
+            Role::Handle => {
+                let Some(message) = method.message() else {
+                    continue;
+                };
+                match handled.get(&normalized(message)) {
+                    Some(first) => errors.spanned(
+                        message,
+                        format_args!(
+                            "`{}` is already handled by `{}`: a process has one handler per \
+                             message type",
+                            type_text(message),
+                            first.ident
+                        ),
+                    ),
+                    None => {
+                        handled.insert(normalized(message), method);
+                    }
+                }
+            }
+            Role::Started | Role::Terminated => match hooks.get(method.role.name()) {
+                Some(first) => errors.spanned(
+                    method.role_attr,
+                    format_args!(
+                        "`#[{}]` is already on `{}`: a process has one such hook",
+                        method.role.name(),
+                        first.ident
+                    ),
+                ),
+                None => {
+                    hooks.insert(method.role.name(), method);
+                }
+            },
+        }
+    }
+}
+
+/// Checks one method's attributes and signature against its role.
+fn signature(method: &Method, errors: &mut Errors) {
+    let role = method.role;
+    let name = role.name();
+    let sig = &method.original.sig;
+    let message_text = method.message().map_or_else(
+        || "Msg".to_owned(),
+        |m| match m {
+            Type::Reference(r) => type_text(&r.elem),
+            _ => type_text(m),
+        },
+    );
+    let expected = role.signature(&method.ident.to_string(), &message_text);
+
+    for extra in &method.extra_roles {
+        errors.spanned(
+            extra,
+            "a method has one role: `#[handle]`, `#[started]` or `#[terminated]`",
+        );
+    }
+    if attr::has_arguments(method.role_attr) {
+        errors.spanned(
+            method.role_attr,
+            format_args!("`#[{name}]` takes no arguments"),
+        );
+    }
+    if let Some(asyncness) = &sig.asyncness {
+        errors.spanned(
+            asyncness,
+            format_args!(
+                "`#[{name}]` methods cannot be `async`: a process handles one message at a time, \
+                 to completion; to wait for something, post yourself a message when it is done"
+            ),
+        );
+    }
+    if let Some(unsafety) = &sig.unsafety {
+        errors.spanned(
+            unsafety,
+            format_args!("`#[{name}]` methods cannot be `unsafe`"),
+        );
+    }
+    if let Some(abi) = &sig.abi {
+        errors.spanned(abi, format_args!("`#[{name}]` methods cannot have an ABI"));
+    }
+    if !sig.generics.params.is_empty() {
+        errors.spanned(
+            &sig.generics,
+            format_args!(
+                "`#[{name}]` methods cannot be generic: each handler handles exactly one \
+                 message type; expected `{expected}`"
+            ),
+        );
+    }
+    match method.receiver {
+        None => errors.spanned(
+            &sig.ident,
+            format_args!("`#[{name}]` methods take `&mut self` first; expected `{expected}`"),
+        ),
+        Some(receiver)
+            if receiver.reference.is_none()
+                || receiver.mutability.is_none()
+                || receiver.colon_token.is_some() =>
+        {
+            errors.spanned(
+                receiver,
+                format_args!("`#[{name}]` methods take `&mut self`; expected `{expected}`"),
+            );
+        }
+        Some(_) => {}
+    }
+
+    let params = &method.params;
+    let (min, max) = match role {
+        Role::Handle => (1, 2),
+        Role::Started | Role::Terminated => (0, 1),
+    };
+    if params.len() < min {
+        errors.at(
+            sig.paren_token.span.join(),
+            format_args!("a handler takes the message it handles; expected `{expected}`"),
+        );
+    }
+    for extra in params.iter().skip(max) {
+        errors.spanned(
+            extra,
+            format_args!("unexpected parameter; expected `{expected}`"),
+        );
+    }
+    match role {
+        Role::Handle => {
+            if let Some(message) = params.first() {
+                message_param(&message.ty, &expected, errors);
+            }
+            if let Some(ctx) = params.get(1) {
+                ctx_param(&ctx.ty, &expected, errors);
+            }
+        }
+        Role::Started => {
+            if let Some(ctx) = params.first() {
+                ctx_param(&ctx.ty, &expected, errors);
+            }
+        }
+        Role::Terminated => {
+            if let Some(reason) = params.first() {
+                if !is_ref_to(&reason.ty, "ExitReason", false) {
+                    errors.spanned(
+                        &reason.ty,
+                        format_args!(
+                            "`#[terminated]` takes the exit reason by reference; expected `{expected}`"
+                        ),
+                    );
+                }
+            }
+            if !method.returns_unit() {
+                errors.spanned(
+                    method.output,
+                    "`#[terminated]` cannot fail or return a value: the process is already \
+                     terminating; return `()`",
+                );
+            }
+        }
+    }
+}
+
+fn message_param(ty: &Type, expected: &str, errors: &mut Errors) {
+    match ty {
+        Type::Reference(r) => errors.spanned(
+            r.and_token,
+            format_args!(
+                "handlers take their message by value: ownership moves from the sender to the \
+                 receiving process; expected `{expected}`"
+            ),
+        ),
+        Type::ImplTrait(_) | Type::Infer(_) | Type::TraitObject(_) => errors.spanned(
+            ty,
+            format_args!("a handler's message must be a named type; expected `{expected}`"),
+        ),
+        _ => {}
+    }
+}
+
+fn ctx_param(ty: &Type, expected: &str, errors: &mut Errors) {
+    if !is_ref_to(ty, "Ctx", true) {
+        errors.spanned(
+            ty,
+            format_args!(
+                "the parameter after the message is the process context, `ctx: &mut Ctx<Self>`; \
+                 expected `{expected}`"
+            ),
+        );
+    }
+}
+
+/// Whether `ty` is `&T` (or `&mut T`) where `T`'s path ends in `name`.
+fn is_ref_to(ty: &Type, name: &str, mutable: bool) -> bool {
+    let Type::Reference(r) = ty else { return false };
+    if r.mutability.is_some() != mutable {
+        return false;
+    }
+    match &*r.elem {
+        Type::Path(p) => p.path.segments.last().is_some_and(|s| s.ident == name),
+        _ => false,
+    }
+}
+
+/// A type as the user would write it: `Vec<u8>`, not `Vec < u8 >`.
+fn type_text(ty: &Type) -> String {
+    let text = ty.to_token_stream().to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next = chars.peek().copied();
+        let prev = out.chars().last();
+        let drop_space = c == ' '
+            && (matches!(next, Some('<' | '>' | ',' | ':' | ')' | ']'))
+                || matches!(prev, Some('<' | '&' | '(' | '[' | ':')));
+        if !drop_space {
+            out.push(c);
+        }
+    }
+    out
+}
