@@ -1,0 +1,8 @@
+use whirl::prelude::*;
+
+#[derive(Message)]
+struct Request<'a> {
+    path: &'a str,
+}
+
+fn main() {}

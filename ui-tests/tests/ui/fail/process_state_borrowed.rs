@@ -1,0 +1,8 @@
+use whirl::prelude::*;
+
+#[process]
+struct Parser<'src> {
+    input: &'src str,
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use std::sync::{Arc, Mutex};
+use whirl::prelude::*;
+
+#[derive(Message)]
+struct Handoff {
+    #[shared]
+    rows: Arc<Mutex<Vec<String>>>,
+}
+
+fn main() {}

@@ -1,0 +1,10 @@
+use std::sync::{Arc, Mutex};
+use whirl::prelude::*;
+
+#[process(shares_state)]
+struct Shard {
+    #[shared]
+    rows: Arc<Mutex<Vec<String>>>,
+}
+
+fn main() {}

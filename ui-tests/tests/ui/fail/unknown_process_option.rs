@@ -1,0 +1,6 @@
+use whirl::prelude::*;
+
+#[process(sytem)]
+struct Supervisor;
+
+fn main() {}
