@@ -21,6 +21,9 @@ const INJECTOR_CHECK_INTERVAL: u32 = 61;
 /// bounds how long a ping-ponging pair can hold a worker.
 const MAX_LIFO_STREAK: u32 = 16;
 
+/// Failed search rounds (each a `yield_now`) before a worker parks.
+const SEARCH_ROUNDS_BEFORE_SLEEP: u32 = 32;
+
 thread_local! {
     static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
 }
@@ -208,6 +211,7 @@ impl WorkerThread {
     fn search_and_run(&self) -> bool {
         let idle = &self.group.idle;
         idle.start_searching();
+        let mut rounds = 0;
         loop {
             if let Some(task) = self
                 .steal_from_injector()
@@ -219,6 +223,15 @@ impl WorkerThread {
             }
             if self.group.is_stopped() {
                 return false;
+            }
+            // Search a little longer before sleeping: while this worker counts as searching,
+            // posts skip the wake-up system call, which is most of the cost of a process
+            // that drains its inbox faster than a steady sender fills it. Yielding (not
+            // busy-spinning) leaves the core to that sender when cores are scarce.
+            if rounds < SEARCH_ROUNDS_BEFORE_SLEEP {
+                rounds += 1;
+                std::thread::yield_now();
+                continue;
             }
             let decision = idle.prepare_to_sleep(self.index, || {
                 self.group.is_stopped() || self.group.has_visible_work()
