@@ -14,7 +14,7 @@
 //! and drains what is left in the inbox to the dead-letter sink.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
 
@@ -43,7 +43,9 @@ pub(crate) trait Watcher: Send + Sync + 'static {
     fn notify_down(self: Arc<Self>, notice: Down);
 }
 
-/// Bookkeeping that outsiders touch: monitors and kill requests. Rare, so a plain lock.
+/// Bookkeeping that outsiders touch: monitors, kill requests, the exit reason. Most processes
+/// are never monitored or killed, so it is allocated on first use, which keeps an idle
+/// process small (invariant 6); behind a plain lock, since it is off the message path.
 #[derive(Default)]
 struct Control {
     watchers: Vec<Weak<dyn Watcher>>,
@@ -63,7 +65,7 @@ pub(crate) struct ProcessCell<P: Process> {
     pub(crate) group: Arc<GroupShared>,
     pub(crate) principal: Option<Principal>,
     body: UnsafeCell<Body<P>>,
-    control: Mutex<Control>,
+    control: OnceLock<Box<Mutex<Control>>>,
 }
 
 // SAFETY: `body` is only accessed by the holder of the mailbox's scheduling token, one thread
@@ -87,12 +89,16 @@ impl<P: Process> ProcessCell<P> {
                 state: Some(state),
                 started: false,
             }),
-            control: Mutex::new(Control::default()),
+            control: OnceLock::new(),
         }
     }
 
     pub(crate) fn id(&self) -> ProcessId {
         self.id
+    }
+
+    fn control(&self) -> &Mutex<Control> {
+        self.control.get_or_init(Box::default)
     }
 
     /// Delivers a message that has passed liveness and admission checks.
@@ -114,7 +120,7 @@ impl<P: Process> ProcessCell<P> {
             }
             AfterPush::Drain => {
                 let reason = self
-                    .control
+                    .control()
                     .lock()
                     .exit
                     .clone()
@@ -127,7 +133,7 @@ impl<P: Process> ProcessCell<P> {
     /// Registers `watcher` for this process's termination; if it has already terminated, the
     /// notice is delivered at once.
     pub(crate) fn add_watcher(&self, watcher: Weak<dyn Watcher>) {
-        let mut control = self.control.lock();
+        let mut control = self.control().lock();
         match &control.exit {
             None => control.watchers.push(watcher),
             Some(reason) => {
@@ -147,7 +153,7 @@ impl<P: Process> ProcessCell<P> {
     fn run_turn(self: Arc<Self>) {
         if self.mailbox.is_closed() {
             // Re-scheduled only to drain messages that raced with termination.
-            let reason = self.control.lock().exit.clone();
+            let reason = self.control().lock().exit.clone();
             self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
             self.group.counters.add(Event::Deactivated, 1);
             return;
@@ -200,7 +206,7 @@ impl<P: Process> ProcessCell<P> {
             return None;
         }
         Some(
-            self.control
+            self.control()
                 .lock()
                 .pending_kill
                 .take()
@@ -228,7 +234,7 @@ impl<P: Process> ProcessCell<P> {
             }
         }
         let watchers = {
-            let mut control = self.control.lock();
+            let mut control = self.control().lock();
             control.exit = Some(reason.clone());
             control.pending_kill = None;
             std::mem::take(&mut control.watchers)
@@ -297,7 +303,7 @@ impl<P: Process> Runnable for ProcessCell<P> {
 
     fn kill(self: Arc<Self>, reason: ExitReason) {
         {
-            let mut control = self.control.lock();
+            let mut control = self.control().lock();
             if control.exit.is_some() {
                 return;
             }
