@@ -92,7 +92,7 @@ fn main() {
     println!("whirl vs tokio (tokio::sync::mpsc unbounded), {threads} worker threads each, best of {RUNS}");
     println!("sizes: {sizes:?}\n");
 
-    let whirl = whirl_side::Bench::new(threads);
+    let whirl = whirl_side::Bench::new(threads, true);
     let tokio = tokio_side::Bench::new(threads);
     let rows: Vec<(&str, &str, f64, f64)> = vec![
         (
@@ -122,6 +122,22 @@ fn main() {
     ];
     drop(whirl);
     drop(tokio);
+    // The LIFO slot (a woken process runs next on the waking worker) matters for
+    // request/response chains; measure both settings on the rows it affects.
+    let no_lifo = whirl_side::Bench::new(threads, false);
+    let lifo_rows = [
+        (
+            "ping-pong",
+            rows[0].2,
+            best_of(|| no_lifo.ping_pong(sizes.ping_pong_round_trips)),
+        ),
+        (
+            "thread ring",
+            rows[3].2,
+            best_of(|| no_lifo.ring(sizes.ring_processes, sizes.ring_hops)),
+        ),
+    ];
+    drop(no_lifo);
     let whirl_spawn = memory::spawn_in_child("whirl", sizes.spawn_processes, threads);
     let tokio_spawn = memory::spawn_in_child("tokio", sizes.spawn_processes, threads);
 
@@ -168,6 +184,18 @@ fn main() {
             );
             std::process::exit(1);
         }
+    }
+    println!(
+        "\n{:<12} {:>14} {:>14} {:>8}",
+        "LIFO slot", "on", "off", "on/off"
+    );
+    for (name, on, off) in lifo_rows {
+        println!(
+            "{name:<12} {:>14} {:>14} {:>7.2}x",
+            human(on),
+            human(off),
+            on / off
+        );
     }
 }
 

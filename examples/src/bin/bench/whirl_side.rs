@@ -21,9 +21,12 @@ pub(crate) fn wait_for_zero(remaining: &AtomicU64) {
 }
 
 impl Bench {
-    pub(crate) fn new(threads: usize) -> Self {
+    pub(crate) fn new(threads: usize, lifo_slot: bool) -> Self {
         Bench {
-            rt: Runtime::builder().threads(threads).build(),
+            rt: Runtime::builder()
+                .threads(threads)
+                .lifo_slot(lifo_slot)
+                .build(),
         }
     }
 
