@@ -15,6 +15,7 @@ enum State<T> {
     Waiting(Option<Waker>),
     Answered(T),
     Dropped,
+    /// The outcome was collected, or the caller stopped waiting.
     Taken,
 }
 
@@ -118,6 +119,17 @@ impl<T> Pending<T> {
                     }
                 }
             }
+        }
+    }
+}
+
+impl<T> Drop for Pending<T> {
+    /// The caller stopped waiting (timed out, or dropped the future): a later `send` must
+    /// hand its value back instead of reporting success.
+    fn drop(&mut self) {
+        let mut state = self.slot.state.lock();
+        if matches!(*state, State::Waiting(_)) {
+            *state = State::Taken;
         }
     }
 }

@@ -18,6 +18,11 @@ use crate::registry::Registry;
 use crate::spawn::spawn_in_group;
 use crate::timer::Timers;
 
+/// How long an explicit shutdown waits for terminations and for workers, after draining.
+const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(5);
+/// The same for a dropped runtime, which should not hold its owner up.
+const DROP_PATIENCE: Duration = Duration::from_secs(1);
+
 pub(crate) struct RuntimeShared {
     groups: Mutex<Vec<Arc<GroupShared>>>,
     next_id: AtomicU64,
@@ -228,25 +233,27 @@ impl Runtime {
     /// Waits as long as the processes keep working; see [`Runtime::shutdown_timeout`] for a
     /// bounded version.
     pub fn shutdown_graceful(self) {
-        self.shutdown(None);
+        self.shutdown(None, SHUTDOWN_PATIENCE);
     }
 
     /// Like [`Runtime::shutdown_graceful`], but after `timeout` of draining, terminates the
     /// remaining processes anyway (their queued messages go to the dead-letter sink). Returns
     /// whether the inboxes drained in time.
     pub fn shutdown_timeout(self, timeout: Duration) -> bool {
-        self.shutdown(Some(timeout))
+        self.shutdown(Some(timeout), SHUTDOWN_PATIENCE)
     }
 
-    fn shutdown(&self, drain_timeout: Option<Duration>) -> bool {
+    /// `patience` bounds each of the two waits after draining: for processes to run their
+    /// termination, and for workers to exit.
+    fn shutdown(&self, drain_timeout: Option<Duration>, patience: Duration) -> bool {
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return true;
         }
         self.shared.closing.store(true, Ordering::Relaxed);
         let drained = self.wait_until(drain_timeout, || self.shared.is_quiescent());
         self.shared.timers.stop();
-        self.terminate_all(Duration::from_secs(5));
-        self.stop_workers(Duration::from_secs(5));
+        self.terminate_all(patience);
+        self.stop_workers(patience);
         drained
     }
 
@@ -284,7 +291,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.shutdown(Some(Duration::ZERO));
+        self.shutdown(Some(Duration::ZERO), DROP_PATIENCE);
     }
 }
 
