@@ -1,7 +1,272 @@
 //! whirl: isolated sequential processes, asynchronous messages, groups with their own
-//! workers and admission control.
+//! workers and admission control, for internet services that must stay up under overload and
+//! faults.
 //!
-//! (Tutorial to come.)
+//! A whirl program is a set of *processes*. Each owns its state and handles its messages one
+//! at a time, in order, so it needs no locks. Processes talk only by *posting messages*, which
+//! never blocks. Processes run in *groups*, each with its own worker threads and an admission
+//! predicate that turns messages away when the group is overloaded, handing them back to the
+//! sender. And the compiler checks that no two processes can reach the same mutable memory.
+//!
+//! # Tutorial
+//!
+//! ## 1. Messages
+//!
+//! A message is a type deriving [`Message`]. Everything in it must be able to cross a process
+//! boundary ([`Isolated`]): owned data (`String`, `Vec<T>`, maps, numbers...), immutable
+//! shared data (`Arc<T>`, `&'static T`), or the address of a process ([`Addr`]).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use whirl::prelude::*;
+//!
+//! #[derive(Message)]
+//! struct Hit {
+//!     path: String,         // owned: moved to the receiver
+//!     site: Arc<str>,       // shared, but immutable
+//! }
+//!
+//! #[derive(Message)]
+//! struct Reset;
+//!
+//! #[derive(Message)]
+//! #[message(cost = 1 + self.body.len() as u64 / 4096)] // read by cost-based predicates
+//! struct Upload {
+//!     body: Vec<u8>,
+//! }
+//!
+//! assert_eq!(Upload { body: vec![0; 8192] }.cost(), 3);
+//! ```
+//!
+//! Shared *mutable* state is a compile error that names the field and says what to do:
+//!
+//! ```compile_fail
+//! use std::rc::Rc;
+//! use whirl::prelude::*;
+//!
+//! #[derive(Message)]
+//! struct Hit {
+//!     path: Rc<String>, // error: `Rc<String>` cannot cross a process boundary
+//! }
+//! ```
+//!
+//! The same goes for `Cell`, `RefCell`, `Mutex`, `RwLock`, atomics, raw pointers, borrowed
+//! references and `&'static mut`, at any depth: `Vec<Rc<T>>` and `Option<Box<RefCell<T>>>`
+//! are rejected too. A plain data type of your own used inside messages derives [`Isolated`]
+//! (`#[derive(Isolated)]`), which checks its fields the same way.
+//!
+//! ## 2. A process
+//!
+//! `#[process]` goes twice: on the state type, where it checks every field is [`Isolated`], and
+//! on the impl block, where each method marked `#[handle]` handles one message type.
+//!
+//! ```
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Hit { path: String }
+//! # #[derive(Message)] struct Reset;
+//! #[process]
+//! struct Counter {
+//!     hits: u64,
+//! }
+//!
+//! #[process]
+//! impl Counter {
+//!     #[handle]
+//!     fn hit(&mut self, msg: Hit, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+//!         if msg.path.is_empty() {
+//!             return Err(Failure::new("empty path")); // terminates this process only
+//!         }
+//!         self.hits += 1;
+//!         Ok(())
+//!     }
+//!
+//!     #[handle]
+//!     fn reset(&mut self, _: Reset) {
+//!         self.hits = 0;
+//!     }
+//! }
+//! ```
+//!
+//! A handler is `fn name(&mut self, msg: M, ctx: &mut Ctx<Self>) -> Result<(), Failure>`. The
+//! context may be left out, and the result may be `()` or `Result<(), E>` for any error `E`
+//! that converts into [`Failure`] (every `std::error::Error` does, so `?` works). The macro
+//! tells you the expected signature when a handler does not fit it. `#[started]` and
+//! `#[terminated]` mark the hooks run before the first message and once at the end.
+//!
+//! ## 3. Spawn, post, ask
+//!
+//! ```
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Hit { path: String }
+//! # #[process] struct Counter { hits: u64 }
+//! #[derive(Message, Debug)]
+//! struct Hits(ReplyTo<u64>);
+//!
+//! #[process]
+//! impl Counter {
+//! #   #[handle] fn hit(&mut self, _: Hit) { self.hits += 1; }
+//!     // ... the handlers above, and:
+//!     #[handle]
+//!     fn hits(&mut self, Hits(reply): Hits) {
+//!         let _ = reply.send(self.hits);
+//!     }
+//! }
+//!
+//! let rt = Runtime::new();                      // a default group, one worker per core
+//! let counter = rt.spawn(Counter { hits: 0 });  // an `Addr<Counter>`
+//! counter.post(Hit { path: "/".into() }).unwrap(); // never blocks
+//! counter.post(Hit { path: "/about".into() }).unwrap();
+//! assert_eq!(counter.call(Hits).unwrap(), 2);   // request/reply from outside the runtime
+//! rt.shutdown_graceful();
+//! ```
+//!
+//! Posting a message the process has no handler for does not compile:
+//!
+//! ```compile_fail
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Hit;
+//! # #[derive(Message)] struct Reset;
+//! # #[process] struct Counter { hits: u64 }
+//! # #[process] impl Counter { #[handle] fn hit(&mut self, _: Hit) {} }
+//! let rt = Runtime::new();
+//! let counter = rt.spawn(Counter { hits: 0 });
+//! counter.post(Reset); // error: `Counter` has no handler for `Reset`
+//! ```
+//!
+//! ## 4. Overload: rejected messages come back
+//!
+//! A group's predicate decides, in the sender's thread, whether to admit a message. A rejected
+//! post returns the message inside [`PostError::Rejected`], so the sender can degrade (serve a
+//! cheaper answer, reply 503) and nothing is lost.
+//!
+//! ```
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Hit { path: String }
+//! # #[process] struct Counter { hits: u64 }
+//! # #[process] impl Counter { #[handle] fn hit(&mut self, _: Hit) { self.hits += 1; } }
+//! use whirl::QueueLength;
+//!
+//! let rt = Runtime::new();
+//! // `max(0)` admits nothing, to show the path; real groups allow thousands of queued messages.
+//! let web = rt.group("web").threads(1).predicate(QueueLength::max(0)).build();
+//! let counter = rt.spawn_in(&web, Counter { hits: 0 });
+//! match counter.post(Hit { path: "/".into() }) {
+//!     Ok(()) => unreachable!("the group admits nothing"),
+//!     Err(PostError::Rejected(hit)) => assert_eq!(hit.path, "/"), // degrade with `hit`
+//!     Err(PostError::Terminated(_)) => unreachable!("the counter is alive"),
+//! }
+//! rt.shutdown_graceful();
+//! ```
+//!
+//! ## 5. Failures and monitors
+//!
+//! A panic or an `Err` from a handler terminates only that process. A *system* process,
+//! declared `#[process(system)]`, receives a [`Down`] message when a process it monitors
+//! terminates; it must handle `Down` (the compiler checks). A non-system process that
+//! monitors a failing process fails with it.
+//!
+//! ```
+//! # use whirl::prelude::*;
+//! #[derive(Message)]
+//! struct Crash;
+//!
+//! #[process]
+//! struct Worker;
+//!
+//! #[process]
+//! impl Worker {
+//!     #[handle]
+//!     fn crash(&mut self, _: Crash) -> Result<(), Failure> {
+//!         Err(Failure::new("asked to crash"))
+//!     }
+//! }
+//!
+//! #[derive(Message)]
+//! struct Watch(Addr<Worker>);
+//!
+//! #[derive(Message, Debug)]
+//! struct Failures(ReplyTo<Vec<String>>);
+//!
+//! #[process(system)]
+//! struct Supervisor {
+//!     failures: Vec<String>,
+//! }
+//!
+//! #[process]
+//! impl Supervisor {
+//!     #[handle]
+//!     fn watch(&mut self, Watch(worker): Watch, ctx: &mut Ctx<Self>) {
+//!         ctx.monitor(&worker);
+//!     }
+//!
+//!     #[handle]
+//!     fn down(&mut self, notice: Down) {
+//!         if notice.reason.is_failure() {
+//!             self.failures.push(notice.reason.to_string()); // restart, escalate, log...
+//!         }
+//!     }
+//!
+//!     #[handle]
+//!     fn failures(&mut self, Failures(reply): Failures) {
+//!         let _ = reply.send(self.failures.clone());
+//!     }
+//! }
+//!
+//! let rt = Runtime::new();
+//! let supervisor = rt.spawn(Supervisor { failures: Vec::new() });
+//! let worker = rt.spawn(Worker);
+//! supervisor.post(Watch(worker.clone())).unwrap();
+//! rt.block_until_idle();
+//! worker.post(Crash).unwrap();
+//! rt.block_until_idle();
+//! assert_eq!(supervisor.call(Failures).unwrap(), ["failed: asked to crash"]);
+//! rt.shutdown_graceful();
+//! ```
+//!
+//! # What `#[process]` generates
+//!
+//! Nothing you could not write by hand, and nothing slower: for the impl block of step 2 it
+//! generates an enum with one variant per handler (`Hit(Hit)`, `Reset(Reset)`), an
+//! `impl Process` whose `handle` is a `match` calling your methods, `impl Handles<Hit>` and
+//! `impl Handles<Reset>` (so `post` accepts exactly those types) and `From` conversions. The
+//! benchmark `cargo run --release -p examples --bin macro_dispatch_bench` runs a macro process
+//! and its hand-written twin side by side; their compiled handler loops are identical. The
+//! generated code names everything by absolute path, so it works under `#![no_implicit_prelude]`
+//! and next to your own `Result` or `Option`.
+//!
+//! # The escape hatch: state shared on purpose
+//!
+//! Section VI-C of the Whirlwind paper describes a service that shared an in-memory database,
+//! with its own fine-grained locking, between several processes, because one process in front
+//! of it was too slow. whirl allows that, loudly: the process declares why it shares state,
+//! marks the shared fields, and runs only in a group built to host such processes. Spawned into
+//! any other group, it fails as it starts, before handling a message.
+//!
+//! ```
+//! # use std::collections::HashMap;
+//! # use std::sync::{Arc, RwLock};
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Get(u64, ReplyTo<Option<String>>);
+//! #[process(shares_state = "the store locks per row; one process in front of it serialised all readers")]
+//! struct Shard {
+//!     #[shared]
+//!     store: Arc<RwLock<HashMap<u64, String>>>,
+//!     served: u64, // still checked: only `#[shared]` fields are exempt
+//! }
+//! # #[process] impl Shard { #[handle] fn get(&mut self, _: Get) {} }
+//!
+//! let rt = Runtime::new();
+//! let db = rt.group("db").threads(2).build_sharing_state("shards share the row store");
+//! let store = Arc::new(RwLock::new(HashMap::new()));
+//! let shard = rt.spawn_in(&db, Shard { store, served: 0 });
+//! # let _ = shard;
+//! # rt.shutdown_graceful();
+//! ```
+//!
+//! Link the processes of such a group to each other (`ctx.link`) so that one failure takes all
+//! of them down: they are isolated as a group, not from each other. For a single type the
+//! derive cannot see through, `unsafe impl Isolated for MyHandle {}` is the other, equally
+//! greppable, way out.
 
 extern crate self as whirl;
 
@@ -36,7 +301,7 @@ pub unsafe trait DeclaredProcess {
 
 /// The names most programs need.
 pub mod prelude {
-    pub use crate::{handle, process, started, terminated, DeclaredProcess, Isolated, Message};
+    pub use crate::{handle, process, started, terminated, Isolated, Message};
     pub use whirl_runtime::{
         Addr, CallError, Ctx, Down, ExitReason, Failure, Group, Handles, PostError, Process,
         ProcessId, Recipient, ReplyTo, Runtime,

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use whirl::prelude::*;
+use whirl::DeclaredProcess;
 use whirl::SharesState;
 
 /// A store with its own fine-grained locking, as the paper's in-memory database.

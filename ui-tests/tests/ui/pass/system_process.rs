@@ -1,5 +1,6 @@
 //! A system process receives termination notices as `Down` messages.
 use whirl::prelude::*;
+use whirl::DeclaredProcess;
 
 #[derive(Message)]
 struct Crash;
