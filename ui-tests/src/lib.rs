@@ -1,1 +1,1 @@
-//! Compile-pass and compile-fail tests of whirl's macros live in `tests/`.
+//! Compile-pass and compile-fail tests of whirl's macros live in `tests/`; see `README.md`.
