@@ -177,7 +177,7 @@ fn a_group_budget_applies_to_its_processes() {
     assert_eq!(g.budget(), 2);
     let order = handling_order(&rt, &g, 6, From::Inside);
     // Without a LIFO slot the order is plain FIFO: `a` was woken first.
-    assert_eq!(runs(&order), vec![("a", 2), ("b", 2)].repeat(3));
+    assert_eq!(runs(&order), [("a", 2), ("b", 2)].repeat(3));
     rt.shutdown_graceful();
 }
 
