@@ -1,0 +1,201 @@
+//! `Recipient<M>`: "anyone who handles `M`", with the process type erased, and the same
+//! guarantees as `Addr::post`. Also the identity of addresses (equality, hashing, ids).
+
+mod common;
+
+use std::collections::HashSet;
+use std::thread;
+
+use whirl_runtime::{
+    Addr, Ctx, Failure, Handles, Offer, PostError, Process, Recipient, ReplyTo, Runtime,
+};
+
+#[derive(Debug, PartialEq)]
+struct Note(String);
+
+/// Two unrelated process types that both accept `Note`.
+struct Journal {
+    notes: Vec<String>,
+}
+
+enum JournalMsg {
+    Note(Note),
+    Read(ReplyTo<Vec<String>>),
+    Close,
+}
+
+impl Process for Journal {
+    type Message = JournalMsg;
+
+    fn handle(&mut self, msg: JournalMsg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match msg {
+            JournalMsg::Note(Note(text)) => self.notes.push(text),
+            JournalMsg::Read(reply) => {
+                let _ = reply.send(self.notes.clone());
+            }
+            JournalMsg::Close => ctx.complete(),
+        }
+        Ok(())
+    }
+}
+
+impl Handles<Note> for Journal {
+    fn into_message(n: Note) -> JournalMsg {
+        JournalMsg::Note(n)
+    }
+}
+
+impl Handles<ReplyTo<Vec<String>>> for Journal {
+    fn into_message(r: ReplyTo<Vec<String>>) -> JournalMsg {
+        JournalMsg::Read(r)
+    }
+}
+
+struct Tally {
+    chars: usize,
+}
+
+enum TallyMsg {
+    Note(Note),
+    Read(ReplyTo<usize>),
+}
+
+impl Process for Tally {
+    type Message = TallyMsg;
+
+    fn handle(&mut self, msg: TallyMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match msg {
+            TallyMsg::Note(Note(text)) => self.chars += text.len(),
+            TallyMsg::Read(reply) => {
+                let _ = reply.send(self.chars);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Handles<Note> for Tally {
+    fn into_message(n: Note) -> TallyMsg {
+        TallyMsg::Note(n)
+    }
+}
+
+impl Handles<ReplyTo<usize>> for Tally {
+    fn into_message(r: ReplyTo<usize>) -> TallyMsg {
+        TallyMsg::Read(r)
+    }
+}
+
+fn journal(rt: &Runtime) -> Addr<Journal> {
+    rt.spawn(Journal { notes: Vec::new() })
+}
+
+fn read(j: &Addr<Journal>) -> Vec<String> {
+    j.call(|r: ReplyTo<Vec<String>>| r).unwrap()
+}
+
+#[test]
+fn recipients_of_different_process_types_share_one_type() {
+    let rt = Runtime::builder().threads(2).build();
+    let j = journal(&rt);
+    let t = rt.spawn(Tally { chars: 0 });
+    let everyone: Vec<Recipient<Note>> = vec![j.recipient(), Recipient::from(t.clone())];
+    assert_eq!(everyone[0].id(), j.id());
+    assert_eq!(everyone[1].id(), t.id());
+    for word in ["alpha", "beta", "gamma"] {
+        for r in &everyone {
+            r.post(Note(word.into())).unwrap();
+        }
+    }
+    assert_eq!(read(&j), vec!["alpha", "beta", "gamma"]);
+    assert_eq!(t.call(|r: ReplyTo<usize>| r).unwrap(), 14);
+    let shown = format!("{:?}", everyone[0]);
+    assert!(
+        shown.contains("Note") && shown.contains(&j.id().to_string()),
+        "{shown}"
+    );
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn a_recipient_keeps_fifo_order_and_works_from_many_threads() {
+    let rt = Runtime::builder().threads(2).build();
+    let j = journal(&rt);
+    let r: Recipient<Note> = j.recipient();
+    thread::scope(|s| {
+        for t in 0..4 {
+            let r = r.clone();
+            s.spawn(move || {
+                for i in 0..1_000 {
+                    r.post(Note(format!("{t}:{i}"))).unwrap();
+                }
+            });
+        }
+    });
+    let notes = read(&j);
+    assert_eq!(notes.len(), 4_000);
+    for t in 0..4 {
+        let mine: Vec<&String> = notes
+            .iter()
+            .filter(|n| n.starts_with(&format!("{t}:")))
+            .collect();
+        let expected: Vec<String> = (0..1_000).map(|i| format!("{t}:{i}")).collect();
+        assert_eq!(mine, expected.iter().collect::<Vec<_>>());
+    }
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn a_recipient_returns_the_message_when_the_process_has_terminated() {
+    let rt = Runtime::builder().threads(2).build();
+    let j = journal(&rt);
+    let r = j.recipient::<Note>();
+    j.post(JournalMsg::Close).unwrap();
+    rt.block_until_idle();
+    assert_eq!(
+        r.post(Note("late".into())),
+        Err(PostError::Terminated(Note("late".into())))
+    );
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn a_recipient_returns_the_message_when_the_group_rejects_it() {
+    let rt = Runtime::builder().threads(1).build();
+    let closed = rt
+        .group("closed")
+        .threads(1)
+        .predicate(|_: &Offer<'_>| false)
+        .build();
+    let j = rt.spawn_in(&closed, Journal { notes: Vec::new() });
+    let r: Recipient<Note> = j.clone().into();
+    assert_eq!(
+        r.post(Note("no room".into())),
+        Err(PostError::Rejected(Note("no room".into())))
+    );
+    rt.block_until_idle();
+    let counts = closed.counts();
+    common::assert_balanced(&counts);
+    assert_eq!(counts.rejected, 1);
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn addresses_are_equal_hashable_and_named_by_id() {
+    let rt = Runtime::builder().threads(1).build();
+    let a = journal(&rt);
+    let b = journal(&rt);
+    assert_eq!(a, a.clone());
+    assert_ne!(a, b);
+    assert_ne!(a.id(), b.id());
+    let set: HashSet<Addr<Journal>> = [a.clone(), a.clone(), b.clone()].into_iter().collect();
+    assert_eq!(set.len(), 2);
+    let shown = format!("{a:?}");
+    assert!(
+        shown.contains("Journal") && shown.contains(&a.id().to_string()),
+        "{shown}"
+    );
+    assert!(!a.is_terminated());
+    rt.shutdown_graceful();
+    assert!(a.is_terminated() && b.is_terminated());
+}
