@@ -177,11 +177,7 @@ pub fn process_impl(imp: &ProcessImpl, errors: &mut Errors) {
                 &l.lifetime,
                 "a process is `'static`: its impl block cannot have lifetime parameters",
             ),
-            GenericParam::Const(c) => errors.spanned(
-                &c.ident,
-                "`#[process]` does not support const parameters; implement `Process` by hand",
-            ),
-            GenericParam::Type(_) => {}
+            GenericParam::Const(_) | GenericParam::Type(_) => {}
         }
     }
     if !matches!(imp.self_ty, Type::Path(_)) {

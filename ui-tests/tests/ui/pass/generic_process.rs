@@ -1,5 +1,5 @@
-//! A generic process: the state's type parameter must be `Isolated`, and its handlers can take
-//! generic messages.
+//! Generic processes: the state's type parameter must be `Isolated`, its handlers can take
+//! generic messages, and const parameters work too.
 use whirl::prelude::*;
 
 #[derive(Message)]
@@ -37,6 +37,33 @@ where
     }
 }
 
+/// Const parameters work too.
+#[process]
+struct Window<const N: usize> {
+    last: [u64; N],
+    next: usize,
+}
+
+#[derive(Message)]
+struct Sample(u64);
+
+#[derive(Message, Debug)]
+struct Total(ReplyTo<u64>);
+
+#[process]
+impl<const N: usize> Window<N> {
+    #[handle]
+    fn sample(&mut self, Sample(value): Sample) {
+        self.last[self.next % N] = value;
+        self.next += 1;
+    }
+
+    #[handle]
+    fn total(&mut self, Total(reply): Total) {
+        let _ = reply.send(self.last.iter().sum());
+    }
+}
+
 fn main() {
     let rt = Runtime::builder().threads(1).build();
     let words = rt.spawn(Store::<String> { items: Vec::new() });
@@ -47,5 +74,10 @@ fn main() {
     let numbers = rt.spawn(Store::<(u8, u8)> { items: Vec::new() });
     numbers.post(Put((1, 2))).unwrap();
     assert_eq!(numbers.call(Last).unwrap(), Some((1, 2)));
+    let window = rt.spawn(Window::<2> { last: [0; 2], next: 0 });
+    for value in [1, 10, 100] {
+        window.post(Sample(value)).unwrap();
+    }
+    assert_eq!(window.call(Total).unwrap(), 110);
     rt.shutdown_graceful();
 }
