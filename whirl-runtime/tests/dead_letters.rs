@@ -8,6 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::mpsc::{self, Sender};
 use std::thread;
+use std::time::Duration;
 
 use common::Gate;
 use whirl_runtime::{
@@ -320,4 +321,28 @@ fn posts_racing_with_termination_are_handled_dead_lettered_or_returned_never_los
         assert_eq!(counts.dead_lettered, dead_items.len() as u64);
         rt.shutdown_graceful();
     }
+}
+
+#[test]
+#[ignore = "BUG: a panicking dead-letter sink unwinds through the worker and kills it"]
+fn a_panicking_dead_letter_sink_does_not_kill_the_worker() {
+    // The sink is user code running on a worker, like a handler: a panic in it must not take
+    // the worker down (invariant 4's "workers survive").
+    common::quiet_expected_panics();
+    let rt = whirl_runtime::Runtime::builder()
+        .threads(1)
+        .dead_letters(|_| panic!("[expected] sink panicked"))
+        .build();
+    let (handled, _handled_rx) = mpsc::channel();
+    let p = rt.spawn(Holder::new(&handled));
+    p.post(Msg::SelfPost(vec![1], Then::Fail("bye"))).unwrap();
+    let survivor = rt.spawn(Holder::new(&handled));
+    assert!(
+        rt.block_until_idle_timeout(Duration::from_secs(10)),
+        "the only worker died"
+    );
+    assert!(p.is_terminated());
+    survivor.post(2).unwrap();
+    assert!(rt.block_until_idle_timeout(Duration::from_secs(10)));
+    rt.shutdown_graceful();
 }

@@ -318,3 +318,23 @@ fn a_process_nobody_holds_an_address_to_still_runs_its_hook_at_shutdown() {
         }]
     );
 }
+
+#[test]
+fn spawning_into_a_group_whose_runtime_has_shut_down_terminates_the_process_at_once() {
+    // A group handle can outlive its runtime; a process spawned into it can never run, so it
+    // is terminated on the spot (hook and all) rather than left half-alive.
+    let old = Runtime::builder().threads(1).build();
+    let stale = old.default_group().clone();
+    old.shutdown_graceful();
+    let rt = Runtime::builder().threads(1).build();
+    let (tx, mut ev) = events();
+    let p = rt.spawn_in(&stale, Plain::new("late", &tx));
+    assert!(ev.terminated("late").is_failure());
+    assert!(p.is_terminated());
+    assert!(matches!(
+        common::post_job(&p, |_, _| Ok(())),
+        Err(PostError::Terminated(_))
+    ));
+    rt.shutdown_graceful();
+    assert!(ev.rest().is_empty(), "the hook ran once");
+}
