@@ -445,3 +445,63 @@ fn monitors_work_across_groups() {
     assert_linked(&ev.terminated("peer"), w.id(), "cross-group");
     rt.shutdown_graceful();
 }
+
+#[test]
+fn monitors_registered_while_targets_terminate_each_get_exactly_one_notice() {
+    // Registration races with termination: whichever wins, the notice is delivered once
+    // (from the terminating process, or at once to a late monitor).
+    const TARGETS: usize = 200;
+    let rt = runtime();
+    let sups_group = rt.group("sups").threads(2).build();
+    let (tx, mut ev) = events();
+    let names = ["s0", "s1", "s2"];
+    let sups: Vec<_> = names
+        .iter()
+        .map(|n| rt.spawn_in(&sups_group, System::new(n, &tx)))
+        .collect();
+    let targets: Vec<_> = (0..TARGETS)
+        .map(|_| rt.spawn(Plain::new("t", &tx)))
+        .collect();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for (i, t) in targets.iter().enumerate() {
+                if i % 3 == 0 {
+                    make_complete(t);
+                } else {
+                    make_fail(t, "raced");
+                }
+            }
+        });
+        for sup in &sups {
+            let targets = targets.clone();
+            post_job(sup, move |_, ctx| {
+                for t in &targets {
+                    ctx.monitor(t);
+                }
+                Ok(())
+            })
+            .unwrap();
+        }
+    });
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..names.len() * TARGETS {
+        match ev.wait_for(|e| matches!(e, Event::Down { .. })) {
+            Event::Down { by, notice } => {
+                assert!(
+                    seen.insert((by, notice.id)),
+                    "{by} heard twice of {}",
+                    notice.id
+                );
+                let i = targets.iter().position(|t| t.id() == notice.id).unwrap();
+                assert_eq!(notice.reason.is_failure(), i % 3 != 0);
+            }
+            _ => unreachable!(),
+        }
+    }
+    rt.block_until_idle();
+    assert!(
+        !ev.rest().iter().any(|e| matches!(e, Event::Down { .. })),
+        "a notice was delivered twice"
+    );
+    rt.shutdown_graceful();
+}
