@@ -114,10 +114,7 @@ impl<P: Process> ProcessCell<P> {
     fn after_token_attempt(self: &Arc<Self>, after: AfterPush) {
         match after {
             AfterPush::Nothing => {}
-            AfterPush::Schedule => {
-                self.group.counters.add(Event::Activated, 1);
-                self.group.schedule(Arc::clone(self) as Task);
-            }
+            AfterPush::Schedule => self.group.schedule(Arc::clone(self) as Task),
             AfterPush::Drain => {
                 let reason = self
                     .control()
@@ -150,12 +147,17 @@ impl<P: Process> ProcessCell<P> {
     }
 
     /// One turn. The caller holds the token.
+    ///
+    /// Accounting for quiescence (`Runtime::block_until_idle`): a run caused by messages is
+    /// covered by `posted` vs `handled`, so `handled` is counted only once the turn's work,
+    /// termination included, is done. Runs without a message (the start hook, a kill
+    /// request) are counted as activations when requested and as deactivations here, when
+    /// consumed.
     fn run_turn(self: Arc<Self>) {
         if self.mailbox.is_closed() {
             // Re-scheduled only to drain messages that raced with termination.
             let reason = self.control().lock().exit.clone();
             self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
-            self.group.counters.add(Event::Deactivated, 1);
             return;
         }
         let budget = self.group.budget();
@@ -163,10 +165,14 @@ impl<P: Process> ProcessCell<P> {
         // SAFETY: we hold the token, so no other thread touches the body until we release it.
         let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
 
-        let mut exit = ctx.cell().take_kill_request();
-        if exit.is_none() && !body.started {
+        let mut consumed_activations = 0;
+        let mut exit = ctx.cell().take_kill_request(&mut consumed_activations);
+        if !body.started {
             body.started = true;
-            exit = invoke(body, &mut ctx, |p, ctx| p.started(ctx));
+            consumed_activations += 1;
+            if exit.is_none() {
+                exit = invoke(body, &mut ctx, |p, ctx| p.started(ctx));
+            }
         }
         let mut handled = 0;
         while exit.is_none() && handled < budget {
@@ -177,41 +183,42 @@ impl<P: Process> ProcessCell<P> {
             handled += 1;
             exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
             if exit.is_none() {
-                exit = ctx.cell().take_kill_request();
+                exit = ctx.cell().take_kill_request(&mut consumed_activations);
             }
         }
         let cell = ctx.into_cell();
-        if handled > 0 {
-            cell.group.counters.add(Event::Handled, handled as u64);
-        }
+        let group = Arc::clone(&cell.group);
 
         if let Some(reason) = exit {
-            cell.terminate(reason);
-            return;
+            cell.terminate(reason, &mut consumed_activations);
+        } else if handled == budget && unsafe { cell.mailbox.has_messages() } {
+            // SAFETY (above): we hold the token.
+            group.yield_now(cell as Task);
+        } else {
+            // SAFETY: we hold the token.
+            match unsafe { cell.mailbox.release() } {
+                AfterRelease::Idle => {}
+                AfterRelease::Reschedule => group.yield_now(cell as Task),
+            }
         }
-        // SAFETY: we hold the token.
-        if handled == budget && unsafe { cell.mailbox.has_messages() } {
-            Arc::clone(&cell.group).yield_now(cell as Task);
-            return;
+        if handled > 0 {
+            group.counters.add(Event::Handled, handled as u64);
         }
-        // SAFETY: we hold the token.
-        match unsafe { cell.mailbox.release() } {
-            AfterRelease::Idle => cell.group.counters.add(Event::Deactivated, 1),
-            AfterRelease::Reschedule => Arc::clone(&cell.group).yield_now(cell as Task),
+        if consumed_activations > 0 {
+            group.counters.add(Event::Deactivated, consumed_activations);
         }
     }
 
-    fn take_kill_request(&self) -> Option<ExitReason> {
+    /// Takes a pending kill request, counting it as consumed.
+    fn take_kill_request(&self, consumed_activations: &mut u64) -> Option<ExitReason> {
         if !self.mailbox.kill_requested() {
             return None;
         }
-        Some(
-            self.control()
-                .lock()
-                .pending_kill
-                .take()
-                .unwrap_or(ExitReason::Normal),
-        )
+        let pending = self.control().lock().pending_kill.take();
+        if pending.is_some() {
+            *consumed_activations += 1;
+        }
+        Some(pending.unwrap_or(ExitReason::Normal))
     }
 
     /// Terminates the process. The caller holds the token; it is released at the end.
@@ -219,7 +226,7 @@ impl<P: Process> ProcessCell<P> {
     /// Takes no reference into the body: `self` may be the last reference to the cell, and
     /// the cell is freed when it drops at the end (Miri caught an earlier version that kept a
     /// `&mut Body` alive across that).
-    fn terminate(self: Arc<Self>, reason: ExitReason) {
+    fn terminate(self: Arc<Self>, reason: ExitReason, consumed_activations: &mut u64) {
         // SAFETY: we hold the token.
         unsafe { self.mailbox.close() };
         // SAFETY: we hold the token, so the body is ours; the reference ends in this statement.
@@ -236,7 +243,11 @@ impl<P: Process> ProcessCell<P> {
         let watchers = {
             let mut control = self.control().lock();
             control.exit = Some(reason.clone());
-            control.pending_kill = None;
+            // A kill that arrived while terminating for another reason is moot, but it was
+            // counted as an activation.
+            if control.pending_kill.take().is_some() {
+                *consumed_activations += 1;
+            }
             std::mem::take(&mut control.watchers)
         };
         if let ExitReason::Failed(f) = &reason {
@@ -251,7 +262,6 @@ impl<P: Process> ProcessCell<P> {
         let registered = self.group.runtime.registry.remove(self.id);
         self.group.counters.add(Event::Terminated, 1);
         self.drain_to_dead_letters(&reason);
-        self.group.counters.add(Event::Deactivated, 1);
         drop(registered);
     }
 
@@ -304,21 +314,16 @@ impl<P: Process> Runnable for ProcessCell<P> {
     fn kill(self: Arc<Self>, reason: ExitReason) {
         {
             let mut control = self.control().lock();
-            if control.exit.is_some() {
+            if control.exit.is_some() || control.pending_kill.is_some() {
                 return;
             }
-            control.pending_kill.get_or_insert(reason);
+            control.pending_kill = Some(reason);
+            // Counted before the token is requested, so that a quiescence check never misses
+            // the kill; consumed (and counted as a deactivation) by the turn that acts on it.
+            self.group.counters.add(Event::Activated, 1);
         }
-        // Count the activation first so that a quiescence check never misses the kill.
-        self.group.counters.add(Event::Activated, 1);
-        match self.mailbox.request_kill() {
-            AfterPush::Schedule => Arc::clone(&self.group).schedule(self as Task),
-            AfterPush::Nothing => self.group.counters.add(Event::Deactivated, 1),
-            AfterPush::Drain => {
-                self.group.counters.add(Event::Deactivated, 1);
-                self.after_token_attempt(AfterPush::Drain);
-            }
-        }
+        let after = self.mailbox.request_kill();
+        self.after_token_attempt(after);
     }
 }
 

@@ -35,9 +35,9 @@ pub(crate) enum Event {
     Handled,
     Rejected,
     DeadLettered,
-    /// A process took its scheduling token to run (start, messages, kill).
+    /// A run without a message was requested: a process's start hook, a kill request.
     Activated,
-    /// A process gave its token back.
+    /// Such a run happened.
     Deactivated,
     Spawned,
     Terminated,
@@ -123,7 +123,7 @@ impl Counters {
             dead_lettered: done.dead_lettered,
             spawned: started.spawned,
             terminated: done.terminated,
-            active_processes: started.activations.saturating_sub(done.deactivations),
+            pending_lifecycle_runs: started.activations.saturating_sub(done.deactivations),
         }
     }
 }
@@ -170,8 +170,9 @@ pub struct MessageCounts {
     pub spawned: u64,
     /// Processes terminated.
     pub terminated: u64,
-    /// Processes scheduled or running at the moment of reading.
-    pub active_processes: u64,
+    /// Start hooks and kill requests not yet carried out at the moment of reading (runs a
+    /// process makes without a message; runs for messages show in [`MessageCounts::queued`]).
+    pub pending_lifecycle_runs: u64,
 }
 
 impl MessageCounts {
@@ -186,9 +187,9 @@ impl MessageCounts {
         self.spawned.saturating_sub(self.terminated)
     }
 
-    /// Whether nothing is queued and no process is scheduled or running.
+    /// Whether nothing is queued or being handled and no start hook or kill is pending.
     pub fn is_quiescent(&self) -> bool {
-        self.queued() == 0 && self.active_processes == 0
+        self.queued() == 0 && self.pending_lifecycle_runs == 0
     }
 
     pub(crate) fn merge(mut self, other: MessageCounts) -> Self {
@@ -198,7 +199,7 @@ impl MessageCounts {
         self.dead_lettered += other.dead_lettered;
         self.spawned += other.spawned;
         self.terminated += other.terminated;
-        self.active_processes += other.active_processes;
+        self.pending_lifecycle_runs += other.pending_lifecycle_runs;
         self
     }
 }

@@ -80,12 +80,17 @@ impl<T> Mailbox<T> {
     #[inline]
     pub(crate) fn push(&self, msg: T) -> AfterPush {
         self.inbox.push(msg);
-        // Fast path: the token is held, so its holder will see the message. A plain load
-        // instead of a read-modify-write keeps a busy process's state word from being written
-        // on every post. The fences make it sound (the store-buffering pattern): we write the
-        // tail, fence, read the state; the holder in `release` writes the state, fences,
-        // reads the tail. Whichever fence comes second in the total order of `SeqCst` fences,
-        // its thread sees the other's write.
+        // An idle-looking process: take the token with a read-modify-write, which is correct
+        // on its own whatever the (unordered) hint said.
+        if self.state.load(Relaxed) & SCHEDULED == 0 {
+            return self.acquire_after(0);
+        }
+        // The token looks held, so its holder will see the message. A plain load instead of a
+        // read-modify-write keeps a busy process's state word from being written on every
+        // post. The fences make it sound (the store-buffering pattern): we write the tail,
+        // fence, read the state; the holder in `release` writes the state, fences, reads the
+        // tail. Whichever fence comes second in the total order of `SeqCst` fences, its thread
+        // sees the other's write.
         fence(SeqCst);
         if self.state.load(Relaxed) & SCHEDULED != 0 {
             return AfterPush::Nothing;

@@ -21,6 +21,7 @@ pub(crate) fn spawn_in_group<P: Process>(
     let cell = Arc::new(ProcessCell::new(id, Arc::clone(group), principal, state));
     runtime.registry.insert(id, Arc::clone(&cell) as Task);
     group.counters.add(Event::Spawned, 1);
+    // The start hook is a run without a message: count it so `block_until_idle` waits for it.
     group.counters.add(Event::Activated, 1);
     if group.is_stopped() {
         // No worker will ever run it: terminate it right here, on the caller's thread, which

@@ -116,6 +116,13 @@ impl WorkerThread {
                 None => return,
                 Some(displaced) => self.push_queue(displaced),
             }
+        } else if !lifo && self.local.is_empty() && !self.group.injector.is_empty() {
+            // A process yielding its budget goes behind everything waiting, and when this
+            // worker has nothing local, what waits is in the injector: queueing locally would
+            // run it again before them (for up to INJECTOR_CHECK_INTERVAL turns).
+            self.group.injector.push(task);
+            self.group.idle.notify_one();
+            return;
         } else {
             self.push_queue(task);
         }

@@ -117,7 +117,7 @@ fn sum(groups: &[&Group]) -> MessageCounts {
         out.dead_lettered += c.dead_lettered;
         out.spawned += c.spawned;
         out.terminated += c.terminated;
-        out.active_processes += c.active_processes;
+        out.pending_lifecycle_runs += c.pending_lifecycle_runs;
         out
     })
 }

@@ -138,7 +138,6 @@ fn with_budget_one_two_busy_processes_interleave_on_one_worker() {
 }
 
 #[test]
-#[ignore = "BUG: a process yielding its budget runs again before processes waiting in the group's injector (up to 61 turns)"]
 fn with_budget_one_two_busy_processes_posted_from_outside_interleave() {
     let rt = Runtime::builder().threads(1).budget(1).build();
     let order = handling_order(&rt, rt.default_group(), 20, From::Outside);

@@ -55,7 +55,10 @@ pub fn assert_balanced(c: &MessageCounts) {
         c.handled + c.rejected + c.dead_lettered,
         "posted != handled + rejected + dead_lettered: {c:?}"
     );
-    assert_eq!(c.active_processes, 0, "processes still active: {c:?}");
+    assert_eq!(
+        c.pending_lifecycle_runs, 0,
+        "start hooks or kills still pending: {c:?}"
+    );
 }
 
 /// A one-shot gate: handlers wait on it until the test opens it.
