@@ -69,6 +69,9 @@ pub struct ProcessOptions {
     pub group: Option<LitStr>,
     /// `shares_state = "reason"`: the process knowingly shares state within its group.
     pub shares_state: Option<SharesState>,
+    /// Whether every option parsed; checks that depend on the options are skipped otherwise,
+    /// so that one typo does not cause a cascade of errors.
+    pub complete: bool,
 }
 
 /// The `shares_state` option: the keyword, for spans, and the reason given.
@@ -116,8 +119,9 @@ impl ProcessOptions {
             }
             Ok(())
         });
-        if let Err(err) = parser.parse2(args) {
-            errors.push(err);
+        match parser.parse2(args) {
+            Ok(()) => options.complete = true,
+            Err(err) => errors.push(err),
         }
         options
     }
@@ -167,4 +171,55 @@ pub fn message_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
 /// Whether `attr` has arguments (`#[shared(x)]`, `#[handle = 1]`).
 pub fn has_arguments(attr: &Attribute) -> bool {
     !matches!(attr.meta, Meta::Path(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+    use syn::parse_quote;
+
+    #[test]
+    fn roles_are_recognised_with_or_without_the_crate_path() {
+        let attrs: Vec<Attribute> = vec![
+            parse_quote!(#[handle]),
+            parse_quote!(#[whirl::started]),
+            parse_quote!(#[terminated]),
+            parse_quote!(#[other::handle]),
+            parse_quote!(#[inline]),
+        ];
+        let roles: Vec<Option<&str>> = attrs.iter().map(|a| Role::of(a).map(Role::name)).collect();
+        assert_eq!(
+            roles,
+            [
+                Some("handle"),
+                Some("started"),
+                Some("terminated"),
+                None,
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn process_options_parse_and_typos_are_reported() {
+        let mut errors = Errors::default();
+        let options = ProcessOptions::parse(
+            quote!(system, group = "web", shares_state = "why"),
+            &mut errors,
+        );
+        assert!(errors.finish().is_ok());
+        assert!(options.complete && options.system.is_some());
+        assert_eq!(options.group.map(|g| g.value()).as_deref(), Some("web"));
+
+        let mut errors = Errors::default();
+        let options = ProcessOptions::parse(quote!(sytem), &mut errors);
+        assert!(!options.complete);
+        let err = errors
+            .finish()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unknown option `sytem`"), "{err}");
+    }
 }

@@ -63,7 +63,7 @@ fn isolated_impl(data: &Data) -> TokenStream {
 }
 
 /// A function calling `::whirl::__private::#check::<T>()` for each type, spanned at the type.
-fn assertions(types: &[&Type], check: &str) -> TokenStream {
+fn assertions(types: &[Type], check: &str) -> TokenStream {
     if types.is_empty() {
         return TokenStream::new();
     }

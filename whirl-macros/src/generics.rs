@@ -17,6 +17,7 @@ use proc_macro2::{Ident, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
+use syn::visit_mut::{self as visit_mut, VisitMut};
 use syn::{GenericParam, Generics, Type, TypePath};
 
 /// The names of a type's generic type and const parameters.
@@ -102,40 +103,43 @@ pub fn mentions_ident(ty: &Type, ident: &Ident) -> bool {
 
 /// The bounds and assertions that make a type `Trait` exactly when its field types are.
 #[derive(Default)]
-pub struct FieldBounds<'a> {
+pub struct FieldBounds {
     /// Where-clause predicates for the impl.
     pub predicates: Vec<TokenStream>,
     /// Field types without parameters, to assert where they are written.
-    pub concrete: Vec<&'a Type>,
+    pub concrete: Vec<Type>,
 }
 
-impl<'a> FieldBounds<'a> {
+impl FieldBounds {
     /// Computes the bounds `trait_path` needs over the given field types of `itself`.
     ///
     /// A field type without parameters is not bounded by `trait_path` (that bound could be
     /// cyclic: `Addr<P>` is `Isolated` only if `P` is a process, whose messages may hold an
     /// `Addr<P>`); it is asserted where it is written, and bounded by `concrete_bound` if given,
     /// under a `for<'__whirl>` binder so the compiler does not reject the bound eagerly.
-    pub fn new(
+    pub fn new<'a>(
         itself: &Ident,
         generics: &Generics,
         field_types: impl IntoIterator<Item = &'a Type>,
         trait_path: &TokenStream,
         concrete_bound: Option<&TokenStream>,
-    ) -> FieldBounds<'a> {
+    ) -> FieldBounds {
         let names = param_names(generics);
+        let (_, ty_generics, _) = generics.split_for_impl();
+        let self_ty: Type = syn::parse_quote!(#itself #ty_generics);
         let mut bounds = FieldBounds::default();
         let mut bounded_params = BTreeSet::new();
         for ty in field_types {
-            let (found, recursive) = mentions(ty, &names, Some(itself));
             let span = ty.span();
+            let ty = replace_self(ty, &self_ty);
+            let (found, recursive) = mentions(&ty, &names, Some(itself));
             if found.is_empty() {
-                bounds.concrete.push(ty);
                 if let Some(bound) = concrete_bound {
                     bounds
                         .predicates
                         .push(quote_spanned!(span=> for<'__whirl> #ty: #bound));
                 }
+                bounds.concrete.push(ty);
             } else if recursive {
                 for param in found {
                     if bounded_params.insert(param.clone()) {
@@ -152,6 +156,24 @@ impl<'a> FieldBounds<'a> {
         }
         bounds
     }
+}
+
+/// `ty` with every `Self` replaced by `self_ty`, so that it can be named outside the impl.
+fn replace_self(ty: &Type, self_ty: &Type) -> Type {
+    struct Replace<'a>(&'a Type);
+    impl VisitMut for Replace<'_> {
+        fn visit_type_mut(&mut self, ty: &mut Type) {
+            match ty {
+                Type::Path(p) if p.qself.is_none() && p.path.is_ident("Self") => {
+                    *ty = self.0.clone();
+                }
+                _ => visit_mut::visit_type_mut(self, ty),
+            }
+        }
+    }
+    let mut ty = ty.clone();
+    Replace(self_ty).visit_type_mut(&mut ty);
+    ty
 }
 
 /// The where clause of `generics` with `extra` predicates added.
@@ -171,4 +193,54 @@ pub fn normalized(tokens: &impl ToTokens) -> String {
         .chars()
         .filter(|c| !c.is_whitespace())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    fn classify(generics: Generics, fields: &[Type]) -> (Vec<String>, Vec<String>) {
+        let itself: Ident = parse_quote!(Node);
+        let bounds = FieldBounds::new(&itself, &generics, fields, &quote!(Isolated), None);
+        let predicates = bounds.predicates.iter().map(normalized).collect();
+        let concrete = bounds.concrete.iter().map(normalized).collect();
+        (predicates, concrete)
+    }
+
+    #[test]
+    fn fields_with_parameters_become_bounds_and_the_rest_assertions() {
+        let (predicates, concrete) = classify(
+            parse_quote!(<T, const N: usize>),
+            &[
+                parse_quote!(Vec<T>),
+                parse_quote!([u8; N]),
+                parse_quote!(String),
+                parse_quote!(std::sync::Arc<str>),
+            ],
+        );
+        assert_eq!(predicates, ["Vec<T>:Isolated", "[u8;N]:Isolated"]);
+        assert_eq!(concrete, ["String", "std::sync::Arc<str>"]);
+    }
+
+    #[test]
+    fn recursive_fields_bound_their_parameters_instead() {
+        let (predicates, concrete) = classify(
+            parse_quote!(<T>),
+            &[parse_quote!(Vec<Node<T>>), parse_quote!(Option<Box<Self>>)],
+        );
+        assert_eq!(predicates, ["T:Isolated"]);
+        assert!(concrete.is_empty());
+
+        let (predicates, concrete) = classify(parse_quote!(), &[parse_quote!(Option<Box<Self>>)]);
+        assert!(predicates.is_empty());
+        assert_eq!(concrete, ["Option<Box<Node>>"]);
+    }
+
+    #[test]
+    fn a_path_segment_is_found_anywhere_in_a_type() {
+        let name: Ident = parse_quote!(CounterMessage);
+        assert!(mentions_ident(&parse_quote!(Vec<m::CounterMessage>), &name));
+        assert!(!mentions_ident(&parse_quote!(Vec<Counter>), &name));
+    }
 }

@@ -89,7 +89,7 @@ pub fn data(data: &Data, errors: &mut Errors) {
             errors.spanned(shared, "`#[shared]` takes no arguments");
         }
         match data.purpose {
-            Purpose::State if data.options.shares_state.is_some() => {}
+            Purpose::State if data.options.shares_state.is_some() || !data.options.complete => {}
             Purpose::State => errors.spanned(
                 shared,
                 "`#[shared]` exempts a field from the isolation check only in a process declared \
@@ -121,7 +121,7 @@ pub fn data(data: &Data, errors: &mut Errors) {
             );
         }
     }
-    if data.purpose == Purpose::State {
+    if data.purpose == Purpose::State && data.options.complete {
         options(data, errors);
     }
 }
@@ -408,4 +408,46 @@ fn type_text(ty: &Type) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use syn::parse_quote;
+
+    #[test]
+    fn types_are_printed_as_written() {
+        let ty: Type = parse_quote!(std::collections::HashMap<String, Vec<(u8, &'static str)>>);
+        assert_eq!(
+            type_text(&ty),
+            "std::collections::HashMap<String, Vec<(u8, &'static str)>>"
+        );
+    }
+
+    #[test]
+    fn handler_signatures_are_checked() {
+        let imp: syn::ItemImpl = parse_quote! {
+            impl Counter {
+                #[handle] fn ok(&mut self, m: Hit, ctx: &mut Ctx<Self>) -> Result<(), Failure> { Ok(()) }
+                #[handle] fn shared(&self, m: Reset) {}
+                #[handle] fn twice(&mut self, m: Hit) {}
+                #[handle] fn borrowed(&mut self, m: &Get) {}
+                #[started] fn begin(&mut self, ctx: Ctx<Self>) {}
+                fn helper(&self) {}
+            }
+        };
+        let model = ProcessImpl::new(&imp);
+        assert_eq!(model.methods.len(), 5, "unmarked methods are left alone");
+        let mut errors = Errors::default();
+        process_impl(&model, &mut errors);
+        let messages: Vec<String> = match errors.finish() {
+            Ok(()) => Vec::new(),
+            Err(err) => err.into_iter().map(|e| e.to_string()).collect(),
+        };
+        assert_eq!(messages.len(), 4, "{messages:#?}");
+        assert!(messages[0].contains("take `&mut self`"));
+        assert!(messages[1].contains("`Hit` is already handled by `ok`"));
+        assert!(messages[2].contains("by value"));
+        assert!(messages[3].contains("process context"));
+    }
 }

@@ -27,7 +27,13 @@ struct Tree<T> {
 #[derive(Isolated)]
 struct List {
     head: u32,
-    tail: Option<Box<List>>,
+    tail: Option<Box<Self>>,
+}
+
+#[derive(Isolated)]
+struct Chain<T> {
+    value: T,
+    next: Option<Box<Self>>,
 }
 
 #[derive(Message)]
@@ -35,6 +41,7 @@ struct Draw {
     shapes: HashMap<String, Shape>,
     layers: Tree<Arc<str>>,
     order: List,
+    chain: Chain<String>,
 }
 
 #[process]
@@ -80,11 +87,19 @@ fn main() {
             tail: None,
         })),
     };
+    let chain = Chain {
+        value: "a".to_owned(),
+        next: Some(Box::new(Chain {
+            value: "b".to_owned(),
+            next: None,
+        })),
+    };
     canvas
         .post(Draw {
             shapes,
             layers,
             order,
+            chain,
         })
         .unwrap();
     rt.shutdown_graceful();
