@@ -10,6 +10,9 @@
 //!
 //! The generated code is the hand-written code (an enum with one variant per handler, a `match`
 //! calling inherent methods, `#[inline]` conversions), so the ratio should be 1 within noise.
+//! The rates move with machine load; the code does not: in the release build, the two
+//! monomorphised `Runnable::run` turns (post-inlining, handlers included) disassemble to the
+//! same instructions, which `objdump -d` on this binary shows.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
