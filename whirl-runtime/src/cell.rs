@@ -336,7 +336,20 @@ impl<P: Process> Watcher for ProcessCell<P> {
             )),
             ExitReason::Normal => None,
         };
-        match P::down_message(notice) {
+        // `down_message` is user code, running on the terminating process's thread: a panic
+        // in it fails the watcher (as a panic in its handler would), not that thread.
+        let converted = catch_unwind(AssertUnwindSafe(|| P::down_message(notice)));
+        let converted = match converted {
+            Ok(converted) => converted,
+            Err(_) => {
+                self.kill(ExitReason::Failed(Failure::with_kind(
+                    FailureKind::Panic,
+                    "down_message panicked",
+                )));
+                return;
+            }
+        };
+        match converted {
             // A system process: the notice is an ordinary message. It bypasses the predicate:
             // shedding it would break supervision exactly when it matters.
             Some(msg) => {

@@ -1,6 +1,7 @@
 //! The runtime: a node with a default group, more groups on demand, the dead-letter sink,
 //! timers, and orderly shutdown.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -42,8 +43,13 @@ impl RuntimeShared {
         self.closing.load(Ordering::Relaxed)
     }
 
+    /// Hands a letter to the user's sink. The sink runs on a worker (or a poster's thread):
+    /// a panic in it is contained and logged, never allowed to kill the thread.
     pub(crate) fn dead_letter(&self, letter: DeadLetter) {
-        (self.dead_letters)(letter);
+        let sink = &self.dead_letters;
+        if catch_unwind(AssertUnwindSafe(|| sink(letter))).is_err() {
+            tracing::error!("the dead-letter sink panicked; the letter is dropped");
+        }
     }
 
     pub(crate) fn add_group(&self, group: Arc<GroupShared>) {
@@ -259,12 +265,25 @@ impl Runtime {
 
     /// Asks every live process to terminate normally and waits (bounded) until they have.
     fn terminate_all(&self, patience: Duration) {
-        for process in self.shared.registry.live() {
-            process.kill(ExitReason::Normal);
-        }
-        if !self.wait_until(Some(patience), || {
-            self.shared.registry.len() == 0 && self.shared.is_quiescent()
-        }) {
+        let kill_all = || {
+            for process in self.shared.registry.live() {
+                process.kill(ExitReason::Normal);
+            }
+        };
+        kill_all();
+        // Terminating processes may spawn others (a supervisor restarting a child). Quiet
+        // with processes still alive means none of them has a kill pending: those are new.
+        let all_gone = self.wait_until(Some(patience), || {
+            if !self.shared.is_quiescent() {
+                return false;
+            }
+            if self.shared.registry.len() == 0 {
+                return true;
+            }
+            kill_all();
+            false
+        });
+        if !all_gone {
             tracing::warn!(
                 remaining = self.shared.registry.len(),
                 "processes still running at shutdown (a handler that never returns?)"

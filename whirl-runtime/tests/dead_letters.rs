@@ -324,7 +324,6 @@ fn posts_racing_with_termination_are_handled_dead_lettered_or_returned_never_los
 }
 
 #[test]
-#[ignore = "BUG: a panicking dead-letter sink unwinds through the worker and kills it"]
 fn a_panicking_dead_letter_sink_does_not_kill_the_worker() {
     // The sink is user code running on a worker, like a handler: a panic in it must not take
     // the worker down (invariant 4's "workers survive").
