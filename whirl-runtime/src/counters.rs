@@ -191,15 +191,27 @@ impl MessageCounts {
     pub fn is_quiescent(&self) -> bool {
         self.queued() == 0 && self.pending_lifecycle_runs == 0
     }
+}
 
-    pub(crate) fn merge(mut self, other: MessageCounts) -> Self {
-        self.posted += other.posted;
-        self.handled += other.handled;
-        self.rejected += other.rejected;
-        self.dead_lettered += other.dead_lettered;
-        self.spawned += other.spawned;
-        self.terminated += other.terminated;
-        self.pending_lifecycle_runs += other.pending_lifecycle_runs;
-        self
+/// Sums readings, e.g. of several groups.
+impl std::ops::Add for MessageCounts {
+    type Output = MessageCounts;
+
+    fn add(self, other: MessageCounts) -> MessageCounts {
+        MessageCounts {
+            posted: self.posted + other.posted,
+            handled: self.handled + other.handled,
+            rejected: self.rejected + other.rejected,
+            dead_lettered: self.dead_lettered + other.dead_lettered,
+            spawned: self.spawned + other.spawned,
+            terminated: self.terminated + other.terminated,
+            pending_lifecycle_runs: self.pending_lifecycle_runs + other.pending_lifecycle_runs,
+        }
+    }
+}
+
+impl std::iter::Sum for MessageCounts {
+    fn sum<I: Iterator<Item = MessageCounts>>(iter: I) -> MessageCounts {
+        iter.fold(MessageCounts::default(), |a, b| a + b)
     }
 }

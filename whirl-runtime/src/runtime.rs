@@ -61,10 +61,7 @@ impl RuntimeShared {
     }
 
     fn counts(&self) -> MessageCounts {
-        self.groups()
-            .iter()
-            .map(|g| g.counters.snapshot())
-            .fold(MessageCounts::default(), MessageCounts::merge)
+        self.groups().iter().map(|g| g.counters.snapshot()).sum()
     }
 
     /// Whether the whole runtime was quiescent at one instant during the reading: all

@@ -108,18 +108,7 @@ impl Handles<Heavy> for Stage {
 }
 
 fn sum(groups: &[&Group]) -> MessageCounts {
-    groups.iter().fold(MessageCounts::default(), |acc, g| {
-        let c = g.counts();
-        let mut out = acc;
-        out.posted += c.posted;
-        out.handled += c.handled;
-        out.rejected += c.rejected;
-        out.dead_lettered += c.dead_lettered;
-        out.spawned += c.spawned;
-        out.terminated += c.terminated;
-        out.pending_lifecycle_runs += c.pending_lifecycle_runs;
-        out
-    })
+    groups.iter().map(|g| g.counts()).sum()
 }
 
 #[test]
