@@ -397,6 +397,12 @@ mod tests {
         }
     }
 
+    impl crate::Handles<u32> for Tally {
+        fn into_message(msg: u32) -> u32 {
+            msg
+        }
+    }
+
     struct Watch {
         downs: Arc<AtomicUsize>,
     }
@@ -410,6 +416,12 @@ mod tests {
         }
         fn down_message(notice: Down) -> Option<Down> {
             Some(notice)
+        }
+    }
+
+    impl crate::Handles<Down> for Watch {
+        fn into_message(msg: Down) -> Down {
+            msg
         }
     }
 
@@ -492,6 +504,12 @@ mod tests {
         }
         fn down_message(notice: Down) -> Option<Down> {
             Some(notice)
+        }
+    }
+
+    impl crate::Handles<Down> for Monitor {
+        fn into_message(msg: Down) -> Down {
+            msg
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::cell::{ProcessCell, Watcher};
 use crate::group::Group;
 use crate::principal::Principal;
 use crate::process::{ExitReason, Failure, Handles, Process, ProcessId};
-use crate::spawn::spawn_in_group;
+use crate::spawn::{spawn, Placement};
 use crate::timer::TimerHandle;
 
 /// The handler's view of the runtime: its own address, spawning, termination, monitors,
@@ -55,19 +55,22 @@ impl<P: Process> Ctx<P> {
         Group::from_shared(Arc::clone(&self.cell.group))
     }
 
-    /// Spawns a child in this process's group; it inherits this process's principal.
+    /// Spawns a child in the group it declares ([`Process::GROUP`]), or else in this process's
+    /// group; it inherits this process's principal.
     pub fn spawn<Q: Process>(&self, state: Q) -> Addr<Q> {
-        spawn_in_group(&self.cell.group, state, self.cell.principal.clone())
+        let placement = Placement::Default(&self.cell.group);
+        spawn(placement, state, self.cell.principal.clone())
     }
 
     /// Spawns a child in another group; it inherits this process's principal.
     pub fn spawn_in<Q: Process>(&self, group: &Group, state: Q) -> Addr<Q> {
-        spawn_in_group(group.shared(), state, self.cell.principal.clone())
+        let placement = Placement::Explicit(group.shared());
+        spawn(placement, state, self.cell.principal.clone())
     }
 
     /// Spawns a child serving `principal` instead of this process's.
     pub fn spawn_for<Q: Process>(&self, group: &Group, principal: Principal, state: Q) -> Addr<Q> {
-        spawn_in_group(group.shared(), state, Some(principal))
+        spawn(Placement::Explicit(group.shared()), state, Some(principal))
     }
 
     /// Terminates this process normally once the current handler returns.

@@ -36,6 +36,7 @@ pub(crate) struct GroupShared {
     budget: AtomicUsize,
     pub(crate) lifo_slot: bool,
     predicate: Option<Box<dyn MessagePredicate>>,
+    pub(crate) shares_state: Option<&'static str>,
     stopped: AtomicBool,
     workers: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -153,6 +154,12 @@ impl Group {
         self.shared.worker_count()
     }
 
+    /// Why this group hosts processes that share state, if it was built with
+    /// [`GroupBuilder::shares_state`].
+    pub fn shared_state_reason(&self) -> Option<&'static str> {
+        self.shared.shares_state
+    }
+
     /// Messages a process handles per turn before yielding.
     pub fn budget(&self) -> usize {
         self.shared.budget()
@@ -182,6 +189,7 @@ pub struct GroupBuilder {
     budget: usize,
     lifo_slot: bool,
     predicate: Option<Box<dyn MessagePredicate>>,
+    shares_state: Option<&'static str>,
 }
 
 impl GroupBuilder {
@@ -193,6 +201,7 @@ impl GroupBuilder {
             budget: DEFAULT_BUDGET,
             lifo_slot: true,
             predicate: None,
+            shares_state: None,
         }
     }
 
@@ -221,7 +230,22 @@ impl GroupBuilder {
         self
     }
 
+    /// Declares, loudly, that this group hosts processes that knowingly share mutable state
+    /// (the Whirlwind paper's section VI-C: processes around an in-memory database that locks
+    /// for itself), and why. Only such a group runs processes declared
+    /// `#[process(shares_state = "...")]`; the sharing stays confined to it.
+    ///
+    /// The reason shows in failures and logs: say what is shared and why isolation was not
+    /// viable.
+    pub fn shares_state(mut self, reason: &'static str) -> Self {
+        self.shares_state = Some(reason);
+        self
+    }
+
     /// Creates the group and starts its workers.
+    ///
+    /// Group names should be unique: [`Runtime::group_named`](crate::Runtime::group_named) and
+    /// [`Process::GROUP`](crate::Process::GROUP) find the first group built with a name.
     pub fn build(self) -> Group {
         let shared = Arc::new(GroupShared {
             name: self.name,
@@ -233,6 +257,7 @@ impl GroupBuilder {
             budget: AtomicUsize::new(self.budget),
             lifo_slot: self.lifo_slot,
             predicate: self.predicate,
+            shares_state: self.shares_state,
             stopped: AtomicBool::new(false),
             workers: Mutex::new(Vec::new()),
         });

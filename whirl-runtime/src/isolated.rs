@@ -30,8 +30,8 @@
 //! * `#[process(shares_state = "why")]` with `#[shared]` fields, for the paper's section VI-C
 //!   case of processes that knowingly share state (an in-memory database with fine-grained
 //!   locking). Such a process implements [`SharesState`] and may only run in a group built with
-//!   [`GroupBuilder::build_sharing_state`]; anywhere else it fails as it starts, before it
-//!   handles a single message.
+//!   [`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state); spawned anywhere else it fails at once, before it runs
+//!   any of its own code.
 //!
 //! # Keeping the impls honest
 //!
@@ -52,16 +52,13 @@ use std::num::{
 };
 use std::ops::{Bound, Range, RangeFrom, RangeInclusive, RangeTo, RangeToInclusive};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-
-use parking_lot::Mutex;
 
 use crate::addr::{Addr, Recipient};
 use crate::counters::MessageCounts;
-use crate::ctx::Ctx;
 use crate::error::{CallError, PostError};
-use crate::group::{Group, GroupBuilder, GroupShared};
+use crate::group::Group;
 use crate::principal::Principal;
 use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
 use crate::reply::ReplyTo;
@@ -157,9 +154,9 @@ impl Message for Down {}
 /// cost too much. `#[process(shares_state = "why")]` implements it (the reason is recorded in
 /// [`SharesState::REASON`]) and accepts `#[shared]` fields that are not [`Isolated`].
 ///
-/// Such a process runs only in a group built with [`GroupBuilder::build_sharing_state`], so
-/// the sharing stays inside a group that declares it; spawned anywhere else it fails as it
-/// starts. Link the processes of that group to each other so that a failure takes all of them
+/// Such a process runs only in a group built with [`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state), so the
+/// sharing stays inside a group that declares it; spawned anywhere else it fails at once
+/// ([`Process::SHARES_STATE`] carries the reason to the runtime). Link the processes of that group to each other so that a failure takes all of them
 /// down, as the paper recommends: they are not isolated from each other.
 ///
 /// # Safety
@@ -169,67 +166,6 @@ impl Message for Down {}
 pub unsafe trait SharesState: Send + 'static {
     /// Why this process shares state: shown in failures, logs and the docs.
     const REASON: &'static str;
-}
-
-/// Groups that declared they host processes sharing state, with their reasons. Read only when a
-/// [`SharesState`] process starts, so a plain lock is enough.
-static SHARED_STATE_GROUPS: Mutex<Vec<(Weak<GroupShared>, &'static str)>> = Mutex::new(Vec::new());
-
-impl GroupBuilder {
-    /// Creates the group like [`GroupBuilder::build`] and declares that its processes may share
-    /// state, for `reason`.
-    ///
-    /// Only such a group can run processes declared `#[process(shares_state = "...")]`. The
-    /// reason is kept for failure messages and should say what is shared and why isolation was
-    /// not viable.
-    pub fn build_sharing_state(self, reason: &'static str) -> Group {
-        let group = self.build();
-        let mut groups = SHARED_STATE_GROUPS.lock();
-        groups.retain(|(g, _)| g.strong_count() > 0);
-        groups.push((Arc::downgrade(group.shared()), reason));
-        group
-    }
-}
-
-impl Group {
-    /// Why this group hosts processes that share state, if it was built with
-    /// [`GroupBuilder::build_sharing_state`].
-    pub fn shared_state_reason(&self) -> Option<&'static str> {
-        let me = Arc::as_ptr(self.shared());
-        SHARED_STATE_GROUPS
-            .lock()
-            .iter()
-            .find(|(g, _)| std::ptr::eq(g.as_ptr(), me))
-            .map(|(_, reason)| *reason)
-    }
-}
-
-/// Run by the `started` hook that `#[process(shares_state = "...")]` generates: fails the
-/// process unless its group declared shared state (and, if the process names a group, unless it
-/// is that group).
-#[doc(hidden)]
-pub fn require_shared_state_group<P: Process>(
-    ctx: &Ctx<P>,
-    reason: &'static str,
-    declared_group: Option<&'static str>,
-) -> Result<(), Failure> {
-    let group = ctx.group();
-    let process = std::any::type_name::<P>();
-    let problem = match (group.shared_state_reason(), declared_group) {
-        (None, _) => format!(
-            "process `{process}` shares state (\"{reason}\") but was spawned into group `{}`, \
-             which was not built with `build_sharing_state`",
-            group.name()
-        ),
-        (Some(_), Some(wanted)) if wanted != group.name() => format!(
-            "process `{process}` shares state (\"{reason}\") and is confined to group \
-             `{wanted}`, but was spawned into group `{}`",
-            group.name()
-        ),
-        (Some(_), _) => return Ok(()),
-    };
-    tracing::error!("{problem}");
-    Err(Failure::new(problem))
 }
 
 /// `unsafe impl Isolated` for plain types without type parameters.
@@ -382,7 +318,6 @@ isolated_tuples! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::Runtime;
 
     fn isolated<T: ?Sized + Isolated>() {}
 
@@ -399,38 +334,5 @@ mod tests {
         isolated::<ReplyTo<Result<u64, String>>>();
         isolated::<Recipient<Down>>();
         isolated::<PhantomData<fn() -> std::rc::Rc<u8>>>();
-    }
-
-    struct Shared;
-
-    impl Process for Shared {
-        type Message = ();
-        fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
-            Ok(())
-        }
-        fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-            require_shared_state_group(ctx, "test", Some("db"))
-        }
-    }
-
-    #[test]
-    fn shared_state_is_confined_to_a_declaring_group() {
-        let rt = Runtime::builder().threads(1).build();
-        let plain = rt.group("plain").threads(1).build();
-        let other = rt.group("other").threads(1).build_sharing_state("test");
-        let db = rt.group("db").threads(1).build_sharing_state("test");
-        assert_eq!(plain.shared_state_reason(), None);
-        assert_eq!(db.shared_state_reason(), Some("test"));
-
-        let in_default = rt.spawn(Shared);
-        let in_plain = rt.spawn_in(&plain, Shared);
-        let in_other = rt.spawn_in(&other, Shared);
-        let in_db = rt.spawn_in(&db, Shared);
-        rt.block_until_idle();
-        assert!(in_default.is_terminated());
-        assert!(in_plain.is_terminated());
-        assert!(in_other.is_terminated());
-        assert!(!in_db.is_terminated());
-        rt.shutdown_graceful();
     }
 }

@@ -46,7 +46,6 @@ pub use dead_letter::{DeadLetter, DeadLetterSink};
 pub use error::{CallError, PostError};
 pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
 #[doc(hidden)]
-pub use isolated::require_shared_state_group;
 pub use isolated::{Isolated, Message, SharesState};
 pub use predicate::{MessagePredicate, Offer, QueueLength};
 pub use principal::Principal;

@@ -28,6 +28,13 @@ use crate::ctx::Ctx;
 ///     }
 /// }
 ///
+/// // Which types may be posted to a `Counter`, and how they become its `Message`.
+/// impl Handles<Add> for Counter {
+///     fn into_message(msg: Add) -> Add {
+///         msg
+///     }
+/// }
+///
 /// let rt = Runtime::new();
 /// let counter = rt.spawn(Counter { total: 0 });
 /// counter.post(Add(2)).unwrap();
@@ -62,6 +69,19 @@ pub trait Process: Sized + Send + 'static {
         let _ = notice;
         None
     }
+
+    /// The group this process runs in when spawned without naming one (`Runtime::spawn`,
+    /// `Ctx::spawn`), by name. A group of that name must have been built; if none exists the
+    /// process fails as it is spawned, saying so. `None` (the default): the runtime's default
+    /// group, or the parent's group for a child.
+    const GROUP: Option<&'static str> = None;
+
+    /// Set (with the reason) for a process that knowingly shares mutable state with other
+    /// processes: it may only run in a group built with
+    /// [`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state), and if
+    /// [`Process::GROUP`] names a group, only in that one. Spawned anywhere else, it fails at
+    /// once with a failure that says why. `#[process(shares_state = "...")]` sets it.
+    const SHARES_STATE: Option<&'static str> = None;
 }
 
 /// "Process `Self` has a handler for messages of type `M`": how `M` becomes a
@@ -194,11 +214,4 @@ pub struct Down {
     pub id: ProcessId,
     /// Why.
     pub reason: ExitReason,
-}
-
-/// Every process accepts its own message type directly.
-impl<P: Process> Handles<P::Message> for P {
-    fn into_message(msg: P::Message) -> P::Message {
-        msg
-    }
 }

@@ -16,7 +16,7 @@ use crate::group::{default_threads, Group, GroupBuilder, GroupShared, DEFAULT_BU
 use crate::principal::Principal;
 use crate::process::{ExitReason, Process, ProcessId};
 use crate::registry::Registry;
-use crate::spawn::spawn_in_group;
+use crate::spawn::{spawn, Placement};
 use crate::timer::Timers;
 
 /// How long an explicit shutdown waits for terminations and for workers, after draining.
@@ -53,7 +53,19 @@ impl RuntimeShared {
     }
 
     pub(crate) fn add_group(&self, group: Arc<GroupShared>) {
-        self.groups.lock().push(group);
+        let mut groups = self.groups.lock();
+        if groups.iter().any(|g| g.name == group.name) {
+            tracing::warn!(
+                group = %group.name,
+                "a group with this name already exists; lookups by name find the first one"
+            );
+        }
+        groups.push(group);
+    }
+
+    /// The first group built with `name`.
+    pub(crate) fn group_named(&self, name: &str) -> Option<Arc<GroupShared>> {
+        self.groups.lock().iter().find(|g| g.name == name).cloned()
     }
 
     fn groups(&self) -> Vec<Arc<GroupShared>> {
@@ -177,19 +189,25 @@ impl Runtime {
         &self.default_group
     }
 
-    /// Spawns a process in the default group.
+    /// The first group built with `name`, if any.
+    pub fn group_named(&self, name: &str) -> Option<Group> {
+        self.shared.group_named(name).map(Group::from_shared)
+    }
+
+    /// Spawns a process in the group it declares ([`Process::GROUP`]), or else in the default
+    /// group.
     pub fn spawn<P: Process>(&self, state: P) -> Addr<P> {
-        spawn_in_group(self.default_group.shared(), state, None)
+        spawn(Placement::Default(self.default_group.shared()), state, None)
     }
 
     /// Spawns a process in `group`.
     pub fn spawn_in<P: Process>(&self, group: &Group, state: P) -> Addr<P> {
-        spawn_in_group(group.shared(), state, None)
+        spawn(Placement::Explicit(group.shared()), state, None)
     }
 
     /// Spawns a process in `group`, serving `principal`.
     pub fn spawn_for<P: Process>(&self, group: &Group, principal: Principal, state: P) -> Addr<P> {
-        spawn_in_group(group.shared(), state, Some(principal))
+        spawn(Placement::Explicit(group.shared()), state, Some(principal))
     }
 
     /// Message counters summed over all groups.

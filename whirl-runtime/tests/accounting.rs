@@ -95,6 +95,12 @@ impl Process for Stage {
     }
 }
 
+impl whirl_runtime::Handles<StageMsg> for Stage {
+    fn into_message(msg: StageMsg) -> StageMsg {
+        msg
+    }
+}
+
 impl Handles<Light> for Stage {
     fn into_message(Light(n): Light) -> StageMsg {
         StageMsg::Light(n)

@@ -104,6 +104,12 @@ impl Process for Holder {
     }
 }
 
+impl whirl_runtime::Handles<Msg> for Holder {
+    fn into_message(msg: Msg) -> Msg {
+        msg
+    }
+}
+
 impl Handles<u32> for Holder {
     fn into_message(n: u32) -> Msg {
         Msg::Work(n)

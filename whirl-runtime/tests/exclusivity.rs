@@ -78,6 +78,12 @@ impl Process for Guarded {
     }
 }
 
+impl whirl_runtime::Handles<GuardedMsg> for Guarded {
+    fn into_message(msg: GuardedMsg) -> GuardedMsg {
+        msg
+    }
+}
+
 impl Handles<u64> for Guarded {
     fn into_message(n: u64) -> GuardedMsg {
         GuardedMsg::Hit(n)

@@ -47,6 +47,12 @@ impl Process for Busy {
     }
 }
 
+impl whirl_runtime::Handles<BusyMsg> for Busy {
+    fn into_message(msg: BusyMsg) -> BusyMsg {
+        msg
+    }
+}
+
 impl Handles<Work> for Busy {
     fn into_message(_: Work) -> BusyMsg {
         BusyMsg::Work
@@ -209,6 +215,12 @@ impl Process for Hot {
             HotMsg::Peer(peer) => self.peer = Some(peer),
         }
         Ok(())
+    }
+}
+
+impl whirl_runtime::Handles<HotMsg> for Hot {
+    fn into_message(msg: HotMsg) -> HotMsg {
+        msg
     }
 }
 

@@ -63,6 +63,12 @@ impl Process for Recorder {
     }
 }
 
+impl whirl_runtime::Handles<RecorderMsg> for Recorder {
+    fn into_message(msg: RecorderMsg) -> RecorderMsg {
+        msg
+    }
+}
+
 impl Handles<Seq> for Recorder {
     fn into_message(msg: Seq) -> RecorderMsg {
         RecorderMsg::Seq(msg)
@@ -174,6 +180,12 @@ impl Process for Producer {
     }
 }
 
+impl whirl_runtime::Handles<Produce> for Producer {
+    fn into_message(msg: Produce) -> Produce {
+        msg
+    }
+}
+
 #[test]
 fn fifo_per_sender_when_senders_are_processes() {
     let rt = Runtime::builder().threads(2).build();
@@ -224,6 +236,12 @@ impl Process for Origin {
     }
 }
 
+impl whirl_runtime::Handles<Kick> for Origin {
+    fn into_message(msg: Kick) -> Kick {
+        msg
+    }
+}
+
 struct Relay {
     recorder: Addr<Recorder>,
 }
@@ -241,6 +259,12 @@ impl Process for Relay {
             })
             .unwrap();
         Ok(())
+    }
+}
+
+impl whirl_runtime::Handles<Forward> for Relay {
+    fn into_message(msg: Forward) -> Forward {
+        msg
     }
 }
 

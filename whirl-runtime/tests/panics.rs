@@ -244,6 +244,12 @@ impl Process for Lifecycle {
     }
 }
 
+impl whirl_runtime::Handles<u32> for Lifecycle {
+    fn into_message(msg: u32) -> u32 {
+        msg
+    }
+}
+
 fn lifecycle(start: Mode, hook: Mode) -> (Lifecycle, Arc<AtomicU64>, mpsc::Receiver<ExitReason>) {
     let handled = Arc::new(AtomicU64::new(0));
     let (hooks, rx) = mpsc::channel();

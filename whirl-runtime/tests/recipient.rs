@@ -39,6 +39,12 @@ impl Process for Journal {
     }
 }
 
+impl whirl_runtime::Handles<JournalMsg> for Journal {
+    fn into_message(msg: JournalMsg) -> JournalMsg {
+        msg
+    }
+}
+
 impl Handles<Note> for Journal {
     fn into_message(n: Note) -> JournalMsg {
         JournalMsg::Note(n)
@@ -71,6 +77,12 @@ impl Process for Tally {
             }
         }
         Ok(())
+    }
+}
+
+impl whirl_runtime::Handles<TallyMsg> for Tally {
+    fn into_message(msg: TallyMsg) -> TallyMsg {
+        msg
     }
 }
 

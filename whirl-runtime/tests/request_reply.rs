@@ -75,6 +75,12 @@ impl Process for Server {
     }
 }
 
+impl whirl_runtime::Handles<Req> for Server {
+    fn into_message(msg: Req) -> Req {
+        msg
+    }
+}
+
 /// The answer, or a test failure that says what came back instead.
 #[track_caller]
 fn answer<T, M>(r: Result<T, CallError<M>>) -> T {

@@ -52,6 +52,12 @@ impl Process for Counter {
     }
 }
 
+impl whirl_runtime::Handles<CounterMsg> for Counter {
+    fn into_message(msg: CounterMsg) -> CounterMsg {
+        msg
+    }
+}
+
 impl Handles<Hit> for Counter {
     fn into_message(_: Hit) -> CounterMsg {
         CounterMsg::Hit
@@ -186,6 +192,12 @@ impl Process for Spinner {
 
     fn terminated(&mut self, reason: &ExitReason) {
         self.hook_ran.send(reason.clone()).unwrap();
+    }
+}
+
+impl whirl_runtime::Handles<Spin> for Spinner {
+    fn into_message(msg: Spin) -> Spin {
+        msg
     }
 }
 

@@ -97,6 +97,12 @@ impl Process for Ticker {
     }
 }
 
+impl whirl_runtime::Handles<TickerMsg> for Ticker {
+    fn into_message(msg: TickerMsg) -> TickerMsg {
+        msg
+    }
+}
+
 impl Handles<Tick> for Ticker {
     fn into_message(Tick(tag): Tick) -> TickerMsg {
         TickerMsg::Tick(tag)

@@ -240,7 +240,8 @@
 //! with its own fine-grained locking, between several processes, because one process in front
 //! of it was too slow. whirl allows that, loudly: the process declares why it shares state,
 //! marks the shared fields, and runs only in a group built to host such processes. Spawned into
-//! any other group, it fails as it starts, before handling a message.
+//! any other group, it fails at once, before running any of its code, with a failure that says
+//! why.
 //!
 //! ```
 //! # use std::collections::HashMap;
@@ -256,7 +257,7 @@
 //! # #[process] impl Shard { #[handle] fn get(&mut self, _: Get) {} }
 //!
 //! let rt = Runtime::new();
-//! let db = rt.group("db").threads(2).build_sharing_state("shards share the row store");
+//! let db = rt.group("db").threads(2).shares_state("shards share the row store").build();
 //! let store = Arc::new(RwLock::new(HashMap::new()));
 //! let shard = rt.spawn_in(&db, Shard { store, served: 0 });
 //! # let _ = shard;
@@ -311,10 +312,7 @@ pub mod prelude {
 /// Support for the code the macros generate. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use whirl_runtime::{
-        require_shared_state_group, Ctx, Down, ExitReason, Failure, Handles, Isolated, Message,
-        Process,
-    };
+    pub use whirl_runtime::{Ctx, Down, ExitReason, Failure, Handles, Isolated, Message, Process};
 
     use whirl_runtime::Failure as ProcessFailure;
 

@@ -1,150 +1,186 @@
-//! Two processes hit a ball back and forth, then one of them is told to fail and its linked
-//! partner goes down with it, while a supervisor-like system process watches.
+//! Two linked processes play a rally of a million round trips; then one is injured, its
+//! partner fails with it (linked peers fail together), and a system process that monitors both
+//! reports the two termination notices. Finally the message accounting shows nothing was lost.
 //!
 //! ```text
 //! cargo run --release -p examples --bin ping_pong
 //! ```
 
-use std::sync::mpsc::{channel, Sender};
 use std::time::Instant;
 
-use whirl::{Addr, Ctx, Down, Failure, Process, ReplyTo, Runtime};
+use whirl::prelude::*;
 
-/// One player: returns every ball to its partner until the rally is over.
+/// Who to play with. The two players link to each other.
+#[derive(Message)]
+struct Partner(Addr<Player>);
+
+/// Starts a rally of `hits` hits; `done` is answered when the last ball is played.
+#[derive(Message)]
+struct Serve {
+    hits: u64,
+    done: ReplyTo<()>,
+}
+
+/// The ball, with the number of hits left in the rally.
+#[derive(Message)]
+struct Ball(u64);
+
+/// How many balls a player has hit.
+#[derive(Message)]
+struct Hits(ReplyTo<u64>);
+
+/// Injures a player: its process fails.
+#[derive(Message)]
+struct Injure;
+
+#[process]
 struct Player {
     name: &'static str,
     partner: Option<Addr<Player>>,
     hits: u64,
-    rally_over: Sender<(&'static str, u64)>,
+    rally: Option<ReplyTo<()>>,
 }
 
-enum Shot {
-    /// Who to play with; the two players are linked so they fail together.
-    Partner(Addr<Player>),
-    /// The ball, with the number of hits left in the rally.
-    Ball(u64),
-    /// How many balls this player has hit.
-    Hits(ReplyTo<u64>),
-    /// Injure the player: the process fails.
-    Injure,
-}
+#[process]
+impl Player {
+    #[handle]
+    fn partner(&mut self, Partner(partner): Partner, ctx: &mut Ctx<Self>) {
+        ctx.link(&partner);
+        self.partner = Some(partner);
+    }
 
-impl Process for Player {
-    type Message = Shot;
+    #[handle]
+    fn serve(&mut self, serve: Serve) -> Result<(), Failure> {
+        self.rally = Some(serve.done);
+        self.play(serve.hits)
+    }
 
-    fn handle(&mut self, shot: Shot, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        match shot {
-            Shot::Partner(partner) => {
-                ctx.link(&partner);
-                self.partner = Some(partner);
+    #[handle]
+    fn ball(&mut self, Ball(left): Ball) -> Result<(), Failure> {
+        self.hits += 1;
+        match (left, self.rally.take()) {
+            (1, Some(done)) => {
+                let _ = done.send(());
+                Ok(())
             }
-            Shot::Ball(0) => {
-                let _ = self.rally_over.send((self.name, self.hits));
+            (_, rally) => {
+                self.rally = rally;
+                self.play(left - 1)
             }
-            Shot::Ball(left) => {
-                self.hits += 1;
-                let partner = self
-                    .partner
-                    .as_ref()
-                    .ok_or_else(|| Failure::new("no partner yet"))?;
-                if partner.post(Shot::Ball(left - 1)).is_err() {
-                    return Err(Failure::new("partner left the court"));
-                }
-            }
-            Shot::Hits(reply) => {
-                let _ = reply.send(self.hits);
-            }
-            Shot::Injure => return Err(Failure::new(format!("{} is injured", self.name))),
         }
-        Ok(())
+    }
+
+    #[handle]
+    fn report(&mut self, Hits(reply): Hits) {
+        let _ = reply.send(self.hits);
+    }
+
+    #[handle]
+    fn injure(&mut self, _: Injure) -> Result<(), Failure> {
+        Err(Failure::new(format!("{} is injured", self.name)))
     }
 }
 
-/// A system process: it monitors the players, and termination notices arrive as ordinary
-/// messages.
+impl Player {
+    fn play(&mut self, left: u64) -> Result<(), Failure> {
+        let partner = self
+            .partner
+            .as_ref()
+            .ok_or_else(|| Failure::new("no partner yet"))?;
+        partner
+            .post(Ball(left))
+            .map_err(|_| Failure::new("the partner left the court"))
+    }
+}
+
+/// Asks the referee to watch a player.
+#[derive(Message)]
+struct Watch(Addr<Player>, &'static str);
+
+/// Asks the referee for what it saw.
+#[derive(Message)]
+struct Reports(ReplyTo<Vec<String>>);
+
+/// A system process: termination notices arrive as ordinary `Down` messages.
+#[process(system)]
 struct Referee {
-    reports: Sender<Down>,
+    names: Vec<(ProcessId, &'static str)>,
+    seen: Vec<String>,
 }
 
-enum Call {
-    Watch(Addr<Player>),
-    Down(Down),
-}
-
-impl Process for Referee {
-    type Message = Call;
-
-    fn handle(&mut self, call: Call, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        match call {
-            Call::Watch(player) => ctx.monitor(&player),
-            Call::Down(down) => {
-                let _ = self.reports.send(down);
-            }
-        }
-        Ok(())
+#[process]
+impl Referee {
+    #[handle]
+    fn watch(&mut self, Watch(player, name): Watch, ctx: &mut Ctx<Self>) {
+        ctx.monitor(&player);
+        self.names.push((player.id(), name));
     }
 
-    fn down_message(notice: Down) -> Option<Call> {
-        Some(Call::Down(notice))
+    #[handle]
+    fn down(&mut self, notice: Down) {
+        let name = self
+            .names
+            .iter()
+            .find(|(id, _)| *id == notice.id)
+            .map_or("someone", |(_, name)| name);
+        self.seen
+            .push(format!("{name} {} is down: {}", notice.id, notice.reason));
+    }
+
+    #[handle]
+    fn reports(&mut self, Reports(reply): Reports) {
+        let _ = reply.send(std::mem::take(&mut self.seen));
     }
 }
 
-fn main() {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     const ROUND_TRIPS: u64 = 1_000_000;
     let rt = Runtime::new();
-    let (over_tx, over_rx) = channel();
-    let ping = rt.spawn(Player {
-        name: "ping",
+    let player = |name| Player {
+        name,
         partner: None,
         hits: 0,
-        rally_over: over_tx.clone(),
+        rally: None,
+    };
+    let (ping, pong) = (rt.spawn(player("ping")), rt.spawn(player("pong")));
+    ping.post(Partner(pong.clone()))?;
+    pong.post(Partner(ping.clone()))?;
+    let referee = rt.spawn(Referee {
+        names: Vec::new(),
+        seen: Vec::new(),
     });
-    let pong = rt.spawn(Player {
-        name: "pong",
-        partner: None,
-        hits: 0,
-        rally_over: over_tx,
-    });
-    ping.post(Shot::Partner(pong.clone())).expect("ping is alive");
-    pong.post(Shot::Partner(ping.clone())).expect("pong is alive");
-
-    let (down_tx, down_rx) = channel();
-    let referee = rt.spawn(Referee { reports: down_tx });
-    for player in [&ping, &pong] {
-        referee
-            .post(Call::Watch(player.clone()))
-            .expect("the referee is alive");
-    }
+    referee.post(Watch(ping.clone(), "ping"))?;
+    referee.post(Watch(pong.clone(), "pong"))?;
     rt.block_until_idle();
 
     println!(
-        "rally of {ROUND_TRIPS} round trips on {} worker threads...",
+        "a rally of {ROUND_TRIPS} round trips on {} worker threads...",
         rt.default_group().threads()
     );
     let start = Instant::now();
-    ping.post(Shot::Ball(2 * ROUND_TRIPS)).expect("ping is alive");
-    let (last, _) = over_rx.recv().expect("the rally ends");
+    ping.call(|done| Serve {
+        hits: 2 * ROUND_TRIPS,
+        done,
+    })?;
     let elapsed = start.elapsed();
-    let hits = |p: &Addr<Player>| p.call(Shot::Hits).expect("player answers");
-    let (ping_hits, pong_hits) = (hits(&ping), hits(&pong));
+    let (ping_hits, pong_hits) = (ping.call(Hits)?, pong.call(Hits)?);
+    let messages = ping_hits + pong_hits;
     println!(
-        "  {} messages in {:.1?} ({:.2} M msgs/s); ping hit {ping_hits}, pong hit {pong_hits}, {last} saw the last ball",
-        ping_hits + pong_hits,
-        elapsed,
-        (ping_hits + pong_hits) as f64 / elapsed.as_secs_f64() / 1e6,
+        "  {messages} balls in {elapsed:.1?} ({:.2} M messages/s): ping hit {ping_hits}, pong hit {pong_hits}",
+        messages as f64 / elapsed.as_secs_f64() / 1e6,
     );
 
-    println!("injuring ping; pong is linked to it, the referee monitors both:");
-    ping.post(Shot::Injure).expect("ping is alive");
-    for _ in 0..2 {
-        let down = down_rx.recv().expect("the referee reports");
-        let who = if down.id == ping.id() { "ping" } else { "pong" };
-        println!("  referee: {who} {}: {}", down.id, down.reason);
+    println!("ping is injured; pong is linked to it, and the referee monitors both:");
+    ping.post(Injure)?;
+    rt.block_until_idle();
+    for report in referee.call(Reports)? {
+        println!("  referee: {report}");
     }
-    match pong.post(Shot::Ball(1)) {
-        Err(e) if e.is_terminated() => println!("  posting to pong now: {e}; the ball came back"),
+    match pong.post(Ball(1)) {
+        Err(e) if e.is_terminated() => println!("  a ball for pong comes back: {e}"),
         other => println!("  unexpected: {other:?}"),
     }
+
     let counts = rt.counts();
     println!(
         "accounting: posted {} = handled {} + rejected {} + dead letters {} + queued {}",
@@ -155,4 +191,5 @@ fn main() {
         counts.queued()
     );
     rt.shutdown_graceful();
+    Ok(())
 }

@@ -233,6 +233,12 @@ impl<const SYSTEM: bool> Process for Node<SYSTEM> {
     }
 }
 
+impl<const SYSTEM: bool> whirl_runtime::Handles<NodeMsg<SYSTEM>> for Node<SYSTEM> {
+    fn into_message(msg: NodeMsg<SYSTEM>) -> NodeMsg<SYSTEM> {
+        msg
+    }
+}
+
 /// Runs `f` inside `node`'s handler and returns its result (a blocking `call`).
 #[track_caller]
 pub fn run<const S: bool, R: Send + 'static>(

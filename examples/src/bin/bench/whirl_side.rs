@@ -9,6 +9,21 @@ use whirl::{Addr, Ctx, Failure, Process, Runtime};
 
 use crate::Measured;
 
+/// These processes are written by hand, as `#[process]` would expand them; each accepts just
+/// its own message type.
+macro_rules! accepts_own_message {
+    ($($process:ty),*) => {$(
+        impl whirl::Handles<<$process as Process>::Message> for $process {
+            #[inline]
+            fn into_message(msg: <$process as Process>::Message) -> <$process as Process>::Message {
+                msg
+            }
+        }
+    )*};
+}
+
+accepts_own_message!(Player, Counter, Crunch, Node, Idle);
+
 pub(crate) struct Bench {
     rt: Runtime,
 }

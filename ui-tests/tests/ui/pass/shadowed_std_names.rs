@@ -57,6 +57,7 @@ impl<T: Isolated> Counter<T> {
 
 fn main() {
     let rt = Runtime::builder().threads(1).build();
+    let web = rt.group("web").threads(1).build();
     let counter = rt.spawn(Counter::<String> {
         hits: 0,
         last: std::option::Option::None,
@@ -64,5 +65,8 @@ fn main() {
     counter.post(Hit { path: "/".into() }).unwrap();
     counter.post(Either::Left(String::from("x"))).unwrap();
     counter.post(Either::<String>::Right).unwrap();
+    rt.block_until_idle();
+    // `group = "web"` placed it there.
+    assert_eq!(web.counts().handled, 3);
     rt.shutdown_graceful();
 }

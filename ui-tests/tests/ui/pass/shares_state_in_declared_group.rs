@@ -64,7 +64,8 @@ fn main() {
     let db = rt
         .group("db")
         .threads(2)
-        .build_sharing_state("shards share one in-memory store");
+        .shares_state("shards share one in-memory store")
+        .build();
     let store = Arc::new(Store::default());
     let writer = rt.spawn_in(
         &db,
@@ -87,8 +88,15 @@ fn main() {
         Some("seven")
     );
 
-    // Anywhere else, the process fails as it starts, before handling anything.
-    let stray = rt.spawn(Shard { store, writes: 0 });
+    // Spawned without naming a group, it goes to the group it declares.
+    let placed = rt.spawn(Shard {
+        store: Arc::clone(&store),
+        writes: 0,
+    });
+    assert_eq!(placed.call(|r| Get(7, r)).unwrap().as_deref(), Some("seven"));
+
+    // Anywhere else, the process fails at once, before running any of its code.
+    let stray = rt.spawn_in(rt.default_group(), Shard { store, writes: 0 });
     rt.block_until_idle();
     assert!(stray.is_terminated());
     rt.shutdown_graceful();

@@ -1,0 +1,165 @@
+//! Where a process runs: the group it declares (`Process::GROUP`), the group it is spawned
+//! into, and the confinement of processes that share state (`Process::SHARES_STATE`) to groups
+//! that declare it. A process that cannot run where it was asked fails at once, with a reason
+//! that says why, before any of its own code runs.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+
+use whirl_runtime::{Addr, Ctx, ExitReason, Failure, Handles, Process, ReplyTo, Runtime};
+
+/// Reports the group it runs in; counts its start hooks.
+struct Probe<const KIND: u8> {
+    starts: Arc<AtomicUsize>,
+    terminations: Arc<AtomicUsize>,
+}
+
+struct WhereAmI(ReplyTo<String>);
+
+impl<const KIND: u8> Process for Probe<KIND> {
+    type Message = WhereAmI;
+
+    fn handle(&mut self, WhereAmI(reply): WhereAmI, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = reply.send(ctx.group().name().to_owned());
+        Ok(())
+    }
+
+    fn started(&mut self, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        self.starts.fetch_add(1, SeqCst);
+        Ok(())
+    }
+
+    fn terminated(&mut self, _reason: &ExitReason) {
+        self.terminations.fetch_add(1, SeqCst);
+    }
+
+    const GROUP: Option<&'static str> = match KIND {
+        PLAIN => None,
+        _ => Some("db"),
+    };
+
+    const SHARES_STATE: Option<&'static str> = match KIND {
+        SHARING => Some("shards share one store"),
+        _ => None,
+    };
+}
+
+impl<const KIND: u8> Handles<WhereAmI> for Probe<KIND> {
+    fn into_message(msg: WhereAmI) -> WhereAmI {
+        msg
+    }
+}
+
+const PLAIN: u8 = 0;
+const DECLARES_DB: u8 = 1;
+const SHARING: u8 = 2;
+
+fn probe<const KIND: u8>() -> (Probe<KIND>, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+    let (starts, terminations) = (Arc::default(), Arc::default());
+    let p = Probe {
+        starts: Arc::clone(&starts),
+        terminations: Arc::clone(&terminations),
+    };
+    (p, starts, terminations)
+}
+
+fn failure_text(addr_reason: Option<ExitReason>) -> String {
+    match addr_reason {
+        Some(ExitReason::Failed(f)) => f.reason().to_owned(),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+/// Spawns a process that is expected to be refused, and returns why it terminated, as a
+/// system monitor hears it.
+fn exit_of<const KIND: u8>(
+    rt: &Runtime,
+    spawn: impl FnOnce(&Runtime) -> Addr<Probe<KIND>>,
+) -> Option<ExitReason> {
+    let addr = spawn(rt);
+    assert!(
+        addr.is_terminated(),
+        "the process should have been refused at spawn"
+    );
+    let (tx, mut events) = common::events();
+    let watcher = rt.spawn(common::System::new("watcher", &tx));
+    // Monitoring a process that has already terminated delivers its notice at once.
+    common::run(&watcher, move |_, ctx| ctx.monitor(&addr));
+    Some(events.down("watcher").reason)
+}
+
+#[test]
+fn a_declared_group_is_where_spawn_puts_the_process() {
+    let rt = Runtime::builder().threads(1).build();
+    let db = rt.group("db").threads(1).build();
+    assert_eq!(
+        rt.group_named("db").map(|g| g.name().to_owned()),
+        Some("db".into())
+    );
+    assert!(rt.group_named("nowhere").is_none());
+
+    let (p, _, _) = probe::<DECLARES_DB>();
+    let placed = rt.spawn(p);
+    assert_eq!(placed.call(WhereAmI).unwrap(), "db");
+
+    // Naming a group wins over the declaration.
+    let (p, _, _) = probe::<DECLARES_DB>();
+    let explicit = rt.spawn_in(rt.default_group(), p);
+    assert_eq!(explicit.call(WhereAmI).unwrap(), "default");
+
+    // A child spawned without naming a group goes to its declared group too, not its parent's.
+    let (tx, _events) = common::events();
+    let parent = rt.spawn(common::Plain::new("parent", &tx));
+    let (child, _, _) = probe::<DECLARES_DB>();
+    let child = common::run(&parent, move |_, ctx| ctx.spawn(child));
+    assert_eq!(child.call(WhereAmI).unwrap(), "db");
+    assert_eq!(db.counts().handled, 2);
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn a_missing_declared_group_fails_the_process_at_once_and_says_so() {
+    let rt = Runtime::builder().threads(1).build();
+    let (p, starts, terminations) = probe::<DECLARES_DB>();
+    let reason = exit_of(&rt, |rt| rt.spawn(p));
+    let text = failure_text(reason);
+    assert!(text.contains("declares group `db`"), "{text}");
+    assert!(text.contains("rt.group(\"db\")"), "{text}");
+    assert_eq!(starts.load(SeqCst), 0, "none of its own code ran");
+    assert_eq!(terminations.load(SeqCst), 1, "its terminated hook ran once");
+    common::assert_balanced(&rt.counts());
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn shared_state_is_confined_to_the_declaring_group() {
+    let rt = Runtime::builder().threads(1).build();
+    let plain = rt.group("plain").threads(1).build();
+    let other = rt.group("other").threads(1).shares_state("test").build();
+    let db = rt.group("db").threads(1).shares_state("test").build();
+    assert_eq!(plain.shared_state_reason(), None);
+    assert_eq!(db.shared_state_reason(), Some("test"));
+
+    // In its declared group, which declares shared state: it runs.
+    let (p, starts, _) = probe::<SHARING>();
+    let placed = rt.spawn(p);
+    assert_eq!(placed.call(WhereAmI).unwrap(), "db");
+    assert_eq!(starts.load(SeqCst), 1);
+
+    // In a group that does not declare shared state: refused.
+    let (p, starts, _) = probe::<SHARING>();
+    let text = failure_text(exit_of(&rt, |rt| rt.spawn_in(&plain, p)));
+    assert!(text.contains("does not declare shared state"), "{text}");
+    assert!(text.contains("shards share one store"), "{text}");
+    assert_eq!(starts.load(SeqCst), 0);
+
+    // In a sharing group other than the one it is confined to: refused.
+    let (p, _, _) = probe::<SHARING>();
+    let text = failure_text(exit_of(&rt, |rt| rt.spawn_in(&other, p)));
+    assert!(text.contains("confined to group `db`"), "{text}");
+
+    common::assert_balanced(&rt.counts());
+    rt.shutdown_graceful();
+}
