@@ -175,24 +175,38 @@ impl<P: Process> ProcessCell<P> {
             }
         }
         let mut handled = 0;
-        while exit.is_none() && handled < budget {
-            // SAFETY: we hold the token.
-            let Some(msg) = (unsafe { ctx.cell().mailbox.pop() }) else {
+        // SAFETY: `ctx` holds an `Arc` to the cell until `into_cell` below, after the cursor
+        // (the only user of this reference) is dropped; the cell is never mutably borrowed.
+        let cell_ref: &Self = unsafe { &*Arc::as_ptr(ctx.cell()) };
+        // SAFETY: we hold the token for the cursor's whole life.
+        let mut inbox = unsafe { cell_ref.mailbox.cursor() };
+        let mut refreshes = inbox.refreshes();
+        while exit.is_none() && handled < budget && inbox.has_messages() {
+            if inbox.refreshes() != refreshes {
+                // The cursor just re-read the tail, on the line senders write: look for a
+                // kill request (a failed link...) there too, before handling more. Messages
+                // already known to be queued are handled before a kill seen later, so a
+                // consumer that is behind does not poll that line per message.
+                refreshes = inbox.refreshes();
+                exit = cell_ref.take_kill_request(&mut consumed_activations);
+                if exit.is_some() {
+                    break;
+                }
+            }
+            let Some(msg) = inbox.pop() else {
                 break;
             };
             handled += 1;
             exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
-            if exit.is_none() {
-                exit = ctx.cell().take_kill_request(&mut consumed_activations);
-            }
         }
+        let more = exit.is_none() && handled == budget && inbox.has_messages();
+        drop(inbox);
         let cell = ctx.into_cell();
         let group = Arc::clone(&cell.group);
 
         if let Some(reason) = exit {
             cell.terminate(reason, &mut consumed_activations);
-        } else if handled == budget && unsafe { cell.mailbox.has_messages() } {
-            // SAFETY (above): we hold the token.
+        } else if more {
             group.yield_now(cell as Task);
         } else {
             // SAFETY: we hold the token.

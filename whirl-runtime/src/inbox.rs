@@ -196,6 +196,7 @@ impl<T> Inbox<T> {
     ///
     /// # Safety
     /// The caller must be the inbox's single consumer (hold the process's scheduling token).
+    #[cfg(test)]
     pub(crate) unsafe fn is_empty(&self) -> bool {
         // SAFETY: forwarded contract.
         let position = unsafe { self.read_position() };
@@ -220,49 +221,34 @@ impl<T> Inbox<T> {
     /// Removes the oldest message.
     ///
     /// # Safety
-    /// The caller must be the inbox's single consumer: no two calls of `pop` or `is_empty`
-    /// may run at the same time. The runtime guarantees it through the process's scheduling
+    /// The caller must be the inbox's single consumer: no two calls of `pop`, `cursor` or
+    /// `is_empty` may overlap. The runtime guarantees it through the process's scheduling
     /// token (`mailbox.rs`).
     pub(crate) unsafe fn pop(&self) -> Option<T> {
+        // SAFETY: forwarded contract.
+        unsafe { self.cursor() }.pop()
+    }
+
+    /// A consuming cursor for a run of pops, which writes the consumer's position back only
+    /// when dropped.
+    ///
+    /// Why: the consumer's position lives on the same cache line as the tail that producers
+    /// update and the scheduling state they read. Writing it on every pop (and re-reading the
+    /// tail) bounced that line between the consumer's core and the producers' on every
+    /// message. A cursor writes it once per turn and re-reads the tail only when it has
+    /// caught up with the last tail it saw.
+    ///
+    /// # Safety
+    /// The caller must be the inbox's single consumer for the cursor's whole life.
+    pub(crate) unsafe fn cursor(&self) -> Cursor<'_, T> {
         // SAFETY: single consumer, per this function's contract.
-        let head = self.head.with_mut(|h| unsafe { &mut *h });
-        if head.index == self.tail_index.load(Acquire) {
-            return None;
-        }
-        if head.block.is_null() {
-            // The first block is linked into `tail_block` before `first_block` is set, and a
-            // second producer may fill a slot in between: wait for the allocating producer to
-            // finish publishing. (Found by `loom_post_vs_run_never_strands_a_message`.)
-            let backoff = Backoff::new();
-            loop {
-                head.block = self.first_block.load(Acquire);
-                if !head.block.is_null() {
-                    break;
-                }
-                spin_wait(&backoff);
-            }
-        }
-        let offset = head.index % LAP;
-        let block = head.block;
-        // SAFETY: `block` is the live head block: it is only recycled below, by this consumer,
-        // after its last slot has been read. The slot at `offset` was reserved by a producer
-        // (tail moved past it); we wait for its write to complete before reading.
-        unsafe {
-            let slot = (*block).slots.get_unchecked(offset);
-            let backoff = Backoff::new();
-            while !slot.written.load(Acquire) {
-                spin_wait(&backoff);
-            }
-            let value = slot.value.with_mut(|p| p.read().assume_init());
-            if offset + 1 == BLOCK_CAP {
-                // The producer of the last slot linked the next block before writing it.
-                head.block = (*block).next.load(Acquire);
-                head.index += 2;
-                self.recycle(block);
-            } else {
-                head.index += 1;
-            }
-            Some(value)
+        let (index, block) = self.head.with_mut(|h| unsafe { ((*h).index, (*h).block) });
+        Cursor {
+            inbox: self,
+            index,
+            block,
+            known_tail: index,
+            refreshes: 0,
         }
     }
 
@@ -275,6 +261,92 @@ impl<T> Inbox<T> {
             // SAFETY: the swap transferred ownership of the previous spare to us.
             drop(unsafe { Box::from_raw(previous) });
         }
+    }
+}
+
+/// The consumer's side of an inbox for a run of pops; see [`Inbox::cursor`].
+pub(crate) struct Cursor<'a, T> {
+    inbox: &'a Inbox<T>,
+    index: usize,
+    block: *mut Block<T>,
+    /// The tail as last read: every slot below it is reserved (maybe not yet written).
+    known_tail: usize,
+    /// How many times the tail was re-read.
+    refreshes: u32,
+}
+
+impl<T> Cursor<'_, T> {
+    /// Whether a message is waiting (re-reads the tail if the cursor has caught up).
+    pub(crate) fn has_messages(&mut self) -> bool {
+        // `>=`: a tail read while a block was being linked can sit one below the first index
+        // of the next lap, which the cursor reaches after the last slot of the block.
+        if self.index >= self.known_tail {
+            self.known_tail = self.inbox.tail_index.load(Acquire);
+            self.refreshes = self.refreshes.wrapping_add(1);
+        }
+        self.index < self.known_tail
+    }
+
+    /// A counter that changes each time the cursor re-reads the tail, i.e. each time it
+    /// touches the cache line that senders write. Cheap checks of other state on that line
+    /// can ride along.
+    pub(crate) fn refreshes(&self) -> u32 {
+        self.refreshes
+    }
+
+    /// Removes the oldest message.
+    pub(crate) fn pop(&mut self) -> Option<T> {
+        if !self.has_messages() {
+            return None;
+        }
+        if self.block.is_null() {
+            // The first block is linked into `tail_block` before `first_block` is set, and a
+            // second producer may fill a slot in between: wait for the allocating producer to
+            // finish publishing. (Found by `loom_post_vs_run_never_strands_a_message`.)
+            let backoff = Backoff::new();
+            loop {
+                self.block = self.inbox.first_block.load(Acquire);
+                if !self.block.is_null() {
+                    break;
+                }
+                spin_wait(&backoff);
+            }
+        }
+        let offset = self.index % LAP;
+        let block = self.block;
+        // SAFETY: `block` is the live head block: it is only recycled below, by this consumer,
+        // after its last slot has been read. The slot at `offset` was reserved by a producer
+        // (the tail moved past it); we wait for its write to complete before reading.
+        unsafe {
+            let slot = (*block).slots.get_unchecked(offset);
+            let backoff = Backoff::new();
+            while !slot.written.load(Acquire) {
+                spin_wait(&backoff);
+            }
+            let value = slot.value.with_mut(|p| p.read().assume_init());
+            if offset + 1 == BLOCK_CAP {
+                // The producer of the last slot linked the next block before writing it.
+                self.block = (*block).next.load(Acquire);
+                self.index += 2;
+                self.inbox.recycle(block);
+            } else {
+                self.index += 1;
+            }
+            Some(value)
+        }
+    }
+}
+
+impl<T> Drop for Cursor<'_, T> {
+    fn drop(&mut self) {
+        let (index, block) = (self.index, self.block);
+        self.inbox.head.with_mut(|h| {
+            // SAFETY: the cursor's creator is the single consumer for the cursor's life.
+            unsafe {
+                (*h).index = index;
+                (*h).block = block;
+            }
+        });
     }
 }
 

@@ -22,7 +22,7 @@
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
 
-use crate::inbox::Inbox;
+use crate::inbox::{Cursor, Inbox};
 use crate::sync::{fence, AtomicUsize};
 
 const SCHEDULED: usize = 0b001;
@@ -120,24 +120,25 @@ impl<T> Mailbox<T> {
         self.state.load(Acquire) & KILL != 0
     }
 
-    /// Takes the next message.
+    /// Takes the next message (tests; the runtime pops through a [`Mailbox::cursor`]).
     ///
     /// # Safety
     /// The caller must hold the token.
-    #[inline]
+    #[cfg(test)]
     pub(crate) unsafe fn pop(&self) -> Option<T> {
         // SAFETY: holding the token makes the caller the inbox's only consumer.
         unsafe { self.inbox.pop() }
     }
 
-    /// Whether messages are waiting.
+    /// A cursor for the turn's run of pops (see [`Inbox::cursor`]); drop it before
+    /// [`Mailbox::release`].
     ///
     /// # Safety
-    /// The caller must hold the token.
+    /// The caller must hold the token for the cursor's whole life.
     #[inline]
-    pub(crate) unsafe fn has_messages(&self) -> bool {
+    pub(crate) unsafe fn cursor(&self) -> Cursor<'_, T> {
         // SAFETY: holding the token makes the caller the inbox's only consumer.
-        !unsafe { self.inbox.is_empty() }
+        unsafe { self.inbox.cursor() }
     }
 
     /// Gives the token back, or keeps it if a message or a kill request raced in.

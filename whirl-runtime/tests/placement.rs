@@ -115,6 +115,7 @@ fn a_declared_group_is_where_spawn_puts_the_process() {
     let (child, _, _) = probe::<DECLARES_DB>();
     let child = common::run(&parent, move |_, ctx| ctx.spawn(child));
     assert_eq!(child.call(WhereAmI).unwrap(), "db");
+    rt.block_until_idle();
     assert_eq!(db.counts().handled, 2);
     rt.shutdown_graceful();
 }
@@ -129,6 +130,7 @@ fn a_missing_declared_group_fails_the_process_at_once_and_says_so() {
     assert!(text.contains("rt.group(\"db\")"), "{text}");
     assert_eq!(starts.load(SeqCst), 0, "none of its own code ran");
     assert_eq!(terminations.load(SeqCst), 1, "its terminated hook ran once");
+    rt.block_until_idle();
     common::assert_balanced(&rt.counts());
     rt.shutdown_graceful();
 }
@@ -160,6 +162,7 @@ fn shared_state_is_confined_to_the_declaring_group() {
     let text = failure_text(exit_of(&rt, |rt| rt.spawn_in(&other, p)));
     assert!(text.contains("confined to group `db`"), "{text}");
 
+    rt.block_until_idle();
     common::assert_balanced(&rt.counts());
     rt.shutdown_graceful();
 }

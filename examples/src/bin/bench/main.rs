@@ -89,6 +89,10 @@ fn main() {
         Sizes::full()
     };
     let threads = threads();
+    if let Some(pos) = args.iter().position(|a| a == "--profile") {
+        profile_one(&args[pos + 1..], sizes, threads);
+        return;
+    }
     println!("whirl vs tokio (tokio::sync::mpsc unbounded), {threads} worker threads each, best of {RUNS}");
     println!("sizes: {sizes:?}\n");
 
@@ -197,6 +201,38 @@ fn main() {
             on / off
         );
     }
+}
+
+/// `--profile ROW SIDE`: runs one workload once on one side, for `perf` and friends.
+fn profile_one(args: &[String], sizes: Sizes, threads: usize) {
+    let (Some(row), Some(side)) = (args.first(), args.get(1)) else {
+        eprintln!("usage: bench [quick] --profile ping-pong|counting|fork-join|ring whirl|tokio");
+        std::process::exit(2);
+    };
+    let measured = match side.as_str() {
+        "whirl" => {
+            let b = whirl_side::Bench::new(threads, true);
+            match row.as_str() {
+                "ping-pong" => b.ping_pong(sizes.ping_pong_round_trips),
+                "counting" => b.counting(sizes.counting_posts),
+                "fork-join" => b.fork_join(sizes.fork_join_processes, sizes.fork_join_per_process),
+                "ring" => b.ring(sizes.ring_processes, sizes.ring_hops),
+                _ => return eprintln!("unknown row {row}"),
+            }
+        }
+        "tokio" => {
+            let b = tokio_side::Bench::new(threads);
+            match row.as_str() {
+                "ping-pong" => b.ping_pong(sizes.ping_pong_round_trips),
+                "counting" => b.counting(sizes.counting_posts),
+                "fork-join" => b.fork_join(sizes.fork_join_processes, sizes.fork_join_per_process),
+                "ring" => b.ring(sizes.ring_processes, sizes.ring_hops),
+                _ => return eprintln!("unknown row {row}"),
+            }
+        }
+        _ => return eprintln!("unknown side {side}"),
+    };
+    println!("{row} on {side}: {}/s", human(measured.rate()));
 }
 
 fn human(rate: f64) -> String {
