@@ -165,8 +165,17 @@ impl<P: Process> ProcessCell<P> {
         // SAFETY: we hold the token, so no other thread touches the body until we release it.
         let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
 
+        // SAFETY: `ctx` holds an `Arc` to the cell until `into_cell` below, after the cursor
+        // (the only user of this reference) is dropped; the cell is never mutably borrowed.
+        let cell_ref: &Self = unsafe { &*Arc::as_ptr(ctx.cell()) };
+        // SAFETY: we hold the token for the cursor's whole life.
+        let mut inbox = unsafe { cell_ref.mailbox.cursor() };
+        // Read the tail once up front, so the first pop does not trigger a second kill check.
+        let _ = inbox.has_messages();
+        let mut refreshes = inbox.refreshes();
+
         let mut consumed_activations = 0;
-        let mut exit = ctx.cell().take_kill_request(&mut consumed_activations);
+        let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
         if !body.started {
             body.started = true;
             consumed_activations += 1;
@@ -175,12 +184,6 @@ impl<P: Process> ProcessCell<P> {
             }
         }
         let mut handled = 0;
-        // SAFETY: `ctx` holds an `Arc` to the cell until `into_cell` below, after the cursor
-        // (the only user of this reference) is dropped; the cell is never mutably borrowed.
-        let cell_ref: &Self = unsafe { &*Arc::as_ptr(ctx.cell()) };
-        // SAFETY: we hold the token for the cursor's whole life.
-        let mut inbox = unsafe { cell_ref.mailbox.cursor() };
-        let mut refreshes = inbox.refreshes();
         while exit.is_none() && handled < budget && inbox.has_messages() {
             if inbox.refreshes() != refreshes {
                 // The cursor just re-read the tail, on the line senders write: look for a
@@ -224,6 +227,7 @@ impl<P: Process> ProcessCell<P> {
     }
 
     /// Takes a pending kill request, counting it as consumed.
+    #[inline]
     fn take_kill_request(&self, consumed_activations: &mut u64) -> Option<ExitReason> {
         if !self.mailbox.kill_requested() {
             return None;
