@@ -401,6 +401,11 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
                 fn into_message(msg: #message) -> <Self as ::whirl::__private::Process>::Message {
                     #enum_ident::#name(msg)
                 }
+
+                #[inline]
+                fn cost(msg: &#message) -> ::core::primitive::u64 {
+                    <#message as ::whirl::__private::Message>::cost(msg)
+                }
             }
             #[automatically_derived]
             impl #impl_generics ::core::convert::From<#message> for #message_ty #where_clause {

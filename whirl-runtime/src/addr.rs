@@ -54,7 +54,8 @@ impl<P: Process> Addr<P> {
             return Err(PostError::Terminated(msg));
         }
         if let Some(predicate) = cell.group.predicate() {
-            let offer = Offer::new::<M>(cell.id(), cell.principal.as_ref(), &cell.group);
+            let cost = P::cost(&msg);
+            let offer = Offer::new::<M>(cell.id(), cell.principal.as_ref(), cost, &cell.group);
             if !predicate.admit(&offer) {
                 cell.group.count_rejected();
                 return Err(PostError::Rejected(msg));

@@ -16,6 +16,7 @@
 
 mod addr;
 mod cell;
+mod clock;
 mod counters;
 mod ctx;
 mod dead_letter;
@@ -40,6 +41,7 @@ mod timer;
 mod worker;
 
 pub use addr::{Addr, Recipient};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use counters::MessageCounts;
 pub use ctx::Ctx;
 pub use dead_letter::{DeadLetter, DeadLetterSink};

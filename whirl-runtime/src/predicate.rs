@@ -15,6 +15,7 @@ pub struct Offer<'a> {
     to: ProcessId,
     principal: Option<&'a Principal>,
     message_type: &'static str,
+    cost: u64,
     group: &'a GroupShared,
 }
 
@@ -22,14 +23,22 @@ impl<'a> Offer<'a> {
     pub(crate) fn new<M>(
         to: ProcessId,
         principal: Option<&'a Principal>,
+        cost: u64,
         group: &'a GroupShared,
     ) -> Self {
         Offer {
             to,
             principal,
             message_type: std::any::type_name::<M>(),
+            cost,
             group,
         }
+    }
+
+    /// The message's estimated cost ([`Handles::cost`](crate::Handles::cost), which
+    /// `#[process]` takes from [`Message::cost`](crate::Message::cost)).
+    pub fn cost(&self) -> u64 {
+        self.cost
     }
 
     /// The destination process.

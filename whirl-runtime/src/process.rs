@@ -94,6 +94,14 @@ pub trait Process: Sized + Send + 'static {
 pub trait Handles<M>: Process {
     /// Wraps `msg` into the process's message enum.
     fn into_message(msg: M) -> Self::Message;
+
+    /// The estimated cost of handling `msg`, seen by the group's message predicate
+    /// ([`Offer::cost`](crate::Offer::cost)). `#[process]` forwards
+    /// [`Message::cost`](crate::Message::cost); the default is 1.
+    fn cost(msg: &M) -> u64 {
+        let _ = msg;
+        1
+    }
 }
 
 /// A runtime-unique process identifier, stable for the process's whole life.

@@ -1,0 +1,51 @@
+//! A message's `#[message(cost = ...)]` reaches the group's predicate through `Offer::cost`.
+
+use whirl::prelude::*;
+use whirl::Offer;
+
+#[derive(Message)]
+#[message(cost = self.rows)]
+struct Query {
+    rows: u64,
+}
+
+#[derive(Message)]
+struct Ping;
+
+#[process]
+struct Db {
+    served: u64,
+}
+
+#[process]
+impl Db {
+    #[handle]
+    fn query(&mut self, _q: Query) {
+        self.served += 1;
+    }
+
+    #[handle]
+    fn ping(&mut self, _p: Ping) {}
+}
+
+#[test]
+fn predicates_see_each_messages_cost() {
+    let rt = Runtime::builder().threads(1).build();
+    let cheap_only = rt
+        .group("db")
+        .threads(1)
+        .predicate(|offer: &Offer<'_>| offer.cost() <= 10)
+        .build();
+    let db = rt.spawn_in(&cheap_only, Db { served: 0 });
+    assert!(db.post(Query { rows: 10 }).is_ok());
+    match db.post(Query { rows: 11 }) {
+        Err(PostError::Rejected(q)) => assert_eq!(q.rows, 11, "the message comes back"),
+        other => panic!("expected a rejection, got {other:?}"),
+    }
+    // Without a cost attribute a message costs 1.
+    assert!(db.post(Ping).is_ok());
+    rt.block_until_idle();
+    let counts = cheap_only.counts();
+    assert_eq!((counts.handled, counts.rejected), (2, 1));
+    rt.shutdown_graceful();
+}
