@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::cell::ProcessCell;
 use crate::error::{CallError, PostError};
 use crate::predicate::Offer;
-use crate::process::{Handles, Process, ProcessId};
+use crate::process::{ExitReason, Handles, Process, ProcessId};
 use crate::reply::{reply_channel, ReplyTo};
 use crate::worker::on_worker_thread;
 
@@ -36,6 +36,15 @@ impl<P: Process> Addr<P> {
     /// `post` is the authority.
     pub fn is_terminated(&self) -> bool {
         self.cell.mailbox.is_closed()
+    }
+
+    /// Asks the process to terminate with `reason` (Erlang's `exit(Pid, Reason)`), before it
+    /// handles another message. A handler already running finishes first: processes are
+    /// never interrupted mid-message. Its `terminated` hook runs, monitors are told `reason`,
+    /// and messages left in its inbox go to the dead-letter sink. The first reason wins;
+    /// asking a terminated process does nothing.
+    pub fn exit(&self, reason: ExitReason) {
+        crate::cell::Runnable::kill(Arc::clone(&self.cell), reason);
     }
 
     /// Posts `msg`. Never blocks and never waits for the receiver.

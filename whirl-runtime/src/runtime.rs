@@ -152,7 +152,7 @@ impl RuntimeBuilder {
 /// Dropping a runtime shuts it down without waiting for inboxes to drain (see
 /// [`Runtime::shutdown_graceful`] for the orderly way).
 pub struct Runtime {
-    shared: Arc<RuntimeShared>,
+    pub(crate) shared: Arc<RuntimeShared>,
     default_group: Group,
     shut_down: AtomicBool,
 }

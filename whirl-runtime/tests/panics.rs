@@ -405,3 +405,38 @@ fn failure_display_says_what_happened() {
     assert_eq!(id.to_string(), format!("<{}>", id.as_u64()));
     rt.shutdown_graceful();
 }
+
+#[test]
+fn addr_exit_terminates_before_the_next_message_with_the_given_reason() {
+    use whirl_runtime::{ExitReason, Failure, Runtime};
+    let (rt, dead) = common::runtime_with_dead_letters(1);
+    let (tx, mut events) = common::events();
+    let node = rt.spawn(common::Plain::new("target", &tx));
+    let gate = common::Gate::new();
+    let held = gate.clone();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    // Hold the node in a handler, queue work behind it, then ask it to exit.
+    common::post_job(&node, move |_, _| {
+        let _ = entered_tx.send(());
+        held.wait();
+        Ok(())
+    })
+    .unwrap();
+    common::recv(&entered);
+    for _ in 0..3 {
+        common::post_job(&node, |n, _| {
+            n.log.push(1);
+            Ok(())
+        })
+        .unwrap();
+    }
+    node.exit(ExitReason::Failed(Failure::new("told to go")));
+    node.exit(ExitReason::Normal); // the first reason wins
+    gate.open();
+    let reason = events.terminated("target");
+    assert_eq!(common::failure(&reason).reason(), "told to go");
+    rt.block_until_idle();
+    assert_eq!(dead.take().len(), 3, "the queued work was not handled");
+    let _: &Runtime = &rt;
+    rt.shutdown_graceful();
+}
