@@ -168,88 +168,65 @@ fn loom_kill_vs_release_is_seen() {
     });
 }
 
-/// The park/unpark protocol: a worker that finds no work goes to sleep while a notifier
-/// publishes a task. Loom reports a deadlock if the worker could sleep through it.
-#[test]
-fn loom_no_lost_wakeup() {
-    loom::model(|| {
+/// A worker in miniature, following the real protocol of `worker.rs`: search (take a task
+/// from the shared count), else prepare to sleep, re-check, and park until woken; it returns
+/// after taking one task.
+fn take_one_task(idle: &Idle, tasks: &AtomicUsize, parker: &Parker, index: usize) {
+    idle.start_searching();
+    loop {
+        if tasks
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            idle.stop_searching_found_work();
+            return;
+        }
+        if idle.prepare_to_sleep(index, || tasks.load(SeqCst) > 0) == SleepDecision::Park {
+            loop {
+                parker.park(None);
+                if !idle.is_sleeping(index) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Starts `workers` miniature workers, publishes one task per worker from the model's main
+/// thread, and checks every task is taken. Loom reports a deadlock if a worker could sleep
+/// through a task meant for it.
+fn publish_tasks_to_sleeping_workers(workers: usize) {
+    loom::model(move || {
         let idle = Arc::new(Idle::new());
         let tasks = Arc::new(AtomicUsize::new(0));
-        let (parker, unparker) = Parker::new();
-        idle.register(0, unparker);
-
-        let worker = {
-            let (idle, tasks) = (Arc::clone(&idle), Arc::clone(&tasks));
-            spawn(move || {
-                idle.start_searching();
-                loop {
-                    if tasks
-                        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-                        .is_ok()
-                    {
-                        idle.stop_searching_found_work();
-                        return;
-                    }
-                    let decision = idle.prepare_to_sleep(0, || tasks.load(SeqCst) > 0);
-                    if decision == SleepDecision::Park {
-                        loop {
-                            parker.park(None);
-                            if !idle.is_sleeping(0) {
-                                break;
-                            }
-                        }
-                    }
-                }
+        let handles: Vec<_> = (0..workers)
+            .map(|index| {
+                let (parker, unparker) = Parker::new();
+                idle.register(index, unparker);
+                let (idle, tasks) = (Arc::clone(&idle), Arc::clone(&tasks));
+                spawn(move || take_one_task(&idle, &tasks, &parker, index))
             })
-        };
-        tasks.fetch_add(1, SeqCst);
-        idle.notify_one();
-        worker.join().unwrap();
+            .collect();
+        for _ in 0..workers {
+            tasks.fetch_add(1, SeqCst);
+            idle.notify_one();
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
         assert_eq!(tasks.load(SeqCst), 0);
     });
 }
 
-/// Two sleepers, two tasks from two notifiers: both tasks get taken.
+/// The park/unpark protocol: a worker that finds no work goes to sleep while a notifier
+/// publishes a task.
+#[test]
+fn loom_no_lost_wakeup() {
+    publish_tasks_to_sleeping_workers(1);
+}
+
+/// Two sleepers, two tasks: both get taken.
 #[test]
 fn loom_two_workers_two_tasks() {
-    loom::model(|| {
-        let idle = Arc::new(Idle::new());
-        let tasks = Arc::new(AtomicUsize::new(0));
-        let mut workers = Vec::new();
-        for index in 0..2 {
-            let (parker, unparker) = Parker::new();
-            idle.register(index, unparker);
-            let (idle, tasks) = (Arc::clone(&idle), Arc::clone(&tasks));
-            workers.push(spawn(move || {
-                idle.start_searching();
-                loop {
-                    if tasks
-                        .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
-                        .is_ok()
-                    {
-                        idle.stop_searching_found_work();
-                        return;
-                    }
-                    if idle.prepare_to_sleep(index, || tasks.load(SeqCst) > 0)
-                        == SleepDecision::Park
-                    {
-                        loop {
-                            parker.park(None);
-                            if !idle.is_sleeping(index) {
-                                break;
-                            }
-                        }
-                    }
-                }
-            }));
-        }
-        for _ in 0..2 {
-            tasks.fetch_add(1, SeqCst);
-            idle.notify_one();
-        }
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert_eq!(tasks.load(SeqCst), 0);
-    });
+    publish_tasks_to_sleeping_workers(2);
 }

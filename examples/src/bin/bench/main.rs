@@ -203,34 +203,31 @@ fn main() {
     }
 }
 
+/// The workloads both sides implement.
+pub(crate) trait Workloads {
+    fn ping_pong(&self, round_trips: u64) -> Measured;
+    fn counting(&self, posts: u64) -> Measured;
+    fn fork_join(&self, processes: u64, per_process: u64) -> Measured;
+    fn ring(&self, size: u64, hops: u64) -> Measured;
+}
+
 /// `--profile ROW SIDE`: runs one workload once on one side, for `perf` and friends.
 fn profile_one(args: &[String], sizes: Sizes, threads: usize) {
     let (Some(row), Some(side)) = (args.first(), args.get(1)) else {
         eprintln!("usage: bench [quick] --profile ping-pong|counting|fork-join|ring whirl|tokio");
         std::process::exit(2);
     };
-    let measured = match side.as_str() {
-        "whirl" => {
-            let b = whirl_side::Bench::new(threads, true);
-            match row.as_str() {
-                "ping-pong" => b.ping_pong(sizes.ping_pong_round_trips),
-                "counting" => b.counting(sizes.counting_posts),
-                "fork-join" => b.fork_join(sizes.fork_join_processes, sizes.fork_join_per_process),
-                "ring" => b.ring(sizes.ring_processes, sizes.ring_hops),
-                _ => return eprintln!("unknown row {row}"),
-            }
-        }
-        "tokio" => {
-            let b = tokio_side::Bench::new(threads);
-            match row.as_str() {
-                "ping-pong" => b.ping_pong(sizes.ping_pong_round_trips),
-                "counting" => b.counting(sizes.counting_posts),
-                "fork-join" => b.fork_join(sizes.fork_join_processes, sizes.fork_join_per_process),
-                "ring" => b.ring(sizes.ring_processes, sizes.ring_hops),
-                _ => return eprintln!("unknown row {row}"),
-            }
-        }
+    let bench: Box<dyn Workloads> = match side.as_str() {
+        "whirl" => Box::new(whirl_side::Bench::new(threads, true)),
+        "tokio" => Box::new(tokio_side::Bench::new(threads)),
         _ => return eprintln!("unknown side {side}"),
+    };
+    let measured = match row.as_str() {
+        "ping-pong" => bench.ping_pong(sizes.ping_pong_round_trips),
+        "counting" => bench.counting(sizes.counting_posts),
+        "fork-join" => bench.fork_join(sizes.fork_join_processes, sizes.fork_join_per_process),
+        "ring" => bench.ring(sizes.ring_processes, sizes.ring_hops),
+        _ => return eprintln!("unknown row {row}"),
     };
     println!("{row} on {side}: {}/s", human(measured.rate()));
 }

@@ -29,8 +29,10 @@ impl Bench {
             rt: runtime(threads),
         }
     }
+}
 
-    pub(crate) fn ping_pong(&self, round_trips: u64) -> Measured {
+impl crate::Workloads for Bench {
+    fn ping_pong(&self, round_trips: u64) -> Measured {
         let hops = 2 * round_trips;
         let (a_tx, mut a_rx) = unbounded_channel::<u64>();
         let (b_tx, mut b_rx) = unbounded_channel::<u64>();
@@ -67,7 +69,7 @@ impl Bench {
         }
     }
 
-    pub(crate) fn counting(&self, posts: u64) -> Measured {
+    fn counting(&self, posts: u64) -> Measured {
         let (tx, mut rx) = unbounded_channel::<u64>();
         let (done_tx, done_rx) = oneshot::channel();
         self.rt.spawn(async move {
@@ -93,7 +95,7 @@ impl Bench {
         }
     }
 
-    pub(crate) fn fork_join(&self, processes: u64, per_process: u64) -> Measured {
+    fn fork_join(&self, processes: u64, per_process: u64) -> Measured {
         let remaining = Arc::new(AtomicU64::new(processes));
         let senders: Vec<UnboundedSender<u64>> = (0..processes)
             .map(|_| {
@@ -126,7 +128,7 @@ impl Bench {
         }
     }
 
-    pub(crate) fn ring(&self, size: u64, hops: u64) -> Measured {
+    fn ring(&self, size: u64, hops: u64) -> Measured {
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         let mut senders = Vec::new();
         let mut receivers = Vec::new();

@@ -44,8 +44,10 @@ impl Bench {
                 .build(),
         }
     }
+}
 
-    pub(crate) fn ping_pong(&self, round_trips: u64) -> Measured {
+impl crate::Workloads for Bench {
+    fn ping_pong(&self, round_trips: u64) -> Measured {
         let (done_tx, done_rx) = channel();
         let a = self.rt.spawn(Player::new(done_tx.clone()));
         let b = self.rt.spawn(Player::new(done_tx));
@@ -64,7 +66,7 @@ impl Bench {
         }
     }
 
-    pub(crate) fn counting(&self, posts: u64) -> Measured {
+    fn counting(&self, posts: u64) -> Measured {
         let (done_tx, done_rx) = channel();
         let counter = self.rt.spawn(Counter {
             count: 0,
@@ -84,7 +86,7 @@ impl Bench {
         }
     }
 
-    pub(crate) fn fork_join(&self, processes: u64, per_process: u64) -> Measured {
+    fn fork_join(&self, processes: u64, per_process: u64) -> Measured {
         let remaining = Arc::new(AtomicU64::new(processes));
         let workers: Vec<_> = (0..processes)
             .map(|_| {
@@ -109,7 +111,7 @@ impl Bench {
         }
     }
 
-    pub(crate) fn ring(&self, size: u64, hops: u64) -> Measured {
+    fn ring(&self, size: u64, hops: u64) -> Measured {
         let (done_tx, done_rx) = channel();
         let nodes: Vec<_> = (0..size)
             .map(|_| {
