@@ -50,6 +50,12 @@ impl<P: Process> Ctx<P> {
         self.cell.principal.as_ref()
     }
 
+    /// The live process registered as `name`, if it is a `Q` (see
+    /// [`Runtime::whereis`](crate::Runtime::whereis)).
+    pub fn whereis<Q: Process>(&self, name: &str) -> Option<Addr<Q>> {
+        self.cell.group.runtime.names.whereis(name)
+    }
+
     /// The group this process runs in.
     pub fn group(&self) -> Group {
         Group::from_shared(Arc::clone(&self.cell.group))

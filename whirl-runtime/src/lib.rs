@@ -28,6 +28,7 @@ mod isolated;
 #[cfg(all(test, loom))]
 mod loom_tests;
 mod mailbox;
+mod names;
 mod park;
 mod predicate;
 mod principal;
@@ -36,6 +37,7 @@ mod registry;
 mod reply;
 mod runtime;
 mod spawn;
+pub mod supervisor;
 mod sync;
 mod timer;
 mod worker;
@@ -49,9 +51,19 @@ pub use error::{CallError, PostError};
 pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
 #[doc(hidden)]
 pub use isolated::{Isolated, Message, SharesState};
-pub use predicate::{MessagePredicate, Offer, QueueLength};
+pub use names::NameError;
+pub use predicate::{
+    And, ClassResponseTime, Completion, ControllerParams, CostBudget, Estimate, MessagePredicate,
+    Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength, ResponseTime, TokenBucket,
+    UtilityPerCost,
+};
 pub use principal::Principal;
 pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};
 pub use reply::ReplyTo;
 pub use runtime::{Runtime, RuntimeBuilder};
+pub use supervisor::{
+    ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind,
+    Restart, Shutdown, Strategy, Supervisor, SupervisorError, SupervisorEvent, SupervisorMsg,
+    SupervisorSpec,
+};
 pub use timer::TimerHandle;

@@ -13,6 +13,7 @@ use crate::addr::Addr;
 use crate::counters::MessageCounts;
 use crate::dead_letter::{default_sink, DeadLetter, DeadLetterSink};
 use crate::group::{default_threads, Group, GroupBuilder, GroupShared, DEFAULT_BUDGET};
+use crate::names::{NameError, Names};
 use crate::principal::Principal;
 use crate::process::{ExitReason, Process, ProcessId};
 use crate::registry::Registry;
@@ -31,6 +32,7 @@ pub(crate) struct RuntimeShared {
     dead_letters: DeadLetterSink,
     pub(crate) registry: Registry,
     pub(crate) timers: Timers,
+    pub(crate) names: Names,
 }
 
 impl RuntimeShared {
@@ -133,6 +135,7 @@ impl RuntimeBuilder {
             dead_letters: self.dead_letters,
             registry: Registry::new(),
             timers: Timers::new(),
+            names: Names::default(),
         });
         let default_group = GroupBuilder::new(Arc::clone(&shared), "default".into())
             .threads(self.threads)
@@ -208,6 +211,25 @@ impl Runtime {
     /// Spawns a process in `group`, serving `principal`.
     pub fn spawn_for<P: Process>(&self, group: &Group, principal: Principal, state: P) -> Addr<P> {
         spawn(Placement::Explicit(group.shared()), state, Some(principal))
+    }
+
+    /// The live process registered as `name`, if it is a `P` (`None` for an unknown name, a
+    /// terminated holder, or another process type). Supervisors register their named children
+    /// here at every (re)start, so a name reaches the current incarnation; see
+    /// [`ChildSpec::named`](crate::ChildSpec::named).
+    pub fn whereis<P: Process>(&self, name: &str) -> Option<Addr<P>> {
+        self.shared.names.whereis(name)
+    }
+
+    /// Registers `addr` as `name`. Fails, handing the name back, if another live process holds
+    /// it; a name whose holder terminated is free again.
+    pub fn register<P: Process>(&self, name: &str, addr: &Addr<P>) -> Result<(), NameError> {
+        self.shared.names.register(name, addr)
+    }
+
+    /// Forgets `name`; returns whether it was registered.
+    pub fn unregister(&self, name: &str) -> bool {
+        self.shared.names.unregister(name, None)
     }
 
     /// Message counters summed over all groups.

@@ -1,0 +1,38 @@
+//! What the dynamic API can refuse.
+
+use super::message::ChildRef;
+use super::spec::{ChildSpec, Strategy};
+
+/// Why a request to a supervisor was refused. Each variant carries back what was rejected.
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    /// No child with this id (or process id).
+    #[error("no child {0}")]
+    NotFound(ChildRef),
+    /// A child with this spec's id already exists; the spec comes back.
+    #[error("a child with id `{}` already exists", .0.id())]
+    AlreadyPresent(ChildSpec),
+    /// The child is running; stop it first (`terminate_child`).
+    #[error("child `{0}` is running")]
+    Running(String),
+    /// The operation does not apply to this supervisor's strategy (for example `start_child`
+    /// on a simple-one-for-one supervisor, or `start_dynamic` on any other).
+    #[error("`{operation}` is not available under strategy {strategy:?}")]
+    WrongStrategy {
+        /// The refused operation.
+        operation: &'static str,
+        /// The supervisor's strategy.
+        strategy: Strategy,
+    },
+    /// `start_dynamic` was given an argument of another type than the template takes.
+    #[error("the child template takes `{expected}`, not `{given}`")]
+    WrongArgument {
+        /// The template's argument type.
+        expected: &'static str,
+        /// The type that was given.
+        given: &'static str,
+    },
+    /// The supervisor has terminated (or is terminating) and did not answer.
+    #[error("the supervisor is not available (terminated or stopping)")]
+    Unavailable,
+}

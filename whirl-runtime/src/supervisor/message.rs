@@ -1,0 +1,203 @@
+//! The supervisor's messages, and the client API on `Addr<Supervisor>`.
+
+use std::any::Any;
+use std::fmt;
+
+use crate::addr::Addr;
+use crate::error::{CallError, PostError};
+use crate::process::{Down, Handles, ProcessId};
+use crate::reply::ReplyTo;
+
+use super::child::{ChildCounts, ChildInfo};
+use super::error::SupervisorError;
+use super::process::Supervisor;
+use super::spec::ChildSpec;
+
+/// A message to a [`Supervisor`]. Opaque: build requests with the constructors (for code
+/// inside a handler, which must not block) or use the blocking methods on `Addr<Supervisor>`.
+pub struct SupervisorMsg(pub(super) Msg);
+
+pub(super) enum Msg {
+    /// A child (or an abandoned incarnation) terminated.
+    Down(Down),
+    /// A parent supervisor (or a user) asks for an ordered stop of the subtree.
+    Shutdown,
+    /// The shutdown timer of the child being stopped in stop operation `epoch`.
+    StopTimeout(u64),
+    Request(Request),
+}
+
+type Reply<T> = ReplyTo<Result<T, SupervisorError>>;
+
+pub(super) enum Request {
+    Start(ChildSpec, Reply<ProcessId>),
+    StartDynamic(Box<dyn Any + Send>, &'static str, Reply<ProcessId>),
+    Terminate(ChildRef, Reply<()>),
+    Restart(String, Reply<ProcessId>),
+    Delete(String, Reply<()>),
+    Which(ReplyTo<Vec<ChildInfo>>),
+    Count(ReplyTo<ChildCounts>),
+}
+
+/// A child, by its spec's id or by its running process id (dynamic children share their
+/// template's id, so they are named by process id).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ChildRef {
+    /// By spec id.
+    Id(String),
+    /// By the running incarnation's process id.
+    Pid(ProcessId),
+}
+
+impl From<&str> for ChildRef {
+    fn from(id: &str) -> Self {
+        ChildRef::Id(id.to_owned())
+    }
+}
+
+impl From<String> for ChildRef {
+    fn from(id: String) -> Self {
+        ChildRef::Id(id)
+    }
+}
+
+impl From<ProcessId> for ChildRef {
+    fn from(pid: ProcessId) -> Self {
+        ChildRef::Pid(pid)
+    }
+}
+
+impl fmt::Display for ChildRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChildRef::Id(id) => write!(f, "`{id}`"),
+            ChildRef::Pid(pid) => write!(f, "{pid}"),
+        }
+    }
+}
+
+impl SupervisorMsg {
+    /// Adds and starts a static child; answers its process id.
+    pub fn start_child(spec: ChildSpec, reply: Reply<ProcessId>) -> Self {
+        SupervisorMsg(Msg::Request(Request::Start(spec, reply)))
+    }
+
+    /// Starts a child of a simple-one-for-one supervisor's template with `arg`.
+    pub fn start_dynamic<A: Send + 'static>(arg: A, reply: Reply<ProcessId>) -> Self {
+        let given = std::any::type_name::<A>();
+        SupervisorMsg(Msg::Request(Request::StartDynamic(
+            Box::new(arg),
+            given,
+            reply,
+        )))
+    }
+
+    /// Stops a child (it stays stopped; a dynamic or temporary child is removed).
+    pub fn terminate_child(child: impl Into<ChildRef>, reply: Reply<()>) -> Self {
+        SupervisorMsg(Msg::Request(Request::Terminate(child.into(), reply)))
+    }
+
+    /// Starts a stopped static child again.
+    pub fn restart_child(id: impl Into<String>, reply: Reply<ProcessId>) -> Self {
+        SupervisorMsg(Msg::Request(Request::Restart(id.into(), reply)))
+    }
+
+    /// Forgets a stopped static child.
+    pub fn delete_child(id: impl Into<String>, reply: Reply<()>) -> Self {
+        SupervisorMsg(Msg::Request(Request::Delete(id.into(), reply)))
+    }
+
+    /// Lists the children in start order.
+    pub fn which_children(reply: ReplyTo<Vec<ChildInfo>>) -> Self {
+        SupervisorMsg(Msg::Request(Request::Which(reply)))
+    }
+
+    /// Counts the children and the restarts.
+    pub fn count_children(reply: ReplyTo<ChildCounts>) -> Self {
+        SupervisorMsg(Msg::Request(Request::Count(reply)))
+    }
+
+    /// Stops the subtree in reverse start order, then the supervisor, normally.
+    pub fn shutdown() -> Self {
+        SupervisorMsg(Msg::Shutdown)
+    }
+}
+
+impl fmt::Debug for SupervisorMsg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match &self.0 {
+            Msg::Down(_) => "Down",
+            Msg::Shutdown => "Shutdown",
+            Msg::StopTimeout(_) => "StopTimeout",
+            Msg::Request(Request::Start(..)) => "StartChild",
+            Msg::Request(Request::StartDynamic(..)) => "StartDynamic",
+            Msg::Request(Request::Terminate(..)) => "TerminateChild",
+            Msg::Request(Request::Restart(..)) => "RestartChild",
+            Msg::Request(Request::Delete(..)) => "DeleteChild",
+            Msg::Request(Request::Which(..)) => "WhichChildren",
+            Msg::Request(Request::Count(..)) => "CountChildren",
+        };
+        write!(f, "SupervisorMsg::{what}")
+    }
+}
+
+impl Handles<SupervisorMsg> for Supervisor {
+    fn into_message(msg: SupervisorMsg) -> SupervisorMsg {
+        msg
+    }
+}
+
+fn flatten<T>(
+    answer: Result<Result<T, SupervisorError>, CallError<SupervisorMsg>>,
+) -> Result<T, SupervisorError> {
+    answer.unwrap_or_else(|_| Err(SupervisorError::Unavailable))
+}
+
+/// The dynamic API (OTP's `supervisor:start_child/2` and friends), as blocking calls for code
+/// outside the runtime. Inside a handler, post the [`SupervisorMsg`] constructors instead.
+impl Addr<Supervisor> {
+    /// Adds and starts a static child. Refused (the spec comes back) if the id is taken.
+    pub fn start_child(&self, spec: ChildSpec) -> Result<ProcessId, SupervisorError> {
+        flatten(self.call(|reply| SupervisorMsg::start_child(spec, reply)))
+    }
+
+    /// Starts a child of a simple-one-for-one supervisor's template with `arg`.
+    pub fn start_dynamic<A: Send + 'static>(&self, arg: A) -> Result<ProcessId, SupervisorError> {
+        flatten(self.call(|reply| SupervisorMsg::start_dynamic(arg, reply)))
+    }
+
+    /// Stops a child in order (waiting for it, within its shutdown policy). A static child
+    /// stays known but stopped, and is not restarted; a dynamic or temporary one is removed.
+    pub fn terminate_child(&self, child: impl Into<ChildRef>) -> Result<(), SupervisorError> {
+        flatten(self.call(|reply| SupervisorMsg::terminate_child(child, reply)))
+    }
+
+    /// Starts a stopped static child again (refused if it is running).
+    pub fn restart_child(&self, id: &str) -> Result<ProcessId, SupervisorError> {
+        flatten(self.call(|reply| SupervisorMsg::restart_child(id, reply)))
+    }
+
+    /// Forgets a stopped static child (refused if it is running).
+    pub fn delete_child(&self, id: &str) -> Result<(), SupervisorError> {
+        flatten(self.call(|reply| SupervisorMsg::delete_child(id, reply)))
+    }
+
+    /// The children, in start order, with their state.
+    pub fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
+        self.call(SupervisorMsg::which_children)
+            .map_err(|_| SupervisorError::Unavailable)
+    }
+
+    /// Child counts and the number of restarts performed.
+    pub fn count_children(&self) -> Result<ChildCounts, SupervisorError> {
+        self.call(SupervisorMsg::count_children)
+            .map_err(|_| SupervisorError::Unavailable)
+    }
+
+    /// Asks for an ordered stop: the children in reverse start order (each within its
+    /// shutdown policy, subtrees first), then the supervisor, normally. Does not wait; monitor
+    /// the supervisor, or watch for [`EventKind::Terminated`](crate::EventKind).
+    pub fn shutdown(&self) -> Result<(), PostError<SupervisorMsg>> {
+        self.post(SupervisorMsg::shutdown())
+    }
+}
