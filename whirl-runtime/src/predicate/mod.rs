@@ -4,11 +4,61 @@
 //! A rejected message goes back to its sender as [`PostError::Rejected`](crate::PostError),
 //! so the sender can degrade (serve a cheaper variant, answer 503) instead of piling work on
 //! an overloaded group. A predicate must be cheap and must never block.
+//!
+//! The library, one file each:
+//!
+//! | predicate | rejects when |
+//! |---|---|
+//! | [`QueueLength`] | the group has `max` messages waiting |
+//! | [`CostBudget`] | the estimated cost of admitted, un-handled messages would exceed a budget, optionally adjusted by a response-time feedback loop |
+//! | [`UtilityPerCost`] | the group fills up, starting with the lowest utility per unit of cost |
+//! | [`TokenBucket`] | more than `rate` messages per second arrive on average (bursts up to `depth`) |
+//! | [`PriorityThresholds`] | the queue passes the threshold of the principal's priority (higher priorities are admitted longer) |
+//! | [`ResponseTime`] | SEDA's 90th-percentile response-time controller says so (AIMD on a token bucket's rate) |
+//! | [`ClassResponseTime`] | its per-class variant: one bucket per principal class, lower classes cut first |
+//!
+//! plus closures (`Fn(&Offer) -> bool`) and the [`PredicateExt`] combinators `and`, `or` and
+//! `not`.
+//!
+//! # Feedback
+//!
+//! Feedback-driven predicates learn from [`MessagePredicate::observe`], which the runtime calls
+//! once for every message the group queued, when it leaves the system (handled or
+//! dead-lettered), with the time from enqueue to completion. Tests feed it directly.
+
+use std::time::Duration;
 
 use crate::counters::MessageCounts;
 use crate::group::GroupShared;
 use crate::principal::Principal;
 use crate::process::ProcessId;
+
+mod class_response_time;
+mod combinators;
+mod cost_budget;
+mod feedback;
+mod priority;
+mod queue_length;
+mod response_time;
+mod token_bucket;
+mod utility;
+
+pub use crate::principal::Estimate;
+pub use class_response_time::ClassResponseTime;
+pub use combinators::{And, Not, Or, PredicateExt};
+pub use cost_budget::CostBudget;
+pub use feedback::ControllerParams;
+pub use priority::PriorityThresholds;
+pub use queue_length::QueueLength;
+pub use response_time::ResponseTime;
+pub use token_bucket::TokenBucket;
+pub use utility::UtilityPerCost;
+
+/// Where an offer's group counts come from.
+enum Counts<'a> {
+    Group(&'a GroupShared),
+    Fixed(MessageCounts),
+}
 
 /// What a predicate sees of a message being posted.
 pub struct Offer<'a> {
@@ -16,7 +66,7 @@ pub struct Offer<'a> {
     principal: Option<&'a Principal>,
     message_type: &'static str,
     cost: u64,
-    group: &'a GroupShared,
+    counts: Counts<'a>,
 }
 
 impl<'a> Offer<'a> {
@@ -31,7 +81,29 @@ impl<'a> Offer<'a> {
             principal,
             message_type: std::any::type_name::<M>(),
             cost,
-            group,
+            counts: Counts::Group(group),
+        }
+    }
+
+    /// An offer outside any group, for testing predicates: a message of type `M` with the
+    /// given principal and cost, to a group whose counters read `counts`.
+    ///
+    /// ```
+    /// use whirl_runtime::{MessageCounts, MessagePredicate, Offer, QueueLength};
+    ///
+    /// let mut counts = MessageCounts::default();
+    /// counts.posted = 10; // ten posted, none handled: ten queued
+    /// let offer = Offer::detached::<String>(None, 1, counts);
+    /// assert!(!QueueLength::max(10).admit(&offer));
+    /// assert!(QueueLength::max(11).admit(&offer));
+    /// ```
+    pub fn detached<M>(principal: Option<&'a Principal>, cost: u64, counts: MessageCounts) -> Self {
+        Offer {
+            to: ProcessId(0),
+            principal,
+            message_type: std::any::type_name::<M>(),
+            cost,
+            counts: Counts::Fixed(counts),
         }
     }
 
@@ -39,6 +111,24 @@ impl<'a> Offer<'a> {
     /// `#[process]` takes from [`Message::cost`](crate::Message::cost)).
     pub fn cost(&self) -> u64 {
         self.cost
+    }
+
+    /// The cost as the principal estimates it ([`Principal::estimate_cost`]), or the
+    /// message's own [`cost`](Offer::cost) without a principal.
+    pub fn estimated_cost(&self) -> u64 {
+        match self.principal {
+            Some(p) => p.estimate_cost(self.message_type, self.cost),
+            None => self.cost,
+        }
+    }
+
+    /// The utility as the principal estimates it ([`Principal::estimate_utility`]), or 1.0
+    /// without a principal.
+    pub fn utility(&self) -> f64 {
+        match self.principal {
+            Some(p) => p.estimate_utility(self.message_type),
+            None => 1.0,
+        }
     }
 
     /// The destination process.
@@ -51,6 +141,16 @@ impl<'a> Offer<'a> {
         self.principal
     }
 
+    /// The principal's priority, 0 without a principal.
+    pub fn priority(&self) -> u8 {
+        self.principal.map_or(0, Principal::priority)
+    }
+
+    /// The principal's class, 0 without a principal.
+    pub fn class(&self) -> u16 {
+        self.principal.map_or(0, Principal::class)
+    }
+
     /// The Rust type name of the message.
     pub fn message_type(&self) -> &'static str {
         self.message_type
@@ -58,14 +158,130 @@ impl<'a> Offer<'a> {
 
     /// The destination group's live counters (sums a few cache lines; call it once).
     pub fn group_counts(&self) -> MessageCounts {
-        self.group.counters.snapshot()
+        match &self.counts {
+            Counts::Group(g) => g.counters.snapshot(),
+            Counts::Fixed(c) => *c,
+        }
+    }
+}
+
+/// A message the group queued has left the system: what [`MessagePredicate::observe`] gets.
+///
+/// The runtime builds one per queued message when it is handled (or dead-lettered), with the
+/// time from enqueue to the end of its handler; tests build them directly.
+///
+/// ```
+/// use std::time::Duration;
+/// use whirl_runtime::Completion;
+///
+/// let done = Completion::handled(None, 3, Duration::from_millis(20));
+/// assert_eq!(done.cost(), 3);
+/// assert_eq!(done.response_time(), Some(Duration::from_millis(20)));
+/// assert_eq!(Completion::dead_lettered(None, 3).response_time(), None);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Completion<'a> {
+    principal: Option<&'a Principal>,
+    cost: u64,
+    response_time: Option<Duration>,
+}
+
+impl<'a> Completion<'a> {
+    /// A message handled `response_time` after it was queued. `cost` is the cost its offer
+    /// carried ([`Offer::cost`]).
+    pub fn handled(principal: Option<&'a Principal>, cost: u64, response_time: Duration) -> Self {
+        Completion {
+            principal,
+            cost,
+            response_time: Some(response_time),
+        }
+    }
+
+    /// A queued message that was never handled (its process terminated first).
+    pub fn dead_lettered(principal: Option<&'a Principal>, cost: u64) -> Self {
+        Completion {
+            principal,
+            cost,
+            response_time: None,
+        }
+    }
+
+    /// The destination process's principal, if it had one.
+    pub fn principal(&self) -> Option<&'a Principal> {
+        self.principal
+    }
+
+    /// The principal's class, 0 without a principal.
+    pub fn class(&self) -> u16 {
+        self.principal.map_or(0, Principal::class)
+    }
+
+    /// The message's cost, as its offer carried it.
+    pub fn cost(&self) -> u64 {
+        self.cost
+    }
+
+    /// Time from enqueue to the end of handling; `None` if the message was dead-lettered.
+    pub fn response_time(&self) -> Option<Duration> {
+        self.response_time
     }
 }
 
 /// Decides whether a group accepts a message.
+///
+/// Only [`admit`](MessagePredicate::admit) is required. The other methods have no-op defaults
+/// and matter to predicates with state:
+///
+/// * [`observe`](MessagePredicate::observe) is how feedback reaches a predicate;
+/// * [`overruled`](MessagePredicate::overruled) keeps reservations (tokens, budgets) right
+///   when a combinator decides differently from this predicate.
+///
+/// A predicate runs in the sender's thread: it must not block (atomics, or at most a short
+/// uncontended lock) and must be cheap. Rejecting never loses the message: `post` gives it
+/// back to the sender.
+///
+/// ```
+/// use whirl_runtime::{MessagePredicate, Offer};
+///
+/// /// Turns away anything costlier than 100.
+/// struct Cheap;
+///
+/// impl MessagePredicate for Cheap {
+///     fn admit(&self, offer: &Offer<'_>) -> bool {
+///         offer.cost() <= 100
+///     }
+/// }
+/// # let _ = Cheap;
+/// ```
 pub trait MessagePredicate: Send + Sync + 'static {
     /// `true` admits the message; `false` returns it to the sender as rejected.
+    ///
+    /// A predicate that reserves something for an admitted message (a token, budget) takes it
+    /// here, and gives it back in [`overruled`](MessagePredicate::overruled) or
+    /// [`observe`](MessagePredicate::observe).
     fn admit(&self, offer: &Offer<'_>) -> bool;
+
+    /// A message the group queued has been handled or dead-lettered.
+    ///
+    /// The runtime calls this once per queued message, on the worker that finished it (or
+    /// wherever it was dead-lettered), with the time from enqueue to completion. It is the
+    /// input of the feedback loops ([`ResponseTime`], [`ClassResponseTime`], adaptive
+    /// [`CostBudget`]). It may take a short lock, but should stay cheap: it runs once per
+    /// message. Default: nothing.
+    fn observe(&self, done: &Completion<'_>) {
+        let _ = done;
+    }
+
+    /// A combinator's final decision on `offer` was `admitted`, and that is not what this
+    /// predicate answered, or it was not asked (short-circuit) and the message was admitted.
+    ///
+    /// Predicates that reserve on admission bring their reservation in line with `admitted`:
+    /// give it back when `false`, take it when `true` if they account for everything queued
+    /// (as [`CostBudget`] does). Never called for a decision the predicate itself made at the
+    /// top level. Default: nothing.
+    fn overruled(&self, offer: &Offer<'_>, admitted: bool) {
+        let _ = (offer, admitted);
+    }
 }
 
 impl<F> MessagePredicate for F
@@ -77,22 +293,70 @@ where
     }
 }
 
-/// Rejects messages while the group has more than `max` messages waiting: the simplest
-/// predicate of the Whirlwind paper.
-#[derive(Clone, Copy, Debug)]
-pub struct QueueLength {
-    max: u64,
-}
+impl<P: MessagePredicate + ?Sized> MessagePredicate for std::sync::Arc<P> {
+    fn admit(&self, offer: &Offer<'_>) -> bool {
+        (**self).admit(offer)
+    }
 
-impl QueueLength {
-    /// Admit while at most `max` messages are queued in the group.
-    pub fn max(max: u64) -> Self {
-        QueueLength { max }
+    fn observe(&self, done: &Completion<'_>) {
+        (**self).observe(done)
+    }
+
+    fn overruled(&self, offer: &Offer<'_>, admitted: bool) {
+        (**self).overruled(offer, admitted)
     }
 }
 
-impl MessagePredicate for QueueLength {
-    fn admit(&self, offer: &Offer<'_>) -> bool {
-        offer.group_counts().queued() < self.max
+/// Nanoseconds from `origin` to `now`, saturating at both ends.
+fn nanos_since(origin: std::time::Instant, now: std::time::Instant) -> u64 {
+    u64::try_from(now.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(all(test, not(loom)))]
+pub(crate) mod test_util {
+    use super::*;
+
+    /// Counts with `queued` messages waiting.
+    pub(crate) fn queued(queued: u64) -> MessageCounts {
+        let mut c = MessageCounts::default();
+        c.posted = queued;
+        c
+    }
+
+    pub(crate) fn offer(principal: Option<&Principal>, cost: u64, queued_now: u64) -> Offer<'_> {
+        Offer::detached::<u32>(principal, cost, queued(queued_now))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::test_util::*;
+    use super::*;
+
+    #[test]
+    fn closures_are_predicates() {
+        let p = |o: &Offer<'_>| o.cost() < 5;
+        assert!(p.admit(&offer(None, 4, 0)));
+        assert!(!p.admit(&offer(None, 5, 0)));
+    }
+
+    #[test]
+    fn offer_estimates_through_the_principal() {
+        let none = offer(None, 7, 0);
+        assert_eq!(none.estimated_cost(), 7);
+        assert_eq!(none.utility(), 1.0);
+        assert_eq!((none.priority(), none.class()), (0, 0));
+        let p = Principal::new(1, 4, 2).with_utility(3.0);
+        let some = offer(Some(&p), 7, 0);
+        assert_eq!(some.utility(), 3.0);
+        assert_eq!((some.priority(), some.class()), (4, 2));
+        assert!(some.message_type().contains("u32"));
+    }
+
+    #[test]
+    fn arc_forwards() {
+        let shared = std::sync::Arc::new(QueueLength::max(1));
+        assert!(shared.admit(&offer(None, 1, 0)));
+        assert!(!shared.admit(&offer(None, 1, 1)));
     }
 }
