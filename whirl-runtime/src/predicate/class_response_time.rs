@@ -117,25 +117,25 @@ impl<C: Clock> ClassResponseTime<C> {
     }
 
     /// One controller run for class `c` with relative error `err`.
-    fn run(&self, c: usize, err: f64) {
+    fn run(&self, c: usize, err: f64, at: Instant) {
         let p = &self.params;
         let me = &self.classes[c];
         if err > p.err_d {
             me.over_target.store(true, Relaxed);
             let lower = &self.classes[..c];
             if lower.is_empty() {
-                me.bucket.set_rate(p.clamp(me.bucket.rate() / p.adj_d));
+                me.bucket.set_rate(p.clamp(me.bucket.rate() / p.adj_d), at);
             } else if lower
                 .iter()
                 .any(|l| l.bucket.rate() > p.rate_min * (1.0 + 1e-9))
             {
                 for l in lower {
-                    l.bucket.set_rate(p.clamp(l.bucket.rate() / p.adjlo_d));
+                    l.bucket.set_rate(p.clamp(l.bucket.rate() / p.adjlo_d), at);
                 }
                 me.lc.store(0, Relaxed);
             } else if me.lc.fetch_add(1, Relaxed) + 1 >= p.lc_thresh {
                 me.lc.store(0, Relaxed);
-                me.bucket.set_rate(p.clamp(me.bucket.rate() / p.adj_d));
+                me.bucket.set_rate(p.clamp(me.bucket.rate() / p.adj_d), at);
             }
         } else {
             me.over_target.store(false, Relaxed);
@@ -143,7 +143,7 @@ impl<C: Clock> ClassResponseTime<C> {
                 .iter()
                 .any(|h| h.over_target.load(Relaxed));
             if let Some(rate) = p.adjust(me.bucket.rate(), err, !higher_over) {
-                me.bucket.set_rate(rate);
+                me.bucket.set_rate(rate, at);
             }
         }
     }
@@ -163,7 +163,8 @@ impl<C: Clock> MessagePredicate for ClassResponseTime<C> {
         };
         let c = self.index(done.class());
         let class = &self.classes[c];
-        let now = nanos_since(self.origin, self.clock.now());
+        let at = self.clock.now();
+        let now = nanos_since(self.origin, at);
         let mut params = std::borrow::Cow::Borrowed(&self.params);
         if class.target != self.params.target {
             params.to_mut().target = class.target;
@@ -172,7 +173,7 @@ impl<C: Clock> MessagePredicate for ClassResponseTime<C> {
         // sequential; other classes' rates are only touched through atomics.
         let mut window = class.window.lock();
         if let Some(err) = window.record(&params, sample, now) {
-            self.run(c, err);
+            self.run(c, err, at);
         }
     }
 

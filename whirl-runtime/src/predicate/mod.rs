@@ -318,9 +318,10 @@ pub(crate) mod test_util {
 
     /// Counts with `queued` messages waiting.
     pub(crate) fn queued(queued: u64) -> MessageCounts {
-        let mut c = MessageCounts::default();
-        c.posted = queued;
-        c
+        MessageCounts {
+            posted: queued,
+            ..MessageCounts::default()
+        }
     }
 
     pub(crate) fn offer(principal: Option<&Principal>, cost: u64, queued_now: u64) -> Offer<'_> {

@@ -91,11 +91,12 @@ impl<C: Clock> MessagePredicate for ResponseTime<C> {
         let Some(sample) = done.response_time() else {
             return;
         };
-        let now = nanos_since(self.origin, self.clock.now());
+        let at = self.clock.now();
+        let now = nanos_since(self.origin, at);
         let mut window = self.window.lock();
         if let Some(err) = window.record(&self.params, sample, now) {
             if let Some(rate) = self.params.adjust(self.bucket.rate(), err, true) {
-                self.bucket.set_rate(rate);
+                self.bucket.set_rate(rate, at);
             }
         }
     }
@@ -210,15 +211,15 @@ mod tests {
         assert!(!c.admit(&o));
         clock.advance(ms(100));
         assert!(c.admit(&o));
-        // Overload: 10 / 1.2 per second, one token every 120 ms.
+        // Overload at t = 100 ms, bucket empty: 10 / 1.2 per second, the next token 120 ms
+        // later (a cut does not refill the bucket).
         c.observe(&Completion::handled(None, 1, ms(1000)));
         assert!(!c.admit(&o));
-        clock.advance(ms(100));
-        assert!(c.admit(&o));
         clock.advance(ms(100));
         assert!(!c.admit(&o));
         clock.advance(ms(20));
         assert!(c.admit(&o));
+        assert!(!c.admit(&o));
         c.overruled(&o, false);
         assert!(c.admit(&o));
     }

@@ -82,8 +82,21 @@ impl Bucket {
         NANOS_PER_SEC / self.interval.load(Relaxed) as f64
     }
 
-    pub(crate) fn set_rate(&self, rate: f64) {
-        self.interval.store(interval_for(rate), Relaxed);
+    /// Changes the rate at `now`, keeping the tokens in the bucket: the debt ahead of `now`
+    /// is rescaled to the new interval, so a cut does not refill the bucket. (A concurrent
+    /// take may still see the old interval: a one-token approximation.)
+    pub(crate) fn set_rate(&self, rate: f64, now: Instant) {
+        let now = nanos_since(self.origin, now);
+        let new = interval_for(rate);
+        let old = self.interval.swap(new, Relaxed);
+        if old == new {
+            return;
+        }
+        let scale = new as f64 / old as f64;
+        let _ = self.tat.fetch_update(Relaxed, Relaxed, |tat| {
+            let debt = tat.saturating_sub(now);
+            (debt > 0).then(|| now.saturating_add((debt as f64 * scale) as u64))
+        });
     }
 
     pub(crate) fn depth(&self) -> u64 {
@@ -148,9 +161,9 @@ impl<C: Clock> TokenBucket<C> {
         self.bucket.rate()
     }
 
-    /// Changes the rate (tokens already in the bucket stay).
+    /// Changes the rate; the tokens in the bucket stay.
     pub fn set_rate(&self, rate: f64) {
-        self.bucket.set_rate(rate)
+        self.bucket.set_rate(rate, self.clock.now())
     }
 
     /// The bucket's depth.
@@ -252,6 +265,22 @@ mod tests {
         clock.advance(Duration::from_secs(1));
         assert!(b.admit(&offer(None, 1000, 0))); // capped at the depth
         assert!(!b.admit(&offer(None, 1, 0)));
+    }
+
+    #[test]
+    fn a_rate_cut_does_not_refill_the_bucket() {
+        let clock = ManualClock::new();
+        let b = TokenBucket::with_clock(1000.0, 5, clock.clone());
+        assert_eq!(admitted(&b, 10), 5);
+        b.set_rate(1.0);
+        clock.advance(Duration::from_millis(999));
+        assert_eq!(admitted(&b, 10), 0);
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(admitted(&b, 10), 1);
+        // Raising the rate keeps a full bucket full, no more.
+        clock.advance(Duration::from_secs(10));
+        b.set_rate(100.0);
+        assert_eq!(admitted(&b, 10), 5);
     }
 
     #[test]

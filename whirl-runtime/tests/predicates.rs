@@ -1,0 +1,261 @@
+//! The predicate library inside real groups: rejected messages come back to the sender as
+//! `PostError::Rejected` with the message, and the accounting identity holds.
+//!
+//! Queues are held still with a gate (the first message blocks the group's only worker), and
+//! time-dependent predicates read a `ManualClock`, so every outcome is exact. The runtime does
+//! not report completions to predicates yet: the tests feed `observe` directly through a
+//! shared handle (`Arc<P>` is a predicate too).
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::Gate;
+use whirl_runtime::{
+    Addr, ClassResponseTime, Completion, ControllerParams, CostBudget, Ctx, Failure, Group,
+    Handles, ManualClock, MessagePredicate, Offer, PostError, PredicateExt, Principal,
+    PriorityThresholds, Process, QueueLength, ResponseTime, Runtime, TokenBucket, UtilityPerCost,
+};
+
+/// A unit of work with an id (to check the right message comes back) and a cost.
+#[derive(Debug, PartialEq, Eq)]
+struct Job {
+    id: u64,
+    cost: u64,
+}
+
+enum Msg {
+    Job(#[allow(dead_code)] Job),
+    Hold(Gate),
+}
+
+struct Worker {
+    handled: Arc<AtomicU64>,
+}
+
+impl Process for Worker {
+    type Message = Msg;
+
+    fn handle(&mut self, msg: Msg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match msg {
+            Msg::Job(_) => {
+                self.handled.fetch_add(1, SeqCst);
+            }
+            Msg::Hold(gate) => gate.wait(),
+        }
+        Ok(())
+    }
+}
+
+impl Handles<Msg> for Worker {
+    fn into_message(msg: Msg) -> Msg {
+        msg
+    }
+}
+
+impl Handles<Job> for Worker {
+    fn into_message(job: Job) -> Msg {
+        Msg::Job(job)
+    }
+
+    fn cost(job: &Job) -> u64 {
+        job.cost
+    }
+}
+
+/// A runtime with one single-threaded group guarded by `predicate`.
+fn setup(predicate: impl MessagePredicate) -> (Runtime, Group, Arc<AtomicU64>) {
+    let rt = Runtime::builder().threads(1).build();
+    let group = rt.group("guarded").threads(1).predicate(predicate).build();
+    (rt, group, Arc::new(AtomicU64::new(0)))
+}
+
+fn spawn(
+    rt: &Runtime,
+    group: &Group,
+    handled: &Arc<AtomicU64>,
+    who: Option<Principal>,
+) -> Addr<Worker> {
+    let worker = Worker {
+        handled: Arc::clone(handled),
+    };
+    match who {
+        Some(p) => rt.spawn_for(group, p, worker),
+        None => rt.spawn_in(group, worker),
+    }
+}
+
+/// Posts jobs `first..first + n` of cost `cost`; returns how many were admitted, checking
+/// that every rejected job comes back intact.
+fn post_jobs(to: &Addr<Worker>, first: u64, n: u64, cost: u64) -> u64 {
+    let mut admitted = 0;
+    for id in first..first + n {
+        match to.post(Job { id, cost }) {
+            Ok(()) => admitted += 1,
+            Err(PostError::Rejected(job)) => assert_eq!(job, Job { id, cost }),
+            Err(PostError::Terminated(_)) => panic!("the worker is alive"),
+        }
+    }
+    admitted
+}
+
+/// Blocks the group's only worker inside a handler (one message, counted as queued).
+fn hold(to: &Addr<Worker>) -> Gate {
+    let gate = Gate::new();
+    assert!(
+        to.post(Msg::Hold(gate.clone())).is_ok(),
+        "the hold is admitted"
+    );
+    gate
+}
+
+/// Drains, checks the identity and the totals, and shuts down.
+fn finish(rt: Runtime, group: &Group, handled: &AtomicU64, jobs_admitted: u64, rejected: u64) {
+    rt.block_until_idle();
+    let c = group.counts();
+    common::assert_balanced(&c);
+    assert_eq!(handled.load(SeqCst), jobs_admitted);
+    assert_eq!(c.rejected, rejected);
+    common::assert_balanced(&rt.counts());
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn per_priority_thresholds_admit_higher_priorities_longer() {
+    let (rt, group, handled) = setup(PriorityThresholds::new(5).at_least(1, 10));
+    let low = spawn(&rt, &group, &handled, Some(Principal::new(1, 0, 0)));
+    let high = spawn(&rt, &group, &handled, Some(Principal::new(2, 3, 0)));
+    rt.block_until_idle();
+    let gate = hold(&low);
+    // 1 queued (the hold): low gets 4 more, then high 5 more, then nobody.
+    let low_in = post_jobs(&low, 0, 20, 1);
+    let high_in = post_jobs(&high, 100, 20, 1);
+    assert_eq!((low_in, high_in), (4, 5));
+    assert_eq!(post_jobs(&low, 200, 3, 1) + post_jobs(&high, 300, 3, 1), 0);
+    assert_eq!(group.counts().queued(), 10);
+    gate.open();
+    finish(rt, &group, &handled, 9, 16 + 15 + 6);
+}
+
+#[test]
+fn token_bucket_and_queue_length_combined_on_a_manual_clock() {
+    let clock = ManualClock::new();
+    let predicate = TokenBucket::with_clock(1.0, 3, clock.clone()).and(QueueLength::max(100));
+    let (rt, group, handled) = setup(predicate);
+    let w = spawn(&rt, &group, &handled, None);
+    assert_eq!(post_jobs(&w, 0, 10, 1), 3, "a full bucket of 3");
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(post_jobs(&w, 10, 10, 1), 2, "two tokens in two seconds");
+    finish(rt, &group, &handled, 5, 15);
+}
+
+#[test]
+fn cost_budget_counts_message_costs_until_observed() {
+    let budget = Arc::new(CostBudget::new(10));
+    let (rt, group, handled) = setup(Arc::clone(&budget));
+    let w = spawn(&rt, &group, &handled, None);
+    assert_eq!(post_jobs(&w, 0, 1, 6), 1);
+    assert_eq!(post_jobs(&w, 1, 1, 6), 0, "6 + 6 > 10");
+    assert_eq!(post_jobs(&w, 2, 1, 4), 1);
+    rt.block_until_idle();
+    // Handled, but until the runtime reports completions the budget stays spent.
+    assert_eq!(budget.outstanding(), 10);
+    for cost in [6, 4] {
+        budget.observe(&Completion::handled(None, cost, Duration::from_millis(1)));
+    }
+    assert_eq!(post_jobs(&w, 3, 1, 10), 1);
+    finish(rt, &group, &handled, 3, 1);
+}
+
+#[test]
+fn utility_per_cost_sheds_the_least_valuable_work_first() {
+    let (rt, group, handled) = setup(UtilityPerCost::new(20, 1.0, 4.0));
+    let cheap = spawn(
+        &rt,
+        &group,
+        &handled,
+        Some(Principal::new(1, 0, 0).with_utility(1.0)),
+    );
+    let gold = spawn(
+        &rt,
+        &group,
+        &handled,
+        Some(Principal::new(2, 0, 0).with_utility(8.0)),
+    );
+    rt.block_until_idle();
+    let gate = hold(&cheap);
+    // Up to 10 queued everyone is in: 9 more after the hold.
+    assert_eq!(post_jobs(&cheap, 0, 9, 1), 9);
+    // From 10 queued, the required ratio climbs from 1.0 to 4.0 at 20: utility 1 per cost 1
+    // is in exactly at the knee, then out.
+    assert_eq!(post_jobs(&cheap, 10, 5, 1), 1);
+    // Gold (8 per unit of cost 2 = 4) is admitted until the queue is full.
+    assert_eq!(post_jobs(&gold, 100, 20, 2), 9);
+    assert_eq!(group.counts().queued(), 20);
+    gate.open();
+    finish(rt, &group, &handled, 19, 4 + 11);
+}
+
+#[test]
+fn response_time_controller_cuts_admission_when_responses_are_slow() {
+    let clock = ManualClock::new();
+    let mut params = ControllerParams::seda(Duration::from_millis(100));
+    params.nreq = 10;
+    params.depth = 5;
+    let ctl = Arc::new(ResponseTime::with_clock(params, clock.clone()));
+    let (rt, group, handled) = setup(Arc::clone(&ctl));
+    let w = spawn(&rt, &group, &handled, None);
+    // 5000/s: the burst of 5, then one per 0.2 ms.
+    assert_eq!(post_jobs(&w, 0, 50, 1), 5);
+    // Slow responses for a long while: the rate falls to rate_min (one per 20 s).
+    for _ in 0..100 {
+        for _ in 0..10 {
+            ctl.observe(&Completion::handled(None, 1, Duration::from_secs(1)));
+        }
+    }
+    assert!((ctl.rate() - 0.05).abs() < 1e-9, "{}", ctl.rate());
+    clock.advance(Duration::from_secs(19));
+    assert_eq!(post_jobs(&w, 100, 10, 1), 0);
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(post_jobs(&w, 200, 10, 1), 1);
+    finish(rt, &group, &handled, 6, 45 + 10 + 9);
+}
+
+#[test]
+fn class_controller_sheds_the_lower_class_and_keeps_the_higher() {
+    let clock = ManualClock::new();
+    let mut params = ControllerParams::seda(Duration::from_millis(100));
+    params.nreq = 1;
+    params.depth = 2;
+    params.initial_rate = 10.0;
+    let ctl = Arc::new(ClassResponseTime::with_clock(2, params, clock.clone()));
+    let (rt, group, handled) = setup(Arc::clone(&ctl).or(|o: &Offer<'_>| o.cost() == 0));
+    let gold_p = Principal::new(1, 0, 1);
+    let bronze = spawn(&rt, &group, &handled, Some(Principal::new(2, 0, 0)));
+    let gold = spawn(&rt, &group, &handled, Some(gold_p.clone()));
+    // Gold misses its target: bronze is cut to 1/s, then to the floor.
+    ctl.observe(&Completion::handled(
+        Some(&gold_p),
+        1,
+        Duration::from_secs(1),
+    ));
+    ctl.observe(&Completion::handled(
+        Some(&gold_p),
+        1,
+        Duration::from_secs(1),
+    ));
+    assert!((ctl.rate(0) - 0.1).abs() < 1e-9);
+    assert_eq!(ctl.rate(1), 10.0);
+    // Both buckets start full (2 each); after 1 s gold has 10 more tokens (capped at 2),
+    // bronze 0.1 of one.
+    assert_eq!(post_jobs(&bronze, 0, 5, 1), 2);
+    assert_eq!(post_jobs(&gold, 100, 5, 1), 2);
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(post_jobs(&bronze, 10, 5, 1), 0);
+    assert_eq!(post_jobs(&gold, 110, 5, 1), 2);
+    // The `or` lets free work through regardless.
+    assert_eq!(post_jobs(&bronze, 20, 3, 0), 3);
+    finish(rt, &group, &handled, 9, 3 + 3 + 5 + 3);
+}
