@@ -23,6 +23,8 @@ pub enum Seen {
     Sup(SupervisorEvent),
     /// A child's `started` hook ran (successfully).
     Started { name: &'static str, pid: ProcessId },
+    /// A child is blocked in a handler (on a [`Gate`]).
+    Blocked { name: &'static str },
     /// A child's `terminated` hook ran.
     Stopped {
         name: &'static str,
@@ -236,7 +238,10 @@ impl Process for Child {
             Do::Echo(n, reply) => {
                 let _ = reply.send(n + 1);
             }
-            Do::Block(gate) => gate.wait(),
+            Do::Block(gate) => {
+                let _ = self.tx.send(Seen::Blocked { name: self.name });
+                gate.wait();
+            }
         }
         Ok(())
     }

@@ -1,0 +1,127 @@
+//! OTP's supervisor suite, shutdown: children stop in reverse start order; a supervisor's
+//! shutdown stops its whole subtree (a child supervisor's subtree first); a child that does
+//! not stop within its shutdown timeout is reported and left behind, not waited on forever;
+//! a runtime shutdown restarts nothing.
+
+mod common;
+mod supervisor_support;
+
+use std::time::Duration;
+
+use common::{within_guard, Gate};
+use supervisor_support::{child, runtime, start, Child, Do, Log, Seen};
+use whirl_runtime::{ChildSpec, EventKind, ExitReason, Shutdown, SupervisorSpec};
+
+#[test]
+fn children_stop_in_reverse_start_order() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let spec = log
+        .spec("sup")
+        .child(log.worker("a"))
+        .child(log.worker("b"))
+        .child(log.worker("c"));
+    let sup = start(&rt, spec);
+    log.rest();
+
+    sup.shutdown().unwrap();
+    assert_eq!(log.sup_terminated("sup"), ExitReason::Normal);
+    assert_eq!(log.stop_order(), ["c", "b", "a"]);
+    rt.block_until_idle();
+    assert_eq!(rt.live_processes(), 0);
+}
+
+#[test]
+fn a_supervisors_shutdown_stops_its_subtree_in_order() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let tx = log.sender();
+    let mid = ChildSpec::supervisor("mid", move || {
+        let (x, y) = (tx.clone(), tx.clone());
+        SupervisorSpec::new("mid")
+            .child(ChildSpec::worker("x", move || Child::new("x", &x)))
+            .child(ChildSpec::worker("y", move || Child::new("y", &y)))
+    });
+    let spec = log
+        .spec("root")
+        .child(log.worker("a"))
+        .child(mid)
+        .child(log.worker("b"));
+    let root = start(&rt, spec);
+    log.rest();
+
+    root.shutdown().unwrap();
+    assert_eq!(log.sup_terminated("root"), ExitReason::Normal);
+    // The mid supervisor inherited the root's event sink, and stopped normally, after its
+    // own children and before `a`.
+    let seen = log.rest();
+    let order: Vec<&str> = seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Stopped { name, .. } => Some(*name),
+            Seen::Sup(e) if matches!(e.kind, EventKind::Terminated { .. }) => Some(&e.supervisor),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(order, ["b", "y", "x", "mid", "a"]);
+    rt.block_until_idle();
+    assert_eq!(rt.live_processes(), 0);
+}
+
+#[test]
+fn a_child_past_its_shutdown_timeout_is_reported_and_left_to_finish() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let spec = log.spec("sup").child(log.worker("fast")).child(
+        log.worker("slow")
+            .shutdown(Shutdown::Timeout(Duration::from_millis(10))),
+    );
+    let sup = start(&rt, spec);
+    let gate = Gate::new();
+    child(&rt, "slow").post(Do::Block(gate.clone())).unwrap();
+    log.wait("slow blocked", |s| {
+        matches!(s, Seen::Blocked { name: "slow" })
+    });
+
+    sup.shutdown().unwrap();
+    // `slow` cannot stop while its handler runs: the supervisor stops waiting, moves on to
+    // `fast`, and terminates, all while `slow` is still blocked.
+    let timed_out = log.event("sup", |k| matches!(k, EventKind::ShutdownTimedOut { .. }));
+    assert!(matches!(timed_out, EventKind::ShutdownTimedOut { id, .. } if id == "slow"));
+    assert_eq!(log.sup_terminated("sup"), ExitReason::Normal);
+    assert_eq!(log.stop_order(), ["fast"]);
+
+    // Once its handler returns, the exit request takes effect.
+    gate.open();
+    let (_, reason) = log.child_stopped("slow");
+    assert_eq!(reason, ExitReason::Normal);
+    rt.block_until_idle();
+    assert_eq!(rt.live_processes(), 0);
+}
+
+#[test]
+fn a_runtime_shutdown_stops_the_tree_and_restarts_nothing() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let spec = log
+        .spec("sup")
+        .child(log.worker("a"))
+        .child(log.worker("b"));
+    let _sup = start(&rt, spec);
+    log.rest();
+
+    within_guard("runtime shutdown", move || rt.shutdown_graceful());
+    let seen = log.rest();
+    assert!(
+        !seen.iter().any(|s| matches!(
+            s,
+            Seen::Sup(e) if matches!(e.kind, EventKind::ChildRestarted { .. })
+        )),
+        "{seen:#?}"
+    );
+    let stopped = seen
+        .iter()
+        .filter(|s| matches!(s, Seen::Stopped { .. }))
+        .count();
+    assert_eq!(stopped, 2);
+}
