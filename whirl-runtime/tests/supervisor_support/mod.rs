@@ -191,6 +191,8 @@ pub enum Do {
     Complete,
     /// Answer with its pid.
     WhoAmI(ReplyTo<ProcessId>),
+    /// A message that needs no answer.
+    Note(u64),
     /// Answer `n + 1`.
     Echo(u64, ReplyTo<u64>),
     /// Block the worker until the gate opens.
@@ -235,6 +237,7 @@ impl Process for Child {
             Do::WhoAmI(reply) => {
                 let _ = reply.send(ctx.id());
             }
+            Do::Note(_) => {}
             Do::Echo(n, reply) => {
                 let _ = reply.send(n + 1);
             }
