@@ -268,6 +268,66 @@
 //! of them down: they are isolated as a group, not from each other. For a single type the
 //! derive cannot see through, `unsafe impl Isolated for MyHandle {}` is the other, equally
 //! greppable, way out.
+//!
+//! # Supervision
+//!
+//! A [`Supervisor`] (Erlang/OTP's `supervisor`, the paper's section III-G) starts children
+//! from [`ChildSpec`]s, monitors them, and restarts a failed one from its factory, in a known
+//! good state, by its [`Strategy`] and [`Restart`] type, at most `max_restarts` times in a
+//! period; one more and it stops its children and fails, so its own supervisor takes over.
+//! A restarted child is a new process: the old address returns your message
+//! ([`PostError::Terminated`]), and a name ([`ChildSpec::named`]) reaches the new one through
+//! [`Runtime::whereis`]. The [`supervisor`] module documents the semantics, and
+//! `cargo run -p examples --bin supervision_tree` shows a tree surviving failures.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//! use whirl::prelude::*;
+//!
+//! #[derive(Message)]
+//! struct Crash;
+//!
+//! #[derive(Message)]
+//! struct Generation(ReplyTo<u64>);
+//!
+//! #[process]
+//! struct Service {
+//!     generation: u64,
+//! }
+//!
+//! #[process]
+//! impl Service {
+//!     #[handle]
+//!     fn crash(&mut self, _: Crash) -> Result<(), Failure> {
+//!         Err(Failure::new("a bug"))
+//!     }
+//!
+//!     #[handle]
+//!     fn generation(&mut self, Generation(reply): Generation) {
+//!         let _ = reply.send(self.generation);
+//!     }
+//! }
+//!
+//! let rt = Runtime::new();
+//! let starts = AtomicU64::new(0);
+//! let factory = move || Service { generation: starts.fetch_add(1, Ordering::Relaxed) };
+//! let sup = rt.spawn(Supervisor::new(
+//!     SupervisorSpec::new("root").child(ChildSpec::worker("service", factory).named("service")),
+//! ));
+//! rt.block_until_idle();
+//!
+//! let service = rt.whereis::<Service>("service").expect("started");
+//! assert_eq!(service.call(Generation)?, 0);
+//! service.post(Crash)?;
+//! rt.block_until_idle(); // the supervisor has restarted it
+//!
+//! assert!(matches!(service.post(Crash), Err(PostError::Terminated(Crash))));
+//! let service = rt.whereis::<Service>("service").expect("restarted");
+//! assert_eq!(service.call(Generation)?, 1);
+//! assert_eq!(sup.count_children()?.restarts, 1);
+//! rt.shutdown_graceful();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 extern crate self as whirl;
 
@@ -304,8 +364,9 @@ pub unsafe trait DeclaredProcess {
 pub mod prelude {
     pub use crate::{handle, process, started, terminated, Isolated, Message};
     pub use whirl_runtime::{
-        Addr, CallError, Ctx, Down, ExitReason, Failure, Group, Handles, PostError, Process,
-        ProcessId, Recipient, ReplyTo, Runtime,
+        Addr, CallError, ChildSpec, Ctx, Down, ExitReason, Failure, Group, Handles, PostError,
+        Process, ProcessId, Recipient, ReplyTo, Restart, Runtime, Strategy, Supervisor,
+        SupervisorSpec,
     };
 }
 
