@@ -257,3 +257,27 @@ fn a_name_is_held_by_one_live_process_at_a_time() {
     assert!(rt.unregister("svc"));
     rt.shutdown_graceful();
 }
+
+#[test]
+fn the_api_refuses_to_block_a_worker_and_works_from_async_code() {
+    let rt = runtime();
+    let log = Log::new();
+    let sup = start(&rt, log.spec("sup").child(log.worker("a")));
+    let (tx, _events) = common::events();
+    let node = rt.spawn(common::Plain::new("node", &tx));
+    let inside = sup.clone();
+    let refused = common::run(&node, move |_, _| inside.which_children());
+    assert!(matches!(refused, Err(SupervisorError::WouldBlockWorker)));
+
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let counts = executor
+        .block_on(sup.ask(whirl_runtime::SupervisorMsg::count_children))
+        .unwrap();
+    assert_eq!(counts.active, 1);
+    // Inside a handler, a name is resolved with `Ctx::whereis`.
+    let found = common::run(&node, |_, ctx| ctx.whereis::<Child>("a").map(|a| a.id()));
+    assert_eq!(found, Some(pid_of(&sup, "a")));
+    rt.shutdown_graceful();
+}

@@ -32,6 +32,11 @@ pub enum SupervisorError {
         /// The type that was given.
         given: &'static str,
     },
+    /// A blocking method of `Addr<Supervisor>` was called from inside a process handler,
+    /// where it would stall a worker. Call it from outside the runtime, or from async code
+    /// with `Addr::ask` and a [`SupervisorMsg`](crate::SupervisorMsg) constructor.
+    #[error("blocking supervisor call from inside a process handler; use `Addr::ask` with a `SupervisorMsg` request from async code, or call from outside the runtime")]
+    WouldBlockWorker,
     /// The supervisor has terminated (or is terminating) and did not answer.
     #[error("the supervisor is not available (terminated or stopping)")]
     Unavailable,

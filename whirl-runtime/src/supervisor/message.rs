@@ -13,8 +13,8 @@ use super::error::SupervisorError;
 use super::process::Supervisor;
 use super::spec::ChildSpec;
 
-/// A message to a [`Supervisor`]. Opaque: build requests with the constructors (for code
-/// inside a handler, which must not block) or use the blocking methods on `Addr<Supervisor>`.
+/// A message to a [`Supervisor`]. Opaque: use the blocking methods on `Addr<Supervisor>`, or
+/// build requests with the constructors for async code (`sup.ask(SupervisorMsg::count_children)`).
 pub struct SupervisorMsg(pub(super) Msg);
 
 pub(super) enum Msg {
@@ -150,11 +150,19 @@ impl Handles<SupervisorMsg> for Supervisor {
 fn flatten<T>(
     answer: Result<Result<T, SupervisorError>, CallError<SupervisorMsg>>,
 ) -> Result<T, SupervisorError> {
-    answer.unwrap_or_else(|_| Err(SupervisorError::Unavailable))
+    answer.unwrap_or_else(|e| Err(unavailable(e)))
+}
+
+fn unavailable(error: CallError<SupervisorMsg>) -> SupervisorError {
+    match error {
+        CallError::WouldBlockWorker(_) => SupervisorError::WouldBlockWorker,
+        _ => SupervisorError::Unavailable,
+    }
 }
 
 /// The dynamic API (OTP's `supervisor:start_child/2` and friends), as blocking calls for code
-/// outside the runtime. Inside a handler, post the [`SupervisorMsg`] constructors instead.
+/// outside the runtime (inside a handler they return [`SupervisorError::WouldBlockWorker`]).
+/// Async code uses [`Addr::ask`] with the [`SupervisorMsg`] constructors instead.
 impl Addr<Supervisor> {
     /// Adds and starts a static child. Refused (the spec comes back) if the id is taken.
     pub fn start_child(&self, spec: ChildSpec) -> Result<ProcessId, SupervisorError> {
@@ -185,13 +193,13 @@ impl Addr<Supervisor> {
     /// The children, in start order, with their state.
     pub fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
         self.call(SupervisorMsg::which_children)
-            .map_err(|_| SupervisorError::Unavailable)
+            .map_err(unavailable)
     }
 
     /// Child counts and the number of restarts performed.
     pub fn count_children(&self) -> Result<ChildCounts, SupervisorError> {
         self.call(SupervisorMsg::count_children)
-            .map_err(|_| SupervisorError::Unavailable)
+            .map_err(unavailable)
     }
 
     /// Asks for an ordered stop: the children in reverse start order (each within its

@@ -73,6 +73,8 @@ struct Entry {
     key: u64,
     spec: ChildSpec,
     running: Option<Box<dyn RunningChild>>,
+    /// The latest incarnation, running or not (to release its name, and only its name).
+    last_pid: Option<ProcessId>,
     restarts: u64,
     dynamic: bool,
 }
@@ -168,6 +170,7 @@ impl Supervisor {
             key: self.next_key,
             spec,
             running: None,
+            last_pid: None,
             restarts: 0,
             dynamic,
         });
@@ -189,6 +192,7 @@ impl Supervisor {
         let pid = child.id();
         let entry = &mut self.children[index];
         entry.running = Some(child);
+        entry.last_pid = Some(pid);
         let id = entry.spec.id.clone();
         if restarting {
             entry.restarts += 1;
@@ -477,7 +481,8 @@ impl Supervisor {
                     Some(i) => {
                         let entry = self.children.remove(i);
                         if let Some(name) = &entry.spec.name {
-                            ctx.cell().group.runtime.names.unregister(name, None);
+                            let names = &ctx.cell().group.runtime.names;
+                            names.unregister(name, entry.last_pid);
                         }
                         Ok(())
                     }
