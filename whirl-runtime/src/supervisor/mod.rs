@@ -68,7 +68,10 @@ mod event;
 mod intensity;
 mod message;
 mod process;
+mod requests;
+mod restart;
 mod spec;
+mod stop;
 
 pub use child::{ChildCounts, ChildInfo};
 pub use error::SupervisorError;

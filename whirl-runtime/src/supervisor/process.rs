@@ -1,12 +1,10 @@
-//! The supervisor process: starts its children, watches them, applies the strategy.
+//! The supervisor process: its state, how it starts a child, and its message loop.
 //!
-//! Stopping children is asynchronous (a supervisor must not block its worker waiting for a
-//! child that may need that very worker to terminate), so stopping is a *stop operation*: the
-//! children to stop, in reverse start order, one at a time — ask, then wait for its `Down`
-//! or its shutdown timer — and what to do when all are down (restart some, reply to a
-//! request, or terminate the supervisor). While one is in progress, requests and the `Down`s
-//! of children outside the operation are deferred and replayed afterwards, in order: the
-//! selective receive of OTP's supervisor, without blocking.
+//! A reader follows a failure through the files: `restart.rs` decides what a child's `Down`
+//! leads to (restart type, intensity, strategy); `stop.rs` stops children in reverse order
+//! without blocking the worker, then restarts them, answers, or ends the supervisor;
+//! `requests.rs` answers the dynamic API. [`Supervisor::dispatch`] defers requests while a stop
+//! operation runs and replays them after, in order.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,15 +12,13 @@ use std::sync::Arc;
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
 use crate::process::{Down, ExitReason, Failure, Process, ProcessId};
-use crate::reply::ReplyTo;
-use crate::timer::TimerHandle;
 
-use super::child::{ChildCounts, ChildInfo, RunningChild, StartCx};
-use super::error::SupervisorError;
+use super::child::{RunningChild, StartCx};
 use super::event::{emit, EventKind, EventSink, SupervisorEvent};
 use super::intensity::Intensity;
-use super::message::{ChildRef, Msg, Request, SupervisorMsg};
-use super::spec::{ChildKind, ChildSpec, ChildTemplate, Restart, Strategy, SupervisorSpec};
+use super::message::{ChildRef, Msg, SupervisorMsg};
+use super::spec::{ChildSpec, ChildTemplate, Restart, Strategy, SupervisorSpec};
+use super::stop::{StopOp, Then};
 
 /// A supervisor (OTP's `supervisor` behaviour): a system process that starts children from
 /// [`ChildSpec`]s, monitors them, and restarts them by its [`Strategy`], within its restart
@@ -48,71 +44,46 @@ use super::spec::{ChildKind, ChildSpec, ChildTemplate, Restart, Strategy, Superv
 /// assert!(children[0].pid.is_some());
 /// ```
 pub struct Supervisor {
-    name: Arc<str>,
-    strategy: Strategy,
-    intensity: Intensity,
-    clock: Arc<dyn Clock>,
-    events: Option<EventSink>,
-    template: Option<ChildTemplate>,
+    pub(super) name: Arc<str>,
+    pub(super) strategy: Strategy,
+    pub(super) intensity: Intensity,
+    pub(super) clock: Arc<dyn Clock>,
+    pub(super) events: Option<EventSink>,
+    pub(super) template: Option<ChildTemplate>,
     /// The spec's children, until `started` starts them; the spec's problem, if any.
-    initial: Vec<ChildSpec>,
-    problem: Option<String>,
-    children: Vec<Entry>,
-    next_key: u64,
-    op: Option<StopOp>,
-    deferred: VecDeque<Msg>,
-    epoch: u64,
-    restarts: u64,
+    pub(super) initial: Vec<ChildSpec>,
+    pub(super) problem: Option<String>,
+    pub(super) children: Vec<Entry>,
+    pub(super) next_key: u64,
+    pub(super) op: Option<StopOp>,
+    pub(super) deferred: VecDeque<Msg>,
+    pub(super) epoch: u64,
+    pub(super) restarts: u64,
     /// Set once the supervisor has decided to terminate: nothing more is started.
-    exiting: bool,
-    pid: Option<ProcessId>,
+    pub(super) exiting: bool,
+    pub(super) pid: Option<ProcessId>,
 }
 
 /// A child the supervisor knows, running or not.
-struct Entry {
-    key: u64,
-    spec: ChildSpec,
-    running: Option<Box<dyn RunningChild>>,
+pub(super) struct Entry {
+    pub(super) key: u64,
+    pub(super) spec: ChildSpec,
+    pub(super) running: Option<Box<dyn RunningChild>>,
     /// The latest incarnation, running or not (to release its name, and only its name).
-    last_pid: Option<ProcessId>,
-    restarts: u64,
-    dynamic: bool,
+    pub(super) last_pid: Option<ProcessId>,
+    pub(super) restarts: u64,
+    pub(super) dynamic: bool,
 }
 
 impl Entry {
-    fn pid(&self) -> Option<ProcessId> {
+    pub(super) fn pid(&self) -> Option<ProcessId> {
         self.running.as_ref().map(|c| c.id())
     }
 
     /// Removed, rather than kept stopped, once it terminates.
-    fn removed_when_stopped(&self) -> bool {
+    pub(super) fn removed_when_stopped(&self) -> bool {
         self.dynamic || self.spec.restart == Restart::Temporary
     }
-}
-
-/// Children being stopped one at a time, in reverse start order.
-struct StopOp {
-    /// Entry keys in start order; the next one to stop is the last.
-    queue: Vec<u64>,
-    waiting: Option<Waiting>,
-    then: Then,
-}
-
-struct Waiting {
-    key: u64,
-    pid: ProcessId,
-    epoch: u64,
-    timer: Option<TimerHandle>,
-}
-
-/// What a stop operation does once every child in it is down.
-enum Then {
-    /// Restart these children (entry keys, start order); temporary ones are removed.
-    Restart(Vec<u64>),
-    /// Answer `terminate_child`; a dynamic or temporary child is removed.
-    Reply(u64, ReplyTo<Result<(), SupervisorError>>),
-    /// Terminate the supervisor.
-    Exit(ExitReason),
 }
 
 impl Supervisor {
@@ -140,7 +111,7 @@ impl Supervisor {
         }
     }
 
-    fn emit(&self, kind: EventKind) {
+    pub(super) fn emit(&self, kind: EventKind) {
         let event = SupervisorEvent {
             supervisor: Arc::clone(&self.name),
             supervisor_pid: self.pid.unwrap_or(ProcessId(0)),
@@ -149,22 +120,22 @@ impl Supervisor {
         emit(self.events.as_ref(), event);
     }
 
-    fn index_of_key(&self, key: u64) -> Option<usize> {
+    pub(super) fn index_of_key(&self, key: u64) -> Option<usize> {
         self.children.iter().position(|e| e.key == key)
     }
 
-    fn index_of_pid(&self, pid: ProcessId) -> Option<usize> {
+    pub(super) fn index_of_pid(&self, pid: ProcessId) -> Option<usize> {
         self.children.iter().position(|e| e.pid() == Some(pid))
     }
 
-    fn index_of(&self, child: &ChildRef) -> Option<usize> {
+    pub(super) fn index_of(&self, child: &ChildRef) -> Option<usize> {
         match child {
             ChildRef::Id(id) => self.children.iter().position(|e| &e.spec.id == id),
             ChildRef::Pid(pid) => self.index_of_pid(*pid),
         }
     }
 
-    fn add(&mut self, spec: ChildSpec, dynamic: bool) -> usize {
+    pub(super) fn add(&mut self, spec: ChildSpec, dynamic: bool) -> usize {
         self.next_key += 1;
         self.children.push(Entry {
             key: self.next_key,
@@ -178,7 +149,7 @@ impl Supervisor {
     }
 
     /// Starts a new incarnation of child `index`.
-    fn start(&mut self, index: usize, restarting: bool, ctx: &Ctx<Self>) -> ProcessId {
+    pub(super) fn start(&mut self, index: usize, restarting: bool, ctx: &Ctx<Self>) -> ProcessId {
         let spec = &self.children[index].spec;
         let start = Arc::clone(&spec.start);
         let mut cx = StartCx {
@@ -204,7 +175,7 @@ impl Supervisor {
         pid
     }
 
-    fn dispatch(&mut self, msg: Msg, ctx: &mut Ctx<Self>) {
+    pub(super) fn dispatch(&mut self, msg: Msg, ctx: &mut Ctx<Self>) {
         match msg {
             Msg::Down(down) => self.on_down(down, ctx),
             Msg::StopTimeout(epoch) => self.on_stop_timeout(epoch, ctx),
@@ -220,301 +191,13 @@ impl Supervisor {
     }
 
     /// Replays deferred messages until one starts another stop operation.
-    fn replay(&mut self, ctx: &mut Ctx<Self>) {
+    pub(super) fn replay(&mut self, ctx: &mut Ctx<Self>) {
         while self.op.is_none() && !self.exiting {
             let Some(msg) = self.deferred.pop_front() else {
                 return;
             };
             self.dispatch(msg, ctx);
         }
-    }
-
-    fn on_down(&mut self, down: Down, ctx: &mut Ctx<Self>) {
-        let Some(index) = self.index_of_pid(down.id) else {
-            return; // an incarnation the supervisor already let go of
-        };
-        let key = self.children[index].key;
-        if let Some(op) = &mut self.op {
-            let waited_for = op.waiting.as_ref().is_some_and(|w| w.pid == down.id);
-            if !waited_for && !op.queue.contains(&key) {
-                // Not part of the stop in progress: handled after it, in order.
-                self.deferred.push_back(Msg::Down(down));
-                return;
-            }
-            if waited_for {
-                if let Some(timer) = op.waiting.take().and_then(|w| w.timer) {
-                    timer.cancel();
-                }
-            }
-            self.exited(index, down);
-            self.advance(ctx);
-            return;
-        }
-        let restart = match self.children[index].spec.restart {
-            Restart::Permanent => true,
-            Restart::Transient => down.reason.is_failure(),
-            Restart::Temporary => false,
-        };
-        self.exited(index, down);
-        // During a runtime shutdown every process is being terminated: restart nothing.
-        if !restart || self.exiting || ctx.cell().group.runtime.is_closing() {
-            if self.children[index].removed_when_stopped() {
-                self.children.remove(index);
-            }
-            return;
-        }
-        if !self.intensity.record(self.clock.now()) {
-            let (max_restarts, period) = (self.intensity.max_restarts, self.intensity.period);
-            self.emit(EventKind::IntensityExceeded {
-                max_restarts,
-                period,
-            });
-            let failure = Failure::new(format!(
-                "supervisor `{}` reached its maximum restart intensity ({max_restarts} in \
-                 {period:?})",
-                self.name
-            ));
-            let all = self.children.iter().map(|e| e.key).collect();
-            self.stop(all, Then::Exit(ExitReason::Failed(failure)), ctx);
-            return;
-        }
-        self.restarts += 1;
-        let affected: Vec<u64> = match self.strategy {
-            Strategy::OneForOne | Strategy::SimpleOneForOne => {
-                self.start(index, true, ctx);
-                return;
-            }
-            Strategy::OneForAll => self.children.iter().map(|e| e.key).collect(),
-            Strategy::RestForOne => self.children[index..].iter().map(|e| e.key).collect(),
-        };
-        // Restart the failed child and the affected ones that were running; a stopped sibling
-        // (terminated on request, or a transient one that finished) stays stopped.
-        let restart: Vec<u64> = affected
-            .iter()
-            .copied()
-            .filter(|&k| {
-                k == key
-                    || self
-                        .index_of_key(k)
-                        .is_some_and(|i| self.children[i].running.is_some())
-            })
-            .collect();
-        self.stop(affected, Then::Restart(restart), ctx);
-    }
-
-    /// Records that child `index`'s running incarnation terminated.
-    fn exited(&mut self, index: usize, down: Down) {
-        let entry = &mut self.children[index];
-        entry.running = None;
-        let id = entry.spec.id.clone();
-        self.emit(EventKind::ChildExited {
-            id,
-            pid: down.id,
-            reason: down.reason,
-        });
-    }
-
-    fn on_stop_timeout(&mut self, epoch: u64, ctx: &mut Ctx<Self>) {
-        let Some(op) = &mut self.op else { return };
-        let Some(waiting) = op.waiting.take_if(|w| w.epoch == epoch) else {
-            return;
-        };
-        if let Some(index) = self.index_of_key(waiting.key) {
-            // Let it go: its exit request stays, but its `Down` will match nothing.
-            self.children[index].running = None;
-            let id = self.children[index].spec.id.clone();
-            self.emit(EventKind::ShutdownTimedOut {
-                id,
-                pid: waiting.pid,
-            });
-        }
-        self.advance(ctx);
-    }
-
-    /// Starts a stop operation over `keys` (start order).
-    fn stop(&mut self, keys: Vec<u64>, then: Then, ctx: &mut Ctx<Self>) {
-        if matches!(then, Then::Exit(_)) {
-            self.exiting = true;
-        }
-        self.op = Some(StopOp {
-            queue: keys,
-            waiting: None,
-            then,
-        });
-        self.advance(ctx);
-    }
-
-    /// Asks the next running child of the operation to stop, or finishes the operation.
-    fn advance(&mut self, ctx: &mut Ctx<Self>) {
-        loop {
-            let Some(op) = &mut self.op else { return };
-            if op.waiting.is_some() {
-                return;
-            }
-            let Some(key) = op.queue.pop() else {
-                let done = self.op.take().map(|op| op.then);
-                if let Some(then) = done {
-                    self.finish(then, ctx);
-                }
-                return;
-            };
-            let Some(index) = self.index_of_key(key) else {
-                continue;
-            };
-            let entry = &self.children[index];
-            let Some(child) = &entry.running else {
-                continue;
-            };
-            let pid = child.id();
-            child.shutdown();
-            self.epoch += 1;
-            let epoch = self.epoch;
-            let timer = match entry.spec.shutdown {
-                super::Shutdown::Timeout(limit) => {
-                    Some(ctx.post_after(limit, SupervisorMsg(Msg::StopTimeout(epoch))))
-                }
-                super::Shutdown::Infinity => None,
-            };
-            if let Some(op) = &mut self.op {
-                op.waiting = Some(Waiting {
-                    key,
-                    pid,
-                    epoch,
-                    timer,
-                });
-            }
-        }
-    }
-
-    fn finish(&mut self, then: Then, ctx: &mut Ctx<Self>) {
-        match then {
-            Then::Exit(ExitReason::Normal) => ctx.complete(),
-            Then::Exit(ExitReason::Failed(failure)) => ctx.fail(failure.reason().to_owned()),
-            Then::Reply(key, reply) => {
-                if let Some(index) = self.index_of_key(key) {
-                    if self.children[index].removed_when_stopped() {
-                        self.children.remove(index);
-                    }
-                }
-                let _ = reply.send(Ok(()));
-            }
-            Then::Restart(keys) => {
-                self.children
-                    .retain(|e| e.running.is_some() || e.spec.restart != Restart::Temporary);
-                for key in keys {
-                    if let Some(index) = self.index_of_key(key) {
-                        self.start(index, true, ctx);
-                    }
-                }
-            }
-        }
-        self.replay(ctx);
-    }
-
-    fn on_request(&mut self, request: Request, ctx: &mut Ctx<Self>) {
-        let dynamic = self.strategy == Strategy::SimpleOneForOne;
-        let wrong = |operation| SupervisorError::WrongStrategy {
-            operation,
-            strategy: self.strategy,
-        };
-        match request {
-            Request::Which(reply) => {
-                let _ = reply.send(self.children.iter().map(info).collect());
-            }
-            Request::Count(reply) => {
-                let _ = reply.send(self.counts());
-            }
-            Request::Start(spec, reply) => {
-                let answer = if dynamic {
-                    Err(wrong("start_child"))
-                } else if self.children.iter().any(|e| e.spec.id == spec.id) {
-                    Err(SupervisorError::AlreadyPresent(spec))
-                } else {
-                    let index = self.add(spec, false);
-                    Ok(self.start(index, false, ctx))
-                };
-                let _ = reply.send(answer);
-            }
-            Request::StartDynamic(arg, given, reply) => {
-                let answer = match &self.template {
-                    None => Err(wrong("start_dynamic")),
-                    Some(template) => match (template.make)(arg) {
-                        Err(_) => Err(SupervisorError::WrongArgument {
-                            expected: template.argument,
-                            given,
-                        }),
-                        Ok(spec) => {
-                            let index = self.add(spec, true);
-                            Ok(self.start(index, false, ctx))
-                        }
-                    },
-                };
-                let _ = reply.send(answer);
-            }
-            Request::Terminate(child, reply) => match self.index_of(&child) {
-                None => {
-                    let _ = reply.send(Err(SupervisorError::NotFound(child)));
-                }
-                Some(index) => {
-                    let key = self.children[index].key;
-                    self.stop(vec![key], Then::Reply(key, reply), ctx);
-                }
-            },
-            Request::Restart(id, reply) => {
-                let answer = match self.index_of(&ChildRef::Id(id.clone())) {
-                    _ if dynamic => Err(wrong("restart_child")),
-                    None => Err(SupervisorError::NotFound(ChildRef::Id(id))),
-                    Some(i) if self.children[i].running.is_some() => {
-                        Err(SupervisorError::Running(id))
-                    }
-                    Some(i) => Ok(self.start(i, false, ctx)),
-                };
-                let _ = reply.send(answer);
-            }
-            Request::Delete(id, reply) => {
-                let answer = match self.index_of(&ChildRef::Id(id.clone())) {
-                    _ if dynamic => Err(wrong("delete_child")),
-                    None => Err(SupervisorError::NotFound(ChildRef::Id(id))),
-                    Some(i) if self.children[i].running.is_some() => {
-                        Err(SupervisorError::Running(id))
-                    }
-                    Some(i) => {
-                        let entry = self.children.remove(i);
-                        if let Some(name) = &entry.spec.name {
-                            let names = &ctx.cell().group.runtime.names;
-                            names.unregister(name, entry.last_pid);
-                        }
-                        Ok(())
-                    }
-                };
-                let _ = reply.send(answer);
-            }
-        }
-    }
-
-    fn counts(&self) -> ChildCounts {
-        let supervisors = self
-            .children
-            .iter()
-            .filter(|e| e.spec.kind == ChildKind::Supervisor)
-            .count();
-        ChildCounts {
-            specs: self.children.len(),
-            active: self.children.iter().filter(|e| e.running.is_some()).count(),
-            supervisors,
-            workers: self.children.len() - supervisors,
-            restarts: self.restarts,
-        }
-    }
-}
-
-fn info(entry: &Entry) -> ChildInfo {
-    ChildInfo {
-        id: entry.spec.id.clone(),
-        pid: entry.pid(),
-        kind: entry.spec.kind,
-        restart: entry.spec.restart,
-        restarts: entry.restarts,
     }
 }
 

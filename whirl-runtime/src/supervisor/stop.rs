@@ -1,0 +1,144 @@
+//! Stop operations: children stopped one at a time, in reverse start order, each within its
+//! shutdown policy, and what happens when they are all down.
+//!
+//! Stopping is asynchronous (a supervisor must not block its worker waiting for a child that
+//! may need that very worker to terminate): ask the next child to stop, then wait for its
+//! `Down` or its shutdown timer, as messages. While an operation is in progress, requests and
+//! the `Down`s of children outside it are deferred and replayed afterwards, in order (see
+//! `Supervisor::dispatch`): the selective receive of OTP's supervisor, without blocking.
+
+use crate::ctx::Ctx;
+use crate::process::{ExitReason, ProcessId};
+use crate::reply::ReplyTo;
+use crate::timer::TimerHandle;
+
+use super::error::SupervisorError;
+use super::event::EventKind;
+use super::message::{Msg, SupervisorMsg};
+use super::process::Supervisor;
+use super::spec::{Restart, Shutdown};
+
+/// Children being stopped one at a time, in reverse start order.
+pub(super) struct StopOp {
+    /// Entry keys in start order; the next one to stop is the last.
+    pub(super) queue: Vec<u64>,
+    pub(super) waiting: Option<Waiting>,
+    then: Then,
+}
+
+pub(super) struct Waiting {
+    key: u64,
+    pub(super) pid: ProcessId,
+    epoch: u64,
+    pub(super) timer: Option<TimerHandle>,
+}
+
+/// What a stop operation does once every child in it is down.
+pub(super) enum Then {
+    /// Restart these children (entry keys, start order); temporary ones are removed.
+    Restart(Vec<u64>),
+    /// Answer `terminate_child`; a dynamic or temporary child is removed.
+    Reply(u64, ReplyTo<Result<(), SupervisorError>>),
+    /// Terminate the supervisor.
+    Exit(ExitReason),
+}
+
+impl Supervisor {
+    /// The shutdown timer of the child being stopped expired: report it and move on.
+    pub(super) fn on_stop_timeout(&mut self, epoch: u64, ctx: &mut Ctx<Self>) {
+        let Some(op) = &mut self.op else { return };
+        let Some(waiting) = op.waiting.take_if(|w| w.epoch == epoch) else {
+            return;
+        };
+        if let Some(index) = self.index_of_key(waiting.key) {
+            // Let it go: its exit request stays, but its `Down` will match nothing.
+            self.children[index].running = None;
+            let id = self.children[index].spec.id.clone();
+            self.emit(EventKind::ShutdownTimedOut {
+                id,
+                pid: waiting.pid,
+            });
+        }
+        self.advance(ctx);
+    }
+
+    /// Starts a stop operation over `keys` (start order).
+    pub(super) fn stop(&mut self, keys: Vec<u64>, then: Then, ctx: &mut Ctx<Self>) {
+        if matches!(then, Then::Exit(_)) {
+            self.exiting = true;
+        }
+        self.op = Some(StopOp {
+            queue: keys,
+            waiting: None,
+            then,
+        });
+        self.advance(ctx);
+    }
+
+    /// Asks the next running child of the operation to stop, or finishes the operation.
+    pub(super) fn advance(&mut self, ctx: &mut Ctx<Self>) {
+        loop {
+            let Some(op) = &mut self.op else { return };
+            if op.waiting.is_some() {
+                return;
+            }
+            let Some(key) = op.queue.pop() else {
+                let done = self.op.take().map(|op| op.then);
+                if let Some(then) = done {
+                    self.finish(then, ctx);
+                }
+                return;
+            };
+            let Some(index) = self.index_of_key(key) else {
+                continue;
+            };
+            let entry = &self.children[index];
+            let Some(child) = &entry.running else {
+                continue;
+            };
+            let pid = child.id();
+            child.shutdown();
+            self.epoch += 1;
+            let epoch = self.epoch;
+            let timer = match entry.spec.shutdown {
+                Shutdown::Timeout(limit) => {
+                    Some(ctx.post_after(limit, SupervisorMsg(Msg::StopTimeout(epoch))))
+                }
+                Shutdown::Infinity => None,
+            };
+            if let Some(op) = &mut self.op {
+                op.waiting = Some(Waiting {
+                    key,
+                    pid,
+                    epoch,
+                    timer,
+                });
+            }
+        }
+    }
+
+    pub(super) fn finish(&mut self, then: Then, ctx: &mut Ctx<Self>) {
+        match then {
+            Then::Exit(ExitReason::Normal) => ctx.complete(),
+            Then::Exit(ExitReason::Failed(failure)) => ctx.fail(failure.reason().to_owned()),
+            Then::Reply(key, reply) => {
+                if let Some(index) = self.index_of_key(key) {
+                    if self.children[index].removed_when_stopped() {
+                        self.children.remove(index);
+                    }
+                }
+                let _ = reply.send(Ok(()));
+            }
+            Then::Restart(keys) => {
+                self.children
+                    .retain(|e| e.running.is_some() || e.spec.restart != Restart::Temporary);
+                for key in keys {
+                    if let Some(index) = self.index_of_key(key) {
+                        self.start(index, true, ctx);
+                    }
+                }
+            }
+        }
+        self.replay(ctx);
+    }
+}
