@@ -125,3 +125,38 @@ fn a_runtime_shutdown_stops_the_tree_and_restarts_nothing() {
         .count();
     assert_eq!(stopped, 2);
 }
+
+#[test]
+fn a_supervisor_ended_by_exit_still_stops_every_child() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let spec = log
+        .spec("sup")
+        .child(log.worker("a"))
+        .child(log.worker("b"));
+    let sup = start(&rt, spec);
+    log.rest();
+
+    // `Addr::exit` skips the ordered path: the `terminated` hook asks every child to stop,
+    // without waiting for them.
+    sup.exit(ExitReason::Normal);
+    assert_eq!(log.sup_terminated("sup"), ExitReason::Normal);
+    log.child_stopped("a");
+    log.child_stopped("b");
+    rt.block_until_idle();
+    assert_eq!(rt.live_processes(), 0);
+}
+
+#[test]
+fn children_run_in_the_group_their_spec_names() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let io = rt.group("io").threads(1).build();
+    let spec = log.spec("sup").child(log.worker("a").in_group(&io));
+    let _sup = start(&rt, spec);
+    let a = child(&rt, "a");
+    let group = a.call(|r| Do::Group(r)).unwrap();
+    assert_eq!(group, "io");
+    let _ = log.rest();
+    rt.shutdown_graceful();
+}

@@ -195,6 +195,8 @@ pub enum Do {
     Note(u64),
     /// Answer `n + 1`.
     Echo(u64, ReplyTo<u64>),
+    /// Answer with the name of the group it runs in.
+    Group(ReplyTo<String>),
     /// Block the worker until the gate opens.
     Block(Gate),
 }
@@ -238,6 +240,9 @@ impl Process for Child {
                 let _ = reply.send(ctx.id());
             }
             Do::Note(_) => {}
+            Do::Group(reply) => {
+                let _ = reply.send(ctx.group().name().to_owned());
+            }
             Do::Echo(n, reply) => {
                 let _ = reply.send(n + 1);
             }
