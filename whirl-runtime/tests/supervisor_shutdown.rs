@@ -155,7 +155,7 @@ fn children_run_in_the_group_their_spec_names() {
     let spec = log.spec("sup").child(log.worker("a").in_group(&io));
     let _sup = start(&rt, spec);
     let a = child(&rt, "a");
-    let group = a.call(|r| Do::Group(r)).unwrap();
+    let group = a.call(Do::Group).unwrap();
     assert_eq!(group, "io");
     let _ = log.rest();
     rt.shutdown_graceful();
