@@ -53,9 +53,9 @@ pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
 pub use isolated::{Isolated, Message, SharesState};
 pub use names::NameError;
 pub use predicate::{
-    And, ClassResponseTime, Completion, ControllerParams, CostBudget, Estimate, MessagePredicate,
-    Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength, ResponseTime, TokenBucket,
-    UtilityPerCost,
+    And, ClassResponseTime, CoarseClock, Completion, ControllerParams, CostBudget, Estimate,
+    MessagePredicate, Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength,
+    ResponseTime, TokenBucket, UtilityPerCost,
 };
 pub use principal::Principal;
 pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};

@@ -8,8 +8,9 @@ use parking_lot::Mutex;
 
 use super::feedback::{ControllerParams, Window};
 use super::token_bucket::Bucket;
+use super::CoarseClock;
 use super::{nanos_since, Completion, MessagePredicate, Offer};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 
 struct Class {
     bucket: Bucket,
@@ -52,17 +53,22 @@ struct Class {
 /// assert_eq!(ctl.rate(0), 500.0);
 /// assert_eq!(ctl.rate(1), 5000.0);
 /// ```
-pub struct ClassResponseTime<C: Clock = SystemClock> {
+pub struct ClassResponseTime<C: Clock = CoarseClock> {
     clock: C,
     origin: Instant,
     params: ControllerParams,
     classes: Box<[Class]>,
 }
 
-impl ClassResponseTime<SystemClock> {
-    /// `classes` classes (at least 1) sharing figure 50's parameters and `target`.
+impl ClassResponseTime<CoarseClock> {
+    /// `classes` classes (at least 1) sharing figure 50's parameters and `target`, on the
+    /// shared [`CoarseClock`].
     pub fn new(classes: u16, target: Duration) -> Self {
-        ClassResponseTime::with_clock(classes, ControllerParams::seda(target), SystemClock)
+        ClassResponseTime::with_clock(
+            classes,
+            ControllerParams::seda(target),
+            CoarseClock::shared(),
+        )
     }
 }
 

@@ -34,6 +34,7 @@ use crate::principal::Principal;
 use crate::process::ProcessId;
 
 mod class_response_time;
+mod coarse_clock;
 mod combinators;
 mod cost_budget;
 mod feedback;
@@ -45,6 +46,7 @@ mod utility;
 
 pub use crate::principal::Estimate;
 pub use class_response_time::ClassResponseTime;
+pub use coarse_clock::CoarseClock;
 pub use combinators::{And, Not, Or, PredicateExt};
 pub use cost_budget::CostBudget;
 pub use feedback::ControllerParams;

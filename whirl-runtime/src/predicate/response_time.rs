@@ -6,8 +6,9 @@ use parking_lot::Mutex;
 
 use super::feedback::{ControllerParams, Window};
 use super::token_bucket::Bucket;
+use super::CoarseClock;
 use super::{nanos_since, Completion, MessagePredicate, Offer};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 
 /// Keeps the group's 90th-percentile response time (enqueue to completion) near a target by
 /// adjusting the rate of a token bucket: SEDA's overload controller.
@@ -18,7 +19,8 @@ use crate::clock::{Clock, SystemClock};
 /// is divided by `adj_d`; well under (`err < err_i`) it grows by `adj_i * -(err - c_i)`;
 /// bounded by `rate_min` and `rate_max`. Defaults: [`ControllerParams::seda`] (figure 50).
 ///
-/// `admit` is a token-bucket take (a clock read and a compare-and-swap). The samples are
+/// `admit` is a token-bucket take (a clock read, by default of the shared [`CoarseClock`],
+/// and a compare-and-swap). The samples are
 /// kept under a short lock taken only by `observe`, on the worker that finished the message,
 /// never by senders.
 ///
@@ -35,7 +37,7 @@ use crate::clock::{Clock, SystemClock};
 /// }
 /// assert!((rt.rate() - 5000.0 / 1.2).abs() < 1e-6);
 /// ```
-pub struct ResponseTime<C: Clock = SystemClock> {
+pub struct ResponseTime<C: Clock = CoarseClock> {
     clock: C,
     origin: Instant,
     params: ControllerParams,
@@ -43,10 +45,11 @@ pub struct ResponseTime<C: Clock = SystemClock> {
     window: Mutex<Window>,
 }
 
-impl ResponseTime<SystemClock> {
-    /// A controller with figure 50's parameters and the given 90th-percentile target.
+impl ResponseTime<CoarseClock> {
+    /// A controller with figure 50's parameters and the given 90th-percentile target, on the
+    /// shared [`CoarseClock`].
     pub fn new(target: Duration) -> Self {
-        ResponseTime::with_clock(ControllerParams::seda(target), SystemClock)
+        ResponseTime::with_clock(ControllerParams::seda(target), CoarseClock::shared())
     }
 }
 
