@@ -5,26 +5,7 @@
 //! so the sender can degrade (serve a cheaper variant, answer 503) instead of piling work on
 //! an overloaded group. A predicate must be cheap and must never block.
 //!
-//! The library, one file each:
-//!
-//! | predicate | rejects when |
-//! |---|---|
-//! | [`QueueLength`] | the group has `max` messages waiting |
-//! | [`CostBudget`] | the estimated cost of admitted, un-handled messages would exceed a budget, optionally adjusted by a response-time feedback loop |
-//! | [`UtilityPerCost`] | the group fills up, starting with the lowest utility per unit of cost |
-//! | [`TokenBucket`] | more than `rate` messages per second arrive on average (bursts up to `depth`) |
-//! | [`PriorityThresholds`] | the queue passes the threshold of the principal's priority (higher priorities are admitted longer) |
-//! | [`ResponseTime`] | SEDA's 90th-percentile response-time controller says so (AIMD on a token bucket's rate) |
-//! | [`ClassResponseTime`] | its per-class variant: one bucket per principal class, lower classes cut first |
-//!
-//! plus closures (`Fn(&Offer) -> bool`) and the [`PredicateExt`] combinators `and`, `or` and
-//! `not`.
-//!
-//! # Feedback
-//!
-//! Feedback-driven predicates learn from [`MessagePredicate::observe`], which the runtime calls
-//! once for every message the group queued, when it leaves the system (handled or
-//! dead-lettered), with the time from enqueue to completion. Tests feed it directly.
+//! The library, one predicate per file, is listed on [`MessagePredicate`].
 
 use std::time::Duration;
 
@@ -236,11 +217,36 @@ impl<'a> Completion<'a> {
 ///
 /// * [`observe`](MessagePredicate::observe) is how feedback reaches a predicate;
 /// * [`overruled`](MessagePredicate::overruled) keeps reservations (tokens, budgets) right
-///   when a combinator decides differently from this predicate.
+///  when a combinator decides differently from this predicate.
 ///
 /// A predicate runs in the sender's thread: it must not block (atomics, or at most a short
 /// uncontended lock) and must be cheap. Rejecting never loses the message: `post` gives it
 /// back to the sender.
+///
+/// # The library
+///
+/// | predicate | rejects when |
+/// |---|---|
+/// | [`QueueLength`] | the group has `max` messages waiting |
+/// | [`CostBudget`] | the cost of admitted, un-handled messages would pass a budget (fixed, or adjusted by a response-time feedback loop) |
+/// | [`UtilityPerCost`] | the group fills, lowest utility per unit of cost first |
+/// | [`TokenBucket`] | more than `rate` messages per second arrive (bursts up to `depth`) |
+/// | [`PriorityThresholds`] | the queue passes the threshold of the principal's priority |
+/// | [`ResponseTime`] | SEDA's 90th-percentile response-time controller (AIMD on a token-bucket rate) cuts the rate |
+/// | [`ClassResponseTime`] | its class-based variant: a bucket per class, lower classes cut first |
+///
+/// Plus closures (`Fn(&Offer) -> bool`), `Arc<P>` (keep a handle to read or feed a shared
+/// predicate), and the [`PredicateExt`] combinators `and`, `or` and `not`. Time-dependent
+/// predicates take a [`Clock`](crate::Clock): [`CoarseClock`] by default,
+/// [`ManualClock`](crate::ManualClock) in tests.
+///
+/// # Feedback
+///
+/// Feedback-driven predicates learn from [`MessagePredicate::observe`], through which the
+/// runtime reports every message the group queued when it leaves the system (handled or
+/// dead-lettered), with the time from enqueue to completion. Tests feed it directly.
+///
+/// # Writing one
 ///
 /// ```
 /// use whirl_runtime::{MessagePredicate, Offer};
@@ -249,9 +255,9 @@ impl<'a> Completion<'a> {
 /// struct Cheap;
 ///
 /// impl MessagePredicate for Cheap {
-///     fn admit(&self, offer: &Offer<'_>) -> bool {
-///         offer.cost() <= 100
-///     }
+///    fn admit(&self, offer: &Offer<'_>) -> bool {
+///        offer.cost() <= 100
+///    }
 /// }
 /// # let _ = Cheap;
 /// ```
@@ -270,6 +276,9 @@ pub trait MessagePredicate: Send + Sync + 'static {
     /// input of the feedback loops ([`ResponseTime`], [`ClassResponseTime`], adaptive
     /// [`CostBudget`]). It may take a short lock, but should stay cheap: it runs once per
     /// message. Default: nothing.
+    ///
+    /// Pending (issue 4): the runtime does not make this call yet; until it does, feedback
+    /// predicates only learn from what the application feeds them.
     fn observe(&self, done: &Completion<'_>) {
         let _ = done;
     }
