@@ -184,6 +184,25 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_senders_never_exceed_the_budget() {
+        let b = CostBudget::new(1000);
+        let admitted = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..1000 {
+                        if b.admit(&offer(None, 1, 0)) {
+                            admitted.fetch_add(1, Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(admitted.load(Relaxed), 1000);
+        assert_eq!(b.outstanding(), 1000);
+    }
+
+    #[test]
     fn overruled_keeps_the_reservation_in_line() {
         let b = CostBudget::new(10);
         let o = offer(None, 4, 0);

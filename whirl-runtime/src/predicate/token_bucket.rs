@@ -275,6 +275,22 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_senders_never_take_more_than_the_bucket_holds() {
+        let clock = ManualClock::new();
+        let b = TokenBucket::with_clock(1000.0, 500, clock.clone());
+        let taken = std::sync::atomic::AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    let n = admitted(&b, 1000);
+                    taken.fetch_add(n, Relaxed);
+                });
+            }
+        });
+        assert_eq!(taken.load(Relaxed), 500);
+    }
+
+    #[test]
     fn a_rate_cut_does_not_refill_the_bucket() {
         let clock = ManualClock::new();
         let b = TokenBucket::with_clock(1000.0, 5, clock.clone());
