@@ -224,3 +224,24 @@ fn escalation_through_two_levels_ends_in_a_reported_root_failure() {
         rt.shutdown_graceful()
     });
 }
+
+#[test]
+fn a_factory_that_panics_fails_the_supervisor_and_stops_its_children() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let spec = log
+        .spec("sup")
+        .child(log.worker("good"))
+        .child(ChildSpec::worker("bad", || -> Child {
+            panic!("cannot build [expected]")
+        }));
+    rt.spawn(Supervisor::new(spec));
+    let reason = log.sup_terminated("sup");
+    assert_eq!(
+        failure(&reason).kind(),
+        &whirl_runtime::FailureKind::Panic,
+        "{reason}"
+    );
+    rt.block_until_idle();
+    assert_eq!(rt.live_processes(), 0, "`good` was stopped too");
+}

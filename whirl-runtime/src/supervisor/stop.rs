@@ -132,6 +132,12 @@ impl Supervisor {
             Then::Restart(keys) => {
                 self.children
                     .retain(|e| e.running.is_some() || e.spec.restart != Restart::Temporary);
+                // A runtime shutdown that began during the stop: restart nothing.
+                let keys = if ctx.cell().group.runtime.is_closing() {
+                    Vec::new()
+                } else {
+                    keys
+                };
                 for key in keys {
                     if let Some(index) = self.index_of_key(key) {
                         self.start(index, true, ctx);
