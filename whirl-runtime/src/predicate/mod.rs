@@ -217,7 +217,7 @@ impl<'a> Completion<'a> {
 ///
 /// * [`observe`](MessagePredicate::observe) is how feedback reaches a predicate;
 /// * [`overruled`](MessagePredicate::overruled) keeps reservations (tokens, budgets) right
-///  when a combinator decides differently from this predicate.
+///   when a combinator decides differently from this predicate.
 ///
 /// A predicate runs in the sender's thread: it must not block (atomics, or at most a short
 /// uncontended lock) and must be cheap. Rejecting never loses the message: `post` gives it
