@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{within_guard, Gate};
 use supervisor_support::{child, runtime, start, Child, Do, Log, Seen};
-use whirl_runtime::{ChildSpec, EventKind, ExitReason, Shutdown, SupervisorSpec};
+use whirl_runtime::{ChildSpec, EventKind, ExitReason, Shutdown, SupervisorMsg, SupervisorSpec};
 
 #[test]
 fn children_stop_in_reverse_start_order() {
@@ -159,4 +159,62 @@ fn children_run_in_the_group_their_spec_names() {
     assert_eq!(group, "io");
     let _ = log.rest();
     rt.shutdown_graceful();
+}
+
+#[test]
+fn requests_wait_for_a_stop_in_progress_and_are_answered_in_order() {
+    let rt = runtime();
+    let mut log = Log::new();
+    let spec = log
+        .spec("sup")
+        .child(log.worker("a"))
+        .child(log.worker("slow").shutdown(Shutdown::Infinity));
+    let sup = start(&rt, spec);
+    let gate = Gate::new();
+    child(&rt, "slow").post(Do::Block(gate.clone())).unwrap();
+    log.wait("slow blocked", |s| {
+        matches!(s, Seen::Blocked { name: "slow" })
+    });
+
+    // Both requests are queued now; the second must not be answered before the first is done.
+    let stopped = sup.ask(|r| SupervisorMsg::terminate_child("slow", r));
+    let listed = sup.ask(SupervisorMsg::which_children);
+    gate.open();
+    let executor = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    executor.block_on(stopped).unwrap().unwrap();
+    let children = executor.block_on(listed).unwrap();
+    let slow = children.iter().find(|c| c.id == "slow").unwrap();
+    assert_eq!(slow.pid, None, "answered after the stop finished");
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn one_worker_thread_is_enough_to_restart_and_stop_a_tree() {
+    // A supervisor that blocked its worker while waiting for a child to stop would deadlock
+    // here: the child needs that same (only) worker to terminate.
+    let rt = whirl_runtime::Runtime::builder().threads(1).build();
+    let mut log = Log::new();
+    let tx = log.sender();
+    let inner = ChildSpec::supervisor("inner", move || {
+        let tx = tx.clone();
+        SupervisorSpec::new("inner").child(ChildSpec::worker("x", move || Child::new("x", &tx)))
+    });
+    let spec = log
+        .spec("sup")
+        .strategy(whirl_runtime::Strategy::OneForAll)
+        .child(log.worker("a"))
+        .child(inner)
+        .child(log.worker("b"));
+    let sup = start(&rt, spec);
+    child(&rt, "b").post(Do::Fail("boom")).unwrap();
+    log.restarted("sup", "b");
+    rt.block_until_idle();
+    assert_eq!(sup.count_children().unwrap().active, 3);
+    log.rest();
+    sup.shutdown().unwrap();
+    assert_eq!(log.sup_terminated("sup"), ExitReason::Normal);
+    assert_eq!(log.stop_order(), ["b", "x", "a"]);
+    within_guard("runtime shutdown", move || rt.shutdown_graceful());
 }
