@@ -12,7 +12,9 @@
 //! * **Restart intensity**: at most `max_restarts` within `period` (default 1 in 5 s, as in
 //!   OTP), measured on an injectable [`Clock`](crate::Clock). One restart more and the
 //!   supervisor stops all its children (reverse order) and fails, so its own supervisor takes
-//!   over: escalation.
+//!   over: escalation. One failure is one restart against the intensity, however many
+//!   children the strategy restarts for it. (Shutdown timeouts run on the runtime's timers,
+//!   in real time; only the intensity period uses the spec's clock.)
 //! * **Order**: children start in spec order and stop in reverse order; one-for-all and
 //!   rest-for-one stop the affected children in reverse order, then restart them in order.
 //! * **Trees**: [`ChildSpec::supervisor`] nests supervisors; stopping one stops its subtree in
