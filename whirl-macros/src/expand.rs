@@ -394,6 +394,9 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
 
     let conversions = handlers.iter().filter_map(|h| {
         let (name, message) = (h.ident, h.message()?);
+        // Spanned like the `Message` check on the same type, so a type that is not a message
+        // is reported once, not again for this call.
+        let cost = quote_spanned!(message.span()=> <#message as ::whirl::__private::Message>::cost(msg));
         Some(quote! {
             #[automatically_derived]
             impl #impl_generics ::whirl::__private::Handles<#message> for #self_ty #where_clause {
@@ -404,7 +407,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
 
                 #[inline]
                 fn cost(msg: &#message) -> ::core::primitive::u64 {
-                    <#message as ::whirl::__private::Message>::cost(msg)
+                    #cost
                 }
             }
             #[automatically_derived]

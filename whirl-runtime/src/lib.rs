@@ -54,16 +54,16 @@ pub use isolated::{Isolated, Message, SharesState};
 pub use names::NameError;
 pub use predicate::{
     And, ClassResponseTime, CoarseClock, Completion, ControllerParams, CostBudget, Estimate,
-    MessagePredicate, Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength,
-    ResponseTime, TokenBucket, UtilityPerCost,
+    MessagePredicate, Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength, ResponseTime,
+    TokenBucket, UtilityPerCost,
 };
 pub use principal::Principal;
 pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};
 pub use reply::ReplyTo;
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use supervisor::{
-    ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind,
-    Restart, Shutdown, Strategy, Supervisor, SupervisorError, SupervisorEvent, SupervisorMsg,
+    ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart,
+    Shutdown, Strategy, Supervisor, SupervisorError, SupervisorEvent, SupervisorMsg,
     SupervisorSpec,
 };
 pub use timer::TimerHandle;
