@@ -396,7 +396,8 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
         let (name, message) = (h.ident, h.message()?);
         // Spanned like the `Message` check on the same type, so a type that is not a message
         // is reported once, not again for this call.
-        let cost = quote_spanned!(message.span()=> <#message as ::whirl::__private::Message>::cost(msg));
+        let cost =
+            quote_spanned!(message.span()=> <#message as ::whirl::__private::Message>::cost(msg));
         Some(quote! {
             #[automatically_derived]
             impl #impl_generics ::whirl::__private::Handles<#message> for #self_ty #where_clause {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::cell::ProcessCell;
 use crate::error::{CallError, PostError};
+use crate::observe;
 use crate::predicate::Offer;
 use crate::process::{ExitReason, Handles, Process, ProcessId};
 use crate::reply::{reply_channel, ReplyTo};
@@ -62,6 +63,7 @@ impl<P: Process> Addr<P> {
         if cell.mailbox.is_closed() || (cell.group.runtime.is_closing() && !on_worker_thread()) {
             return Err(PostError::Terminated(msg));
         }
+        let mut meta = observe::UNOBSERVED;
         if let Some(predicate) = cell.group.predicate() {
             let cost = P::cost(&msg);
             let offer = Offer::new::<M>(cell.id(), cell.principal.as_ref(), cost, &cell.group);
@@ -69,8 +71,11 @@ impl<P: Process> Addr<P> {
                 cell.group.count_rejected();
                 return Err(PostError::Rejected(msg));
             }
+            if cell.group.observes() {
+                meta = observe::stamp(cost);
+            }
         }
-        self.cell.deliver(P::into_message(msg));
+        self.cell.deliver(P::into_message(msg), meta);
         Ok(())
     }
 

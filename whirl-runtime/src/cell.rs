@@ -23,6 +23,7 @@ use crate::ctx::Ctx;
 use crate::dead_letter::DeadLetter;
 use crate::group::GroupShared;
 use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
+use crate::observe;
 use crate::principal::Principal;
 use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
 use crate::sync::UnsafeCell;
@@ -103,9 +104,9 @@ impl<P: Process> ProcessCell<P> {
 
     /// Delivers a message that has passed liveness and admission checks.
     #[inline]
-    pub(crate) fn deliver(self: &Arc<Self>, msg: P::Message) {
+    pub(crate) fn deliver(self: &Arc<Self>, msg: P::Message, meta: u32) {
         self.group.counters.add(Event::Posted, 1);
-        let after = self.mailbox.push(msg);
+        let after = self.mailbox.push(msg, meta);
         self.after_token_attempt(after);
     }
 
@@ -196,11 +197,14 @@ impl<P: Process> ProcessCell<P> {
                     break;
                 }
             }
-            let Some(msg) = inbox.pop() else {
+            let Some((msg, meta)) = inbox.pop() else {
                 break;
             };
             handled += 1;
             exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
+            if meta != observe::UNOBSERVED {
+                observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
+            }
         }
         let more = exit.is_none() && handled == budget && inbox.has_messages();
         drop(inbox);
@@ -289,8 +293,11 @@ impl<P: Process> ProcessCell<P> {
         let runtime = &self.group.runtime;
         // SAFETY: callers hold the token of a closed mailbox.
         unsafe {
-            self.mailbox.drain_closed(|msg| {
+            self.mailbox.drain_closed(|msg, meta| {
                 count += 1;
+                if meta != observe::UNOBSERVED {
+                    observe::dead_lettered(&self.group, self.principal.as_ref(), meta);
+                }
                 runtime.dead_letter(DeadLetter::new(self.id, reason.clone(), msg));
             })
         };
@@ -372,7 +379,7 @@ impl<P: Process> Watcher for ProcessCell<P> {
             // shedding it would break supervision exactly when it matters.
             Some(msg) => {
                 if !self.mailbox.is_closed() {
-                    self.deliver(msg);
+                    self.deliver(msg, observe::UNOBSERVED);
                 }
             }
             None => {

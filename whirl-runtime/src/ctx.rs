@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::addr::Addr;
 use crate::cell::{ProcessCell, Watcher};
 use crate::group::Group;
+use crate::observe;
 use crate::principal::Principal;
 use crate::process::{ExitReason, Failure, Handles, Process, ProcessId};
 use crate::spawn::{spawn, Placement};
@@ -121,7 +122,7 @@ impl<P: Process> Ctx<P> {
             .timers
             .schedule(delay, None, move || match (target.upgrade(), msg.take()) {
                 (Some(cell), Some(m)) if !cell.mailbox.is_closed() => {
-                    cell.deliver(P::into_message(m));
+                    cell.deliver(P::into_message(m), observe::UNOBSERVED);
                     true
                 }
                 _ => false,
@@ -142,7 +143,7 @@ impl<P: Process> Ctx<P> {
             .timers
             .schedule(period, Some(period), move || match target.upgrade() {
                 Some(cell) if !cell.mailbox.is_closed() => {
-                    cell.deliver(P::into_message(msg.clone()));
+                    cell.deliver(P::into_message(msg.clone()), observe::UNOBSERVED);
                     true
                 }
                 _ => false,

@@ -36,6 +36,8 @@ pub(crate) struct GroupShared {
     budget: AtomicUsize,
     pub(crate) lifo_slot: bool,
     predicate: Option<Box<dyn MessagePredicate>>,
+    /// Whether the predicate wants completion reports (cached: asked once, at build).
+    observes: bool,
     pub(crate) shares_state: Option<&'static str>,
     stopped: AtomicBool,
     workers: Mutex<Vec<JoinHandle<()>>>,
@@ -50,6 +52,12 @@ impl GroupShared {
     #[inline]
     pub(crate) fn predicate(&self) -> Option<&dyn MessagePredicate> {
         self.predicate.as_deref()
+    }
+
+    /// Whether admitted messages carry an observation stamp (see `observe.rs`).
+    #[inline]
+    pub(crate) fn observes(&self) -> bool {
+        self.observes
     }
 
     pub(crate) fn count_rejected(&self) {
@@ -256,6 +264,7 @@ impl GroupBuilder {
             counters: Counters::new(),
             budget: AtomicUsize::new(self.budget),
             lifo_slot: self.lifo_slot,
+            observes: self.predicate.as_ref().is_some_and(|p| p.observes()),
             predicate: self.predicate,
             shares_state: self.shares_state,
             stopped: AtomicBool::new(false),

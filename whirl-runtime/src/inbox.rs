@@ -33,6 +33,9 @@ pub(crate) const BLOCK_CAP: usize = LAP - 1;
 
 struct Slot<T> {
     value: UnsafeCell<MaybeUninit<T>>,
+    /// A word of metadata per message (see `mailbox::Meta`); it fits in the padding next to
+    /// `written` for 8-byte-aligned messages, so it costs no memory there.
+    meta: UnsafeCell<u32>,
     written: AtomicBool,
 }
 
@@ -47,6 +50,7 @@ impl<T> Block<T> {
             next: AtomicPtr::new(ptr::null_mut()),
             slots: std::array::from_fn(|_| Slot {
                 value: UnsafeCell::new(MaybeUninit::uninit()),
+                meta: UnsafeCell::new(0),
                 written: AtomicBool::new(false),
             }),
         })
@@ -112,9 +116,9 @@ impl<T> Inbox<T> {
         }
     }
 
-    /// Appends a message. Never blocks on the consumer; may briefly wait for another
-    /// producer that is linking a new block.
-    pub(crate) fn push(&self, value: T) {
+    /// Appends a message with its metadata word. Never blocks on the consumer; may briefly
+    /// wait for another producer that is linking a new block.
+    pub(crate) fn push(&self, value: T, meta: u32) {
         let backoff = Backoff::new();
         let mut tail = self.tail_index.load(Acquire);
         let mut block = self.tail_block.load(Acquire);
@@ -176,6 +180,7 @@ impl<T> Inbox<T> {
                     unsafe {
                         let slot = (*block).slots.get_unchecked(offset);
                         slot.value.with_mut(|p| p.write(MaybeUninit::new(value)));
+                        slot.meta.with_mut(|p| p.write(meta));
                         slot.written.store(true, Release);
                     }
                     if let Some(unused) = next_block {
@@ -224,7 +229,7 @@ impl<T> Inbox<T> {
     /// The caller must be the inbox's single consumer: no two calls of `pop`, `cursor` or
     /// `is_empty` may overlap. The runtime guarantees it through the process's scheduling
     /// token (`mailbox.rs`).
-    pub(crate) unsafe fn pop(&self) -> Option<T> {
+    pub(crate) unsafe fn pop(&self) -> Option<(T, u32)> {
         // SAFETY: forwarded contract.
         unsafe { self.cursor() }.pop()
     }
@@ -294,8 +299,8 @@ impl<T> Cursor<'_, T> {
         self.refreshes
     }
 
-    /// Removes the oldest message.
-    pub(crate) fn pop(&mut self) -> Option<T> {
+    /// Removes the oldest message, with its metadata word.
+    pub(crate) fn pop(&mut self) -> Option<(T, u32)> {
         if !self.has_messages() {
             return None;
         }
@@ -324,6 +329,7 @@ impl<T> Cursor<'_, T> {
                 spin_wait(&backoff);
             }
             let value = slot.value.with_mut(|p| p.read().assume_init());
+            let meta = slot.meta.with_mut(|p| p.read());
             if offset + 1 == BLOCK_CAP {
                 // The producer of the last slot linked the next block before writing it.
                 self.block = (*block).next.load(Acquire);
@@ -332,7 +338,7 @@ impl<T> Cursor<'_, T> {
             } else {
                 self.index += 1;
             }
-            Some(value)
+            Some((value, meta))
         }
     }
 }
@@ -377,10 +383,14 @@ mod tests {
     fn fifo_across_blocks() {
         let q = Inbox::new();
         for i in 0..(BLOCK_CAP * 5 + 3) {
-            q.push(i);
+            q.push(i, i as u32 * 3);
         }
         for i in 0..(BLOCK_CAP * 5 + 3) {
-            assert_eq!(unsafe { q.pop() }, Some(i));
+            assert_eq!(
+                unsafe { q.pop() },
+                Some((i, i as u32 * 3)),
+                "value and metadata"
+            );
         }
         assert_eq!(unsafe { q.pop() }, None);
         assert!(unsafe { q.is_empty() });
@@ -390,8 +400,8 @@ mod tests {
     fn interleaved_push_pop_reuses_blocks() {
         let q = Inbox::new();
         for round in 0..50 {
-            q.push(round);
-            assert_eq!(unsafe { q.pop() }, Some(round));
+            q.push(round, 0);
+            assert_eq!(unsafe { q.pop() }, Some((round, 0)));
         }
         assert_eq!(unsafe { q.pop() }, None);
     }
@@ -401,7 +411,7 @@ mod tests {
         let token = Arc::new(());
         let q = Inbox::new();
         for _ in 0..(BLOCK_CAP * 2 + 1) {
-            q.push(Arc::clone(&token));
+            q.push(Arc::clone(&token), 0);
         }
         let _ = unsafe { q.pop() };
         drop(q);
@@ -424,7 +434,7 @@ mod tests {
                 let q = Arc::clone(&q);
                 std::thread::spawn(move || {
                     for i in 0..per_sender {
-                        q.push((s, i));
+                        q.push((s, i), 0);
                     }
                 })
             })
@@ -432,7 +442,7 @@ mod tests {
         let mut next = [0usize; 3];
         let mut received = 0;
         while received < 3 * per_sender {
-            if let Some((s, i)) = unsafe { q.pop() } {
+            if let Some(((s, i), _)) = unsafe { q.pop() } {
                 assert_eq!(i, next[s], "sender {s} out of order");
                 next[s] += 1;
                 received += 1;

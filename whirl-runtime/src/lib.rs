@@ -29,6 +29,7 @@ mod isolated;
 mod loom_tests;
 mod mailbox;
 mod names;
+mod observe;
 mod park;
 mod predicate;
 mod principal;

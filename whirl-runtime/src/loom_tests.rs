@@ -77,7 +77,7 @@ fn loom_post_vs_run_never_strands_a_message() {
                 let (mb, out) = (Arc::clone(&mb), Arc::clone(&out));
                 spawn(move || {
                     for i in 0..PER_PRODUCER {
-                        if mb.push(p * 10 + i) == AfterPush::Schedule {
+                        if mb.push(p * 10 + i, 0) == AfterPush::Schedule {
                             run_turns(&mb, &out);
                         }
                     }
@@ -111,11 +111,11 @@ fn loom_post_vs_terminate_accounts_for_every_message() {
                         returned.fetch_add(1, SeqCst);
                         continue;
                     }
-                    match mb.push(i) {
+                    match mb.push(i, 0) {
                         AfterPush::Nothing => {}
                         AfterPush::Drain => unsafe {
                             // SAFETY: Drain means we took the token of a closed mailbox.
-                            mb.drain_closed(|_| {
+                            mb.drain_closed(|_, _| {
                                 out.dead.fetch_add(1, SeqCst);
                             })
                         },
@@ -128,7 +128,7 @@ fn loom_post_vs_terminate_accounts_for_every_message() {
         // SAFETY: token held since creation.
         unsafe {
             mb.close();
-            mb.drain_closed(|_| {
+            mb.drain_closed(|_, _| {
                 out.dead.fetch_add(1, SeqCst);
             });
         }

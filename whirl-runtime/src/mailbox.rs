@@ -78,8 +78,8 @@ impl<T> Mailbox<T> {
     /// first to return messages to their senders; a message that races with termination
     /// comes back as [`AfterPush::Drain`] and goes to the dead letters.
     #[inline]
-    pub(crate) fn push(&self, msg: T) -> AfterPush {
-        self.inbox.push(msg);
+    pub(crate) fn push(&self, msg: T, meta: u32) -> AfterPush {
+        self.inbox.push(msg, meta);
         // An idle-looking process: take the token with a read-modify-write, which is correct
         // on its own whatever the (unordered) hint said.
         if self.state.load(Relaxed) & SCHEDULED == 0 {
@@ -127,7 +127,7 @@ impl<T> Mailbox<T> {
     #[cfg(test)]
     pub(crate) unsafe fn pop(&self) -> Option<T> {
         // SAFETY: holding the token makes the caller the inbox's only consumer.
-        unsafe { self.inbox.pop() }
+        unsafe { self.inbox.pop() }.map(|(msg, _)| msg)
     }
 
     /// A cursor for the turn's run of pops (see [`Inbox::cursor`]); drop it before
@@ -174,11 +174,11 @@ impl<T> Mailbox<T> {
     ///
     /// # Safety
     /// The caller must hold the token, and the mailbox must be closed.
-    pub(crate) unsafe fn drain_closed(&self, mut dead: impl FnMut(T)) {
+    pub(crate) unsafe fn drain_closed(&self, mut dead: impl FnMut(T, u32)) {
         loop {
             // SAFETY: the caller holds the token (and regains it below before looping).
-            while let Some(msg) = unsafe { self.inbox.pop() } {
-                dead(msg);
+            while let Some((msg, meta)) = unsafe { self.inbox.pop() } {
+                dead(msg, meta);
             }
             // SAFETY: the caller holds the token.
             let position = unsafe { self.inbox.read_position() };
@@ -200,11 +200,11 @@ mod tests {
     #[test]
     fn token_lifecycle() {
         let mb = Mailbox::new_scheduled();
-        assert_eq!(mb.push(1), AfterPush::Nothing);
+        assert_eq!(mb.push(1, 0), AfterPush::Nothing);
         assert_eq!(unsafe { mb.pop() }, Some(1));
         assert_eq!(unsafe { mb.release() }, AfterRelease::Idle);
-        assert_eq!(mb.push(2), AfterPush::Schedule);
-        assert_eq!(mb.push(3), AfterPush::Nothing);
+        assert_eq!(mb.push(2, 0), AfterPush::Schedule);
+        assert_eq!(mb.push(3, 0), AfterPush::Nothing);
         assert_eq!(unsafe { mb.pop() }, Some(2));
         // A message is still queued, so releasing takes the token straight back.
         assert_eq!(unsafe { mb.release() }, AfterRelease::Reschedule);
@@ -215,15 +215,15 @@ mod tests {
     #[test]
     fn closed_mailbox_returns_messages_and_drains_leftovers() {
         let mb = Mailbox::new_scheduled();
-        assert_eq!(mb.push(1), AfterPush::Nothing);
+        assert_eq!(mb.push(1, 0), AfterPush::Nothing);
         unsafe { mb.close() };
         assert!(mb.is_closed());
         let mut dead = Vec::new();
-        unsafe { mb.drain_closed(|m| dead.push(m)) };
+        unsafe { mb.drain_closed(|m, _| dead.push(m)) };
         assert_eq!(dead, vec![1]);
         // A producer that missed the close takes the token and must drain.
-        assert_eq!(mb.push(2), AfterPush::Drain);
-        unsafe { mb.drain_closed(|m| dead.push(m)) };
+        assert_eq!(mb.push(2, 0), AfterPush::Drain);
+        unsafe { mb.drain_closed(|m, _| dead.push(m)) };
         assert_eq!(dead, vec![1, 2]);
     }
 

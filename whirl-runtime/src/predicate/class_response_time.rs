@@ -156,6 +156,10 @@ impl<C: Clock> ClassResponseTime<C> {
 }
 
 impl<C: Clock> MessagePredicate for ClassResponseTime<C> {
+    fn observes(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn admit(&self, offer: &Offer<'_>) -> bool {
         self.class(offer.class())

@@ -54,6 +54,10 @@ pub struct Or<A, B>(pub A, pub B);
 pub struct Not<A>(pub A);
 
 impl<A: MessagePredicate, B: MessagePredicate> MessagePredicate for And<A, B> {
+    fn observes(&self) -> bool {
+        self.0.observes() || self.1.observes()
+    }
+
     #[inline]
     fn admit(&self, offer: &Offer<'_>) -> bool {
         if !self.0.admit(offer) {
@@ -78,6 +82,10 @@ impl<A: MessagePredicate, B: MessagePredicate> MessagePredicate for And<A, B> {
 }
 
 impl<A: MessagePredicate, B: MessagePredicate> MessagePredicate for Or<A, B> {
+    fn observes(&self) -> bool {
+        self.0.observes() || self.1.observes()
+    }
+
     #[inline]
     fn admit(&self, offer: &Offer<'_>) -> bool {
         if self.0.admit(offer) {
@@ -103,6 +111,10 @@ impl<A: MessagePredicate, B: MessagePredicate> MessagePredicate for Or<A, B> {
 }
 
 impl<A: MessagePredicate> MessagePredicate for Not<A> {
+    fn observes(&self) -> bool {
+        self.0.observes()
+    }
+
     #[inline]
     fn admit(&self, offer: &Offer<'_>) -> bool {
         let admitted = !self.0.admit(offer);

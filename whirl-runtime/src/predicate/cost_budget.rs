@@ -114,6 +114,10 @@ impl<C: Clock> CostBudget<C> {
 }
 
 impl<C: Clock> MessagePredicate for CostBudget<C> {
+    fn observes(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn admit(&self, offer: &Offer<'_>) -> bool {
         let cost = offer.cost();

@@ -277,10 +277,17 @@ pub trait MessagePredicate: Send + Sync + 'static {
     /// [`CostBudget`]). It may take a short lock, but should stay cheap: it runs once per
     /// message. Default: nothing.
     ///
-    /// Pending (issue 4): the runtime does not make this call yet; until it does, feedback
-    /// predicates only learn from what the application feeds them.
+    /// The runtime makes this call only for predicates whose [`MessagePredicate::observes`]
+    /// is `true`; response times are measured on a 1 ms clock.
     fn observe(&self, done: &Completion<'_>) {
         let _ = done;
+    }
+
+    /// Whether this predicate wants [`MessagePredicate::observe`] calls. A group asks once,
+    /// when it is built; only then do its messages carry the enqueue time and cost the
+    /// reports need, so predicates that do not learn cost nothing extra. Default: `false`.
+    fn observes(&self) -> bool {
+        false
     }
 
     /// A combinator's final decision on `offer` was `admitted`, and that is not what this
@@ -311,6 +318,10 @@ impl<P: MessagePredicate + ?Sized> MessagePredicate for std::sync::Arc<P> {
 
     fn observe(&self, done: &Completion<'_>) {
         (**self).observe(done)
+    }
+
+    fn observes(&self) -> bool {
+        (**self).observes()
     }
 
     fn overruled(&self, offer: &Offer<'_>, admitted: bool) {

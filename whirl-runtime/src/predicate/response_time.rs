@@ -85,6 +85,10 @@ impl<C: Clock> ResponseTime<C> {
 }
 
 impl<C: Clock> MessagePredicate for ResponseTime<C> {
+    fn observes(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn admit(&self, _offer: &Offer<'_>) -> bool {
         self.bucket.try_take(self.clock.now(), 1)

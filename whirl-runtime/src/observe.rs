@@ -1,0 +1,76 @@
+//! Completion reports for predicates that learn from what happens to admitted messages
+//! ([`MessagePredicate::observes`](crate::MessagePredicate::observes)): SEDA's response-time
+//! controllers, the adaptive cost budget.
+//!
+//! In a group whose predicate observes, each admitted message carries one 32-bit word in its
+//! inbox slot (where it fits in padding, so other groups pay nothing): its enqueue time on a
+//! coarse millisecond clock, modulo 2^16, and its cost, saturated to 15 bits. When the message
+//! is handled, or dead-lettered, the group's predicate gets a [`Completion`].
+//!
+//! Response times are therefore measured to the millisecond and must stay under a minute
+//! (65 s) to be told apart, which matches the controllers' targets (tens of milliseconds to
+//! seconds, SEDA figure 50).
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::group::GroupShared;
+use crate::predicate::{CoarseClock, Completion};
+use crate::principal::Principal;
+
+/// The metadata of a message nobody observes.
+pub(crate) const UNOBSERVED: u32 = 0;
+const OBSERVED: u32 = 1 << 15;
+const COST_MASK: u32 = OBSERVED - 1;
+
+fn millis_now() -> u16 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let clock = CoarseClock::shared();
+    let now = clock.now();
+    let epoch = *EPOCH.get_or_init(|| now);
+    // Wrapping is intended: only differences of less than 2^16 ms are used.
+    (now.saturating_duration_since(epoch).as_millis() & 0xFFFF) as u16
+}
+
+/// The word for a message admitted now with `cost`.
+pub(crate) fn stamp(cost: u64) -> u32 {
+    let cost = u32::try_from(cost).unwrap_or(u32::MAX).min(COST_MASK);
+    (u32::from(millis_now()) << 16) | OBSERVED | cost
+}
+
+/// The cost recorded in `meta`, if the message is observed.
+fn cost_of(meta: u32) -> Option<u64> {
+    (meta & OBSERVED != 0).then_some(u64::from(meta & COST_MASK))
+}
+
+/// Tells the group's predicate that an observed message was handled.
+pub(crate) fn handled(group: &GroupShared, principal: Option<&Principal>, meta: u32) {
+    let (Some(cost), Some(predicate)) = (cost_of(meta), group.predicate()) else {
+        return;
+    };
+    let enqueued = (meta >> 16) as u16;
+    let elapsed = millis_now().wrapping_sub(enqueued);
+    let response_time = Duration::from_millis(u64::from(elapsed));
+    predicate.observe(&Completion::handled(principal, cost, response_time));
+}
+
+/// Tells the group's predicate that an observed message was dead-lettered.
+pub(crate) fn dead_lettered(group: &GroupShared, principal: Option<&Principal>, meta: u32) {
+    if let (Some(cost), Some(predicate)) = (cost_of(meta), group.predicate()) {
+        predicate.observe(&Completion::dead_lettered(principal, cost));
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_keeps_the_cost_and_marks_the_message_observed() {
+        assert_eq!(cost_of(UNOBSERVED), None);
+        assert_eq!(cost_of(stamp(7)), Some(7));
+        assert_eq!(cost_of(stamp(0)), Some(0));
+        assert_eq!(cost_of(stamp(u64::MAX)), Some(u64::from(COST_MASK)));
+    }
+}
