@@ -112,6 +112,18 @@ impl Counters {
         }
     }
 
+    /// `posted - handled - rejected - dead_lettered`, summed in one pass without a fence: a
+    /// cheap, possibly slightly stale, queue length for admission thresholds.
+    pub(crate) fn queued_estimate(&self) -> u64 {
+        let (mut posted, mut done) = (0u64, 0u64);
+        for s in &self.stripes {
+            done +=
+                s.handled.load(Relaxed) + s.rejected.load(Relaxed) + s.dead_lettered.load(Relaxed);
+            posted += s.posted.load(Relaxed);
+        }
+        posted.saturating_sub(done)
+    }
+
     pub(crate) fn snapshot(&self) -> MessageCounts {
         let done = self.read_done();
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);

@@ -25,12 +25,16 @@ const OBSERVED: u32 = 1 << 15;
 const COST_MASK: u32 = OBSERVED - 1;
 
 fn millis_now() -> u16 {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    let clock = CoarseClock::shared();
+    // One clock and one epoch for the process, set on first use; no clone per message.
+    static CLOCK: OnceLock<(CoarseClock, Instant)> = OnceLock::new();
+    let (clock, epoch) = CLOCK.get_or_init(|| {
+        let clock = CoarseClock::shared();
+        let epoch = clock.now();
+        (clock, epoch)
+    });
     let now = clock.now();
-    let epoch = *EPOCH.get_or_init(|| now);
     // Wrapping is intended: only differences of less than 2^16 ms are used.
-    (now.saturating_duration_since(epoch).as_millis() & 0xFFFF) as u16
+    (now.saturating_duration_since(*epoch).as_millis() & 0xFFFF) as u16
 }
 
 /// The word for a message admitted now with `cost`.

@@ -139,6 +139,17 @@ impl<'a> Offer<'a> {
         self.message_type
     }
 
+    /// Messages queued (or being handled) in the destination group right now: the cheap
+    /// reading for threshold predicates. Sums four counters per stripe without a fence, so
+    /// under concurrent posting it may be off by the posts in flight, which a threshold does
+    /// not mind.
+    pub fn queued(&self) -> u64 {
+        match &self.counts {
+            Counts::Group(g) => g.counters.queued_estimate(),
+            Counts::Fixed(c) => c.queued(),
+        }
+    }
+
     /// The destination group's live counters (sums a few cache lines; call it once).
     pub fn group_counts(&self) -> MessageCounts {
         match &self.counts {

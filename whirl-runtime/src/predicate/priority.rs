@@ -57,7 +57,7 @@ impl PriorityThresholds {
 
 impl MessagePredicate for PriorityThresholds {
     fn admit(&self, offer: &Offer<'_>) -> bool {
-        offer.group_counts().queued() < self.threshold(offer.priority())
+        offer.queued() < self.threshold(offer.priority())
     }
 }
 

@@ -25,7 +25,7 @@ impl QueueLength {
 
 impl MessagePredicate for QueueLength {
     fn admit(&self, offer: &Offer<'_>) -> bool {
-        offer.group_counts().queued() < self.max
+        offer.queued() < self.max
     }
 }
 

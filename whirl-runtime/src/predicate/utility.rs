@@ -71,7 +71,7 @@ impl UtilityPerCost {
 
 impl MessagePredicate for UtilityPerCost {
     fn admit(&self, offer: &Offer<'_>) -> bool {
-        let required = self.required_ratio(offer.group_counts().queued());
+        let required = self.required_ratio(offer.queued());
         if required == f64::NEG_INFINITY {
             return true;
         }
