@@ -185,6 +185,10 @@ impl<P: Process> ProcessCell<P> {
             }
         }
         let mut handled = 0;
+        // `handled` is normally counted once per turn. A group with admission control counts
+        // each message as it is done, so that predicates reading the queue length see it
+        // exactly, not up to a turn's worth of messages too long.
+        let count_each = cell_ref.group.predicate().is_some();
         while exit.is_none() && handled < budget && inbox.has_messages() {
             if inbox.refreshes() != refreshes {
                 // The cursor just re-read the tail, on the line senders write: look for a
@@ -202,6 +206,9 @@ impl<P: Process> ProcessCell<P> {
             };
             handled += 1;
             exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
+            if count_each {
+                cell_ref.group.counters.add(Event::Handled, 1);
+            }
             if meta != observe::UNOBSERVED {
                 observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
             }
@@ -222,7 +229,7 @@ impl<P: Process> ProcessCell<P> {
                 AfterRelease::Reschedule => group.yield_now(cell as Task),
             }
         }
-        if handled > 0 {
+        if handled > 0 && !count_each {
             group.counters.add(Event::Handled, handled as u64);
         }
         if consumed_activations > 0 {
