@@ -175,6 +175,8 @@ pub unsafe trait SharesState: Send + 'static {
 macro_rules! isolated {
     ($($ty:ty),* $(,)?) => {
         $(
+            // SAFETY: each type listed is plain owned data with no interior or shared
+            // mutability (numbers, strings, times, paths...): moving it moves all of it.
             #[diagnostic::do_not_recommend]
             unsafe impl Isolated for $ty {}
         )*
