@@ -8,7 +8,10 @@
 //! * without a predicate, every request is queued and latency grows with the backlog;
 //! * with per-priority queue thresholds sized from a 10 ms latency target (high-priority
 //!   requests admitted while fewer than 100 are queued, low-priority ones while fewer than
-//!   20), the low-priority load is shed and the high-priority latency stays near the target.
+//!   20), the low-priority load is shed and the high-priority latency stays near the target;
+//! * with SEDA's 90th-percentile response-time controller, one token bucket per principal
+//!   class (class = priority), which learns the admission rate from the response times the
+//!   group reports, cutting the lower class first.
 //!
 //! ```text
 //! cargo run --release -p examples --bin overload
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use whirl::prelude::*;
-use whirl::{GroupBuilder, Principal, PriorityThresholds};
+use whirl::{ClassResponseTime, GroupBuilder, Principal, PriorityThresholds};
 
 const WORK: Duration = Duration::from_micros(100);
 const OFFERED_PER_SECOND: u64 = 100_000;
@@ -192,5 +195,9 @@ fn main() {
     run(
         "with PriorityThresholds (high admitted while < 100 queued, low while < 20):",
         |group| group.predicate(PriorityThresholds::new(20).at_least(HIGH, 100)),
+    );
+    run(
+        "with ClassResponseTime (SEDA's 90th-percentile controller, 10 ms target, per class):",
+        |group| group.predicate(ClassResponseTime::new(2, Duration::from_millis(10))),
     );
 }
