@@ -11,7 +11,13 @@
 //! * The group's scheduler (`group.rs`, `worker.rs`, `idle.rs`) — crossbeam-deque work
 //!   stealing with a LIFO slot, idle workers parked without lost wake-ups.
 //! * The process turn (`cell.rs`) — up to the group's budget of messages, panics contained,
-//!   termination with monitors, links and dead letters.
+//!   termination with monitors, links and dead letters; completions reported to predicates
+//!   that learn from them (`observe.rs`).
+//!
+//! Around that path: the predicate library (`predicate/`: queue length, cost budget, utility
+//! per cost, token bucket, per-priority thresholds, SEDA's response-time controllers,
+//! combinators), principals, OTP-style supervisors (`supervisor/`) with a names registry,
+//! timers, request/reply, and an injectable [`Clock`] for everything that depends on time.
 #![warn(missing_docs)]
 
 mod addr;
