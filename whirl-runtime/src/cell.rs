@@ -216,24 +216,34 @@ impl<P: Process> ProcessCell<P> {
         let more = exit.is_none() && handled == budget && inbox.has_messages();
         drop(inbox);
         let cell = ctx.into_cell();
-        let group = Arc::clone(&cell.group);
+        let uncounted = if count_each { 0 } else { handled as u64 };
 
         if let Some(reason) = exit {
-            cell.terminate(reason, &mut consumed_activations);
-        } else if more {
-            group.yield_now(cell as Task);
-        } else {
-            // SAFETY: we hold the token.
-            match unsafe { cell.mailbox.release() } {
-                AfterRelease::Idle => {}
-                AfterRelease::Reschedule => group.yield_now(cell as Task),
-            }
+            cell.terminate(reason, uncounted, consumed_activations);
+            return;
         }
-        if handled > 0 && !count_each {
-            group.counters.add(Event::Handled, handled as u64);
+        // Counted before the token is given back, so no clone of the group (whose reference
+        // count every worker of the group would otherwise touch each turn) is needed after:
+        // the turn's work is done, and anything that arrives meanwhile shows as posted.
+        cell.count_turn(uncounted, consumed_activations);
+        let reschedule = more
+            // SAFETY: we hold the token.
+            || unsafe { cell.mailbox.release() } == AfterRelease::Reschedule;
+        if reschedule {
+            let task = Arc::clone(&cell) as Task;
+            cell.group.yield_now(task);
+        }
+    }
+
+    /// Adds a turn's handled messages and consumed lifecycle runs to the group's counters.
+    fn count_turn(&self, handled: u64, consumed_activations: u64) {
+        if handled > 0 {
+            self.group.counters.add(Event::Handled, handled);
         }
         if consumed_activations > 0 {
-            group.counters.add(Event::Deactivated, consumed_activations);
+            self.group
+                .counters
+                .add(Event::Deactivated, consumed_activations);
         }
     }
 
@@ -255,7 +265,7 @@ impl<P: Process> ProcessCell<P> {
     /// Takes no reference into the body: `self` may be the last reference to the cell, and
     /// the cell is freed when it drops at the end (Miri caught an earlier version that kept a
     /// `&mut Body` alive across that).
-    fn terminate(self: Arc<Self>, reason: ExitReason, consumed_activations: &mut u64) {
+    fn terminate(self: Arc<Self>, reason: ExitReason, handled: u64, mut consumed_activations: u64) {
         // SAFETY: we hold the token.
         unsafe { self.mailbox.close() };
         // SAFETY: we hold the token, so the body is ours; the reference ends in this statement.
@@ -275,7 +285,7 @@ impl<P: Process> ProcessCell<P> {
             // A kill that arrived while terminating for another reason is moot, but it was
             // counted as an activation.
             if control.pending_kill.take().is_some() {
-                *consumed_activations += 1;
+                consumed_activations += 1;
             }
             std::mem::take(&mut control.watchers)
         };
@@ -291,6 +301,9 @@ impl<P: Process> ProcessCell<P> {
         let registered = self.group.runtime.registry.remove(self.id);
         self.group.counters.add(Event::Terminated, 1);
         self.drain_to_dead_letters(&reason);
+        // Last, so that a quiescence check cannot pass before the hook, the notices and the
+        // drain are done.
+        self.count_turn(handled, consumed_activations);
         drop(registered);
     }
 
