@@ -34,6 +34,10 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     fn run(self: Arc<Self>);
     /// Asks the process to terminate with `reason` at its next turn.
     fn kill(self: Arc<Self>, reason: ExitReason);
+    /// The process's id.
+    fn id(&self) -> ProcessId;
+    /// The principal the process serves, if any.
+    fn principal(&self) -> Option<&Principal>;
 }
 
 /// A run-queue entry: one strong reference, owned by whoever holds the token.
@@ -354,6 +358,14 @@ fn invoke<P: Process>(
 impl<P: Process> Runnable for ProcessCell<P> {
     fn run(self: Arc<Self>) {
         self.run_turn();
+    }
+
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+
+    fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
     }
 
     fn kill(self: Arc<Self>, reason: ExitReason) {

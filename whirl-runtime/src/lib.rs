@@ -23,6 +23,7 @@
 mod addr;
 mod cell;
 mod clock;
+pub mod controller;
 mod counters;
 mod ctx;
 mod dead_letter;
@@ -43,6 +44,7 @@ mod process;
 mod registry;
 mod reply;
 mod runtime;
+pub mod scheduler;
 mod spawn;
 pub mod supervisor;
 mod sync;

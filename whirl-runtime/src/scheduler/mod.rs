@@ -1,0 +1,160 @@
+//! Schedulers: the order in which a group's ready processes go to its workers.
+//!
+//! The default is no [`Scheduler`] at all: the group's workers run the built-in work-stealing
+//! FIFO (`worker.rs`), which is the fast path. A group built with
+//! [`GroupBuilder::scheduler`](crate::GroupBuilder::scheduler) hands every ready process to
+//! its scheduler instead, and its workers ask the scheduler for the next one:
+//!
+//! * [`PrincipalPriority`]: ready queues per principal priority with per-level quotas, so
+//!   important work goes first and no level starves (AppBackplane's ready queues).
+//! * [`Stride`]: proportional share of handling time across principal classes (Waldspurger
+//!   and Weihl's stride scheduling).
+//!
+//! A custom scheduler is an implementation of [`Scheduler`]. It is called from every worker
+//! of the group and from posting threads, so it synchronises internally (a mutex is fine: a
+//! custom scheduler trades the lock-free fast path for control).
+
+use std::time::Duration;
+
+use crate::cell::Task;
+use crate::principal::Principal;
+use crate::process::ProcessId;
+
+/// A process that is ready to run: it has messages (or a lifecycle hook) and holds its
+/// scheduling token. A scheduler owns it until it hands it back from [`Scheduler::pop`];
+/// dropping one loses the process's turn, so a scheduler must return every `Ready` it was
+/// given (the runtime drops them only when the group stops).
+pub struct Ready {
+    task: Task,
+    yielded: bool,
+}
+
+impl Ready {
+    pub(crate) fn new(task: Task, yielded: bool) -> Self {
+        Ready { task, yielded }
+    }
+
+    pub(crate) fn into_task(self) -> Task {
+        self.task
+    }
+
+    /// The principal the process serves, if any.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.task.principal()
+    }
+
+    /// The process.
+    pub fn process(&self) -> ProcessId {
+        self.task.id()
+    }
+
+    /// Whether the process is ready because it used up its run budget with messages left
+    /// (rather than because a message or a kill request arrived while it was idle). Fair
+    /// schedulers put such a process behind the others of its level.
+    pub fn yielded(&self) -> bool {
+        self.yielded
+    }
+}
+
+impl std::fmt::Debug for Ready {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ready")
+            .field("process", &self.process())
+            .field("principal", &self.principal())
+            .field("yielded", &self.yielded)
+            .finish()
+    }
+}
+
+/// What a worker reports after running one turn of a process a scheduler gave it.
+#[derive(Debug)]
+pub struct TurnReport<'a> {
+    /// The principal the process serves, if any.
+    pub principal: Option<&'a Principal>,
+    /// Messages handled in the turn.
+    pub handled: usize,
+    /// Wall-clock time the turn took (measured only when
+    /// [`Scheduler::wants_turn_times`] is true; zero otherwise).
+    pub elapsed: Duration,
+}
+
+/// The order in which a group's ready processes run. See the [module docs](self).
+///
+/// # Contract
+///
+/// * Every [`Ready`] given to [`push`](Scheduler::push) must come back out of
+///   [`pop`](Scheduler::pop) exactly once (a process is in at most one scheduler queue at a
+///   time: it holds its token while queued).
+/// * [`len`](Scheduler::len) must not report zero while a `Ready` is queued: an idle worker
+///   sleeps only after seeing zero, and it is woken by the next push.
+/// * No method may block for long: `push` runs in posting threads, and all methods run on the
+///   group's workers.
+pub trait Scheduler: Send + Sync + 'static {
+    /// Queues a ready process.
+    fn push(&self, ready: Ready);
+
+    /// The next process for worker number `worker` (0-based, below the group's maximum
+    /// thread count) to run, if any.
+    fn pop(&self, worker: usize) -> Option<Ready>;
+
+    /// How many processes are queued.
+    fn len(&self) -> usize;
+
+    /// Whether nothing is queued.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the runtime should time each turn for [`turn_finished`](Scheduler::turn_finished)
+    /// (two clock reads per turn). Default: `false`.
+    fn wants_turn_times(&self) -> bool {
+        false
+    }
+
+    /// Called after each turn of a process this scheduler handed out. Default: nothing.
+    fn turn_finished(&self, turn: &TurnReport<'_>) {
+        let _ = turn;
+    }
+
+    /// A short description of the scheduler's state for [`GroupStats`](crate::GroupStats).
+    fn describe(&self) -> String;
+}
+
+#[cfg(all(test, not(loom)))]
+pub(crate) mod testing {
+    //! Ready processes without a runtime, for scheduler unit tests.
+
+    use std::sync::Arc;
+
+    use super::Ready;
+    use crate::cell::Runnable;
+    use crate::principal::Principal;
+    use crate::process::{ExitReason, ProcessId};
+
+    struct Fake {
+        id: ProcessId,
+        principal: Option<Principal>,
+    }
+
+    impl Runnable for Fake {
+        fn run(self: Arc<Self>) {}
+        fn kill(self: Arc<Self>, _: ExitReason) {}
+        fn id(&self) -> ProcessId {
+            self.id
+        }
+        fn principal(&self) -> Option<&Principal> {
+            self.principal.as_ref()
+        }
+    }
+
+    /// A ready process numbered `id` serving `principal`.
+    pub(crate) fn ready(id: u64, principal: Option<Principal>, yielded: bool) -> Ready {
+        Ready::new(
+            Arc::new(Fake {
+                id: ProcessId(id),
+                principal,
+            }),
+            yielded,
+        )
+    }
+}
