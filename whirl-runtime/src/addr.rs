@@ -63,18 +63,17 @@ impl<P: Process> Addr<P> {
         if cell.mailbox.is_closed() || (cell.group.runtime.is_closing() && !on_worker_thread()) {
             return Err(PostError::Terminated(msg));
         }
-        let mut meta = observe::UNOBSERVED;
-        if let Some(predicate) = cell.group.predicate() {
-            let cost = P::cost(&msg);
+        let cost = P::cost(&msg);
+        if let Some(predicate) = cell.group.admission() {
             let offer = Offer::new::<M>(cell.id(), cell.principal.as_ref(), cost, &cell.group);
             if !predicate.admit(&offer) {
                 cell.group.count_rejected();
                 return Err(PostError::Rejected(msg));
             }
-            if cell.group.observes() {
-                meta = observe::stamp(cost);
-            }
         }
+        // Every posted message carries its enqueue time and cost: for the group's statistics
+        // and for predicates that learn from completions.
+        let meta = observe::stamp(cost);
         self.cell.deliver(P::into_message(msg), meta);
         Ok(())
     }

@@ -15,6 +15,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
@@ -26,12 +27,14 @@ use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
 use crate::observe;
 use crate::principal::Principal;
 use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
+use crate::stats::Turn;
 use crate::sync::UnsafeCell;
 
 /// A type-erased process the scheduler can run and the runtime can stop.
 pub(crate) trait Runnable: Send + Sync + 'static {
-    /// Runs one turn. The caller passes the token it holds (the `Arc` in the run queue).
-    fn run(self: Arc<Self>);
+    /// Runs one turn, noting what the worker's statistics need in `turn`. The caller passes
+    /// the token it holds (the `Arc` in the run queue).
+    fn run(self: Arc<Self>, turn: &mut Turn);
     /// Asks the process to terminate with `reason` at its next turn.
     fn kill(self: Arc<Self>, reason: ExitReason);
     /// The process's id.
@@ -158,7 +161,7 @@ impl<P: Process> ProcessCell<P> {
     /// termination included, is done. Runs without a message (the start hook, a kill
     /// request) are counted as activations when requested and as deactivations here, when
     /// consumed.
-    fn run_turn(self: Arc<Self>) {
+    fn run_turn(self: Arc<Self>, turn: &mut Turn) {
         if self.mailbox.is_closed() {
             // Re-scheduled only to drain messages that raced with termination.
             let reason = self.control().lock().exit.clone();
@@ -166,6 +169,9 @@ impl<P: Process> ProcessCell<P> {
             return;
         }
         let budget = self.group.budget();
+        // Sampled turns, and every turn of a process serving a principal, are timed (see
+        // `stats.rs`).
+        let started_at = (turn.sample || self.principal.is_some()).then(Instant::now);
         let mut ctx = Ctx::new(self);
         // SAFETY: we hold the token, so no other thread touches the body until we release it.
         let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
@@ -214,8 +220,18 @@ impl<P: Process> ProcessCell<P> {
                 cell_ref.group.counters.add(Event::Handled, 1);
             }
             if meta != observe::UNOBSERVED {
-                observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
+                if turn.sample {
+                    turn.queue_latencies.push(observe::queued_millis(meta));
+                }
+                if cell_ref.group.observes() {
+                    observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
+                }
             }
+        }
+        turn.handled = handled as u64;
+        if let Some(at) = started_at {
+            turn.elapsed = Some(at.elapsed());
+            turn.principal = cell_ref.principal.clone();
         }
         let more = exit.is_none() && handled == budget && inbox.has_messages();
         drop(inbox);
@@ -319,7 +335,7 @@ impl<P: Process> ProcessCell<P> {
         unsafe {
             self.mailbox.drain_closed(|msg, meta| {
                 count += 1;
-                if meta != observe::UNOBSERVED {
+                if meta != observe::UNOBSERVED && self.group.observes() {
                     observe::dead_lettered(&self.group, self.principal.as_ref(), meta);
                 }
                 runtime.dead_letter(DeadLetter::new(self.id, reason.clone(), msg));
@@ -356,8 +372,8 @@ fn invoke<P: Process>(
 }
 
 impl<P: Process> Runnable for ProcessCell<P> {
-    fn run(self: Arc<Self>) {
-        self.run_turn();
+    fn run(self: Arc<Self>, turn: &mut Turn) {
+        self.run_turn(turn);
     }
 
     fn id(&self) -> ProcessId {

@@ -1,7 +1,7 @@
 //! `Ctx`: what a handler can do besides changing its own state.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::addr::Addr;
 use crate::cell::{ProcessCell, Watcher};
@@ -11,6 +11,7 @@ use crate::principal::Principal;
 use crate::process::{ExitReason, Failure, Handles, Process, ProcessId};
 use crate::spawn::{spawn, Placement};
 use crate::timer::TimerHandle;
+use crate::worker::record_lock_wait;
 
 /// The handler's view of the runtime: its own address, spawning, termination, monitors,
 /// timers and its principal.
@@ -78,6 +79,28 @@ impl<P: Process> Ctx<P> {
     /// Spawns a child serving `principal` instead of this process's.
     pub fn spawn_for<Q: Process>(&self, group: &Group, principal: Principal, state: Q) -> Addr<Q> {
         spawn(Placement::Explicit(group.shared()), state, Some(principal))
+    }
+
+    /// Runs `acquire` (taking a lock on state this process shares, in a
+    /// [`shares_state`](crate::GroupBuilder::shares_state) group), timing it as *lock
+    /// latency* in the group's statistics, which the
+    /// [`AdaptiveConcurrency`](crate::controller::AdaptiveConcurrency) controller reads: more
+    /// threads do not help a group whose handlers queue for a lock.
+    ///
+    /// ```
+    /// # use std::sync::{Arc, Mutex};
+    /// # use whirl_runtime::{Ctx, Failure, Process};
+    /// struct Writer { rows: Arc<Mutex<Vec<u64>>> }
+    /// # impl Process for Writer { type Message = u64; fn handle(&mut self, row: u64, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+    /// let mut rows = ctx.lock_timed(|| self.rows.lock().unwrap_or_else(|p| p.into_inner()));
+    /// rows.push(row);
+    /// # Ok(()) } }
+    /// ```
+    pub fn lock_timed<T>(&self, acquire: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let guard = acquire();
+        record_lock_wait(start.elapsed());
+        guard
     }
 
     /// Terminates this process normally once the current handler returns.

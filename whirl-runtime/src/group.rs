@@ -14,11 +14,16 @@ use crossbeam_deque::{Injector, Stealer};
 use parking_lot::{Mutex, RwLock};
 
 use crate::cell::Task;
+use crate::control_thread::Entry;
+use crate::controller::{AdaptiveConcurrency, ConcurrencyController, Controls};
 use crate::counters::{Counters, Event, MessageCounts};
 use crate::idle::Idle;
+use crate::pool::{Pool, ThreadRange};
 use crate::predicate::MessagePredicate;
 use crate::runtime::RuntimeShared;
-use crate::worker::{schedule_on_current_worker, WorkerThread};
+use crate::scheduler::{Ready, Scheduler};
+use crate::stats::{self, GroupStats};
+use crate::worker::schedule_on_current_worker;
 
 /// Tasks a worker keeps locally before overflowing to the injector.
 pub(crate) const LOCAL_QUEUE_CAP: usize = 256;
@@ -30,17 +35,26 @@ pub(crate) struct GroupShared {
     pub(crate) name: String,
     pub(crate) runtime: Arc<RuntimeShared>,
     pub(crate) injector: Injector<Task>,
-    pub(crate) stealers: RwLock<Vec<Stealer<Task>>>,
+    /// Indexed by worker slot; `None` for a vacant slot.
+    pub(crate) stealers: RwLock<Vec<Option<Stealer<Task>>>>,
     pub(crate) idle: Idle,
     pub(crate) counters: Counters,
+    pub(crate) pool: Pool,
     budget: AtomicUsize,
     pub(crate) lifo_slot: bool,
+    /// `None`: the built-in work-stealing FIFO.
+    pub(crate) scheduler: Option<Box<dyn Scheduler>>,
     predicate: Option<Box<dyn MessagePredicate>>,
     /// Whether the predicate wants completion reports (cached: asked once, at build).
     observes: bool,
+    /// Whether the predicate decides admissions now (see `update_admission`).
+    admission_active: AtomicBool,
+    /// Whether a thread controller may still grow the pool, which holds admission control
+    /// off until the pool is at its maximum.
+    grows: bool,
+    pub(crate) controllers: Mutex<Vec<Entry>>,
     pub(crate) shares_state: Option<&'static str>,
     stopped: AtomicBool,
-    workers: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl GroupShared {
@@ -49,12 +63,32 @@ impl GroupShared {
         self.budget.load(Ordering::Relaxed)
     }
 
+    pub(crate) fn set_budget(&self, budget: usize) {
+        self.budget.store(budget.max(1), Ordering::Relaxed);
+    }
+
+    /// The group's predicate, whether or not it is deciding admissions now.
     #[inline]
     pub(crate) fn predicate(&self) -> Option<&dyn MessagePredicate> {
         self.predicate.as_deref()
     }
 
-    /// Whether admitted messages carry an observation stamp (see `observe.rs`).
+    /// The predicate to consult for a post now: none while a thread controller can still
+    /// grow the pool (controllers do not fight; see `controller/mod.rs`).
+    #[inline]
+    pub(crate) fn admission(&self) -> Option<&dyn MessagePredicate> {
+        match &self.predicate {
+            Some(p) if self.admission_active.load(Ordering::Relaxed) => Some(p.as_ref()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn update_admission(&self) {
+        let active = !self.grows || self.pool.target() >= self.pool.range.max();
+        self.admission_active.store(active, Ordering::Relaxed);
+    }
+
+    /// Whether admitted messages report completions to the predicate (see `observe.rs`).
     #[inline]
     pub(crate) fn observes(&self) -> bool {
         self.observes
@@ -73,16 +107,28 @@ impl GroupShared {
     /// workers it goes to that worker (LIFO slot first); from anywhere else, to the injector.
     #[inline]
     pub(crate) fn schedule(self: &Arc<Self>, task: Task) {
-        if let Err(task) = schedule_on_current_worker(self, task, true) {
+        if let Some(scheduler) = &self.scheduler {
+            self.push_scheduled(scheduler.as_ref(), task, false);
+        } else if let Err(task) = schedule_on_current_worker(self, task, true) {
             self.push_remote(task);
         }
     }
 
     /// Re-queues a process that used up its budget, behind the others (no LIFO slot).
     pub(crate) fn yield_now(self: &Arc<Self>, task: Task) {
-        if let Err(task) = schedule_on_current_worker(self, task, false) {
+        if let Some(scheduler) = &self.scheduler {
+            self.push_scheduled(scheduler.as_ref(), task, true);
+        } else if let Err(task) = schedule_on_current_worker(self, task, false) {
             self.push_remote(task);
         }
+    }
+
+    fn push_scheduled(&self, scheduler: &dyn Scheduler, task: Task, yielded: bool) {
+        if self.is_stopped() {
+            return;
+        }
+        scheduler.push(Ready::new(task, yielded));
+        self.idle.notify_one();
     }
 
     pub(crate) fn push_remote(&self, task: Task) {
@@ -95,30 +141,18 @@ impl GroupShared {
         self.idle.notify_one();
     }
 
-    /// Whether any queue a thief can see holds work.
+    /// Whether any queue a worker can take from holds work.
     pub(crate) fn has_visible_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.read().iter().any(|s| !s.is_empty())
-    }
-
-    pub(crate) fn start_workers(self: &Arc<Self>, count: usize) {
-        let mut workers = self.workers.lock();
-        let first = self.stealers.read().len();
-        for index in first..first + count {
-            let (thread, stealer, unparker) = WorkerThread::new(Arc::clone(self), index);
-            self.stealers.write().push(stealer);
-            self.idle.register(index, unparker);
-            let spawned = std::thread::Builder::new()
-                .name(format!("whirl-{}-{index}", self.name))
-                .spawn(move || thread.run());
-            match spawned {
-                Ok(handle) => workers.push(handle),
-                Err(e) => tracing::error!(group = %self.name, "cannot start a worker: {e}"),
-            }
+        if let Some(scheduler) = &self.scheduler {
+            return !scheduler.is_empty();
         }
-    }
-
-    pub(crate) fn worker_count(&self) -> usize {
-        self.workers.lock().len()
+        !self.injector.is_empty()
+            || self
+                .stealers
+                .read()
+                .iter()
+                .flatten()
+                .any(|s| !s.is_empty())
     }
 
     /// Stops the workers once they are idle; returns their join handles.
@@ -128,7 +162,43 @@ impl GroupShared {
         // Drop whatever is still queued: those are references to processes that shutdown
         // has already terminated or could not reach.
         while !self.injector.steal().is_empty() {}
-        std::mem::take(&mut *self.workers.lock())
+        if let Some(scheduler) = &self.scheduler {
+            while scheduler.pop(0).is_some() {}
+        }
+        self.pool.take_handles()
+    }
+
+    /// A snapshot of the group's statistics.
+    pub(crate) fn stats(&self) -> GroupStats {
+        let slots: Vec<_> = self.pool.slots.read().clone();
+        let merged = stats::merge(slots.iter().map(|s| &s.stats));
+        let now = self.pool.now();
+        let idle_time = slots.iter().map(|s| s.stats.idle_total(now).0).sum();
+        GroupStats {
+            name: self.name.clone(),
+            counts: self.counters.snapshot(),
+            queue_length: self.counters.queued_estimate(),
+            queue_latency: merged.queue_latency,
+            handling_time: merged.handling,
+            idle_time,
+            lock_latency: merged.lock_wait,
+            threads: self.pool.live(),
+            thread_range: (self.pool.range.min(), self.pool.range.max()),
+            budget: self.budget(),
+            admission_active: self.predicate.is_some()
+                && self.admission_active.load(Ordering::Relaxed),
+            scheduler: self
+                .scheduler
+                .as_ref()
+                .map_or_else(|| "work-stealing".to_owned(), |s| s.describe()),
+            controllers: self
+                .controllers
+                .lock()
+                .iter()
+                .map(|c| c.controller().describe())
+                .collect(),
+            principals: merged.principals,
+        }
     }
 }
 
@@ -157,9 +227,21 @@ impl Group {
         self.shared.counters.snapshot()
     }
 
-    /// Number of worker threads.
+    /// Number of worker threads now.
     pub fn threads(&self) -> usize {
-        self.shared.worker_count()
+        self.shared.pool.live()
+    }
+
+    /// The range the thread count may move in.
+    pub fn thread_range(&self) -> ThreadRange {
+        self.shared.pool.range
+    }
+
+    /// A snapshot of the group's statistics: counters, queue length, queue-latency and
+    /// handling-time percentiles, idle time, lock latency, threads, controller state and
+    /// per-principal counts. See [`stats`](crate::stats) for how each is measured.
+    pub fn stats(&self) -> GroupStats {
+        self.shared.stats()
     }
 
     /// Why this group hosts processes that share state, if it was built with
@@ -175,7 +257,7 @@ impl Group {
 
     /// Changes the run budget (at least 1). Takes effect at each process's next turn.
     pub fn set_budget(&self, budget: usize) {
-        self.shared.budget.store(budget.max(1), Ordering::Relaxed);
+        self.shared.set_budget(budget);
     }
 }
 
@@ -193,10 +275,12 @@ impl std::fmt::Debug for Group {
 pub struct GroupBuilder {
     runtime: Arc<RuntimeShared>,
     name: String,
-    threads: usize,
+    threads: ThreadRange,
     budget: usize,
     lifo_slot: bool,
+    scheduler: Option<Box<dyn Scheduler>>,
     predicate: Option<Box<dyn MessagePredicate>>,
+    controllers: Vec<Box<dyn ConcurrencyController>>,
     shares_state: Option<&'static str>,
 }
 
@@ -205,17 +289,39 @@ impl GroupBuilder {
         GroupBuilder {
             runtime,
             name,
-            threads: default_threads(),
+            threads: ThreadRange::from(default_threads()),
             budget: DEFAULT_BUDGET,
             lifo_slot: true,
+            scheduler: None,
             predicate: None,
+            controllers: Vec::new(),
             shares_state: None,
         }
     }
 
-    /// Number of worker threads (at least 1). Defaults to the number of cores.
-    pub fn threads(mut self, threads: usize) -> Self {
-        self.threads = threads.max(1);
+    /// Number of worker threads: a number (at least 1), or a range such as `1..=8` for a
+    /// [thread controller](Self::controller) to move in (the group starts at the minimum).
+    /// Defaults to the number of cores. With a range and no controller, the group gets
+    /// [`AdaptiveConcurrency`](crate::controller::AdaptiveConcurrency), the paper's default.
+    pub fn threads(mut self, threads: impl Into<ThreadRange>) -> Self {
+        self.threads = threads.into();
+        self
+    }
+
+    /// The order in which ready processes run (default: work-stealing FIFO, the fast path).
+    /// See [`scheduler`](crate::scheduler).
+    pub fn scheduler(mut self, scheduler: impl Scheduler) -> Self {
+        self.scheduler = Some(Box::new(scheduler));
+        self
+    }
+
+    /// Adds a concurrency controller, sampled by the runtime's controller thread: one that
+    /// controls the thread count and/or one that controls the run budget (a second of the
+    /// same kind replaces the first). See [`controller`](crate::controller).
+    pub fn controller(mut self, controller: impl ConcurrencyController) -> Self {
+        let controls = controller.controls();
+        self.controllers.retain(|c| c.controls() != controls);
+        self.controllers.push(Box::new(controller));
         self
     }
 
@@ -254,7 +360,15 @@ impl GroupBuilder {
     ///
     /// Group names should be unique: [`Runtime::group_named`](crate::Runtime::group_named) and
     /// [`Process::GROUP`](crate::Process::GROUP) find the first group built with a name.
-    pub fn build(self) -> Group {
+    pub fn build(mut self) -> Group {
+        let has_thread_controller = |cs: &[Box<dyn ConcurrencyController>]| {
+            cs.iter().any(|c| c.controls() == Controls::Threads)
+        };
+        if !self.threads.is_fixed() && !has_thread_controller(&self.controllers) {
+            self.controllers
+                .push(Box::new(AdaptiveConcurrency::default()));
+        }
+        let grows = !self.threads.is_fixed() && has_thread_controller(&self.controllers);
         let shared = Arc::new(GroupShared {
             name: self.name,
             runtime: Arc::clone(&self.runtime),
@@ -262,16 +376,23 @@ impl GroupBuilder {
             stealers: RwLock::new(Vec::new()),
             idle: Idle::new(),
             counters: Counters::new(),
+            pool: Pool::new(self.threads, self.threads.min()),
             budget: AtomicUsize::new(self.budget),
             lifo_slot: self.lifo_slot,
+            scheduler: self.scheduler,
             observes: self.predicate.as_ref().is_some_and(|p| p.observes()),
             predicate: self.predicate,
+            admission_active: AtomicBool::new(true),
+            grows,
+            controllers: Mutex::new(self.controllers.into_iter().map(Entry::new).collect()),
             shares_state: self.shares_state,
             stopped: AtomicBool::new(false),
-            workers: Mutex::new(Vec::new()),
         });
-        shared.start_workers(self.threads);
+        shared.resize(self.threads.min());
         self.runtime.add_group(Arc::clone(&shared));
+        if !shared.controllers.lock().is_empty() {
+            self.runtime.control.ensure_running(&self.runtime);
+        }
         Group { shared }
     }
 }

@@ -122,6 +122,12 @@ impl Idle {
         }
     }
 
+    /// A searching worker leaves the pool. If it was the last searcher, another worker is
+    /// woken, as in [`Idle::stop_searching_found_work`].
+    pub(crate) fn stop_searching_retired(&self) {
+        self.stop_searching_found_work();
+    }
+
     /// A searching worker found nothing: register it as sleeping, then re-check with
     /// `has_work`. The caller parks only on [`SleepDecision::Park`].
     pub(crate) fn prepare_to_sleep(

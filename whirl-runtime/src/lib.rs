@@ -23,6 +23,7 @@
 mod addr;
 mod cell;
 mod clock;
+mod control_thread;
 pub mod controller;
 mod counters;
 mod ctx;
@@ -38,6 +39,7 @@ mod mailbox;
 mod names;
 mod observe;
 mod park;
+mod pool;
 mod predicate;
 mod principal;
 mod process;
@@ -46,6 +48,7 @@ mod reply;
 mod runtime;
 pub mod scheduler;
 mod spawn;
+pub mod stats;
 pub mod supervisor;
 mod sync;
 mod timer;
@@ -58,6 +61,7 @@ pub use ctx::Ctx;
 pub use dead_letter::{DeadLetter, DeadLetterSink};
 pub use error::{CallError, PostError};
 pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
+pub use pool::ThreadRange;
 #[doc(hidden)]
 pub use isolated::{Isolated, Message, SharesState};
 pub use names::NameError;
@@ -70,6 +74,7 @@ pub use principal::Principal;
 pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};
 pub use reply::ReplyTo;
 pub use runtime::{Runtime, RuntimeBuilder};
+pub use stats::{GroupStats, LatencySummary, PrincipalCounts, RuntimeStats};
 pub use supervisor::{
     ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart,
     Shutdown, Strategy, Supervisor, SupervisorError, SupervisorEvent, SupervisorMsg,

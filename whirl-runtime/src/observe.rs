@@ -2,10 +2,11 @@
 //! ([`MessagePredicate::observes`](crate::MessagePredicate::observes)): SEDA's response-time
 //! controllers, the adaptive cost budget.
 //!
-//! In a group whose predicate observes, each admitted message carries one 32-bit word in its
-//! inbox slot (where it fits in padding, so other groups pay nothing): its enqueue time on a
-//! coarse millisecond clock, modulo 2^16, and its cost, saturated to 15 bits. When the message
-//! is handled, or dead-lettered, the group's predicate gets a [`Completion`].
+//! Each admitted message carries one 32-bit word in its inbox slot (where it fits in padding,
+//! so it costs no memory): its enqueue time on a coarse millisecond clock, modulo 2^16, and its
+//! cost, saturated to 15 bits. Sampled turns record the queue latency for the group's
+//! statistics (`stats.rs`); in a group whose predicate observes, the predicate gets a
+//! [`Completion`] when the message is handled or dead-lettered.
 //!
 //! Response times are therefore measured to the millisecond and must stay under a minute
 //! (65 s) to be told apart, which matches the controllers' targets (tens of milliseconds to
@@ -48,14 +49,18 @@ fn cost_of(meta: u32) -> Option<u64> {
     (meta & OBSERVED != 0).then_some(u64::from(meta & COST_MASK))
 }
 
+/// Milliseconds since a stamped message was queued.
+pub(crate) fn queued_millis(meta: u32) -> u16 {
+    let enqueued = (meta >> 16) as u16;
+    millis_now().wrapping_sub(enqueued)
+}
+
 /// Tells the group's predicate that an observed message was handled.
 pub(crate) fn handled(group: &GroupShared, principal: Option<&Principal>, meta: u32) {
     let (Some(cost), Some(predicate)) = (cost_of(meta), group.predicate()) else {
         return;
     };
-    let enqueued = (meta >> 16) as u16;
-    let elapsed = millis_now().wrapping_sub(enqueued);
-    let response_time = Duration::from_millis(u64::from(elapsed));
+    let response_time = Duration::from_millis(u64::from(queued_millis(meta)));
     predicate.observe(&Completion::handled(principal, cost, response_time));
 }
 

@@ -184,20 +184,18 @@ impl Principal {
         }
     }
 
-    /// Counts one message handled for this principal, which took `handling` in its handler.
+    /// Counts `messages` handled for this principal in one turn that took `handling`.
     ///
-    /// For the runtime to call after each handler of a process serving this principal (not
-    /// wired yet: pending, issue 4). Two relaxed atomic adds on a line shared by every worker
-    /// serving the principal.
-    #[allow(dead_code)]
-    pub(crate) fn record_handled(&self, handling: Duration) {
+    /// The runtime calls it after each turn of a process serving this principal: two relaxed
+    /// atomic adds on a line shared by every worker serving the principal.
+    pub(crate) fn record_handled(&self, messages: u64, handling: Duration) {
         let nanos = u64::try_from(handling.as_nanos()).unwrap_or(u64::MAX);
-        self.inner.handled.fetch_add(1, Relaxed);
+        self.inner.handled.fetch_add(messages, Relaxed);
         self.inner.handling_nanos.fetch_add(nanos, Relaxed);
     }
 
-    /// Messages handled so far by processes serving this principal (per-principal accounting
-    /// for schedulers and predicates; counted once the runtime reports handlers, see issue 4).
+    /// Messages handled so far by processes serving this principal, in every group
+    /// (per-principal accounting for schedulers and predicates).
     pub fn handled(&self) -> u64 {
         self.inner.handled.load(Relaxed)
     }
@@ -261,8 +259,8 @@ mod tests {
     fn accounting_is_shared_by_all_handles() {
         let p = Principal::new(1, 0, 0);
         let q = p.clone();
-        p.record_handled(Duration::from_millis(2));
-        q.record_handled(Duration::from_millis(3));
+        p.record_handled(1, Duration::from_millis(2));
+        q.record_handled(1, Duration::from_millis(3));
         assert_eq!((p.handled(), q.handled()), (2, 2));
         assert_eq!(p.handling_time(), Duration::from_millis(5));
     }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use crate::addr::Addr;
+use crate::control_thread::ControlThread;
 use crate::counters::MessageCounts;
 use crate::dead_letter::{default_sink, DeadLetter, DeadLetterSink};
 use crate::group::{default_threads, Group, GroupBuilder, GroupShared, DEFAULT_BUDGET};
@@ -18,6 +19,7 @@ use crate::principal::Principal;
 use crate::process::{ExitReason, Process, ProcessId};
 use crate::registry::Registry;
 use crate::spawn::{spawn, Placement};
+use crate::stats::{GroupStats, RuntimeStats};
 use crate::timer::Timers;
 
 /// How long an explicit shutdown waits for terminations and for workers, after draining.
@@ -33,6 +35,7 @@ pub(crate) struct RuntimeShared {
     pub(crate) registry: Registry,
     pub(crate) timers: Timers,
     pub(crate) names: Names,
+    pub(crate) control: Arc<ControlThread>,
 }
 
 impl RuntimeShared {
@@ -70,7 +73,7 @@ impl RuntimeShared {
         self.groups.lock().iter().find(|g| g.name == name).cloned()
     }
 
-    fn groups(&self) -> Vec<Arc<GroupShared>> {
+    pub(crate) fn groups(&self) -> Vec<Arc<GroupShared>> {
         self.groups.lock().clone()
     }
 
@@ -136,6 +139,7 @@ impl RuntimeBuilder {
             registry: Registry::new(),
             timers: Timers::new(),
             names: Names::default(),
+            control: Arc::default(),
         });
         let default_group = GroupBuilder::new(Arc::clone(&shared), "default".into())
             .threads(self.threads)
@@ -237,6 +241,16 @@ impl Runtime {
         self.shared.counts()
     }
 
+    /// A snapshot of every group's statistics (see [`Group::stats`]).
+    pub fn stats(&self) -> RuntimeStats {
+        let groups: Vec<GroupStats> = self.shared.groups().iter().map(|g| g.stats()).collect();
+        RuntimeStats {
+            counts: groups.iter().map(|g| g.counts).sum(),
+            live_processes: self.live_processes(),
+            groups,
+        }
+    }
+
     /// Processes alive now.
     pub fn live_processes(&self) -> usize {
         self.shared.registry.len()
@@ -295,6 +309,7 @@ impl Runtime {
         self.shared.closing.store(true, Ordering::Relaxed);
         let drained = self.wait_until(drain_timeout, || self.shared.is_quiescent());
         self.shared.timers.stop();
+        self.shared.control.stop();
         self.terminate_all(patience);
         self.stop_workers(patience);
         drained

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::addr::Addr;
 use crate::cell::{ProcessCell, Runnable, Task};
+use crate::stats::Turn;
 use crate::counters::Event;
 use crate::group::GroupShared;
 use crate::principal::Principal;
@@ -84,7 +85,7 @@ pub(crate) fn spawn<P: Process>(
             // The caller holds the new cell's token: terminate it right here, before it
             // runs any of its own code.
             Arc::clone(&cell).kill(ExitReason::Failed(Failure::new(problem)));
-            (Arc::clone(&cell) as Task).run();
+            (Arc::clone(&cell) as Task).run(&mut Turn::default());
         }
     }
     Addr::from_cell(cell)

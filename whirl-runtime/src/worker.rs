@@ -1,9 +1,11 @@
 //! A worker thread's run loop: take a ready process, run one turn of it, repeat; steal when
 //! out of local work; sleep when there is none anywhere.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ptr;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Steal, Stealer, Worker};
 
@@ -11,6 +13,9 @@ use crate::cell::Task;
 use crate::group::{GroupShared, LOCAL_QUEUE_CAP};
 use crate::idle::SleepDecision;
 use crate::park::{Parker, Unparker};
+use crate::pool::Slot;
+use crate::scheduler::{Scheduler, TurnReport};
+use crate::stats::{LocalStats, Turn, SAMPLE_EVERY};
 
 /// How often (in turns) a worker looks at the injector before its own queue, so tasks posted
 /// from outside are not starved by a worker that always has local work. The value tokio and Go
@@ -57,15 +62,42 @@ pub(crate) fn schedule_on_current_worker(
     })
 }
 
+/// A handler on this thread waited `wait` for a lock (see `Ctx::lock_timed`).
+pub(crate) fn record_lock_wait(wait: Duration) {
+    CURRENT.with(|c| {
+        let current = c.get();
+        if current.is_null() {
+            return;
+        }
+        // SAFETY: as in `schedule_on_current_worker`.
+        let worker = unsafe { &*current };
+        // The worker holds no borrow of its statistics while a handler runs.
+        if let Ok(mut stats) = worker.stats.try_borrow_mut() {
+            stats.record_lock_wait(wait);
+        }
+    });
+}
+
 pub(crate) struct WorkerThread {
     group: Arc<GroupShared>,
     index: usize,
+    slot: Arc<Slot>,
     local: Worker<Task>,
     lifo: Cell<Option<Task>>,
     lifo_streak: Cell<u32>,
     tick: Cell<u32>,
     rng: Cell<u32>,
     parker: Parker,
+    stats: RefCell<LocalStats>,
+    /// The reusable record of a turn (its queue-latency buffer keeps its allocation).
+    turn: RefCell<Turn>,
+}
+
+/// How a search for work ended.
+enum Found {
+    Task(Task),
+    Stop,
+    Retire,
 }
 
 /// Clears `CURRENT` when the run loop exits, however it exits.
@@ -78,19 +110,26 @@ impl Drop for CurrentGuard {
 }
 
 impl WorkerThread {
-    pub(crate) fn new(group: Arc<GroupShared>, index: usize) -> (Self, Stealer<Task>, Unparker) {
+    pub(crate) fn new(
+        group: Arc<GroupShared>,
+        index: usize,
+        slot: Arc<Slot>,
+    ) -> (Self, Stealer<Task>, Unparker) {
         let local = Worker::new_fifo();
         let stealer = local.stealer();
         let (parker, unparker) = Parker::new();
         let worker = WorkerThread {
             group,
             index,
+            slot,
             local,
             lifo: Cell::new(None),
             lifo_streak: Cell::new(0),
             tick: Cell::new(0),
             rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
             parker,
+            stats: RefCell::new(LocalStats::new()),
+            turn: RefCell::new(Turn::default()),
         };
         (worker, stealer, unparker)
     }
@@ -98,15 +137,123 @@ impl WorkerThread {
     pub(crate) fn run(self) {
         CURRENT.with(|c| c.set(&self));
         let _guard = CurrentGuard;
+        let group = Arc::clone(&self.group);
+        let ended = match group.scheduler.as_deref() {
+            None => self.run_work_stealing(),
+            Some(scheduler) => self.run_scheduled(scheduler),
+        };
+        if let Found::Retire = ended {
+            self.retire();
+        }
+        self.publish_stats();
+    }
+
+    /// The built-in scheduler: local queue and LIFO slot, the injector, stealing.
+    fn run_work_stealing(&self) -> Found {
         loop {
-            if let Some(task) = self.next_local_task() {
-                task.run();
+            let tick = self.tick.get().wrapping_add(1);
+            self.tick.set(tick);
+            if tick % INJECTOR_CHECK_INTERVAL == 0 && self.group.pool.try_retire() {
+                return Found::Retire;
+            }
+            if let Some(task) = self.next_local_task(tick) {
+                let _ = self.run_task(task);
                 continue;
             }
-            if !self.search_and_run() {
-                return;
+            let found = self.search(|| {
+                self.steal_from_injector()
+                    .or_else(|| self.steal_from_peers())
+            });
+            match found {
+                Found::Task(task) => {
+                    let _ = self.run_task(task);
+                }
+                ended => return ended,
             }
         }
+    }
+
+    /// A group with its own [`Scheduler`]: ask it for every turn.
+    fn run_scheduled(&self, scheduler: &dyn Scheduler) -> Found {
+        let find = || scheduler.pop(self.index).map(|ready| ready.into_task());
+        loop {
+            self.tick.set(self.tick.get().wrapping_add(1));
+            if self.group.pool.try_retire() {
+                return Found::Retire;
+            }
+            let task = match find() {
+                Some(task) => task,
+                None => match self.search(find) {
+                    Found::Task(task) => task,
+                    ended => return ended,
+                },
+            };
+            let principal = task.principal().cloned();
+            let start = scheduler.wants_turn_times().then(Instant::now);
+            let handled = self.run_task(task);
+            scheduler.turn_finished(&TurnReport {
+                principal: principal.as_ref(),
+                handled,
+                elapsed: start.map_or(Duration::ZERO, |s| s.elapsed()),
+            });
+        }
+    }
+
+    /// Runs one turn; records its statistics if it was sampled. Returns messages handled.
+    #[inline]
+    fn run_task(&self, task: Task) -> usize {
+        let sample = self.tick.get() % SAMPLE_EVERY == 0;
+        let mut turn = self.turn.borrow_mut();
+        turn.begin(sample);
+        task.run(&mut turn);
+        let handled = turn.handled;
+        if turn.elapsed.is_some() {
+            self.record_turn(&mut turn);
+        }
+        usize::try_from(handled).unwrap_or(usize::MAX)
+    }
+
+    #[cold]
+    fn record_turn(&self, turn: &mut Turn) {
+        let now = Instant::now();
+        let mut stats = self.stats.borrow_mut();
+        for &ms in &turn.queue_latencies {
+            stats.record_queue_latency(Duration::from_millis(u64::from(ms)));
+        }
+        let elapsed = turn.elapsed.unwrap_or_default();
+        if stats.record_turn(turn.handled, elapsed, turn.principal.as_ref(), now) {
+            stats.publish(&self.slot.stats, now);
+        }
+        turn.principal = None;
+    }
+
+    fn publish_stats(&self) {
+        let mut stats = self.stats.borrow_mut();
+        if stats.is_dirty() {
+            stats.publish(&self.slot.stats, Instant::now());
+        }
+    }
+
+    /// Leaves the pool: queued processes go to the injector for the others, the slot is
+    /// freed for the next worker started.
+    fn retire(&self) {
+        let mut handed_over = false;
+        if let Some(task) = self.lifo.take() {
+            self.group.injector.push(task);
+            handed_over = true;
+        }
+        while let Some(task) = self.local.pop() {
+            self.group.injector.push(task);
+            handed_over = true;
+        }
+        if let Some(stealer) = self.group.stealers.write().get_mut(self.index) {
+            *stealer = None;
+        }
+        if handed_over {
+            self.group.idle.notify_one();
+        }
+        self.publish_stats();
+        self.group.pool.vacate(self.index);
     }
 
     pub(crate) fn schedule_local(&self, task: Task, lifo: bool) {
@@ -150,9 +297,7 @@ impl WorkerThread {
         }
     }
 
-    fn next_local_task(&self) -> Option<Task> {
-        let tick = self.tick.get().wrapping_add(1);
-        self.tick.set(tick);
+    fn next_local_task(&self, tick: u32) -> Option<Task> {
         if tick % INJECTOR_CHECK_INTERVAL == 0 {
             if let Some(task) = self.steal_from_injector() {
                 return Some(task);
@@ -192,8 +337,11 @@ impl WorkerThread {
             if victim == self.index {
                 continue;
             }
+            let Some(stealer) = &stealers[victim] else {
+                continue;
+            };
             loop {
-                match stealers[victim].steal_batch_and_pop(&self.local) {
+                match stealer.steal_batch_and_pop(&self.local) {
                     Steal::Success(task) => return Some(task),
                     Steal::Empty => break,
                     Steal::Retry => continue,
@@ -213,23 +361,25 @@ impl WorkerThread {
         x
     }
 
-    /// Looks for work elsewhere, sleeping when there is none. Returns `false` when the group
-    /// is stopping.
-    fn search_and_run(&self) -> bool {
+    /// Looks for work with `find`, sleeping when there is none; also ends when the group
+    /// stops or the pool has a worker too many.
+    fn search(&self, find: impl Fn() -> Option<Task>) -> Found {
         let idle = &self.group.idle;
+        let pool = &self.group.pool;
         idle.start_searching();
+        self.begin_idle();
         let mut rounds = 0;
-        loop {
-            if let Some(task) = self
-                .steal_from_injector()
-                .or_else(|| self.steal_from_peers())
-            {
+        let found = loop {
+            if let Some(task) = find() {
                 idle.stop_searching_found_work();
-                task.run();
-                return true;
+                break Found::Task(task);
             }
             if self.group.is_stopped() {
-                return false;
+                break Found::Stop;
+            }
+            if pool.try_retire() {
+                idle.stop_searching_retired();
+                break Found::Retire;
             }
             // Search a little longer before sleeping: while this worker counts as searching,
             // posts skip the wake-up system call, which is most of the cost of a process
@@ -240,20 +390,44 @@ impl WorkerThread {
                 std::thread::yield_now();
                 continue;
             }
+            // About to sleep: whatever was recorded becomes visible to readers.
+            self.publish_stats();
             let decision = idle.prepare_to_sleep(self.index, || {
-                self.group.is_stopped() || self.group.has_visible_work()
+                self.group.is_stopped()
+                    || self.group.has_visible_work()
+                    || pool.live() > pool.target()
             });
             if decision == SleepDecision::Park {
                 loop {
                     self.parker.park(None);
                     if self.group.is_stopped() {
-                        return false;
+                        self.end_idle();
+                        return Found::Stop;
                     }
                     if !idle.is_sleeping(self.index) {
                         break;
                     }
                 }
             }
+        };
+        self.end_idle();
+        found
+    }
+
+    /// Marks the start of an idle spell.
+    fn begin_idle(&self) {
+        let since = self.group.pool.now().as_nanos() as u64;
+        self.slot.stats.idle_since.store(since + 1, Relaxed);
+    }
+
+    fn end_idle(&self) {
+        let stats = &self.slot.stats;
+        let since = stats.idle_since.swap(0, Relaxed);
+        if since != 0 {
+            let now = self.group.pool.now().as_nanos() as u64;
+            stats
+                .idle_nanos
+                .fetch_add(now.saturating_sub(since - 1), Relaxed);
         }
     }
 }

@@ -137,7 +137,7 @@ pub(crate) mod testing {
     }
 
     impl Runnable for Fake {
-        fn run(self: Arc<Self>) {}
+        fn run(self: Arc<Self>, _: &mut crate::stats::Turn) {}
         fn kill(self: Arc<Self>, _: ExitReason) {}
         fn id(&self) -> ProcessId {
             self.id
