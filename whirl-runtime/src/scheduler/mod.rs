@@ -16,6 +16,10 @@
 
 use std::time::Duration;
 
+mod priority;
+
+pub use priority::PrincipalPriority;
+
 use crate::cell::Task;
 use crate::principal::Principal;
 use crate::process::ProcessId;
