@@ -17,8 +17,10 @@
 use std::time::Duration;
 
 mod priority;
+mod stride;
 
 pub use priority::PrincipalPriority;
+pub use stride::Stride;
 
 use crate::cell::Task;
 use crate::principal::Principal;
