@@ -147,7 +147,9 @@ impl Scheduler for Stride {
             .filter(|c| !c.queue.is_empty())
             .reduce(|best, c| if c.pass < best.pass { c } else { best })?;
         let served = c.pass;
-        c.pass += u128::from(c.stride) * MIN_CHARGE_NANOS;
+        c.pass = c
+            .pass
+            .saturating_add(u128::from(c.stride) * MIN_CHARGE_NANOS);
         let ready = c.queue.pop_front();
         self.len.fetch_sub(1, SeqCst);
         inner.global_pass = inner.global_pass.max(served);
@@ -254,6 +256,16 @@ mod tests {
         let (a, b) = (got[0].1.as_secs_f64(), got[1].1.as_secs_f64());
         assert!((a / b - 1.0).abs() < 0.02, "{got:?}");
         assert!((3900..=4100).contains(&got[1].0), "{got:?}");
+    }
+
+    #[test]
+    fn concurrent_pops_spread_before_turns_finish() {
+        let s = Stride::new();
+        for id in 0..4 {
+            s.push(in_class(id, 1 + (id / 2) as u16));
+        }
+        let (a, b) = (s.pop(0).unwrap(), s.pop(1).unwrap());
+        assert_eq!((class_of(&a), class_of(&b)), (1, 2));
     }
 
     #[test]
