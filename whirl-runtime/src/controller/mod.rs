@@ -28,6 +28,12 @@
 use std::fmt;
 use std::time::Duration;
 
+mod adaptive;
+mod fixed;
+
+pub use adaptive::AdaptiveConcurrency;
+pub use fixed::FixedConcurrency;
+
 /// What a controller sees of its group at the end of a sampling period.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GroupSample {
