@@ -28,6 +28,16 @@
 use std::fmt;
 use std::time::Duration;
 
+mod adaptive;
+mod fixed;
+mod seda_batching;
+mod seda_pool;
+
+pub use adaptive::AdaptiveConcurrency;
+pub use fixed::FixedConcurrency;
+pub use seda_batching::SedaBatching;
+pub use seda_pool::SedaThreadPool;
+
 /// What a controller sees of its group at the end of a sampling period.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct GroupSample {

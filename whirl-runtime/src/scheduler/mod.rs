@@ -16,6 +16,12 @@
 
 use std::time::Duration;
 
+mod priority;
+mod stride;
+
+pub use priority::PrincipalPriority;
+pub use stride::Stride;
+
 use crate::cell::Task;
 use crate::principal::Principal;
 use crate::process::ProcessId;
