@@ -146,13 +146,7 @@ impl GroupShared {
         if let Some(scheduler) = &self.scheduler {
             return !scheduler.is_empty();
         }
-        !self.injector.is_empty()
-            || self
-                .stealers
-                .read()
-                .iter()
-                .flatten()
-                .any(|s| !s.is_empty())
+        !self.injector.is_empty() || self.stealers.read().iter().flatten().any(|s| !s.is_empty())
     }
 
     /// Stops the workers once they are idle; returns their join handles.

@@ -61,10 +61,10 @@ pub use ctx::Ctx;
 pub use dead_letter::{DeadLetter, DeadLetterSink};
 pub use error::{CallError, PostError};
 pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
-pub use pool::ThreadRange;
 #[doc(hidden)]
 pub use isolated::{Isolated, Message, SharesState};
 pub use names::NameError;
+pub use pool::ThreadRange;
 pub use predicate::{
     And, ClassResponseTime, CoarseClock, Completion, ControllerParams, CostBudget, Estimate,
     MessagePredicate, Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength, ResponseTime,

@@ -4,11 +4,11 @@ use std::sync::Arc;
 
 use crate::addr::Addr;
 use crate::cell::{ProcessCell, Runnable, Task};
-use crate::stats::Turn;
 use crate::counters::Event;
 use crate::group::GroupShared;
 use crate::principal::Principal;
 use crate::process::{ExitReason, Failure, Process};
+use crate::stats::Turn;
 
 /// Where the caller asked for the process to run.
 pub(crate) enum Placement<'a> {
