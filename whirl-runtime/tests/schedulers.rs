@@ -1,0 +1,375 @@
+//! Group schedulers on a live runtime: stride shares of handling time, principal priority
+//! order and quotas, and a custom scheduler written here.
+//!
+//! Nothing is decided by a clock: handlers spin or block only to create work or to hold the
+//! worker, and waits poll for something to happen within a generous deadline.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use whirl_runtime::scheduler::{PrincipalPriority, Ready, Scheduler, Stride};
+use whirl_runtime::{Addr, Ctx, Failure, Handles, Principal, Process, Runtime};
+
+use common::Gate;
+
+/// How long a wait for something to happen may take before the test fails.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Polls `done` every 5 ms until it holds; fails with `what` after [`DEADLINE`].
+#[track_caller]
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out after {DEADLINE:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Keeps its worker busy: each message spins for `work`, then (unless stopped) posts the next
+/// one to itself, so the process is always ready.
+struct Spinner {
+    work: Duration,
+    stop: Arc<AtomicBool>,
+}
+
+struct Tick;
+
+impl Process for Spinner {
+    type Message = Tick;
+
+    fn handle(&mut self, _: Tick, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        let start = Instant::now();
+        while start.elapsed() < self.work {
+            std::hint::spin_loop();
+        }
+        if !self.stop.load(SeqCst) {
+            let _ = ctx.myself().post(Tick);
+        }
+        Ok(())
+    }
+}
+
+impl Handles<Tick> for Spinner {
+    fn into_message(msg: Tick) -> Tick {
+        msg
+    }
+}
+
+/// Holds the worker that runs it until the test opens the gate; says when it has started.
+struct Blocker {
+    entered: Sender<()>,
+}
+
+struct Hold(Gate);
+
+impl Process for Blocker {
+    type Message = Hold;
+
+    fn handle(&mut self, Hold(gate): Hold, _: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = self.entered.send(());
+        gate.wait();
+        Ok(())
+    }
+}
+
+impl Handles<Hold> for Blocker {
+    fn into_message(msg: Hold) -> Hold {
+        msg
+    }
+}
+
+/// Notes its principal's priority in a shared log each time it handles a message.
+struct Recorder {
+    priority: u8,
+    log: Arc<Mutex<Vec<u8>>>,
+}
+
+struct Note;
+
+impl Process for Recorder {
+    type Message = Note;
+
+    fn handle(&mut self, _: Note, _: &mut Ctx<Self>) -> Result<(), Failure> {
+        self.log.lock().unwrap().push(self.priority);
+        Ok(())
+    }
+}
+
+impl Handles<Note> for Recorder {
+    fn into_message(msg: Note) -> Note {
+        msg
+    }
+}
+
+/// Occupies the only worker of `group`'s runtime with a [`Blocker`]; returns once it runs.
+fn block_worker(rt: &Runtime, group: &whirl_runtime::Group) -> Gate {
+    let (entered_tx, entered) = mpsc::channel();
+    let blocker = rt.spawn_in(
+        group,
+        Blocker {
+            entered: entered_tx,
+        },
+    );
+    let gate = Gate::new();
+    blocker.post(Hold(gate.clone())).unwrap();
+    common::recv(&entered);
+    gate
+}
+
+#[test]
+fn stride_shares_handling_time_three_to_one() {
+    let rt = Runtime::builder().threads(1).build();
+    let group = rt
+        .group("stride")
+        .threads(1)
+        .budget(1)
+        .scheduler(Stride::new().tickets(1, 3).tickets(2, 1))
+        .build();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (gold, bronze) = (Principal::new(1, 0, 1), Principal::new(2, 0, 2));
+    let mut spinners: Vec<Addr<Spinner>> = Vec::new();
+    for principal in [&gold, &bronze] {
+        for _ in 0..4 {
+            let state = Spinner {
+                work: Duration::from_micros(200),
+                stop: Arc::clone(&stop),
+            };
+            spinners.push(rt.spawn_for(&group, principal.clone(), state));
+        }
+    }
+    // Both classes are ready from the start and stay ready (saturation).
+    for s in &spinners {
+        s.post(Tick).unwrap();
+    }
+    wait_until("4000 messages handled in the stride group", || {
+        gold.handled() + bronze.handled() >= 4000
+    });
+    stop.store(true, SeqCst);
+    rt.block_until_idle();
+
+    let (g, b) = (gold.handling_time(), bronze.handling_time());
+    let share = g.as_secs_f64() / (g + b).as_secs_f64();
+    assert!(
+        (0.70..=0.80).contains(&share),
+        "class 1 (3 tickets) got {:.1}% of the handling time, wanted 75% ± 5%: \
+         class 1 {g:?} over {} messages, class 2 {b:?} over {} messages; {}",
+        share * 100.0,
+        gold.handled(),
+        bronze.handled(),
+        group.stats().scheduler
+    );
+    // The group's statistics tell the same story, per principal.
+    let stats = group.stats();
+    assert!(stats.scheduler.starts_with("stride: class 1 (3 tickets)"));
+    let by_class = |class| {
+        stats
+            .principals
+            .iter()
+            .filter(|p| p.class == class)
+            .map(|p| p.handled)
+            .sum::<u64>()
+    };
+    assert_eq!(by_class(1), gold.handled());
+    assert_eq!(by_class(2), bronze.handled());
+}
+
+#[test]
+fn priority_scheduler_runs_higher_priority_first() {
+    const EACH: usize = 10;
+    let rt = Runtime::builder().threads(1).build();
+    let group = rt
+        .group("priority")
+        .threads(1)
+        .scheduler(PrincipalPriority::new().quota(2, 100).quota(1, 100))
+        .build();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut recorders = Vec::new();
+    for id in 0..2 * EACH as u64 {
+        // Interleaved: low, high, low, high...
+        let priority = 1 + (id % 2) as u8;
+        let state = Recorder {
+            priority,
+            log: Arc::clone(&log),
+        };
+        recorders.push(rt.spawn_for(&group, Principal::new(id, priority, 0), state));
+    }
+    rt.block_until_idle();
+
+    let gate = block_worker(&rt, &group);
+    // Everything becomes ready while the only worker is held.
+    for r in &recorders {
+        r.post(Note).unwrap();
+    }
+    gate.open();
+    rt.block_until_idle();
+
+    let order = log.lock().unwrap().clone();
+    assert_eq!(order.len(), 2 * EACH, "every recorder ran once: {order:?}");
+    let expected: Vec<u8> = [2; EACH].into_iter().chain([1; EACH]).collect();
+    assert_eq!(order, expected, "high priority (2) first, then low (1)");
+}
+
+#[test]
+fn priority_scheduler_does_not_starve_low_priority() {
+    const LOW_MESSAGES: u64 = 20;
+    let rt = Runtime::builder().threads(1).build();
+    let group = rt
+        .group("priority")
+        .threads(1)
+        .budget(1)
+        .scheduler(PrincipalPriority::new().quota(2, 3).quota(1, 1))
+        .build();
+    let stop = Arc::new(AtomicBool::new(false));
+    let high = Principal::new(1, 2, 0);
+    let low = Principal::new(2, 1, 0);
+    for _ in 0..4 {
+        let state = Spinner {
+            work: Duration::from_micros(100),
+            stop: Arc::clone(&stop),
+        };
+        rt.spawn_for(&group, high.clone(), state)
+            .post(Tick)
+            .unwrap();
+    }
+    wait_until("the high-priority flood to start", || high.handled() >= 100);
+
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let state = Recorder {
+        priority: 1,
+        log: Arc::clone(&log),
+    };
+    let recorder = rt.spawn_for(&group, low.clone(), state);
+    for _ in 0..LOW_MESSAGES {
+        recorder.post(Note).unwrap();
+    }
+    let high_before = high.handled();
+    wait_until("the low-priority process to handle its messages", || {
+        low.handled() >= LOW_MESSAGES
+    });
+    // High-priority work kept running meanwhile: low got its turns while high was saturated.
+    assert!(
+        high.handled() > high_before,
+        "the high-priority flood stopped while low ran: {} then {}",
+        high_before,
+        high.handled()
+    );
+    stop.store(true, SeqCst);
+    rt.block_until_idle();
+    assert_eq!(log.lock().unwrap().len() as u64, LOW_MESSAGES);
+    let describe = group.stats().scheduler;
+    assert!(describe.starts_with("priority: round"), "{describe}");
+}
+
+/// A last-in-first-out stack of ready processes: a minimal custom scheduler.
+#[derive(Default)]
+struct Lifo {
+    stack: Mutex<Vec<Ready>>,
+    pushed: AtomicUsize,
+}
+
+impl Scheduler for Lifo {
+    fn push(&self, ready: Ready) {
+        self.pushed.fetch_add(1, SeqCst);
+        self.stack.lock().unwrap().push(ready);
+    }
+
+    fn pop(&self, _worker: usize) -> Option<Ready> {
+        self.stack.lock().unwrap().pop()
+    }
+
+    fn len(&self) -> usize {
+        self.stack.lock().unwrap().len()
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "lifo: {} queued, {} pushed",
+            self.len(),
+            self.pushed.load(SeqCst)
+        )
+    }
+}
+
+/// Shares its pushes counter with the test (the group owns the scheduler itself).
+struct CountingLifo {
+    inner: Lifo,
+    pushes: Arc<AtomicUsize>,
+}
+
+impl Scheduler for CountingLifo {
+    fn push(&self, ready: Ready) {
+        self.pushes.fetch_add(1, SeqCst);
+        self.inner.push(ready);
+    }
+
+    fn pop(&self, worker: usize) -> Option<Ready> {
+        self.inner.pop(worker)
+    }
+
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+#[test]
+fn a_custom_scheduler_runs_every_message() {
+    const PROCESSES: usize = 8;
+    const MESSAGES: usize = 25;
+    let rt = Runtime::builder().threads(1).build();
+    let pushes = Arc::new(AtomicUsize::new(0));
+    let scheduler = CountingLifo {
+        inner: Lifo::default(),
+        pushes: Arc::clone(&pushes),
+    };
+    let group = rt
+        .group("lifo")
+        .threads(2)
+        .budget(4)
+        .scheduler(scheduler)
+        .build();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let recorders: Vec<_> = (0..PROCESSES)
+        .map(|_| {
+            let state = Recorder {
+                priority: 0,
+                log: Arc::clone(&log),
+            };
+            rt.spawn_in(&group, state)
+        })
+        .collect();
+    for _ in 0..MESSAGES {
+        for r in &recorders {
+            r.post(Note).unwrap();
+        }
+    }
+    assert!(
+        rt.block_until_idle_timeout(common::HANG_GUARD),
+        "block_until_idle did not return with a custom scheduler: {:?}",
+        group.stats()
+    );
+    assert_eq!(log.lock().unwrap().len(), PROCESSES * MESSAGES);
+    let counts = group.counts();
+    common::assert_balanced(&counts);
+    assert_eq!(counts.handled, (PROCESSES * MESSAGES) as u64);
+    assert!(
+        pushes.load(SeqCst) >= PROCESSES,
+        "the processes did not go through the custom scheduler"
+    );
+    let stats = group.stats();
+    assert!(
+        stats.scheduler.starts_with("lifo: 0 queued"),
+        "{}",
+        stats.scheduler
+    );
+}
