@@ -1,0 +1,385 @@
+//! Concurrency controllers on a live runtime: pools that grow under blocking load and shrink
+//! when idle, admission control that waits for the pool, a panicking controller, and the
+//! batching controller moving the run budget.
+//!
+//! Handlers sleep or wait on gates only to create load; every check waits for something to
+//! happen within a generous deadline, never for a clock to say how fast it happened.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use whirl_runtime::controller::{
+    AdaptiveConcurrency, Adjustment, ConcurrencyController, ControllerState, GroupSample,
+    SedaBatching, SedaThreadPool,
+};
+use whirl_runtime::{
+    Addr, Ctx, Failure, Group, Handles, PostError, Process, QueueLength, ReplyTo, Runtime,
+};
+
+use common::Gate;
+
+/// How long a wait for something to happen may take before the test fails.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// Polls `done` every 5 ms until it holds; fails with `what` after [`DEADLINE`].
+#[track_caller]
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out after {DEADLINE:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A process whose handler blocks its worker: it sleeps, or waits on a gate.
+struct Blocking;
+
+enum Block {
+    Sleep(Duration),
+    Wait(Gate),
+}
+
+impl Process for Blocking {
+    type Message = Block;
+
+    fn handle(&mut self, msg: Block, _: &mut Ctx<Self>) -> Result<(), Failure> {
+        match msg {
+            Block::Sleep(d) => std::thread::sleep(d),
+            Block::Wait(gate) => gate.wait(),
+        }
+        Ok(())
+    }
+}
+
+impl Handles<Block> for Blocking {
+    fn into_message(msg: Block) -> Block {
+        msg
+    }
+}
+
+/// Answers pings: the liveness probe in another group.
+struct Echo;
+
+struct Ping(ReplyTo<u64>, u64);
+
+impl Process for Echo {
+    type Message = Ping;
+
+    fn handle(&mut self, Ping(reply, n): Ping, _: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = reply.send(n);
+        Ok(())
+    }
+}
+
+impl Handles<Ping> for Echo {
+    fn into_message(msg: Ping) -> Ping {
+        msg
+    }
+}
+
+/// Keeps itself busy: each message posts the next one unless stopped.
+struct Busy {
+    stop: Arc<AtomicBool>,
+}
+
+struct Again;
+
+impl Process for Busy {
+    type Message = Again;
+
+    fn handle(&mut self, _: Again, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        if !self.stop.load(SeqCst) {
+            let _ = ctx.myself().post(Again);
+        }
+        Ok(())
+    }
+}
+
+impl Handles<Again> for Busy {
+    fn into_message(msg: Again) -> Again {
+        msg
+    }
+}
+
+/// A ping answered within the hang guard: the fast group is alive.
+#[track_caller]
+fn ping(echo: &Addr<Echo>, n: u64) {
+    let answer = echo.call_timeout(common::HANG_GUARD, |reply| Ping(reply, n));
+    assert_eq!(
+        answer.ok(),
+        Some(n),
+        "the fast group did not answer while another group was saturated"
+    );
+}
+
+const MESSAGES_EACH: u64 = 20;
+
+/// Floods `blocking` with sleeping handlers while pinging `fast`; waits until the blocking
+/// group reaches its maximum of 4 threads, then until it drains and shrinks below 4.
+fn grows_under_blocking_load_and_shrinks(rt: &Runtime, blocking: &Group) {
+    let fast = rt.group("fast").threads(1).build();
+    let echo = rt.spawn_in(&fast, Echo);
+    assert_eq!(
+        blocking.threads(),
+        1,
+        "a ranged group starts at its minimum"
+    );
+
+    let sleepers: Vec<_> = (0..8).map(|_| rt.spawn_in(blocking, Blocking)).collect();
+    // 160 messages: more than the adaptive controller's default backlog threshold (100), for
+    // long enough that the pool can grow while the workers are all asleep in handlers.
+    for _ in 0..MESSAGES_EACH {
+        for s in &sleepers {
+            s.post(Block::Sleep(Duration::from_millis(50))).unwrap();
+        }
+    }
+    let mut pings = 0;
+    wait_until("the blocking group to grow to 4 threads", || {
+        pings += 1;
+        ping(&echo, pings);
+        blocking.threads() == 4
+    });
+    // The fast group's single worker answered every ping (`ping` checks each answer).
+    assert!(pings >= 1);
+    assert!(
+        blocking.counts().queued() > 0,
+        "the blocking group grew only after its work was done: {:?}",
+        blocking.stats()
+    );
+
+    wait_until("the blocking work to drain", || {
+        ping(&echo, 0);
+        blocking.counts().queued() == 0
+    });
+    wait_until("the idle blocking group to shrink", || {
+        blocking.threads() < 4
+    });
+    let stats = blocking.stats();
+    assert_eq!(stats.counts.handled, 8 * MESSAGES_EACH, "{stats:?}");
+    assert_eq!(stats.thread_range, (1, 4));
+}
+
+#[test]
+fn a_blocking_group_grows_and_does_not_stall_others() {
+    let rt = Runtime::builder().threads(1).build();
+    let blocking = rt
+        .group("blocking")
+        .threads(1..=4)
+        .controller(AdaptiveConcurrency::default().period(Duration::from_millis(20)))
+        .build();
+    grows_under_blocking_load_and_shrinks(&rt, &blocking);
+    // The adaptive controller keeps shrinking an idle group, one thread per period.
+    wait_until("the idle blocking group to shrink back to 1 thread", || {
+        blocking.threads() == 1
+    });
+    let controllers = blocking.stats().controllers;
+    assert_eq!(controllers.len(), 1, "{controllers:?}");
+    assert_eq!(controllers[0].name, "adaptive");
+}
+
+#[test]
+fn seda_pool_grows_with_a_backlog() {
+    let rt = Runtime::builder().threads(1).build();
+    let pool = SedaThreadPool::new()
+        .period(Duration::from_millis(20))
+        .queue_threshold(5)
+        .idle_timeout(Duration::from_millis(100))
+        // Throughput over 20 ms periods of 50 ms handlers is noise; this test is about the
+        // queue threshold and idle removal.
+        .thrashing_detection(false);
+    let blocking = rt.group("blocking").threads(1..=4).controller(pool).build();
+    grows_under_blocking_load_and_shrinks(&rt, &blocking);
+    wait_until("the idle blocking group to shrink back to 1 thread", || {
+        blocking.threads() == 1
+    });
+    assert_eq!(blocking.stats().controllers[0].name, "seda-thread-pool");
+}
+
+#[test]
+fn admission_waits_for_the_pool_to_reach_its_maximum() {
+    let rt = Runtime::builder().threads(1).build();
+
+    // A pool that can still grow (its controller is too slow to act during this phase):
+    // the predicate, which would reject everything, stands down.
+    let growable = rt
+        .group("growable")
+        .threads(1..=2)
+        .controller(AdaptiveConcurrency::default().period(Duration::from_secs(3600)))
+        .predicate(QueueLength::max(0))
+        .build();
+    assert!(!growable.stats().admission_active);
+    let p = rt.spawn_in(&growable, Blocking);
+    for _ in 0..3 {
+        p.post(Block::Sleep(Duration::ZERO))
+            .expect("admitted while the pool can grow");
+    }
+    rt.block_until_idle();
+    assert_eq!(growable.counts().rejected, 0);
+    assert_eq!(growable.counts().handled, 3);
+
+    // A fixed pool: the same predicate decides at once.
+    let fixed = rt
+        .group("fixed")
+        .threads(1)
+        .predicate(QueueLength::max(0))
+        .build();
+    assert!(fixed.stats().admission_active);
+    let q = rt.spawn_in(&fixed, Blocking);
+    match q.post(Block::Sleep(Duration::ZERO)) {
+        Err(PostError::Rejected(_)) => {}
+        other => panic!(
+            "a fixed pool's predicate should reject: {:?}",
+            other.is_ok()
+        ),
+    }
+    assert_eq!(fixed.counts().rejected, 1);
+
+    // A pool whose controller grows it to the maximum: then the predicate decides.
+    let growing = rt
+        .group("growing")
+        .threads(1..=2)
+        .controller(
+            AdaptiveConcurrency::default()
+                .period(Duration::from_millis(20))
+                .queue_length_threshold(0),
+        )
+        .predicate(QueueLength::max(0))
+        .build();
+    assert!(!growing.stats().admission_active);
+    let gate = Gate::new();
+    let held: Vec<_> = (0..3).map(|_| rt.spawn_in(&growing, Blocking)).collect();
+    for h in &held {
+        h.post(Block::Wait(gate.clone()))
+            .expect("admitted while the pool can grow");
+    }
+    wait_until("the blocked pool to grow to its maximum", || {
+        growing.threads() == 2
+    });
+    wait_until("admission control to take over at the maximum", || {
+        growing.stats().admission_active
+    });
+    match held[0].post(Block::Sleep(Duration::ZERO)) {
+        Err(PostError::Rejected(_)) => {}
+        other => panic!(
+            "at the maximum the predicate should reject: {:?} {:?}",
+            other.is_ok(),
+            growing.stats()
+        ),
+    }
+    gate.open();
+    rt.block_until_idle();
+    // Idle again, the pool shrinks and admission control stands down.
+    wait_until(
+        "admission control to stand down as the pool shrinks",
+        || !growing.stats().admission_active,
+    );
+    assert_eq!(growing.counts().handled, 3);
+    assert_eq!(growing.counts().rejected, 1);
+}
+
+/// A thread controller that panics in `adjust` once armed.
+struct Panicky {
+    armed: Arc<AtomicBool>,
+    calls: Arc<AtomicUsize>,
+}
+
+impl ConcurrencyController for Panicky {
+    fn period(&self) -> Duration {
+        Duration::from_millis(10)
+    }
+
+    fn adjust(&mut self, _: &GroupSample) -> Adjustment {
+        self.calls.fetch_add(1, SeqCst);
+        if self.armed.load(SeqCst) {
+            panic!("[expected] this controller panics");
+        }
+        Adjustment::NONE
+    }
+
+    fn describe(&self) -> ControllerState {
+        ControllerState {
+            name: "panicky",
+            detail: String::new(),
+        }
+    }
+}
+
+#[test]
+fn a_panicking_controller_is_removed() {
+    common::quiet_expected_panics();
+    let rt = Runtime::builder().threads(1).build();
+    let armed = Arc::new(AtomicBool::new(false));
+    let calls = Arc::new(AtomicUsize::new(0));
+    let group = rt
+        .group("panicky")
+        .threads(1..=2)
+        .controller(Panicky {
+            armed: Arc::clone(&armed),
+            calls: Arc::clone(&calls),
+        })
+        .controller(SedaBatching::new().period(Duration::from_secs(3600)))
+        .build();
+    let names =
+        |g: &Group| -> Vec<&'static str> { g.stats().controllers.iter().map(|c| c.name).collect() };
+    wait_until("the controller to be consulted", || calls.load(SeqCst) >= 1);
+    assert_eq!(names(&group), ["panicky", "seda-batching"]);
+
+    armed.store(true, SeqCst);
+    wait_until("the panicking controller to be removed", || {
+        names(&group) == ["seda-batching"]
+    });
+    let calls_at_removal = calls.load(SeqCst);
+
+    // The group keeps working, and the controller is not consulted again.
+    let p = rt.spawn_in(&group, Blocking);
+    for _ in 0..10 {
+        p.post(Block::Sleep(Duration::ZERO)).unwrap();
+    }
+    rt.block_until_idle();
+    assert_eq!(group.counts().handled, 10);
+    let echo = rt.spawn_in(&group, Echo);
+    ping(&echo, 7);
+    assert_eq!(calls.load(SeqCst), calls_at_removal);
+    assert_eq!(names(&group), ["seda-batching"]);
+}
+
+#[test]
+fn batching_controller_changes_the_budget() {
+    let rt = Runtime::builder().threads(1).build();
+    let group = rt
+        .group("batched")
+        .threads(1)
+        .controller(SedaBatching::new().period(Duration::from_millis(20)))
+        .build();
+    let initial = group.budget();
+    assert_eq!(initial, whirl_runtime::DEFAULT_BUDGET);
+    let stop = Arc::new(AtomicBool::new(false));
+    for _ in 0..2 {
+        let busy = rt.spawn_in(
+            &group,
+            Busy {
+                stop: Arc::clone(&stop),
+            },
+        );
+        busy.post(Again).unwrap();
+    }
+    wait_until("the batching controller to change the budget", || {
+        group.budget() != initial
+    });
+    let stats = group.stats();
+    assert_eq!(stats.controllers[0].name, "seda-batching");
+    assert!(
+        stats.controllers[0].detail.starts_with("budget "),
+        "{:?}",
+        stats.controllers
+    );
+    assert!(group.counts().handled > 0);
+    stop.store(true, SeqCst);
+    rt.block_until_idle();
+}
