@@ -27,14 +27,15 @@ use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
 use crate::observe;
 use crate::principal::Principal;
 use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
-use crate::stats::Turn;
 use crate::sync::UnsafeCell;
+use crate::worker;
 
 /// A type-erased process the scheduler can run and the runtime can stop.
 pub(crate) trait Runnable: Send + Sync + 'static {
-    /// Runs one turn, noting what the worker's statistics need in `turn`. The caller passes
-    /// the token it holds (the `Arc` in the run queue).
-    fn run(self: Arc<Self>, turn: &mut Turn);
+    /// Runs one turn; returns the messages handled. A `sampled` turn is timed and records its
+    /// messages' queue latencies (`stats.rs`). The caller passes the token it holds (the `Arc`
+    /// in the run queue).
+    fn run(self: Arc<Self>, sampled: bool) -> usize;
     /// Asks the process to terminate with `reason` at its next turn.
     fn kill(self: Arc<Self>, reason: ExitReason);
     /// The process's id.
@@ -161,17 +162,17 @@ impl<P: Process> ProcessCell<P> {
     /// termination included, is done. Runs without a message (the start hook, a kill
     /// request) are counted as activations when requested and as deactivations here, when
     /// consumed.
-    fn run_turn(self: Arc<Self>, turn: &mut Turn) {
+    fn run_turn<const SAMPLED: bool>(self: Arc<Self>) -> usize {
         if self.mailbox.is_closed() {
             // Re-scheduled only to drain messages that raced with termination.
             let reason = self.control().lock().exit.clone();
             self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
-            return;
+            return 0;
         }
         let budget = self.group.budget();
         // Sampled turns, and every turn of a process serving a principal, are timed (see
         // `stats.rs`).
-        let started_at = (turn.sample || self.principal.is_some()).then(Instant::now);
+        let started_at = (SAMPLED || self.principal.is_some()).then(Instant::now);
         let mut ctx = Ctx::new(self);
         // SAFETY: we hold the token, so no other thread touches the body until we release it.
         let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
@@ -199,6 +200,7 @@ impl<P: Process> ProcessCell<P> {
         // each message as it is done, so that predicates reading the queue length see it
         // exactly, not up to a turn's worth of messages too long.
         let count_each = cell_ref.group.predicate().is_some();
+        let observes = cell_ref.group.observes();
         while exit.is_none() && handled < budget && inbox.has_messages() {
             if inbox.refreshes() != refreshes {
                 // The cursor just re-read the tail, on the line senders write: look for a
@@ -219,19 +221,15 @@ impl<P: Process> ProcessCell<P> {
             if count_each {
                 cell_ref.group.counters.add(Event::Handled, 1);
             }
-            if meta != observe::UNOBSERVED {
-                if turn.sample {
-                    turn.queue_latencies.push(observe::queued_millis(meta));
-                }
-                if cell_ref.group.observes() {
-                    observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
-                }
+            if SAMPLED && meta != observe::UNOBSERVED {
+                worker::record_queue_latency(observe::queued_millis(meta));
+            }
+            if observes {
+                observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
             }
         }
-        turn.handled = handled as u64;
         if let Some(at) = started_at {
-            turn.elapsed = Some(at.elapsed());
-            turn.principal = cell_ref.principal.clone();
+            worker::record_timed_turn(handled, at.elapsed(), cell_ref.principal.as_ref());
         }
         let more = exit.is_none() && handled == budget && inbox.has_messages();
         drop(inbox);
@@ -240,7 +238,7 @@ impl<P: Process> ProcessCell<P> {
 
         if let Some(reason) = exit {
             cell.terminate(reason, uncounted, consumed_activations);
-            return;
+            return handled;
         }
         // Counted before the token is given back, so no clone of the group (whose reference
         // count every worker of the group would otherwise touch each turn) is needed after:
@@ -253,6 +251,7 @@ impl<P: Process> ProcessCell<P> {
             let task = Arc::clone(&cell) as Task;
             cell.group.yield_now(task);
         }
+        handled
     }
 
     /// Adds a turn's handled messages and consumed lifecycle runs to the group's counters.
@@ -372,8 +371,14 @@ fn invoke<P: Process>(
 }
 
 impl<P: Process> Runnable for ProcessCell<P> {
-    fn run(self: Arc<Self>, turn: &mut Turn) {
-        self.run_turn(turn);
+    fn run(self: Arc<Self>, sampled: bool) -> usize {
+        // Two copies of the turn: the unsampled one, run by almost every turn, has no
+        // statistics code in its message loop.
+        if sampled {
+            self.run_turn::<true>()
+        } else {
+            self.run_turn::<false>()
+        }
     }
 
     fn id(&self) -> ProcessId {

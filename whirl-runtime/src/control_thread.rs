@@ -59,7 +59,7 @@ fn mean(total: u64, count: u64, unit: fn(u64) -> Duration) -> Duration {
 
 impl GroupShared {
     fn read(&self, now: Instant) -> (Reading, Duration) {
-        let since_epoch = now.saturating_duration_since(self.pool.epoch);
+        let since_epoch = self.pool.now();
         let mut reading = Reading {
             at: Some(now),
             handled: self.counters.snapshot().handled,

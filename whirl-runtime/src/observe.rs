@@ -12,12 +12,10 @@
 //! (65 s) to be told apart, which matches the controllers' targets (tens of milliseconds to
 //! seconds, SEDA figure 50).
 
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::clock::Clock;
 use crate::group::GroupShared;
-use crate::predicate::{CoarseClock, Completion};
+use crate::predicate::{shared_millis, Completion};
 use crate::principal::Principal;
 
 /// The metadata of a message nobody observes.
@@ -25,20 +23,14 @@ pub(crate) const UNOBSERVED: u32 = 0;
 const OBSERVED: u32 = 1 << 15;
 const COST_MASK: u32 = OBSERVED - 1;
 
+#[inline]
 fn millis_now() -> u16 {
-    // One clock and one epoch for the process, set on first use; no clone per message.
-    static CLOCK: OnceLock<(CoarseClock, Instant)> = OnceLock::new();
-    let (clock, epoch) = CLOCK.get_or_init(|| {
-        let clock = CoarseClock::shared();
-        let epoch = clock.now();
-        (clock, epoch)
-    });
-    let now = clock.now();
     // Wrapping is intended: only differences of less than 2^16 ms are used.
-    (now.saturating_duration_since(*epoch).as_millis() & 0xFFFF) as u16
+    shared_millis() as u16
 }
 
 /// The word for a message admitted now with `cost`.
+#[inline]
 pub(crate) fn stamp(cost: u64) -> u32 {
     let cost = u32::try_from(cost).unwrap_or(u32::MAX).min(COST_MASK);
     (u32::from(millis_now()) << 16) | OBSERVED | cost

@@ -131,6 +131,8 @@ impl RuntimeBuilder {
 
     /// Starts the runtime and its default group.
     pub fn build(self) -> Runtime {
+        // The clock behind every message's enqueue stamp (`observe.rs`).
+        let _ = crate::predicate::shared_clock();
         let shared = Arc::new(RuntimeShared {
             groups: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),

@@ -8,7 +8,6 @@ use crate::counters::Event;
 use crate::group::GroupShared;
 use crate::principal::Principal;
 use crate::process::{ExitReason, Failure, Process};
-use crate::stats::Turn;
 
 /// Where the caller asked for the process to run.
 pub(crate) enum Placement<'a> {
@@ -85,7 +84,7 @@ pub(crate) fn spawn<P: Process>(
             // The caller holds the new cell's token: terminate it right here, before it
             // runs any of its own code.
             Arc::clone(&cell).kill(ExitReason::Failed(Failure::new(problem)));
-            (Arc::clone(&cell) as Task).run(&mut Turn::default());
+            let _ = (Arc::clone(&cell) as Task).run(false);
         }
     }
     Addr::from_cell(cell)

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
@@ -33,9 +33,9 @@ use crate::counters::MessageCounts;
 use crate::principal::Principal;
 
 /// One turn in this many is timed and has its messages' queue latencies recorded.
-pub(crate) const SAMPLE_EVERY: u32 = 16;
+pub(crate) const SAMPLE_EVERY: u32 = 64;
 /// Sampled turns between publications of a worker's local statistics.
-const PUBLISH_EVERY: u32 = 64;
+const PUBLISH_EVERY: u32 = 32;
 /// Longest a busy worker keeps its statistics to itself.
 const PUBLISH_INTERVAL: Duration = Duration::from_millis(50);
 /// Histograms hold microseconds, up to an hour, to two significant digits.
@@ -162,31 +162,6 @@ pub struct RuntimeStats {
     pub groups: Vec<GroupStats>,
 }
 
-/// What a worker and the process it runs note about one turn.
-#[derive(Default)]
-pub(crate) struct Turn {
-    /// Whether the turn is sampled: timed, with its messages' queue latencies recorded.
-    pub(crate) sample: bool,
-    /// Messages handled (set by the process).
-    pub(crate) handled: u64,
-    /// How long the turn took, if it was timed (sampled, or serving a principal).
-    pub(crate) elapsed: Option<Duration>,
-    /// The principal served, if any (set only on timed turns).
-    pub(crate) principal: Option<Principal>,
-    /// Queue latencies of the turn's messages, milliseconds (sampled turns only).
-    pub(crate) queue_latencies: Vec<u16>,
-}
-
-impl Turn {
-    pub(crate) fn begin(&mut self, sample: bool) {
-        self.sample = sample;
-        self.handled = 0;
-        self.elapsed = None;
-        self.principal = None;
-        self.queue_latencies.clear();
-    }
-}
-
 /// Statistics a worker has published: merged across workers by readers.
 pub(crate) struct Published {
     pub(crate) queue_latency: Histogram<u64>,
@@ -250,31 +225,33 @@ impl SlotStats {
     }
 }
 
-/// What a worker records between publications.
+/// What a worker records between publications: raw values, folded into the slot's
+/// histograms at publication (a histogram is tens of kilobytes; clearing one per publication
+/// would cost more than the recording).
 pub(crate) struct LocalStats {
-    queue_latency: Histogram<u64>,
-    handling: Histogram<u64>,
-    lock_wait: Histogram<u64>,
+    /// Microseconds.
+    queue_latency: Vec<u64>,
+    /// (microseconds per message, messages) per timed turn.
+    handling: Vec<(u64, u64)>,
+    /// Microseconds.
+    lock_wait: Vec<u64>,
     principals: HashMap<u64, PrincipalCounts>,
     queue_latency_micros: u64,
-    queue_latency_count: u64,
     lock_wait_nanos: u64,
-    lock_wait_count: u64,
     sampled_since_publish: u32,
-    last_publish: Option<Instant>,
+    /// Coarse-clock time of the last publication.
+    last_publish: Option<Duration>,
 }
 
 impl LocalStats {
     pub(crate) fn new() -> Self {
         LocalStats {
-            queue_latency: new_histogram(),
-            handling: new_histogram(),
-            lock_wait: new_histogram(),
+            queue_latency: Vec::new(),
+            handling: Vec::new(),
+            lock_wait: Vec::new(),
             principals: HashMap::new(),
             queue_latency_micros: 0,
-            queue_latency_count: 0,
             lock_wait_nanos: 0,
-            lock_wait_count: 0,
             sampled_since_publish: 0,
             last_publish: None,
         }
@@ -283,16 +260,14 @@ impl LocalStats {
     /// A message of a sampled turn waited `latency` in its inbox.
     pub(crate) fn record_queue_latency(&mut self, latency: Duration) {
         let us = micros(latency);
-        let _ = self.queue_latency.record(us);
+        self.queue_latency.push(us);
         self.queue_latency_micros += us;
-        self.queue_latency_count += 1;
     }
 
     /// A handler waited `wait` for a lock.
     pub(crate) fn record_lock_wait(&mut self, wait: Duration) {
-        let _ = self.lock_wait.record(micros(wait));
+        self.lock_wait.push(micros(wait));
         self.lock_wait_nanos += nanos(wait);
-        self.lock_wait_count += 1;
     }
 
     /// A timed turn handled `handled` messages in `elapsed`, for `principal` if any. Returns
@@ -302,11 +277,11 @@ impl LocalStats {
         handled: u64,
         elapsed: Duration,
         principal: Option<&Principal>,
-        now: Instant,
+        now: Duration,
     ) -> bool {
         if handled > 0 {
             let per_message = elapsed / u32::try_from(handled).unwrap_or(u32::MAX);
-            let _ = self.handling.record_n(micros(per_message), handled);
+            self.handling.push((micros(per_message), handled));
         }
         if let Some(p) = principal {
             p.record_handled(handled, elapsed);
@@ -322,22 +297,30 @@ impl LocalStats {
         }
         self.sampled_since_publish += 1;
         let last = *self.last_publish.get_or_insert(now);
-        self.sampled_since_publish >= PUBLISH_EVERY
-            || now.saturating_duration_since(last) >= PUBLISH_INTERVAL
+        self.sampled_since_publish >= PUBLISH_EVERY || now.saturating_sub(last) >= PUBLISH_INTERVAL
     }
 
     /// Whether anything was recorded since the last publication.
     pub(crate) fn is_dirty(&self) -> bool {
-        self.sampled_since_publish > 0 || self.lock_wait_count > 0 || self.queue_latency_count > 0
+        self.sampled_since_publish > 0
+            || !self.lock_wait.is_empty()
+            || !self.queue_latency.is_empty()
     }
 
     /// Moves what was recorded into the slot.
-    pub(crate) fn publish(&mut self, slot: &SlotStats, now: Instant) {
+    pub(crate) fn publish(&mut self, slot: &SlotStats, now: Duration) {
+        let (queued, locks) = (self.queue_latency.len(), self.lock_wait.len());
         {
             let mut p = slot.published.lock();
-            let _ = p.queue_latency.add(&self.queue_latency);
-            let _ = p.handling.add(&self.handling);
-            let _ = p.lock_wait.add(&self.lock_wait);
+            for us in self.queue_latency.drain(..) {
+                let _ = p.queue_latency.record(us);
+            }
+            for (us, n) in self.handling.drain(..) {
+                let _ = p.handling.record_n(us, n);
+            }
+            for us in self.lock_wait.drain(..) {
+                let _ = p.lock_wait.record(us);
+            }
             for (id, counts) in self.principals.drain() {
                 let entry = p.principals.entry(id).or_insert(PrincipalCounts {
                     handled: 0,
@@ -348,18 +331,13 @@ impl LocalStats {
                 entry.handling_time += counts.handling_time;
             }
         }
-        self.queue_latency.reset();
-        self.handling.reset();
-        self.lock_wait.reset();
         let sums = &slot.sums;
         sums.queue_latency_micros
             .fetch_add(std::mem::take(&mut self.queue_latency_micros), Relaxed);
-        sums.queue_latency_count
-            .fetch_add(std::mem::take(&mut self.queue_latency_count), Relaxed);
+        sums.queue_latency_count.fetch_add(queued as u64, Relaxed);
         sums.lock_wait_nanos
             .fetch_add(std::mem::take(&mut self.lock_wait_nanos), Relaxed);
-        sums.lock_wait_count
-            .fetch_add(std::mem::take(&mut self.lock_wait_count), Relaxed);
+        sums.lock_wait_count.fetch_add(locks as u64, Relaxed);
         self.sampled_since_publish = 0;
         self.last_publish = Some(now);
     }
@@ -407,7 +385,7 @@ mod tests {
     #[test]
     fn published_statistics_merge_across_slots() {
         let (a, b) = (SlotStats::new(), SlotStats::new());
-        let now = Instant::now();
+        let now = Duration::from_secs(1);
         let session = Principal::new(9, 2, 1);
         let mut local = LocalStats::new();
         for ms in [1, 2, 3, 4, 100] {
@@ -458,7 +436,7 @@ mod tests {
     #[test]
     fn publishing_is_due_after_enough_sampled_turns() {
         let mut local = LocalStats::new();
-        let now = Instant::now();
+        let now = Duration::from_secs(1);
         let due = (0..PUBLISH_EVERY)
             .map(|_| local.record_turn(1, Duration::from_micros(1), None, now))
             .collect::<Vec<_>>();

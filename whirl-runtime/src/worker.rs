@@ -14,8 +14,9 @@ use crate::group::{GroupShared, LOCAL_QUEUE_CAP};
 use crate::idle::SleepDecision;
 use crate::park::{Parker, Unparker};
 use crate::pool::Slot;
+use crate::principal::Principal;
 use crate::scheduler::{Scheduler, TurnReport};
-use crate::stats::{LocalStats, Turn, SAMPLE_EVERY};
+use crate::stats::{LocalStats, SAMPLE_EVERY};
 
 /// How often (in turns) a worker looks at the injector before its own queue, so tasks posted
 /// from outside are not starved by a worker that always has local work. The value tokio and Go
@@ -62,8 +63,8 @@ pub(crate) fn schedule_on_current_worker(
     })
 }
 
-/// A handler on this thread waited `wait` for a lock (see `Ctx::lock_timed`).
-pub(crate) fn record_lock_wait(wait: Duration) {
+/// Runs `f` on the calling worker's local statistics, if the caller is a worker.
+fn with_local_stats(f: impl FnOnce(&mut LocalStats, &WorkerThread)) {
     CURRENT.with(|c| {
         let current = c.get();
         if current.is_null() {
@@ -71,9 +72,33 @@ pub(crate) fn record_lock_wait(wait: Duration) {
         }
         // SAFETY: as in `schedule_on_current_worker`.
         let worker = unsafe { &*current };
-        // The worker holds no borrow of its statistics while a handler runs.
+        // Borrowed only for the length of one record, never across a handler.
         if let Ok(mut stats) = worker.stats.try_borrow_mut() {
-            stats.record_lock_wait(wait);
+            f(&mut stats, worker);
+        }
+    });
+}
+
+/// A handler on this thread waited `wait` for a lock (see `Ctx::lock_timed`).
+pub(crate) fn record_lock_wait(wait: Duration) {
+    with_local_stats(|stats, _| stats.record_lock_wait(wait));
+}
+
+/// A message handled in a sampled turn had waited `millis` in its inbox.
+#[cold]
+pub(crate) fn record_queue_latency(millis: u16) {
+    with_local_stats(|stats, _| {
+        stats.record_queue_latency(Duration::from_millis(u64::from(millis)));
+    });
+}
+
+/// A timed turn (sampled, or serving a principal) handled `handled` messages in `elapsed`.
+#[cold]
+pub(crate) fn record_timed_turn(handled: usize, elapsed: Duration, principal: Option<&Principal>) {
+    with_local_stats(|stats, worker| {
+        let now = worker.group.pool.now();
+        if stats.record_turn(handled as u64, elapsed, principal, now) {
+            stats.publish(&worker.slot.stats, now);
         }
     });
 }
@@ -89,8 +114,6 @@ pub(crate) struct WorkerThread {
     rng: Cell<u32>,
     parker: Parker,
     stats: RefCell<LocalStats>,
-    /// The reusable record of a turn (its queue-latency buffer keeps its allocation).
-    turn: RefCell<Turn>,
 }
 
 /// How a search for work ended.
@@ -129,7 +152,6 @@ impl WorkerThread {
             rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
             parker,
             stats: RefCell::new(LocalStats::new()),
-            turn: RefCell::new(Turn::default()),
         };
         (worker, stealer, unparker)
     }
@@ -199,38 +221,16 @@ impl WorkerThread {
         }
     }
 
-    /// Runs one turn; records its statistics if it was sampled. Returns messages handled.
+    /// Runs one turn (sampled one time in [`SAMPLE_EVERY`]); returns the messages handled.
     #[inline]
     fn run_task(&self, task: Task) -> usize {
-        let sample = self.tick.get() % SAMPLE_EVERY == 0;
-        let mut turn = self.turn.borrow_mut();
-        turn.begin(sample);
-        task.run(&mut turn);
-        let handled = turn.handled;
-        if turn.elapsed.is_some() {
-            self.record_turn(&mut turn);
-        }
-        usize::try_from(handled).unwrap_or(usize::MAX)
-    }
-
-    #[cold]
-    fn record_turn(&self, turn: &mut Turn) {
-        let now = Instant::now();
-        let mut stats = self.stats.borrow_mut();
-        for &ms in &turn.queue_latencies {
-            stats.record_queue_latency(Duration::from_millis(u64::from(ms)));
-        }
-        let elapsed = turn.elapsed.unwrap_or_default();
-        if stats.record_turn(turn.handled, elapsed, turn.principal.as_ref(), now) {
-            stats.publish(&self.slot.stats, now);
-        }
-        turn.principal = None;
+        task.run(self.tick.get() % SAMPLE_EVERY == 0)
     }
 
     fn publish_stats(&self) {
         let mut stats = self.stats.borrow_mut();
         if stats.is_dirty() {
-            stats.publish(&self.slot.stats, Instant::now());
+            stats.publish(&self.slot.stats, self.group.pool.now());
         }
     }
 

@@ -1,8 +1,8 @@
 //! A clock cheap enough to read on every post.
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::{Acquire, Release};
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,19 @@ struct Ticks {
     origin: Instant,
     elapsed_nanos: AtomicU64,
     resolution: Duration,
+    /// Whether this is the shared clock, which also keeps [`MILLIS`] current.
+    shared: bool,
+}
+
+/// The shared clock's time in milliseconds (wrapping), for the message stamp on every post:
+/// a plain static, so reading it is one load with no initialisation check. Zero until the
+/// shared clock starts (the runtime starts it when it is built).
+static MILLIS: AtomicU32 = AtomicU32::new(0);
+
+/// The shared clock's last tick in milliseconds, modulo 2^32.
+#[inline]
+pub(crate) fn shared_millis() -> u32 {
+    MILLIS.load(Relaxed)
 }
 
 /// A monotonic clock read from memory: a background thread stores the time every
@@ -43,11 +56,16 @@ impl CoarseClock {
     /// A clock of its own, updated every `resolution` (at least 50 µs) by a thread that ends
     /// when the last clone of the clock is dropped.
     pub fn new(resolution: Duration) -> Self {
+        CoarseClock::start(resolution, false)
+    }
+
+    fn start(resolution: Duration, shared: bool) -> Self {
         let resolution = resolution.max(Duration::from_micros(50));
         let ticks = Arc::new(Ticks {
             origin: Instant::now(),
             elapsed_nanos: AtomicU64::new(0),
             resolution,
+            shared,
         });
         let weak = Arc::downgrade(&ticks);
         let spawned = std::thread::Builder::new()
@@ -57,6 +75,9 @@ impl CoarseClock {
                     let nanos =
                         u64::try_from(ticks.origin.elapsed().as_nanos()).unwrap_or(u64::MAX);
                     ticks.elapsed_nanos.store(nanos, Release);
+                    if ticks.shared {
+                        MILLIS.store((nanos / 1_000_000) as u32, Relaxed);
+                    }
                     let pause = ticks.resolution;
                     drop(ticks);
                     std::thread::sleep(pause);
@@ -71,16 +92,27 @@ impl CoarseClock {
 
     /// The process-wide 1 ms clock (started on first use).
     pub fn shared() -> Self {
-        static SHARED: OnceLock<CoarseClock> = OnceLock::new();
-        SHARED
-            .get_or_init(|| CoarseClock::new(Duration::from_millis(1)))
-            .clone()
+        shared_clock().clone()
+    }
+
+    /// Nanoseconds from this clock's origin to its last tick: one atomic load, for the hot
+    /// paths that only need differences.
+    #[inline]
+    pub(crate) fn nanos(&self) -> u64 {
+        self.ticks.elapsed_nanos.load(Acquire)
     }
 
     /// How often the time is refreshed.
     pub fn resolution(&self) -> Duration {
         self.ticks.resolution
     }
+}
+
+/// The process-wide 1 ms clock, by reference (no reference-count traffic).
+#[inline]
+pub(crate) fn shared_clock() -> &'static CoarseClock {
+    static SHARED: OnceLock<CoarseClock> = OnceLock::new();
+    SHARED.get_or_init(|| CoarseClock::start(Duration::from_millis(1), true))
 }
 
 impl Default for CoarseClock {

@@ -28,6 +28,7 @@ mod utility;
 pub use crate::principal::Estimate;
 pub use class_response_time::ClassResponseTime;
 pub use coarse_clock::CoarseClock;
+pub(crate) use coarse_clock::{shared_clock, shared_millis};
 pub use combinators::{And, Not, Or, PredicateExt};
 pub use cost_budget::CostBudget;
 pub use feedback::ControllerParams;

@@ -143,7 +143,9 @@ pub(crate) mod testing {
     }
 
     impl Runnable for Fake {
-        fn run(self: Arc<Self>, _: &mut crate::stats::Turn) {}
+        fn run(self: Arc<Self>, _: bool) -> usize {
+            0
+        }
         fn kill(self: Arc<Self>, _: ExitReason) {}
         fn id(&self) -> ProcessId {
             self.id
