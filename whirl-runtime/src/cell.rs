@@ -170,9 +170,8 @@ impl<P: Process> ProcessCell<P> {
             return 0;
         }
         let budget = self.group.budget();
-        // Sampled turns, and every turn of a process serving a principal, are timed (see
-        // `stats.rs`).
-        let started_at = (SAMPLED || self.principal.is_some()).then(Instant::now);
+        // Sampled turns are timed (see `stats.rs`).
+        let started_at = SAMPLED.then(Instant::now);
         let mut ctx = Ctx::new(self);
         // SAFETY: we hold the token, so no other thread touches the body until we release it.
         let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
@@ -373,8 +372,9 @@ fn invoke<P: Process>(
 impl<P: Process> Runnable for ProcessCell<P> {
     fn run(self: Arc<Self>, sampled: bool) -> usize {
         // Two copies of the turn: the unsampled one, run by almost every turn, has no
-        // statistics code in its message loop.
-        if sampled {
+        // statistics code in its message loop. Every turn of a process serving a principal
+        // is measured (per-principal accounting).
+        if sampled || self.principal.is_some() {
             self.run_turn::<true>()
         } else {
             self.run_turn::<false>()

@@ -230,3 +230,77 @@ fn loom_no_lost_wakeup() {
 fn loom_two_workers_two_tasks() {
     publish_tasks_to_sleeping_workers(2);
 }
+
+/// `Pool::try_retire` in miniature: count a worker out while the pool is above its target.
+fn try_retire(live: &AtomicUsize, target: &AtomicUsize) -> bool {
+    live.fetch_update(SeqCst, SeqCst, |n| (n > target.load(SeqCst)).then(|| n - 1))
+        .is_ok()
+}
+
+/// A miniature worker that also retires when the pool is too big, as `WorkerThread::search`
+/// does: take a task, or retire, or sleep with both conditions re-checked.
+fn take_a_task_or_retire(
+    idle: &Idle,
+    tasks: &AtomicUsize,
+    (live, target): (&AtomicUsize, &AtomicUsize),
+    parker: &Parker,
+    index: usize,
+) {
+    idle.start_searching();
+    loop {
+        if tasks
+            .fetch_update(SeqCst, SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            idle.stop_searching_found_work();
+            return;
+        }
+        if try_retire(live, target) {
+            idle.stop_searching_retired();
+            return;
+        }
+        let has_work = || tasks.load(SeqCst) > 0 || live.load(SeqCst) > target.load(SeqCst);
+        if idle.prepare_to_sleep(index, has_work) == SleepDecision::Park {
+            loop {
+                parker.park(None);
+                if !idle.is_sleeping(index) {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Shrinking a pool of two idle workers to one while a task is published: one worker
+/// retires, the other takes the task; neither sleeps forever (loom reports that as a
+/// deadlock), and the task is not stranded.
+#[test]
+fn loom_shrink_while_publishing() {
+    loom::model(|| {
+        let idle = Arc::new(Idle::new());
+        let tasks = Arc::new(AtomicUsize::new(0));
+        let live = Arc::new(AtomicUsize::new(2));
+        let target = Arc::new(AtomicUsize::new(2));
+        let handles: Vec<_> = (0..2)
+            .map(|index| {
+                let (parker, unparker) = Parker::new();
+                idle.register(index, unparker);
+                let (idle, tasks) = (Arc::clone(&idle), Arc::clone(&tasks));
+                let (live, target) = (Arc::clone(&live), Arc::clone(&target));
+                spawn(move || {
+                    take_a_task_or_retire(&idle, &tasks, (&live, &target), &parker, index)
+                })
+            })
+            .collect();
+        // `GroupShared::resize`: lower the target, wake the sleepers.
+        target.store(1, SeqCst);
+        idle.notify_all();
+        tasks.fetch_add(1, SeqCst);
+        idle.notify_one();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(tasks.load(SeqCst), 0, "the task was taken");
+        assert_eq!(live.load(SeqCst), 1, "exactly one worker retired");
+    });
+}

@@ -178,9 +178,6 @@ fn queue_latency_is_measured_on_sampled_turns() {
 }
 
 #[test]
-#[ignore = "bug: queue latencies are recorded only on sampled turns (one in SAMPLE_EVERY), \
-            not on every turn of a process serving a principal as the stats module docs say \
-            (cell.rs run_turn records them only when the turn is sampled)"]
 fn queue_latency_is_measured_on_every_turn_of_a_principal() {
     const HELD: Duration = Duration::from_millis(30);
     let rt = Runtime::builder().threads(1).build();
