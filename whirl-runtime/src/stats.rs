@@ -5,7 +5,7 @@
 //! * Counters (posted, handled...) are the group's striped counters (`counters.rs`).
 //! * Queue latency comes from the enqueue stamp every message carries in its inbox slot
 //!   (`observe.rs`: a coarse millisecond clock, so 1 ms resolution). Workers record it for the
-//!   messages of *sampled* turns: one turn in [`SAMPLE_EVERY`] per worker, plus every turn of
+//!   messages of *sampled* turns: one turn in 64 per worker, plus every turn of
 //!   a process that serves a principal.
 //! * Handling time is measured on the same sampled turns (two clock reads per turn, not per
 //!   message): the turn's time divided among its messages.
@@ -15,9 +15,10 @@
 //!   a whirl process itself is never locked (its scheduling token is taken without waiting),
 //!   so the waits that matter are those for state a `shares_state` group shares.
 //!
-//! Each worker records into histograms of its own and publishes them to its slot (under a
-//! lock nobody else takes on the message path) every [`PUBLISH_EVERY`] sampled turns, every
-//! [`PUBLISH_INTERVAL`] and when it goes idle, so readers see data at most that stale.
+//! Each worker buffers what it records and publishes it to its slot's histograms (under a
+//! lock nobody else takes on the message path) every 32 sampled turns, every 50 ms, when it
+//! runs out of work, and after every turn of a principal's process (so per-principal counts
+//! are exact once the group is idle).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -283,21 +284,25 @@ impl LocalStats {
             let per_message = elapsed / u32::try_from(handled).unwrap_or(u32::MAX);
             self.handling.push((micros(per_message), handled));
         }
-        if let Some(p) = principal {
-            p.record_handled(handled, elapsed);
-            let entry = self.principals.entry(p.id()).or_insert(PrincipalCounts {
-                id: p.id(),
-                priority: p.priority(),
-                class: p.class(),
-                handled: 0,
-                handling_time: Duration::ZERO,
-            });
-            entry.handled += handled;
-            entry.handling_time += elapsed;
-        }
         self.sampled_since_publish += 1;
         let last = *self.last_publish.get_or_insert(now);
-        self.sampled_since_publish >= PUBLISH_EVERY || now.saturating_sub(last) >= PUBLISH_INTERVAL
+        let Some(p) = principal else {
+            return self.sampled_since_publish >= PUBLISH_EVERY
+                || now.saturating_sub(last) >= PUBLISH_INTERVAL;
+        };
+        p.record_handled(handled, elapsed);
+        let entry = self.principals.entry(p.id()).or_insert(PrincipalCounts {
+            id: p.id(),
+            priority: p.priority(),
+            class: p.class(),
+            handled: 0,
+            handling_time: Duration::ZERO,
+        });
+        entry.handled += handled;
+        entry.handling_time += elapsed;
+        // Per-principal counts are published at once (one uncontended lock per turn of a
+        // principal's process), so they are exact whenever the counters are.
+        true
     }
 
     /// Whether anything was recorded since the last publication.

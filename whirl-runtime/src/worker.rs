@@ -390,8 +390,6 @@ impl WorkerThread {
                 std::thread::yield_now();
                 continue;
             }
-            // About to sleep: whatever was recorded becomes visible to readers.
-            self.publish_stats();
             let decision = idle.prepare_to_sleep(self.index, || {
                 self.group.is_stopped()
                     || self.group.has_visible_work()
@@ -414,8 +412,9 @@ impl WorkerThread {
         found
     }
 
-    /// Marks the start of an idle spell.
+    /// Marks the start of an idle spell (publishing what the last turns recorded).
     fn begin_idle(&self) {
+        self.publish_stats();
         let since = self.group.pool.now().as_nanos() as u64;
         self.slot.stats.idle_since.store(since + 1, Relaxed);
     }

@@ -158,7 +158,52 @@
 //! rt.shutdown_graceful();
 //! ```
 //!
-//! ## 5. Failures and monitors
+//! ## 5. Groups as control points
+//!
+//! Each group has its own workers, and four plug-ins: the message predicate above, a
+//! [scheduler] (the order ready processes run in), [concurrency
+//! controllers](controller) (the pool size and run budget, adjusted while it runs) and
+//! [statistics](stats) that all of them, and you, can read. Work is done on behalf of a
+//! [`Principal`] (a session, a request): processes spawned for one carry it, and their
+//! children inherit it.
+//!
+//! ```
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Hit { path: String }
+//! # #[process] struct Counter { hits: u64 }
+//! # #[process] impl Counter { #[handle] fn hit(&mut self, _: Hit) { self.hits += 1; } }
+//! use whirl::controller::AdaptiveConcurrency;
+//! use whirl::scheduler::PrincipalPriority;
+//! use whirl::{Principal, QueueLength};
+//!
+//! let rt = Runtime::new();
+//! let web = rt
+//!     .group("web")
+//!     .predicate(QueueLength::max(10_000)) // consulted once the pool is at its maximum
+//!     .scheduler(PrincipalPriority::default()) // higher priorities first, quotas per level
+//!     .controller(AdaptiveConcurrency::default()) // the Whirlwind paper's figure 1
+//!     .threads(1..=4)
+//!     .build();
+//! let admin = Principal::new(1, 2, 0); // id, priority (higher first), class
+//! let guest = Principal::new(2, 0, 0);
+//! let for_admin = rt.spawn_for(&web, admin.clone(), Counter { hits: 0 });
+//! let for_guest = rt.spawn_for(&web, guest, Counter { hits: 0 });
+//! for _ in 0..10 {
+//!     for_admin.post(Hit { path: "/admin".into() }).unwrap();
+//!     for_guest.post(Hit { path: "/".into() }).unwrap();
+//! }
+//! rt.block_until_idle();
+//!
+//! let stats = web.stats();
+//! assert_eq!(stats.counts.handled, 20);
+//! assert!((1..=4).contains(&stats.threads));
+//! assert_eq!(stats.principals.len(), 2); // per-principal counts, busiest first
+//! assert_eq!(admin.handled(), 10);
+//! println!("queue latency {}, handling {}", stats.queue_latency, stats.handling_time);
+//! rt.shutdown_graceful();
+//! ```
+//!
+//! ## 6. Failures and monitors
 //!
 //! A panic or an `Err` from a handler terminates only that process. A *system* process,
 //! declared `#[process(system)]`, receives a [`Down`] message when a process it monitors
@@ -365,7 +410,7 @@ pub mod prelude {
     pub use crate::{handle, process, started, terminated, Isolated, Message};
     pub use whirl_runtime::{
         Addr, CallError, ChildSpec, Ctx, Down, ExitReason, Failure, Group, Handles, PostError,
-        Process, ProcessId, Recipient, ReplyTo, Restart, Runtime, Strategy, Supervisor,
+        Principal, Process, ProcessId, Recipient, ReplyTo, Restart, Runtime, Strategy, Supervisor,
         SupervisorSpec,
     };
 }
