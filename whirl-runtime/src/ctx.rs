@@ -58,6 +58,12 @@ impl<P: Process> Ctx<P> {
         self.cell.group.runtime.names.whereis(name)
     }
 
+    /// The runtime's socket poller (feature `net`), started on first use.
+    #[cfg(feature = "net")]
+    pub fn net(&self) -> std::io::Result<crate::net::Net> {
+        self.cell.group.runtime.net()
+    }
+
     /// The group this process runs in.
     pub fn group(&self) -> Group {
         Group::from_shared(Arc::clone(&self.cell.group))

@@ -37,6 +37,8 @@ mod isolated;
 mod loom_tests;
 mod mailbox;
 mod names;
+#[cfg(feature = "net")]
+pub mod net;
 mod observe;
 mod park;
 mod pool;

@@ -36,6 +36,8 @@ pub(crate) struct RuntimeShared {
     pub(crate) timers: Timers,
     pub(crate) names: Names,
     pub(crate) control: Arc<ControlThread>,
+    #[cfg(feature = "net")]
+    net: Mutex<Option<crate::net::Net>>,
 }
 
 impl RuntimeShared {
@@ -71,6 +73,21 @@ impl RuntimeShared {
     /// The first group built with `name`.
     pub(crate) fn group_named(&self, name: &str) -> Option<Arc<GroupShared>> {
         self.groups.lock().iter().find(|g| g.name == name).cloned()
+    }
+
+    /// The runtime's poller, started on first use.
+    #[cfg(feature = "net")]
+    pub(crate) fn net(&self) -> std::io::Result<crate::net::Net> {
+        let mut net = self.net.lock();
+        if let Some(n) = &*net {
+            return Ok(n.clone());
+        }
+        if self.is_closing() {
+            return Err(std::io::Error::other("the runtime is shutting down"));
+        }
+        let started = crate::net::Net::start()?;
+        *net = Some(started.clone());
+        Ok(started)
     }
 
     pub(crate) fn groups(&self) -> Vec<Arc<GroupShared>> {
@@ -142,6 +159,8 @@ impl RuntimeBuilder {
             timers: Timers::new(),
             names: Names::default(),
             control: Arc::default(),
+            #[cfg(feature = "net")]
+            net: Mutex::new(None),
         });
         let default_group = GroupBuilder::new(Arc::clone(&shared), "default".into())
             .threads(self.threads)
@@ -243,6 +262,13 @@ impl Runtime {
         self.shared.counts()
     }
 
+    /// The runtime's socket poller (feature `net`), started on first use. See
+    /// [`net`](crate::net).
+    #[cfg(feature = "net")]
+    pub fn net(&self) -> std::io::Result<crate::net::Net> {
+        self.shared.net()
+    }
+
     /// A snapshot of every group's statistics (see [`Group::stats`]).
     pub fn stats(&self) -> RuntimeStats {
         let groups: Vec<GroupStats> = self.shared.groups().iter().map(|g| g.stats()).collect();
@@ -313,6 +339,10 @@ impl Runtime {
         self.shared.timers.stop();
         self.shared.control.stop();
         self.terminate_all(patience);
+        #[cfg(feature = "net")]
+        if let Some(net) = self.shared.net.lock().take() {
+            net.stop();
+        }
         self.stop_workers(patience);
         drained
     }

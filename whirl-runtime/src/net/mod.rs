@@ -1,0 +1,96 @@
+//! Non-blocking sockets as processes (feature `net`, on [mio](https://docs.rs/mio)).
+//!
+//! As in the Whirlwind paper's HTTP server, a socket is owned by a process: a
+//! [`SocketConnection`] turns readiness into [`SocketEvent`]s for the process that owns it,
+//! and writes what it is sent, with bounded buffers. An [`Acceptor`] process accepts
+//! connections and hands each one to a function of yours, which typically spawns a
+//! `SocketConnection` and the process that will speak the protocol over it.
+//!
+//! One poller thread per runtime ([`Net`]) waits on all sockets; each readiness event
+//! becomes a message. There is no thread per connection, and a slow peer cannot make the
+//! server buffer without bound: see [`SocketLimits`].
+//!
+//! ```
+//! use std::net::SocketAddr;
+//! use whirl_runtime::net::{Acceptor, SocketConnection, SocketEvent, SocketMsg};
+//! use whirl_runtime::{Addr, Ctx, Failure, Handles, Process, Runtime};
+//!
+//! /// Echoes every byte back.
+//! struct Echo { socket: Addr<SocketConnection> }
+//!
+//! impl Process for Echo {
+//!     type Message = SocketEvent;
+//!     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+//!         let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
+//!         Ok(())
+//!     }
+//!     fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+//!         match event {
+//!             SocketEvent::Data(bytes) => { let _ = self.socket.post(SocketMsg::Write(bytes)); }
+//!             SocketEvent::Eof => { let _ = self.socket.post(SocketMsg::Close); }
+//!             SocketEvent::Closed(_) => ctx.complete(),
+//!             SocketEvent::Drained => {}
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//! impl Handles<SocketEvent> for Echo {
+//!     fn into_message(event: SocketEvent) -> SocketEvent { event }
+//! }
+//!
+//! let rt = Runtime::new();
+//! let net = rt.net()?;
+//! let addr: SocketAddr = "127.0.0.1:0".parse()?;
+//! let (acceptor, local) = Acceptor::bind(addr, net, |stream, _peer, ctx| {
+//!     let socket = ctx.spawn(SocketConnection::new(stream, ctx.net()?));
+//!     ctx.spawn(Echo { socket });
+//!     Ok(())
+//! })?;
+//! rt.spawn(acceptor);
+//!
+//! use std::io::{Read, Write};
+//! let mut client = std::net::TcpStream::connect(local)?;
+//! client.write_all(b"ping")?;
+//! let mut reply = [0; 4];
+//! client.read_exact(&mut reply)?;
+//! assert_eq!(&reply, b"ping");
+//! rt.shutdown_graceful();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod listener;
+mod poller;
+mod socket;
+
+pub use listener::{Acceptor, AcceptorMsg};
+pub use mio::net::{TcpListener, TcpStream};
+pub use mio::Interest;
+pub use poller::{Net, Registration};
+pub use socket::{CloseReason, SocketConnection, SocketEvent, SocketLimits, SocketMsg};
+
+/// What a readiness event says about a source.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Readiness {
+    /// Reading may make progress.
+    pub readable: bool,
+    /// Writing may make progress.
+    pub writable: bool,
+    /// The peer will send nothing more.
+    pub read_closed: bool,
+    /// The peer will read nothing more.
+    pub write_closed: bool,
+    /// The source has an error (the next read or write reports it).
+    pub error: bool,
+}
+
+impl Readiness {
+    fn of(event: &mio::event::Event) -> Self {
+        Readiness {
+            readable: event.is_readable(),
+            writable: event.is_writable(),
+            read_closed: event.is_read_closed(),
+            write_closed: event.is_write_closed(),
+            error: event.is_error(),
+        }
+    }
+}

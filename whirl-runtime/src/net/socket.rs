@@ -1,0 +1,352 @@
+//! `SocketConnection`: a process owning one TCP stream.
+//!
+//! Reading: each readiness event (or a self-posted continuation) reads until the socket would
+//! block, at most [`SocketLimits::read_per_turn`] bytes per turn so one busy peer does not
+//! hold a worker, and sends what it read to the owner as [`SocketEvent::Data`].
+//!
+//! Writing: [`SocketMsg::Write`] queues bytes and writes what the socket takes; the rest
+//! waits for writability. Backpressure: above [`SocketLimits::pause_reading_above`] queued
+//! bytes the connection stops reading (a peer that sends requests without reading the
+//! answers stops being served new requests, and the kernel's buffers then push back on it);
+//! above [`SocketLimits::close_above`] it gives up on the peer and closes.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+
+use mio::net::TcpStream;
+use mio::Interest;
+
+use super::poller::{Net, Registration};
+use crate::addr::Recipient;
+use crate::ctx::Ctx;
+use crate::process::{ExitReason, Failure, Handles, Process};
+
+/// Buffer sizes of a [`SocketConnection`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SocketLimits {
+    /// Bytes asked of the socket per read call (default 16 KiB).
+    pub read_chunk: usize,
+    /// Bytes read per turn before yielding to other processes (default 64 KiB).
+    pub read_per_turn: usize,
+    /// Queued outgoing bytes above which the connection stops reading (default 256 KiB).
+    pub pause_reading_above: usize,
+    /// Queued outgoing bytes above which the peer is considered too slow and the connection
+    /// is closed (default 4 MiB).
+    pub close_above: usize,
+}
+
+impl Default for SocketLimits {
+    fn default() -> Self {
+        SocketLimits {
+            read_chunk: 16 * 1024,
+            read_per_turn: 64 * 1024,
+            pause_reading_above: 256 * 1024,
+            close_above: 4 * 1024 * 1024,
+        }
+    }
+}
+
+/// What a [`SocketConnection`] is told.
+#[derive(Debug)]
+pub enum SocketMsg {
+    /// Start reading; events go to `owner`. Sent once, by the owner, usually from its
+    /// `started` hook. Until then the connection reads nothing.
+    Attach(Recipient<SocketEvent>),
+    /// A readiness event from the poller.
+    Ready(super::Readiness),
+    /// Bytes to send.
+    Write(Vec<u8>),
+    /// Close once everything queued is written.
+    Close,
+    /// Continue reading after yielding (sent to itself).
+    ReadMore,
+}
+
+/// What a [`SocketConnection`] tells its owner.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SocketEvent {
+    /// Bytes the peer sent.
+    Data(Vec<u8>),
+    /// The peer will send nothing more (it may still read): answer what is pending, then
+    /// send [`SocketMsg::Close`].
+    Eof,
+    /// Everything queued has been written (sent after a write that had to wait).
+    Drained,
+    /// The connection is closed; the `SocketConnection` has terminated.
+    Closed(CloseReason),
+}
+
+/// Why a connection closed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The owner sent [`SocketMsg::Close`].
+    Requested,
+    /// More than [`SocketLimits::close_above`] bytes were waiting for a peer that did not
+    /// read them.
+    SlowPeer,
+    /// A read or write failed (connection reset...).
+    Error(String),
+    /// The owner terminated.
+    OwnerGone,
+}
+
+/// A process owning one TCP stream. See the [module docs](self).
+pub struct SocketConnection {
+    stream: TcpStream,
+    peer: Option<SocketAddr>,
+    net: Net,
+    limits: SocketLimits,
+    owner: Option<Recipient<SocketEvent>>,
+    registration: Option<Registration>,
+    outgoing: VecDeque<Vec<u8>>,
+    /// Bytes of `outgoing`'s front already written.
+    written: usize,
+    outgoing_bytes: usize,
+    /// Whether the last read did not end in `WouldBlock` (edge-triggered: no new event will
+    /// come until we have read everything).
+    may_read: bool,
+    read_more_posted: bool,
+    eof: bool,
+    closing: bool,
+    /// Whether a write had to wait, so the owner is told when the queue drains.
+    owe_drained: bool,
+    closed: Option<CloseReason>,
+}
+
+impl SocketConnection {
+    /// A connection over `stream` (already accepted or connected), polled by `net`.
+    pub fn new(stream: TcpStream, net: Net) -> Self {
+        SocketConnection::with_limits(stream, net, SocketLimits::default())
+    }
+
+    /// The same with explicit buffer limits.
+    pub fn with_limits(stream: TcpStream, net: Net, limits: SocketLimits) -> Self {
+        SocketConnection {
+            peer: stream.peer_addr().ok(),
+            stream,
+            net,
+            limits,
+            owner: None,
+            registration: None,
+            outgoing: VecDeque::new(),
+            written: 0,
+            outgoing_bytes: 0,
+            may_read: true,
+            read_more_posted: false,
+            eof: false,
+            closing: false,
+            owe_drained: false,
+            closed: None,
+        }
+    }
+
+    /// The peer's address, if known.
+    pub fn peer(&self) -> Option<SocketAddr> {
+        self.peer
+    }
+
+    fn attach(&mut self, owner: Recipient<SocketEvent>, ctx: &mut Ctx<Self>) {
+        if self.owner.is_some() {
+            tracing::warn!(process = %ctx.id(), "a socket connection was attached twice");
+            return;
+        }
+        self.owner = Some(owner);
+        let me = ctx.myself();
+        let registered = self.net.register(
+            &mut self.stream,
+            Interest::READABLE | Interest::WRITABLE,
+            move |readiness| {
+                // Fails only if the connection has terminated: nothing left to tell.
+                let _ = me.post(SocketMsg::Ready(readiness));
+            },
+        );
+        match registered {
+            Ok(r) => self.registration = Some(r),
+            Err(e) => return self.finish(CloseReason::Error(e.to_string()), ctx),
+        }
+        // Bytes may have arrived before the registration.
+        self.read(ctx);
+    }
+
+    fn tell_owner(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) {
+        let delivered = self.owner.as_ref().map(|o| o.post(event).is_ok());
+        if delivered == Some(false) && self.closed.is_none() {
+            self.finish(CloseReason::OwnerGone, ctx);
+        }
+    }
+
+    fn read(&mut self, ctx: &mut Ctx<Self>) {
+        if self.owner.is_none() || self.eof || self.closed.is_some() || !self.may_read {
+            return;
+        }
+        if self.outgoing_bytes > self.limits.pause_reading_above {
+            return; // resumed by `flush` once the peer has read enough
+        }
+        let mut data = Vec::new();
+        let mut failure = None;
+        while data.len() < self.limits.read_per_turn {
+            let start = data.len();
+            data.resize(start + self.limits.read_chunk, 0);
+            match self.stream.read(&mut data[start..]) {
+                Ok(0) => {
+                    data.truncate(start);
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => data.truncate(start + n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    data.truncate(start);
+                    self.may_read = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => data.truncate(start),
+                Err(e) => {
+                    data.truncate(start);
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if !data.is_empty() {
+            self.tell_owner(SocketEvent::Data(data), ctx);
+        }
+        if let Some(e) = failure {
+            return self.finish(CloseReason::Error(e.to_string()), ctx);
+        }
+        if self.eof {
+            self.tell_owner(SocketEvent::Eof, ctx);
+        } else if self.may_read && !self.read_more_posted {
+            // Budget used up with more to read: let other processes run first.
+            self.read_more_posted = ctx.myself().post(SocketMsg::ReadMore).is_ok();
+        }
+    }
+
+    fn write(&mut self, bytes: Vec<u8>, ctx: &mut Ctx<Self>) {
+        if self.closed.is_some() || bytes.is_empty() {
+            return;
+        }
+        self.outgoing_bytes += bytes.len();
+        self.outgoing.push_back(bytes);
+        self.flush(ctx);
+        if self.closed.is_none() && self.outgoing_bytes > self.limits.close_above {
+            self.finish(CloseReason::SlowPeer, ctx);
+        }
+    }
+
+    fn flush(&mut self, ctx: &mut Ctx<Self>) {
+        let was_paused = self.outgoing_bytes > self.limits.pause_reading_above;
+        while let Some(front) = self.outgoing.front() {
+            match self.stream.write(&front[self.written..]) {
+                Ok(0) => {
+                    let reason = CloseReason::Error("the peer accepts no more bytes".into());
+                    return self.finish(reason, ctx);
+                }
+                Ok(n) => {
+                    self.written += n;
+                    self.outgoing_bytes -= n;
+                    if self.written == front.len() {
+                        self.outgoing.pop_front();
+                        self.written = 0;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.owe_drained = true;
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.finish(CloseReason::Error(e.to_string()), ctx),
+            }
+        }
+        if self.closing {
+            return self.finish(CloseReason::Requested, ctx);
+        }
+        if std::mem::take(&mut self.owe_drained) {
+            self.tell_owner(SocketEvent::Drained, ctx);
+        }
+        if was_paused {
+            self.read(ctx);
+        }
+    }
+
+    /// Closes the connection and terminates, telling the owner why.
+    fn finish(&mut self, reason: CloseReason, ctx: &mut Ctx<Self>) {
+        if self.closed.is_some() {
+            return;
+        }
+        self.closed = Some(reason.clone());
+        self.registration = None;
+        let _ = self.net.deregister(&mut self.stream);
+        let _ = self.stream.shutdown(Shutdown::Both);
+        if reason != CloseReason::OwnerGone {
+            if let Some(owner) = &self.owner {
+                let _ = owner.post(SocketEvent::Closed(reason));
+            }
+        }
+        ctx.complete();
+    }
+}
+
+impl Process for SocketConnection {
+    type Message = SocketMsg;
+
+    fn handle(&mut self, msg: SocketMsg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match msg {
+            SocketMsg::Attach(owner) => self.attach(owner, ctx),
+            SocketMsg::Ready(readiness) => {
+                if readiness.writable && !self.outgoing.is_empty() {
+                    self.flush(ctx);
+                }
+                if readiness.readable || readiness.read_closed || readiness.error {
+                    self.may_read = true;
+                    self.read(ctx);
+                }
+            }
+            SocketMsg::ReadMore => {
+                self.read_more_posted = false;
+                self.read(ctx);
+            }
+            SocketMsg::Write(bytes) => self.write(bytes, ctx),
+            SocketMsg::Close => {
+                self.closing = true;
+                self.flush(ctx);
+            }
+        }
+        Ok(())
+    }
+
+    fn terminated(&mut self, reason: &ExitReason) {
+        if self.closed.is_none() {
+            // Killed (runtime shutdown, a link...): close and tell the owner.
+            let _ = self.stream.shutdown(Shutdown::Both);
+            if let Some(owner) = &self.owner {
+                let why = CloseReason::Error(format!("socket process terminated: {reason}"));
+                let _ = owner.post(SocketEvent::Closed(why));
+            }
+        }
+    }
+}
+
+impl Handles<SocketMsg> for SocketConnection {
+    fn into_message(msg: SocketMsg) -> SocketMsg {
+        msg
+    }
+}
+
+impl std::fmt::Debug for SocketConnection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SocketConnection")
+            .field("peer", &self.peer)
+            .field("outgoing_bytes", &self.outgoing_bytes)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+// SAFETY: owned data and process addresses only; a socket event carries bytes by value.
+unsafe impl crate::isolated::Isolated for SocketEvent {}
+impl crate::isolated::Message for SocketEvent {}
+
+// SAFETY: as above; `Recipient` is a process address.
+unsafe impl crate::isolated::Isolated for SocketMsg {}
+impl crate::isolated::Message for SocketMsg {}

@@ -1,0 +1,156 @@
+//! Sockets as processes over real loopback connections.
+#![cfg(feature = "net")]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream as StdStream};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+use whirl_runtime::net::{Acceptor, SocketConnection, SocketEvent, SocketLimits, SocketMsg};
+use whirl_runtime::{Addr, Ctx, Failure, Handles, Process, Runtime};
+
+/// Owns a socket and reports every event to the test.
+struct Probe {
+    socket: Addr<SocketConnection>,
+    events: Sender<SocketEvent>,
+    /// Bytes to write as soon as the connection starts.
+    greeting: Vec<u8>,
+}
+
+impl Process for Probe {
+    type Message = SocketEvent;
+
+    fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
+        for chunk in std::mem::take(&mut self.greeting).chunks(64 * 1024) {
+            let _ = self.socket.post(SocketMsg::Write(chunk.to_vec()));
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        if let SocketEvent::Eof = event {
+            let _ = self.socket.post(SocketMsg::Close);
+        }
+        if let SocketEvent::Closed(_) = event {
+            ctx.complete();
+        }
+        let _ = self.events.send(event);
+        Ok(())
+    }
+}
+
+impl Handles<SocketEvent> for Probe {
+    fn into_message(event: SocketEvent) -> SocketEvent {
+        event
+    }
+}
+
+/// A server whose every connection is a `Probe` writing `greeting`; returns its address and
+/// the events of all connections.
+fn serve(
+    rt: &Runtime,
+    limits: SocketLimits,
+    greeting: Vec<u8>,
+) -> (SocketAddr, Receiver<SocketEvent>) {
+    let (tx, rx) = channel();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let net = rt.net().unwrap();
+    let (acceptor, local) = Acceptor::bind(addr, net, move |stream, _, ctx| {
+        let socket = ctx.spawn(SocketConnection::with_limits(stream, ctx.net()?, limits));
+        ctx.spawn(Probe {
+            socket,
+            events: tx.clone(),
+            greeting: greeting.clone(),
+        });
+        Ok(())
+    })
+    .unwrap();
+    rt.spawn(acceptor);
+    (local, rx)
+}
+
+fn next_event(rx: &Receiver<SocketEvent>) -> SocketEvent {
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("no socket event within 20 s")
+}
+
+#[test]
+fn data_then_eof_then_closed_on_request() {
+    let rt = Runtime::new();
+    let (addr, rx) = serve(&rt, SocketLimits::default(), Vec::new());
+    let mut client = StdStream::connect(addr).unwrap();
+    client.write_all(b"hello").unwrap();
+    client.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut data = Vec::new();
+    loop {
+        match next_event(&rx) {
+            SocketEvent::Data(bytes) => data.extend(bytes),
+            SocketEvent::Eof => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(data, b"hello");
+    assert_eq!(
+        next_event(&rx),
+        SocketEvent::Closed(whirl_runtime::net::CloseReason::Requested)
+    );
+    // The server closed its side: the client reads end of stream.
+    let mut rest = Vec::new();
+    client.read_to_end(&mut rest).unwrap();
+    assert!(rest.is_empty());
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn a_peer_that_never_reads_is_dropped_with_memory_bounded() {
+    let rt = Runtime::new();
+    let limits = SocketLimits {
+        close_above: 1024 * 1024,
+        ..SocketLimits::default()
+    };
+    // Far more than the kernel buffers and the limit together can hold.
+    let (addr, rx) = serve(&rt, limits, vec![b'x'; 64 * 1024 * 1024]);
+    let _client = StdStream::connect(addr).unwrap();
+    loop {
+        match next_event(&rx) {
+            SocketEvent::Closed(reason) => {
+                assert_eq!(reason, whirl_runtime::net::CloseReason::SlowPeer);
+                break;
+            }
+            SocketEvent::Drained => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn a_disconnecting_client_leaves_no_process_behind() {
+    let rt = Runtime::new();
+    let (addr, rx) = serve(&rt, SocketLimits::default(), Vec::new());
+    rt.block_until_idle();
+    let baseline = rt.live_processes();
+    for _ in 0..20 {
+        let mut client = StdStream::connect(addr).unwrap();
+        client.write_all(b"partial request").unwrap();
+        drop(client);
+    }
+    let mut closed = 0;
+    while closed < 20 {
+        if let SocketEvent::Closed(_) = next_event(&rx) {
+            closed += 1;
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while rt.live_processes() > baseline && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(rt.live_processes(), baseline, "socket processes leaked");
+    assert_eq!(
+        rt.net().unwrap().registrations(),
+        1,
+        "only the listener stays polled"
+    );
+    rt.shutdown_graceful();
+}
