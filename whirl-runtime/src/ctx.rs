@@ -64,6 +64,11 @@ impl<P: Process> Ctx<P> {
         self.cell.group.runtime.net()
     }
 
+    /// A snapshot of every group's statistics (as [`Runtime::stats`](crate::Runtime::stats)).
+    pub fn runtime_stats(&self) -> crate::RuntimeStats {
+        self.cell.group.runtime.stats()
+    }
+
     /// The group this process runs in.
     pub fn group(&self) -> Group {
         Group::from_shared(Arc::clone(&self.cell.group))

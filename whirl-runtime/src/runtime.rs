@@ -90,6 +90,15 @@ impl RuntimeShared {
         Ok(started)
     }
 
+    pub(crate) fn stats(&self) -> RuntimeStats {
+        let groups: Vec<GroupStats> = self.groups().iter().map(|g| g.stats()).collect();
+        RuntimeStats {
+            counts: groups.iter().map(|g| g.counts).sum(),
+            live_processes: self.registry.len(),
+            groups,
+        }
+    }
+
     pub(crate) fn groups(&self) -> Vec<Arc<GroupShared>> {
         self.groups.lock().clone()
     }
@@ -271,12 +280,7 @@ impl Runtime {
 
     /// A snapshot of every group's statistics (see [`Group::stats`]).
     pub fn stats(&self) -> RuntimeStats {
-        let groups: Vec<GroupStats> = self.shared.groups().iter().map(|g| g.stats()).collect();
-        RuntimeStats {
-            counts: groups.iter().map(|g| g.counts).sum(),
-            live_processes: self.live_processes(),
-            groups,
-        }
+        self.shared.stats()
     }
 
     /// Processes alive now.
