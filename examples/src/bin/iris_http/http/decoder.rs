@@ -1,0 +1,331 @@
+//! Incremental request decoding: bytes arrive in arbitrary chunks (a request split across
+//! reads, several pipelined requests in one read) and come out as whole [`Request`]s.
+//!
+//! Limits are checked as early as possible so a peer cannot make the server buffer more than
+//! `max_head_bytes + max_body_bytes` plus one read: an oversized head is refused as soon as
+//! that many bytes arrive without its end, an oversized body as soon as its head is parsed.
+
+use super::{HttpError, Method, Request};
+
+/// The read size the server should use: the decoder's buffer bound leaves room for one
+/// such read on top of a maximal request.
+pub const READ_CHUNK: usize = 16 * 1024;
+
+/// Size limits for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest request line plus headers, terminating empty line included (default 8 KiB).
+    pub max_head_bytes: usize,
+    /// Most headers in one request (default 64).
+    pub max_headers: usize,
+    /// Longest body (default 1 MiB).
+    pub max_body_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_head_bytes: 8 * 1024,
+            max_headers: 64,
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// The most bytes the decoder ever buffers: a maximal head and body plus one read.
+    pub fn max_buffered(&self) -> usize {
+        self.max_head_bytes
+            .saturating_add(self.max_body_bytes)
+            .saturating_add(READ_CHUNK)
+    }
+}
+
+/// Where the decoder is in the current request.
+#[derive(Debug)]
+enum State {
+    /// Waiting for the end of a head.
+    Head,
+    /// The head is parsed; waiting for `len` body bytes.
+    Body { request: Request, len: usize },
+    /// A request was refused; the framing is lost, so is every later request.
+    Poisoned(HttpError),
+}
+
+/// Turns a byte stream into requests. Call [`feed`](RequestDecoder::feed) with each read,
+/// then [`next_request`](RequestDecoder::next_request) until it returns `Ok(None)`.
+#[derive(Debug)]
+pub struct RequestDecoder {
+    limits: Limits,
+    buf: Vec<u8>,
+    /// Bytes of `buf` already consumed by returned requests (compacted on the next feed, so
+    /// pipelined requests do not each move the rest of the buffer).
+    pos: usize,
+    /// Bytes after `pos` already searched for the end of the head, so a head arriving byte
+    /// by byte is scanned once rather than once per byte.
+    scanned: usize,
+    state: State,
+    /// A feed was dropped because it would have exceeded `Limits::max_buffered`.
+    overfed: bool,
+}
+
+impl Default for RequestDecoder {
+    fn default() -> Self {
+        RequestDecoder::new(Limits::default())
+    }
+}
+
+impl RequestDecoder {
+    /// A decoder enforcing `limits`.
+    pub fn new(limits: Limits) -> Self {
+        RequestDecoder {
+            limits,
+            buf: Vec::new(),
+            pos: 0,
+            scanned: 0,
+            state: State::Head,
+            overfed: false,
+        }
+    }
+
+    /// The limits it enforces.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Bytes currently buffered (consumed ones included until the next feed).
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Whether a request was refused: the connection should be closed after the error
+    /// response.
+    pub fn is_poisoned(&self) -> bool {
+        matches!(self.state, State::Poisoned(_))
+    }
+
+    /// Appends `bytes` read from the peer. If they would take the buffer past
+    /// [`Limits::max_buffered`] (only possible when the caller feeds more than
+    /// [`READ_CHUNK`] at once or skips draining), they are dropped and the stream ends with
+    /// [`HttpError::BufferFull`] once the requests already complete are returned. Ignored
+    /// once poisoned.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.is_poisoned() || self.overfed {
+            return;
+        }
+        if self.pos > 0 {
+            self.buf.drain(..self.pos);
+            self.pos = 0;
+        }
+        if self.buf.len().saturating_add(bytes.len()) > self.limits.max_buffered() {
+            self.overfed = true;
+            return;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next complete request, `Ok(None)` if more bytes are needed, or the error to
+    /// answer before closing the connection (returned again on every later call).
+    pub fn next_request(&mut self) -> Result<Option<Request>, HttpError> {
+        let result = self.step();
+        if let Err(error) = &result {
+            self.state = State::Poisoned(error.clone());
+            self.buf = Vec::new();
+            self.pos = 0;
+            self.scanned = 0;
+        }
+        result
+    }
+
+    fn step(&mut self) -> Result<Option<Request>, HttpError> {
+        match &self.state {
+            State::Poisoned(error) => Err(error.clone()),
+            State::Head => match self.decode_head()? {
+                None => self.need_more(),
+                Some((request, 0)) => Ok(Some(request)),
+                Some((request, len)) => {
+                    self.state = State::Body { request, len };
+                    self.take_body()
+                }
+            },
+            State::Body { .. } => self.take_body(),
+        }
+    }
+
+    fn need_more(&self) -> Result<Option<Request>, HttpError> {
+        if self.overfed {
+            Err(HttpError::BufferFull)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn take_body(&mut self) -> Result<Option<Request>, HttpError> {
+        let State::Body { len, .. } = self.state else {
+            return self.need_more();
+        };
+        if self.buf.len() - self.pos < len {
+            return self.need_more();
+        }
+        let State::Body { mut request, .. } = std::mem::replace(&mut self.state, State::Head)
+        else {
+            return self.need_more();
+        };
+        request.body = self.buf[self.pos..self.pos + len].to_vec();
+        self.pos += len;
+        Ok(Some(request))
+    }
+
+    /// Parses a head if one is complete: the request (without body) and its body length.
+    fn decode_head(&mut self) -> Result<Option<(Request, usize)>, HttpError> {
+        self.skip_empty_lines();
+        let rest = &self.buf[self.pos..];
+        let Some(end) = find_head_end(rest, self.scanned) else {
+            if rest.len() > self.limits.max_head_bytes {
+                return Err(HttpError::HeaderTooLarge);
+            }
+            self.scanned = rest.len().saturating_sub(2);
+            return Ok(None);
+        };
+        if end > self.limits.max_head_bytes {
+            return Err(HttpError::HeaderTooLarge);
+        }
+        let (request, consumed) = parse_head(&rest[..end], self.limits.max_headers)?;
+        let len = body_length(&request, self.limits.max_body_bytes)?;
+        self.pos += consumed;
+        self.scanned = 0;
+        Ok(Some((request, len)))
+    }
+
+    /// RFC 9112 §2.2: a server should ignore empty lines before a request line (some clients
+    /// send a CRLF after a POST body).
+    fn skip_empty_lines(&mut self) {
+        loop {
+            let rest = &self.buf[self.pos..];
+            let skip = if rest.starts_with(b"\r\n") {
+                2
+            } else if rest.starts_with(b"\n") {
+                1
+            } else {
+                return;
+            };
+            self.pos += skip;
+            self.scanned = self.scanned.saturating_sub(skip);
+        }
+    }
+}
+
+/// The length of the head (up to and including the empty line) if `buf` holds all of it,
+/// searching from `from` on. Line ends may be CRLF or bare LF, as httparse accepts both.
+fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i + 1 < buf.len() {
+        if buf[i] == b'\n' {
+            if buf[i + 1] == b'\n' {
+                return Some(i + 2);
+            }
+            if buf[i + 1] == b'\r' && buf.get(i + 2) == Some(&b'\n') {
+                return Some(i + 3);
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Parses a complete head with httparse.
+fn parse_head(head: &[u8], max_headers: usize) -> Result<(Request, usize), HttpError> {
+    let mut headers = vec![httparse::EMPTY_HEADER; max_headers];
+    let mut parsed = httparse::Request::new(&mut headers);
+    let consumed = match parsed.parse(head) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            return Err(HttpError::BadRequest("incomplete request head".into()))
+        }
+        Err(httparse::Error::TooManyHeaders) => return Err(HttpError::HeaderTooLarge),
+        Err(e) => return Err(HttpError::BadRequest(e.to_string())),
+    };
+    let missing = || HttpError::BadRequest("incomplete request line".into());
+    let method = Method::from_token(parsed.method.ok_or_else(missing)?);
+    let target = parsed.path.ok_or_else(missing)?;
+    let version = parsed.version.ok_or_else(missing)?;
+    let (path, query) = match target.split_once('?') {
+        Some((path, query)) => (path.to_string(), Some(query.to_string())),
+        None => (target.to_string(), None),
+    };
+    let headers: Vec<(String, Vec<u8>)> = parsed
+        .headers
+        .iter()
+        .map(|h| (h.name.to_string(), h.value.to_vec()))
+        .collect();
+    let mut request = Request {
+        method,
+        path,
+        query,
+        version,
+        headers,
+        body: Vec::new(),
+        keep_alive: false,
+    };
+    request.keep_alive = keep_alive(&request);
+    Ok((request, consumed))
+}
+
+/// HTTP/1.1 keeps the connection unless `Connection: close`; HTTP/1.0 closes it unless
+/// `Connection: keep-alive`.
+fn keep_alive(request: &Request) -> bool {
+    let mut close = false;
+    let mut keep = false;
+    for token in request
+        .header_values("connection")
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(|t| t.trim_ascii())
+    {
+        close |= token.eq_ignore_ascii_case(b"close");
+        keep |= token.eq_ignore_ascii_case(b"keep-alive");
+    }
+    !close && (request.version >= 1 || keep)
+}
+
+/// The body length announced by the head. Requests without `Content-Length` have no body
+/// (RFC 9112 §6.3). Transfer codings are refused with 501 rather than guessed at; several
+/// `Content-Length` headers must agree; a value is digits only (no sign, no list).
+fn body_length(request: &Request, max_body: usize) -> Result<usize, HttpError> {
+    if request.header("transfer-encoding").is_some() {
+        return Err(HttpError::NotImplemented(
+            "Transfer-Encoding request bodies".into(),
+        ));
+    }
+    let mut length: Option<u64> = None;
+    for value in request.header_values("content-length") {
+        let n = parse_length(value.trim_ascii())?;
+        if length.is_some_and(|previous| previous != n) {
+            return Err(HttpError::BadRequest("conflicting Content-Length".into()));
+        }
+        length = Some(n);
+    }
+    let length = length.unwrap_or(0);
+    match usize::try_from(length) {
+        Ok(n) if n <= max_body => Ok(n),
+        _ => Err(HttpError::PayloadTooLarge),
+    }
+}
+
+/// A `Content-Length` value: one or more ASCII digits, without overflowing `u64`.
+fn parse_length(value: &[u8]) -> Result<u64, HttpError> {
+    let bad = |why: &str| HttpError::BadRequest(format!("Content-Length {why}"));
+    if value.is_empty() {
+        return Err(bad("is empty"));
+    }
+    value.iter().try_fold(0u64, |n, &b| {
+        if !b.is_ascii_digit() {
+            return Err(bad("is not a number"));
+        }
+        n.checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(b - b'0')))
+            .ok_or_else(|| bad("overflows"))
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,378 @@
+//! Decoder tests: framing, keep-alive, limits, malformed input and a no-panic fuzz loop.
+
+use super::*;
+
+/// Feeds `input` in one go and drains every request (or the first error).
+fn decode_all(limits: Limits, input: &[u8]) -> Result<Vec<Request>, HttpError> {
+    let mut decoder = RequestDecoder::new(limits);
+    decoder.feed(input);
+    drain(&mut decoder)
+}
+
+fn drain(decoder: &mut RequestDecoder) -> Result<Vec<Request>, HttpError> {
+    let mut out = Vec::new();
+    while let Some(request) = decoder.next_request()? {
+        out.push(request);
+    }
+    Ok(out)
+}
+
+fn one(input: &[u8]) -> Result<Request, HttpError> {
+    let mut all = decode_all(Limits::default(), input)?;
+    assert_eq!(all.len(), 1, "expected exactly one request");
+    Ok(all.remove(0))
+}
+
+fn error_of(input: &[u8]) -> HttpError {
+    match decode_all(Limits::default(), input) {
+        Err(e) => e,
+        Ok(requests) => panic!("expected an error, got {requests:?}"),
+    }
+}
+
+#[test]
+fn simple_get() {
+    let r = one(b"GET /resources?offset=5&limit=2 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    assert_eq!(r.method, Method::Get);
+    assert_eq!(r.path, "/resources");
+    assert_eq!(r.query.as_deref(), Some("offset=5&limit=2"));
+    assert_eq!(r.version, 1);
+    assert_eq!(r.header("HOST"), Some(&b"x"[..]));
+    assert!(r.body.is_empty());
+    assert!(r.keep_alive);
+}
+
+#[test]
+fn pipelined_requests_in_one_feed() {
+    let input = b"GET /a HTTP/1.1\r\n\r\n\
+        POST /login HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello\
+        HEAD /b HTTP/1.1\r\nConnection: close\r\n\r\n";
+    let all = decode_all(Limits::default(), input).unwrap();
+    assert_eq!(all.len(), 3);
+    assert_eq!(
+        (all[0].method.clone(), all[0].path.as_str()),
+        (Method::Get, "/a")
+    );
+    assert_eq!(all[1].method, Method::Post);
+    assert_eq!(all[1].body, b"hello");
+    assert_eq!(all[2].method, Method::Head);
+    assert!(!all[2].keep_alive);
+}
+
+#[test]
+fn request_split_byte_by_byte() {
+    let input = b"POST /login HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET /x HTTP/1.1\r\n\r\n";
+    let mut decoder = RequestDecoder::default();
+    let mut got = Vec::new();
+    for &b in input.iter() {
+        decoder.feed(&[b]);
+        got.extend(drain(&mut decoder).unwrap());
+    }
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].body, b"abc");
+    assert_eq!(got[1].path, "/x");
+    assert_eq!(decoder.next_request(), Ok(None));
+}
+
+#[test]
+fn every_split_point_gives_the_same_requests() {
+    let input = b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n\
+        POST /p HTTP/1.1\r\ncontent-length: 4\r\n\r\nbody";
+    let whole = decode_all(Limits::default(), input).unwrap();
+    for split in 0..=input.len() {
+        let mut decoder = RequestDecoder::default();
+        decoder.feed(&input[..split]);
+        let mut got = drain(&mut decoder).unwrap();
+        decoder.feed(&input[split..]);
+        got.extend(drain(&mut decoder).unwrap());
+        assert_eq!(got, whole, "split at {split}");
+    }
+}
+
+#[test]
+fn keep_alive_rules() {
+    let ka = |head: &str| one(head.as_bytes()).unwrap().keep_alive;
+    assert!(ka("GET / HTTP/1.1\r\n\r\n"));
+    assert!(!ka("GET / HTTP/1.1\r\nConnection: close\r\n\r\n"));
+    assert!(!ka("GET / HTTP/1.1\r\nConnection: Upgrade, CLOSE\r\n\r\n"));
+    assert!(!ka("GET / HTTP/1.0\r\n\r\n"));
+    assert!(ka("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
+    assert!(!ka(
+        "GET / HTTP/1.0\r\nConnection: keep-alive, close\r\n\r\n"
+    ));
+    assert_eq!(one(b"GET / HTTP/1.0\r\n\r\n").unwrap().version, 0);
+}
+
+#[test]
+fn leading_empty_lines_are_skipped() {
+    let all = decode_all(Limits::default(), b"\r\n\n\r\nGET / HTTP/1.1\r\n\r\n\r\n").unwrap();
+    assert_eq!(all.len(), 1);
+}
+
+#[test]
+fn bare_lf_line_ends_are_accepted() {
+    let r = one(b"GET /lf HTTP/1.1\nHost: x\n\n").unwrap();
+    assert_eq!(r.path, "/lf");
+}
+
+#[test]
+fn head_too_large_without_its_end() {
+    let mut decoder = RequestDecoder::default();
+    decoder.feed(b"GET / HTTP/1.1\r\n");
+    let filler = format!("X-Fill: {}\r\n", "a".repeat(100));
+    while decoder.buffered() <= 8 * 1024 {
+        assert_eq!(decoder.next_request(), Ok(None));
+        decoder.feed(filler.as_bytes());
+    }
+    assert_eq!(decoder.next_request(), Err(HttpError::HeaderTooLarge));
+    assert_eq!(HttpError::HeaderTooLarge.status(), 431);
+}
+
+#[test]
+fn head_too_large_with_its_end() {
+    let limits = Limits {
+        max_head_bytes: 64,
+        ..Limits::default()
+    };
+    let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(60));
+    assert_eq!(
+        decode_all(limits, long.as_bytes()),
+        Err(HttpError::HeaderTooLarge)
+    );
+    let fits = "GET / HTTP/1.1\r\n\r\n";
+    assert!(decode_all(limits, fits.as_bytes()).is_ok());
+}
+
+#[test]
+fn too_many_headers() {
+    let mut input = String::from("GET / HTTP/1.1\r\n");
+    for i in 0..65 {
+        input.push_str(&format!("X-{i}: v\r\n"));
+    }
+    input.push_str("\r\n");
+    assert_eq!(error_of(input.as_bytes()), HttpError::HeaderTooLarge);
+    let limits = Limits {
+        max_headers: 65,
+        ..Limits::default()
+    };
+    assert!(decode_all(limits, input.as_bytes()).is_ok());
+}
+
+#[test]
+fn body_too_large_is_refused_at_the_head() {
+    let mut decoder = RequestDecoder::default();
+    decoder.feed(b"POST / HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n");
+    assert_eq!(decoder.next_request(), Err(HttpError::PayloadTooLarge));
+    assert_eq!(HttpError::PayloadTooLarge.status(), 413);
+    assert!(decoder.is_poisoned());
+}
+
+#[test]
+fn body_at_the_limit_is_accepted_in_chunks_within_the_buffer_bound() {
+    let limits = Limits::default();
+    let mut decoder = RequestDecoder::new(limits);
+    decoder.feed(b"POST / HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n");
+    assert_eq!(decoder.next_request(), Ok(None));
+    let chunk = vec![b'z'; READ_CHUNK];
+    let mut got = Vec::new();
+    for _ in 0..(1024 * 1024 / READ_CHUNK) {
+        decoder.feed(&chunk);
+        assert!(decoder.buffered() <= limits.max_buffered());
+        got.extend(drain(&mut decoder).unwrap());
+    }
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body.len(), 1024 * 1024);
+}
+
+#[test]
+fn overfeeding_without_draining_ends_with_buffer_full() {
+    let limits = Limits {
+        max_head_bytes: 64,
+        max_headers: 4,
+        max_body_bytes: 16,
+    };
+    let mut decoder = RequestDecoder::new(limits);
+    let request = b"GET / HTTP/1.1\r\n\r\n";
+    let mut fed = 0;
+    while fed <= limits.max_buffered() {
+        decoder.feed(request);
+        fed += request.len();
+    }
+    assert!(decoder.buffered() <= limits.max_buffered());
+    let mut count = 0;
+    let error = loop {
+        match decoder.next_request() {
+            Ok(Some(_)) => count += 1,
+            Ok(None) => panic!("overfed decoder must end with an error"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(count, decoder_capacity_in_requests(limits, request.len()));
+    assert_eq!(error, HttpError::BufferFull);
+    assert_eq!(error.status(), 413);
+}
+
+fn decoder_capacity_in_requests(limits: Limits, len: usize) -> usize {
+    limits.max_buffered() / len
+}
+
+#[test]
+fn transfer_encoding_is_not_implemented() {
+    let e =
+        error_of(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    assert!(matches!(e, HttpError::NotImplemented(_)));
+    assert_eq!(e.status(), 501);
+    let both = b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: gzip\r\n\r\nabc";
+    assert!(matches!(error_of(both), HttpError::NotImplemented(_)));
+}
+
+#[test]
+fn bad_content_lengths() {
+    for value in [
+        "abc",
+        "-1",
+        "+5",
+        "",
+        "1 2",
+        "5, 5",
+        "0x10",
+        "99999999999999999999999",
+    ] {
+        let input = format!("POST / HTTP/1.1\r\nContent-Length: {value}\r\n\r\n");
+        let e = error_of(input.as_bytes());
+        assert!(matches!(e, HttpError::BadRequest(_)), "{value:?}: {e:?}");
+        assert_eq!(e.status(), 400);
+    }
+    let conflicting = b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab";
+    assert!(matches!(error_of(conflicting), HttpError::BadRequest(_)));
+    let agreeing = b"POST / HTTP/1.1\r\nContent-Length: 2\r\ncontent-length: 02\r\n\r\nab";
+    assert_eq!(one(agreeing).unwrap().body, b"ab");
+}
+
+#[test]
+fn huge_but_valid_content_length_is_too_large() {
+    let input = format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", u64::MAX);
+    assert_eq!(error_of(input.as_bytes()), HttpError::PayloadTooLarge);
+}
+
+#[test]
+fn malformed_heads_are_bad_requests() {
+    let cases: &[&[u8]] = &[
+        b"\x00\x01\x02garbage\r\n\r\n",
+        b"GET /\r\n\r\n",
+        b"GET / HTTP/2.0\r\n\r\n",
+        b"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
+        b"GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n",
+        b"GET / HTTP/1.1\r\n: novalue\r\n\r\n",
+        b"GET\t/ HTTP/1.1\r\n\r\n",
+        b"GET /a\x00b HTTP/1.1\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n",
+    ];
+    for case in cases {
+        let e = error_of(case);
+        assert!(
+            matches!(e, HttpError::BadRequest(_)),
+            "{:?}: {e:?}",
+            String::from_utf8_lossy(case)
+        );
+    }
+}
+
+#[test]
+fn other_methods_are_kept_by_name() {
+    let r = one(b"DELETE /x HTTP/1.1\r\n\r\n").unwrap();
+    assert_eq!(r.method, Method::Other("DELETE".into()));
+}
+
+#[test]
+fn errors_poison_the_decoder() {
+    let mut decoder = RequestDecoder::default();
+    decoder.feed(b"garbage\r\n\r\n");
+    let e = decoder.next_request().unwrap_err();
+    decoder.feed(b"GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(decoder.next_request(), Err(e));
+    assert_eq!(decoder.buffered(), 0);
+}
+
+#[test]
+fn requests_before_an_error_are_delivered() {
+    let mut decoder = RequestDecoder::default();
+    decoder.feed(b"GET /ok HTTP/1.1\r\n\r\nnonsense\r\n\r\n");
+    assert_eq!(decoder.next_request().unwrap().unwrap().path, "/ok");
+    assert!(decoder.next_request().is_err());
+}
+
+/// Deterministic xorshift64 so failures reproduce.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[test]
+fn random_input_never_panics_and_stays_bounded() {
+    const FRAGMENTS: &[&[u8]] = &[
+        b"GET ",
+        b"POST ",
+        b"HEAD ",
+        b"/",
+        b"/files/../x",
+        b"?q=1",
+        b" HTTP/1.1",
+        b" HTTP/1.0",
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b"Content-Length: ",
+        b"Content-Length: 18446744073709551616",
+        b"Transfer-Encoding: chunked",
+        b"Connection: close",
+        b"Cookie: session=abc; x",
+        b": ",
+        b"12",
+        b"-1",
+        b"\x00",
+        b"\xff\xfe",
+        b"\r\n\r\n",
+    ];
+    let limits = Limits {
+        max_head_bytes: 256,
+        max_headers: 8,
+        max_body_bytes: 64,
+    };
+    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
+    for _ in 0..3000 {
+        let mut input = Vec::new();
+        for _ in 0..rng.below(40) {
+            if rng.below(3) == 0 {
+                let len = rng.below(16);
+                input.extend((0..len).map(|_| rng.next() as u8));
+            } else {
+                input.extend_from_slice(FRAGMENTS[rng.below(FRAGMENTS.len())]);
+            }
+        }
+        let mut decoder = RequestDecoder::new(limits);
+        let mut rest = &input[..];
+        while !rest.is_empty() {
+            let take = 1 + rng.below(rest.len().min(64));
+            decoder.feed(&rest[..take]);
+            rest = &rest[take..];
+            assert!(decoder.buffered() <= limits.max_buffered());
+            let mut calls = 0;
+            while let Ok(Some(request)) = decoder.next_request() {
+                assert!(request.body.len() <= limits.max_body_bytes);
+                calls += 1;
+                assert!(calls <= input.len(), "decoder made no progress");
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Why a request stream was rejected, and which status the peer gets for it.
+
+use thiserror::Error;
+
+/// A request the decoder refuses. Every variant ends the connection: once framing is in
+/// doubt the decoder cannot find the next request reliably, so it is poisoned.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HttpError {
+    /// Malformed request line or headers, or an unusable `Content-Length`.
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    /// The head is longer than `Limits::max_head_bytes` or has more than
+    /// `Limits::max_headers` headers.
+    #[error("request head too large")]
+    HeaderTooLarge,
+    /// The announced body is longer than `Limits::max_body_bytes`.
+    #[error("request body too large")]
+    PayloadTooLarge,
+    /// The caller fed more bytes than the decoder buffers without draining the requests
+    /// already complete; answered like an oversized payload (the peer sent too much at once).
+    #[error("too many bytes buffered")]
+    BufferFull,
+    /// A feature the server does not implement, such as `Transfer-Encoding` request bodies:
+    /// RFC 9112 says a server that does not understand a transfer coding answers 501, and
+    /// guessing the body's length instead would open the door to request smuggling.
+    #[error("not implemented: {0}")]
+    NotImplemented(String),
+}
+
+impl HttpError {
+    /// The status code to answer with before closing the connection.
+    pub fn status(&self) -> u16 {
+        match self {
+            HttpError::BadRequest(_) => 400,
+            HttpError::HeaderTooLarge => 431,
+            HttpError::PayloadTooLarge | HttpError::BufferFull => 413,
+            HttpError::NotImplemented(_) => 501,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses() {
+        assert_eq!(HttpError::BadRequest("x".into()).status(), 400);
+        assert_eq!(HttpError::HeaderTooLarge.status(), 431);
+        assert_eq!(HttpError::PayloadTooLarge.status(), 413);
+        assert_eq!(HttpError::BufferFull.status(), 413);
+        assert_eq!(HttpError::NotImplemented("x".into()).status(), 501);
+    }
+}

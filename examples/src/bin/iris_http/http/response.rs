@@ -1,0 +1,250 @@
+//! Responses and their wire encoding.
+//!
+//! Every response carries `Content-Length` (no chunked encoding), so the connection can be
+//! kept alive after any of them, and `Connection` says whether it will be.
+
+use std::fmt::Write as _;
+
+use super::HttpError;
+
+/// The server's name in the `Server` header.
+const SERVER: &str = "whirl-iris";
+
+/// A response: status, extra headers and body. `Content-Length`, `Connection` and `Server`
+/// are written by [`encode`](Response::encode), not stored here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    /// The status code.
+    pub status: u16,
+    /// Extra headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body (not sent for `HEAD`).
+    pub body: Vec<u8>,
+    /// Whether the connection must close after this response whatever the request asked
+    /// (overload and framing errors).
+    pub close: bool,
+}
+
+impl Response {
+    /// A response with `status`, no headers and no body.
+    pub fn new(status: u16) -> Self {
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Vec::new(),
+            close: false,
+        }
+    }
+
+    /// 200 with `body` of type `content_type`.
+    pub fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+        Response {
+            body: body.into(),
+            ..Response::new(200)
+        }
+        .with_header("Content-Type", content_type)
+    }
+
+    /// 404 with a short text body.
+    pub fn not_found() -> Self {
+        Response::error(404)
+    }
+
+    /// `status` with a one-line text body naming it, e.g. `404 Not Found`.
+    pub fn error(status: u16) -> Self {
+        let body = format!("{status} {}\n", reason_phrase(status));
+        Response {
+            body: body.into_bytes(),
+            ..Response::new(status)
+        }
+        .with_header("Content-Type", "text/plain; charset=utf-8")
+    }
+
+    /// The answer to a refused request; it closes the connection because the decoder can no
+    /// longer find the next request.
+    pub fn from_http_error(error: &HttpError) -> Self {
+        Response {
+            close: true,
+            ..Response::error(error.status())
+        }
+    }
+
+    /// 503 with `Retry-After`, closing the connection: the paper's answer when the
+    /// `Dispatcher` group's predicate sheds a request, so the client backs off rather than
+    /// pipelining more work into an overloaded server.
+    pub fn service_unavailable(retry_after_secs: u32) -> Self {
+        Response {
+            close: true,
+            ..Response::error(503)
+        }
+        .with_header("Retry-After", &retry_after_secs.to_string())
+    }
+
+    /// This response with one more header. CR, LF and NUL are removed from the name and
+    /// value so a value derived from the request cannot inject headers.
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        let clean = |s: &str| {
+            s.chars()
+                .filter(|c| !matches!(c, '\r' | '\n' | '\0'))
+                .collect()
+        };
+        self.headers.push((clean(name), clean(value)));
+        self
+    }
+
+    /// This response setting cookie `name=value` for the whole site, hidden from scripts.
+    /// Characters a cookie value may not hold (RFC 6265: controls, space, `"`, `,`, `;`,
+    /// `\`) are dropped.
+    pub fn with_cookie(self, name: &str, value: &str) -> Self {
+        let cookie_safe = |s: &str| -> String {
+            s.chars()
+                .filter(|&c| c.is_ascii_graphic() && !matches!(c, '"' | ',' | ';' | '\\' | '='))
+                .collect()
+        };
+        let cookie = format!(
+            "{}={}; Path=/; HttpOnly; SameSite=Lax",
+            cookie_safe(name),
+            cookie_safe(value)
+        );
+        self.with_header("Set-Cookie", &cookie)
+    }
+
+    /// Whether the connection closes after this response, given the request's wish.
+    pub fn closes_connection(&self, keep_alive: bool) -> bool {
+        self.close || !keep_alive
+    }
+
+    /// The bytes to send. `keep_alive` is the request's wish (overridden by
+    /// [`close`](Response::close)); `head_only` omits the body but keeps its
+    /// `Content-Length`, as `HEAD` requires.
+    pub fn encode(&self, keep_alive: bool, head_only: bool) -> Vec<u8> {
+        let mut head = String::with_capacity(128);
+        let connection = if self.closes_connection(keep_alive) {
+            "close"
+        } else {
+            "keep-alive"
+        };
+        // Writing to a String cannot fail.
+        let _ = write!(
+            head,
+            "HTTP/1.1 {} {}\r\nServer: {SERVER}\r\nContent-Length: {}\r\nConnection: {connection}\r\n",
+            self.status,
+            reason_phrase(self.status),
+            self.body.len()
+        );
+        for (name, value) in &self.headers {
+            let _ = write!(head, "{name}: {value}\r\n");
+        }
+        head.push_str("\r\n");
+        let mut out = head.into_bytes();
+        if !head_only {
+            out.extend_from_slice(&self.body);
+        }
+        out
+    }
+}
+
+/// The reason phrase for the codes this server sends.
+pub fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        503 => "Service Unavailable",
+        _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(bytes: &[u8]) -> String {
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn encodes_ok_with_keep_alive() {
+        let r = Response::ok("text/plain", "hi");
+        assert_eq!(
+            text(&r.encode(true, false)),
+            "HTTP/1.1 200 OK\r\nServer: whirl-iris\r\nContent-Length: 2\r\n\
+             Connection: keep-alive\r\nContent-Type: text/plain\r\n\r\nhi"
+        );
+    }
+
+    #[test]
+    fn head_only_keeps_the_length_and_drops_the_body() {
+        let r = Response::ok("text/plain", "hello");
+        let out = text(&r.encode(false, true));
+        assert!(out.contains("Content-Length: 5\r\n"));
+        assert!(out.contains("Connection: close\r\n"));
+        assert!(out.ends_with("\r\n\r\n"));
+    }
+
+    #[test]
+    fn errors_name_their_reason() {
+        let r = Response::not_found();
+        assert_eq!(r.status, 404);
+        assert_eq!(r.body, b"404 Not Found\n");
+        let out = text(&Response::error(405).encode(true, false));
+        assert!(out.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"));
+        assert!(out.ends_with("405 Method Not Allowed\n"));
+    }
+
+    #[test]
+    fn service_unavailable_closes_and_sets_retry_after() {
+        let r = Response::service_unavailable(7);
+        assert!(r.closes_connection(true));
+        let out = text(&r.encode(true, false));
+        assert!(out.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
+        assert!(out.contains("Retry-After: 7\r\n"));
+        assert!(out.contains("Connection: close\r\n"));
+    }
+
+    #[test]
+    fn decoder_errors_close_the_connection() {
+        let r = Response::from_http_error(&HttpError::HeaderTooLarge);
+        assert_eq!(r.status, 431);
+        assert!(r.closes_connection(true));
+    }
+
+    #[test]
+    fn cookies_and_headers_cannot_inject() {
+        let r = Response::ok("text/plain", "")
+            .with_header("X-A", "v\r\nSet-Cookie: evil=1")
+            .with_cookie("session", "ab; Domain=evil\r\n");
+        let out = text(&r.encode(true, false));
+        assert!(out.contains("X-A: vSet-Cookie: evil=1\r\n"));
+        assert!(
+            out.contains("Set-Cookie: session=abDomainevil; Path=/; HttpOnly; SameSite=Lax\r\n")
+        );
+        // Seven header lines (status line included) and the empty line: nothing injected.
+        assert_eq!(out.matches("\r\n").count(), 8);
+    }
+
+    #[test]
+    fn reason_phrases() {
+        for (code, phrase) in [
+            (200, "OK"),
+            (400, "Bad Request"),
+            (401, "Unauthorized"),
+            (411, "Length Required"),
+            (413, "Content Too Large"),
+            (431, "Request Header Fields Too Large"),
+            (500, "Internal Server Error"),
+            (501, "Not Implemented"),
+            (999, "Unknown"),
+        ] {
+            assert_eq!(reason_phrase(code), phrase);
+        }
+    }
+}
