@@ -10,7 +10,9 @@
 // the modules are wired by the server in the next step
 #![allow(dead_code, unused_imports)]
 
+mod config;
 mod http;
+mod sessions;
 
 fn main() {
     println!("iris_http: not wired yet");
