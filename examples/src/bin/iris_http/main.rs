@@ -13,6 +13,7 @@
 mod config;
 mod http;
 mod sessions;
+mod store;
 
 fn main() {
     println!("iris_http: not wired yet");
