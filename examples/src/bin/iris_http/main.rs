@@ -12,6 +12,7 @@
 
 mod config;
 mod http;
+mod routes;
 mod sessions;
 mod store;
 
