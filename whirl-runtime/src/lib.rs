@@ -70,7 +70,7 @@ pub use pool::ThreadRange;
 pub use predicate::{
     And, ClassResponseTime, CoarseClock, Completion, ControllerParams, CostBudget, Estimate,
     MessagePredicate, Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength, ResponseTime,
-    TokenBucket, UtilityPerCost,
+    SessionConsistent, TokenBucket, UtilityPerCost,
 };
 pub use principal::Principal;
 pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};

@@ -22,6 +22,7 @@ mod feedback;
 mod priority;
 mod queue_length;
 mod response_time;
+mod session;
 mod token_bucket;
 mod utility;
 
@@ -35,6 +36,7 @@ pub use feedback::ControllerParams;
 pub use priority::PriorityThresholds;
 pub use queue_length::QueueLength;
 pub use response_time::ResponseTime;
+pub use session::SessionConsistent;
 pub use token_bucket::TokenBucket;
 pub use utility::UtilityPerCost;
 
