@@ -38,7 +38,8 @@ pub fn render(report: &Report) -> String {
          connect when the request needed a (re)connect; errors excluded; logins not counted\n",
     );
     out.push_str(
-        "jain: fairness of per-session 200 counts within the class (total: across all sessions)\n",
+        "jain: fairness of per-session 200 counts within the class (total: across all \
+         sessions); exponential think time alone gives about m/(m+1) for m per session\n",
     );
     out.push('\n');
 
