@@ -59,6 +59,11 @@ pub enum SocketMsg {
     Write(Vec<u8>),
     /// Close once everything queued is written.
     Close,
+    /// Stop reading (the owner has as much work from this peer as it wants to hold); the
+    /// peer's further bytes wait in the kernel's buffers, which pushes back on it.
+    Pause,
+    /// Read again after [`SocketMsg::Pause`].
+    Resume,
     /// Continue reading after yielding (sent to itself).
     ReadMore,
 }
@@ -107,6 +112,8 @@ pub struct SocketConnection {
     /// come until we have read everything).
     may_read: bool,
     read_more_posted: bool,
+    /// Reading stopped by the owner.
+    paused: bool,
     eof: bool,
     closing: bool,
     /// Whether a write had to wait, so the owner is told when the queue drains.
@@ -134,6 +141,7 @@ impl SocketConnection {
             outgoing_bytes: 0,
             may_read: true,
             read_more_posted: false,
+            paused: false,
             eof: false,
             closing: false,
             owe_drained: false,
@@ -177,7 +185,12 @@ impl SocketConnection {
     }
 
     fn read(&mut self, ctx: &mut Ctx<Self>) {
-        if self.owner.is_none() || self.eof || self.closed.is_some() || !self.may_read {
+        if self.owner.is_none()
+            || self.paused
+            || self.eof
+            || self.closed.is_some()
+            || !self.may_read
+        {
             return;
         }
         if self.outgoing_bytes > self.limits.pause_reading_above {
@@ -310,6 +323,11 @@ impl Process for SocketConnection {
             SocketMsg::Close => {
                 self.closing = true;
                 self.flush(ctx);
+            }
+            SocketMsg::Pause => self.paused = true,
+            SocketMsg::Resume => {
+                self.paused = false;
+                self.read(ctx);
             }
         }
         Ok(())

@@ -52,7 +52,7 @@ pub enum LineError {
     },
 }
 
-#[derive(Debug, Clone)]
+#[derive(whirl::Isolated, Debug, Clone)]
 struct Account {
     password: String,
     role: Role,
@@ -60,7 +60,7 @@ struct Account {
 }
 
 /// The accounts that may log in.
-#[derive(Debug, Clone, Default)]
+#[derive(whirl::Isolated, Debug, Clone, Default)]
 pub struct Users {
     accounts: HashMap<String, Account>,
 }
@@ -120,11 +120,13 @@ impl Users {
             .map(|account| account.role)
     }
 
+    #[cfg(test)]
     /// Number of accounts.
     pub fn len(&self) -> usize {
         self.accounts.len()
     }
 
+    #[cfg(test)]
     /// Whether there are no accounts (nobody can log in).
     pub fn is_empty(&self) -> bool {
         self.accounts.is_empty()

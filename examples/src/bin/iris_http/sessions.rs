@@ -20,7 +20,7 @@ pub const SESSION_COOKIE: &str = "session";
 const TOKEN_LEN: usize = 32;
 
 /// Who a session acts for, which sets its principal's priority.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(whirl::Isolated, Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
     /// May see the status page; must get through even under overload.
     Admin,
@@ -57,7 +57,7 @@ impl Role {
 }
 
 /// One session; `id` is the principal id.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Session {
     /// Unique for the table's life, starting at 1.
     pub id: u64,
@@ -69,7 +69,7 @@ pub struct Session {
 
 /// The session of a request: an existing one, or a fresh anonymous one whose token the
 /// response must set as a cookie.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     /// The session.
     pub session: Session,
@@ -77,7 +77,7 @@ pub struct Resolved {
     pub new_token: Option<String>,
 }
 
-#[derive(Debug)]
+#[derive(whirl::Isolated, Debug)]
 struct Entry {
     session: Session,
     /// Position in the recency order (larger is more recent).
@@ -85,7 +85,7 @@ struct Entry {
 }
 
 /// Token → session, with a cap on entries.
-#[derive(Debug)]
+#[derive(whirl::Isolated, Debug)]
 pub struct Sessions {
     by_token: HashMap<String, Entry>,
     /// Recency order of anonymous sessions: stamp → token.
@@ -121,11 +121,13 @@ impl Sessions {
         }
     }
 
+    #[cfg(test)]
     /// Sessions held.
     pub fn len(&self) -> usize {
         self.by_token.len()
     }
 
+    #[cfg(test)]
     /// Whether the table is empty.
     pub fn is_empty(&self) -> bool {
         self.by_token.is_empty()
@@ -157,6 +159,7 @@ impl Sessions {
         Some(&entry.session)
     }
 
+    #[cfg(test)]
     /// Ends the session for `token` (logout, or replacing an anonymous session at login).
     pub fn remove(&mut self, token: &str) -> Option<Session> {
         let entry = self.by_token.remove(token)?;
@@ -165,6 +168,7 @@ impl Sessions {
         Some(entry.session)
     }
 
+    #[cfg(test)]
     /// The session named by the request's cookie, or a fresh anonymous one when there is no
     /// cookie or it names no session (expired, evicted, forged).
     pub fn resolve(&mut self, request: &Request) -> Resolved {
@@ -242,7 +246,7 @@ pub fn session_token(request: &Request) -> Option<&str> {
 /// SplitMix64 seeded from the clock: tokens look random and do not repeat, but they are
 /// NOT cryptographically unpredictable. Good enough for a demo whose sessions only steer
 /// load shedding; a real deployment would use the OS random source.
-#[derive(Debug)]
+#[derive(whirl::Isolated, Debug)]
 struct SplitMix64(u64);
 
 impl SplitMix64 {

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 /// One emergency resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
     /// 1-based, dense.
     pub id: u32,
@@ -54,7 +54,7 @@ const LOCATIONS: &[&str] = &[
 ];
 
 /// All resources, ordered by id.
-#[derive(Debug, Clone, Default)]
+#[derive(whirl::Isolated, Debug, Clone, Default)]
 pub struct Store {
     resources: Vec<Resource>,
 }
@@ -85,6 +85,7 @@ impl Store {
         self.resources.len()
     }
 
+    #[cfg(test)]
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.resources.is_empty()

@@ -12,7 +12,7 @@ use super::{HttpError, Method, Request};
 pub const READ_CHUNK: usize = 16 * 1024;
 
 /// Size limits for one request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(whirl::Isolated, Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Longest request line plus headers, terminating empty line included (default 8 KiB).
     pub max_head_bytes: usize,
@@ -42,7 +42,7 @@ impl Limits {
 }
 
 /// Where the decoder is in the current request.
-#[derive(Debug)]
+#[derive(whirl::Isolated, Debug)]
 enum State {
     /// Waiting for the end of a head.
     Head,
@@ -54,7 +54,7 @@ enum State {
 
 /// Turns a byte stream into requests. Call [`feed`](RequestDecoder::feed) with each read,
 /// then [`next_request`](RequestDecoder::next_request) until it returns `Ok(None)`.
-#[derive(Debug)]
+#[derive(whirl::Isolated, Debug)]
 pub struct RequestDecoder {
     limits: Limits,
     buf: Vec<u8>,
@@ -88,11 +88,13 @@ impl RequestDecoder {
         }
     }
 
+    #[cfg(test)]
     /// The limits it enforces.
     pub fn limits(&self) -> Limits {
         self.limits
     }
 
+    #[cfg(test)]
     /// Bytes currently buffered (consumed ones included until the next feed).
     pub fn buffered(&self) -> usize {
         self.buf.len()

@@ -4,7 +4,7 @@ use thiserror::Error;
 
 /// A request the decoder refuses. Every variant ends the connection: once framing is in
 /// doubt the decoder cannot find the next request reliably, so it is poisoned.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq, Error)]
 pub enum HttpError {
     /// Malformed request line or headers, or an unusable `Content-Length`.
     #[error("bad request: {0}")]

@@ -10,4 +10,4 @@ mod response;
 pub use decoder::{Limits, RequestDecoder, READ_CHUNK};
 pub use error::HttpError;
 pub use request::{Method, Request};
-pub use response::{reason_phrase, Response};
+pub use response::Response;

@@ -2,7 +2,7 @@
 
 /// The request method. Only the methods the server routes on get a variant; the rest are
 /// kept by name so the router can answer 405 rather than 400.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub enum Method {
     /// `GET`.
     Get,
@@ -27,7 +27,7 @@ impl Method {
 }
 
 /// One complete HTTP/1.x request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// The method.
     pub method: Method,
@@ -82,6 +82,7 @@ impl Request {
             })
     }
 
+    #[cfg(test)]
     /// The value of the first cookie called `name`.
     pub fn cookie(&self, name: &str) -> Option<&str> {
         self.cookies().find(|(n, _)| *n == name).map(|(_, v)| v)

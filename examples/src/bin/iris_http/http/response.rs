@@ -12,7 +12,7 @@ const SERVER: &str = "whirl-iris";
 
 /// A response: status, extra headers and body. `Content-Length`, `Connection` and `Server`
 /// are written by [`encode`](Response::encode), not stored here.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     /// The status code.
     pub status: u16,
@@ -107,6 +107,12 @@ impl Response {
             cookie_safe(value)
         );
         self.with_header("Set-Cookie", &cookie)
+    }
+
+    /// This response, closing the connection after it.
+    pub fn closing(mut self) -> Self {
+        self.close = true;
+        self
     }
 
     /// Whether the connection closes after this response, given the request's wish.

@@ -1,0 +1,297 @@
+//! `HttpConnection`: decodes a socket's bytes into requests, finds each request's session,
+//! hands requests to the session's dispatcher, and writes the answers back in request order.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use whirl::net::{SocketConnection, SocketEvent, SocketMsg};
+use whirl::prelude::*;
+
+use super::dispatcher::Dispatcher;
+use super::messages::{Resolve, Respond, Retire, Route, SessionResolved};
+use super::Site;
+use crate::http::{Method, Request, RequestDecoder, Response, READ_CHUNK};
+use crate::sessions::{session_token, SESSION_COOKIE};
+
+/// Requests decoded or in flight per connection before the connection stops reading: a
+/// pipelining client cannot queue unbounded work.
+const MAX_QUEUED: usize = 32;
+/// Requests handed to the dispatcher and not yet answered.
+const MAX_IN_FLIGHT: usize = 8;
+/// What a 503 asks the client to wait, seconds.
+const RETRY_AFTER_SECS: u32 = 2;
+
+/// The session a connection is serving now, and its dispatcher.
+#[derive(Isolated)]
+struct Current {
+    /// The cookie value that names it (for a session we just created, the token we set).
+    token: String,
+    dispatcher: Addr<Dispatcher>,
+    /// The token to set on the next response (a session created for this client).
+    set_cookie: Option<String>,
+}
+
+/// A request answered or awaiting its answer, in request order.
+#[derive(Isolated)]
+struct Pending {
+    seq: u64,
+    keep_alive: bool,
+    head_only: bool,
+    set_cookie: Option<String>,
+    response: Option<Response>,
+}
+
+#[process(group = "http")]
+pub struct HttpConnection {
+    site: Arc<Site>,
+    socket: Addr<SocketConnection>,
+    decoder: RequestDecoder,
+    /// Decoded, waiting for their session or for room in flight.
+    waiting: VecDeque<Request>,
+    in_flight: VecDeque<Pending>,
+    next_seq: u64,
+    current: Option<Current>,
+    resolving: bool,
+    paused: bool,
+    /// The peer sent everything it will send.
+    eof: bool,
+    /// A response that closes the connection has been queued: nothing after it is served.
+    closing: bool,
+}
+
+impl HttpConnection {
+    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>) -> Self {
+        HttpConnection {
+            decoder: RequestDecoder::new(site.limits),
+            site,
+            socket,
+            waiting: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            next_seq: 0,
+            current: None,
+            resolving: false,
+            paused: false,
+            eof: false,
+            closing: false,
+        }
+    }
+
+    fn decode(&mut self, bytes: &[u8]) {
+        // The decoder stays within its buffer bound when fed at most a chunk at a time and
+        // drained in between.
+        for chunk in bytes.chunks(READ_CHUNK) {
+            self.decoder.feed(chunk);
+            loop {
+                match self.decoder.next_request() {
+                    Ok(Some(request)) => self.waiting.push_back(request),
+                    Ok(None) => break,
+                    Err(error) => {
+                        // Answer what came before, then the error, then close.
+                        let seq = self.enqueue(false, false, None);
+                        self.answer(seq, Response::from_http_error(&error));
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Reserves the next place in the answer order.
+    fn enqueue(&mut self, keep_alive: bool, head_only: bool, set_cookie: Option<String>) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.in_flight.push_back(Pending {
+            seq,
+            keep_alive,
+            head_only,
+            set_cookie,
+            response: None,
+        });
+        seq
+    }
+
+    /// Starts what can be started: resolves sessions, dispatches requests.
+    fn pump(&mut self, ctx: &mut Ctx<Self>) {
+        while !self.closing && !self.resolving && self.in_flight.len() < MAX_IN_FLIGHT {
+            let Some(request) = self.waiting.front() else {
+                break;
+            };
+            let token = session_token(request).map(str::to_owned);
+            let known = match (&self.current, &token) {
+                (Some(_), None) => true, // the same client, before it has our cookie
+                (Some(current), Some(t)) => current.token == *t,
+                (None, _) => false,
+            };
+            if !known {
+                self.resolving = true;
+                let asked = self.site.sessions.post(Resolve {
+                    token,
+                    conn: ctx.myself(),
+                });
+                if asked.is_err() {
+                    self.resolving = false;
+                    let seq = self.enqueue(false, false, None);
+                    self.answer(seq, Response::error(500).closing());
+                }
+                break;
+            }
+            if let Some(request) = self.waiting.pop_front() {
+                self.dispatch(request);
+            }
+        }
+        self.flow_control();
+    }
+
+    fn dispatch(&mut self, request: Request) {
+        let Some(current) = self.current.as_mut() else {
+            return;
+        };
+        let set_cookie = current.set_cookie.take();
+        let dispatcher = current.dispatcher.clone();
+        let head_only = request.method == Method::Head;
+        let seq = self.enqueue(request.keep_alive, head_only, set_cookie);
+        match dispatcher.post(Route { request, seq }) {
+            Ok(()) => {}
+            // The dispatcher group is overloaded: the paper's last line of defence.
+            Err(PostError::Rejected(_)) => {
+                self.answer(seq, Response::service_unavailable(RETRY_AFTER_SECS));
+            }
+            Err(PostError::Terminated(_)) => self.answer(seq, Response::error(500).closing()),
+        }
+    }
+
+    fn resolved(&mut self, resolved: crate::sessions::Resolved, ctx: &mut Ctx<Self>) {
+        self.resolving = false;
+        let session = resolved.session;
+        let token = match (&resolved.new_token, self.waiting.front()) {
+            (Some(new), _) => new.clone(),
+            (None, Some(request)) => session_token(request).unwrap_or_default().to_owned(),
+            (None, None) => String::new(),
+        };
+        if let Some(old) = self.current.take() {
+            let _ = old.dispatcher.post(Retire);
+        }
+        let principal = Principal::new(session.id, session.role.priority(), session.role.class());
+        let dispatcher = ctx.spawn_for(
+            &self.site.dispatcher_group,
+            principal,
+            Dispatcher::new(Arc::clone(&self.site), ctx.myself(), session.role),
+        );
+        self.current = Some(Current {
+            token,
+            dispatcher,
+            set_cookie: resolved.new_token,
+        });
+        self.pump(ctx);
+    }
+
+    /// Records the answer to `seq` and writes every answer that is next in order.
+    fn answer(&mut self, seq: u64, response: Response) {
+        let Some(front) = self.in_flight.front() else {
+            return;
+        };
+        let Some(slot) = seq
+            .checked_sub(front.seq)
+            .and_then(|i| self.in_flight.get_mut(usize::try_from(i).ok()?))
+        else {
+            return;
+        };
+        slot.response = Some(response);
+        while self.in_flight.front().is_some_and(|p| p.response.is_some()) {
+            let Some(mut done) = self.in_flight.pop_front() else {
+                break;
+            };
+            let Some(mut response) = done.response.take() else {
+                break;
+            };
+            if self.closing {
+                continue;
+            }
+            if let Some(token) = done.set_cookie.take() {
+                // Unless the response sets the session itself (a login).
+                let sets_session = response.headers.iter().any(|(name, value)| {
+                    name.eq_ignore_ascii_case("set-cookie")
+                        && value.starts_with(&format!("{SESSION_COOKIE}="))
+                });
+                if !sets_session {
+                    response = response.with_cookie(SESSION_COOKIE, &token);
+                }
+            }
+            let closes = response.closes_connection(done.keep_alive);
+            let _ = self.socket.post(SocketMsg::Write(
+                response.encode(done.keep_alive, done.head_only),
+            ));
+            if closes {
+                self.closing = true;
+                self.waiting.clear();
+                let _ = self.socket.post(SocketMsg::Close);
+            }
+        }
+        if self.eof && self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
+            self.closing = true;
+            let _ = self.socket.post(SocketMsg::Close);
+        }
+    }
+
+    /// Stops reading while this connection holds as many requests as it may.
+    fn flow_control(&mut self) {
+        let queued = self.waiting.len() + self.in_flight.len();
+        if !self.paused && queued >= MAX_QUEUED {
+            self.paused = true;
+            let _ = self.socket.post(SocketMsg::Pause);
+        } else if self.paused && queued < MAX_QUEUED / 2 {
+            self.paused = false;
+            let _ = self.socket.post(SocketMsg::Resume);
+        }
+    }
+}
+
+#[process]
+impl HttpConnection {
+    #[started]
+    fn attach(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        self.socket
+            .post(SocketMsg::Attach(ctx.myself().into()))
+            .map_err(|_| Failure::new("the socket closed before the connection started"))
+    }
+
+    #[handle]
+    fn socket_event(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) {
+        match event {
+            SocketEvent::Data(bytes) => {
+                if !self.closing {
+                    self.decode(&bytes);
+                    self.pump(ctx);
+                }
+            }
+            SocketEvent::Eof => {
+                self.eof = true;
+                if self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
+                    self.closing = true;
+                    let _ = self.socket.post(SocketMsg::Close);
+                }
+            }
+            SocketEvent::Drained => {}
+            SocketEvent::Closed(_) => ctx.complete(),
+        }
+    }
+
+    #[handle]
+    fn session_resolved(&mut self, msg: SessionResolved, ctx: &mut Ctx<Self>) {
+        self.resolved(msg.resolved, ctx);
+    }
+
+    #[handle]
+    fn respond(&mut self, msg: Respond, ctx: &mut Ctx<Self>) {
+        self.answer(msg.seq, msg.response);
+        self.pump(ctx);
+    }
+
+    #[terminated]
+    fn closed(&mut self, _: &ExitReason) {
+        if let Some(current) = self.current.take() {
+            let _ = current.dispatcher.post(Retire);
+        }
+        let _ = self.socket.post(SocketMsg::Close);
+    }
+}

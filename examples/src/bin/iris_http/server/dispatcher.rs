@@ -1,0 +1,150 @@
+//! `Dispatcher`: routes a session's requests to a new handler process per request, each in
+//! its handler group. When a handler group refuses, it tries the cheaper variant (a
+//! low-quality file), and failing that answers 503.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use whirl::prelude::*;
+
+use super::connection::HttpConnection;
+use super::handlers::{FileHandler, ListResources, ShowResource};
+use super::messages::{
+    FileRequest, ListRequest, Login, Quality, Respond, Retire, Route, ShowRequest,
+};
+use super::{Site, RETRY_AFTER_SECS};
+use crate::http::Response;
+use crate::routes::{self, Route as Path};
+use crate::sessions::Role;
+
+/// One per connection and session; runs in the "dispatcher" group, whose predicate sheds
+/// whole sessions, lowest priority first.
+#[process(group = "dispatcher")]
+pub struct Dispatcher {
+    site: Arc<Site>,
+    conn: Addr<HttpConnection>,
+    role: Role,
+}
+
+impl Dispatcher {
+    pub fn new(site: Arc<Site>, conn: Addr<HttpConnection>, role: Role) -> Self {
+        Dispatcher { site, conn, role }
+    }
+
+    fn respond(&self, seq: u64, response: Response) {
+        // Fails only if the connection closed meanwhile: nobody to answer.
+        let _ = self.conn.post(Respond { seq, response });
+    }
+
+    fn overloaded(&self, seq: u64) {
+        self.respond(seq, Response::service_unavailable(RETRY_AFTER_SECS));
+    }
+
+    fn file(&self, path: String, seq: u64, ctx: &mut Ctx<Self>) {
+        let handler = ctx.spawn(FileHandler::new(Arc::clone(&self.site)));
+        let high = FileRequest {
+            path,
+            quality: Quality::High,
+            seq,
+            conn: self.conn.clone(),
+        };
+        let Err(PostError::Rejected(refused)) = handler.post(high) else {
+            return;
+        };
+        // Figure 3: the group refused the expensive variant; the cheap one may still fit.
+        let low = FileRequest {
+            quality: Quality::Low,
+            ..refused
+        };
+        if let Err(PostError::Rejected(_)) = handler.post(low) {
+            handler.exit(ExitReason::Normal);
+            self.overloaded(seq);
+        }
+    }
+
+    fn list(&self, offset: usize, limit: usize, seq: u64, ctx: &mut Ctx<Self>) {
+        let handler = ctx.spawn(ListResources::new(Arc::clone(&self.site)));
+        let request = ListRequest {
+            offset,
+            limit,
+            seq,
+            conn: self.conn.clone(),
+        };
+        if let Err(PostError::Rejected(_)) = handler.post(request) {
+            handler.exit(ExitReason::Normal);
+            self.overloaded(seq);
+        }
+    }
+
+    fn show(&self, id: u32, seq: u64, ctx: &mut Ctx<Self>) {
+        let handler = ctx.spawn(ShowResource::new(Arc::clone(&self.site)));
+        let request = ShowRequest {
+            id,
+            seq,
+            conn: self.conn.clone(),
+        };
+        if let Err(PostError::Rejected(_)) = handler.post(request) {
+            handler.exit(ExitReason::Normal);
+            self.overloaded(seq);
+        }
+    }
+
+    /// The runtime's statistics, for administrators.
+    fn status(&self, ctx: &mut Ctx<Self>) -> Response {
+        if self.role != Role::Admin {
+            return Response::error(403);
+        }
+        let stats = ctx.runtime_stats();
+        let mut page = format!(
+            "live processes {}\nposted {} handled {} rejected {}\n\n",
+            stats.live_processes, stats.counts.posted, stats.counts.handled, stats.counts.rejected
+        );
+        for g in &stats.groups {
+            let _ = writeln!(
+                page,
+                "{:<12} threads {} queued {:>5} handled {:>8} rejected {:>7} queue p90 {:?} handling p90 {:?}",
+                g.name, g.threads, g.queue_length, g.counts.handled, g.counts.rejected,
+                g.queue_latency.p90, g.handling_time.p90
+            );
+        }
+        Response::ok("text/plain; charset=utf-8", page)
+    }
+}
+
+#[process]
+impl Dispatcher {
+    #[handle]
+    fn route(&mut self, Route { request, seq }: Route, ctx: &mut Ctx<Self>) {
+        match routes::route(&request) {
+            Path::Login => {
+                let login = Login {
+                    body: request.body,
+                    seq,
+                    conn: self.conn.clone(),
+                };
+                if self.site.sessions.post(login).is_err() {
+                    self.respond(seq, Response::error(500));
+                }
+            }
+            Path::File { path } => self.file(path, seq, ctx),
+            Path::ListResources { offset, limit } => self.list(offset, limit, seq, ctx),
+            Path::ShowResource { id } => self.show(id, seq, ctx),
+            Path::Status => {
+                let page = self.status(ctx);
+                self.respond(seq, page);
+            }
+            Path::MethodNotAllowed { allow } => {
+                self.respond(seq, Response::error(405).with_header("Allow", allow));
+            }
+            other => {
+                let status = other.error_status().unwrap_or(404);
+                self.respond(seq, Response::error(status));
+            }
+        }
+    }
+
+    #[handle]
+    fn retire(&mut self, _: Retire, ctx: &mut Ctx<Self>) {
+        ctx.complete();
+    }
+}

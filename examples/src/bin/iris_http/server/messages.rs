@@ -1,0 +1,137 @@
+//! The messages between the server's processes (figure 2 of the paper, left to right).
+
+use std::path::PathBuf;
+
+use whirl::prelude::*;
+
+use super::connection::HttpConnection;
+use crate::http::{Request, Response};
+use crate::sessions::Resolved;
+
+/// A response for the request numbered `seq` on a connection (answers may arrive out of
+/// order; the connection writes them in order).
+#[derive(Message)]
+pub struct Respond {
+    pub seq: u64,
+    pub response: Response,
+}
+
+/// To the session store: which session does this cookie name? Answered with
+/// [`SessionResolved`].
+#[derive(Message)]
+pub struct Resolve {
+    pub token: Option<String>,
+    pub conn: Addr<HttpConnection>,
+}
+
+/// The session store's answer to [`Resolve`].
+#[derive(Message)]
+pub struct SessionResolved {
+    pub resolved: Resolved,
+}
+
+/// To the session store: log in and answer request `seq` of `conn`.
+#[derive(Message)]
+pub struct Login {
+    pub body: Vec<u8>,
+    pub seq: u64,
+    pub conn: Addr<HttpConnection>,
+}
+
+/// To a dispatcher: route request `seq`.
+#[derive(Message)]
+pub struct Route {
+    pub request: Request,
+    pub seq: u64,
+}
+
+/// To a dispatcher: no more requests will come (its session changed or the connection
+/// closed); terminate once the queued ones are routed.
+#[derive(Message)]
+pub struct Retire;
+
+/// Which variant of a file to serve: the paper's figure 3, where a handler group that refuses
+/// the expensive variant may still accept the cheap one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Isolated)]
+pub enum Quality {
+    High,
+    Low,
+}
+
+impl Quality {
+    /// The cost a handler group's cost budget counts.
+    pub fn cost(self) -> u64 {
+        match self {
+            Quality::High => 8,
+            Quality::Low => 1,
+        }
+    }
+}
+
+/// To a file handler.
+#[derive(Message)]
+#[message(cost = self.quality.cost())]
+pub struct FileRequest {
+    pub path: String,
+    pub quality: Quality,
+    pub seq: u64,
+    pub conn: Addr<HttpConnection>,
+}
+
+/// To an async-file process: read `path` and answer `reply`.
+#[derive(Message)]
+pub struct ReadFile {
+    pub path: PathBuf,
+    pub reply: Recipient<FileRead>,
+}
+
+/// The async-file process's answer.
+#[derive(Message)]
+pub struct FileRead {
+    pub result: Result<Vec<u8>, FileError>,
+}
+
+/// Why a file could not be served.
+#[derive(Debug, Clone, PartialEq, Eq, Isolated)]
+pub enum FileError {
+    NotFound,
+    TooLarge,
+    Io(String),
+}
+
+/// To a resource handler: list a page of resources.
+#[derive(Message)]
+pub struct ListRequest {
+    pub offset: usize,
+    pub limit: usize,
+    pub seq: u64,
+    pub conn: Addr<HttpConnection>,
+}
+
+/// To a resource handler: show one resource.
+#[derive(Message)]
+pub struct ShowRequest {
+    pub id: u32,
+    pub seq: u64,
+    pub conn: Addr<HttpConnection>,
+}
+
+/// To a database connection.
+#[derive(Message)]
+pub struct Query {
+    pub kind: QueryKind,
+    pub reply: Recipient<Rows>,
+}
+
+/// What a [`Query`] asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Isolated)]
+pub enum QueryKind {
+    List { offset: usize, limit: usize },
+    Show { id: u32 },
+}
+
+/// A database connection's answer: rendered JSON, or `None` for no such resource.
+#[derive(Message)]
+pub struct Rows {
+    pub json: Option<String>,
+}

@@ -1,0 +1,163 @@
+//! The server's processes and groups: the paper's figure 2 on real sockets.
+//!
+//! ```text
+//! Acceptor ─▶ SocketConnection ◀─▶ HttpConnection ─▶ Dispatcher ─▶ FileHandler ─▶ AsyncFile
+//!  (default)    ("sockets")           ("http")       ("dispatcher")  ("files")    ("files-io")
+//!                                        │  ▲                       ListResources ─▶ DbConnection
+//!                                        ▼  │                       ShowResource      ("db")
+//!                                    SessionStore                    ("resources")
+//!                                    ("sessions")
+//! ```
+//!
+//! Every process serving a request carries the session's principal (priority admin 2 >
+//! user 1 > anonymous 0). The dispatcher group and the handler groups have predicates that
+//! shed whole sessions, lowest priority first; the file group also counts cost, so that it
+//! can refuse a high-quality file and accept the low-quality one (figure 3). A refusal by a
+//! handler group becomes a 503 from the dispatcher, a refusal by the dispatcher group a 503
+//! from the connection; a 503 carries `Retry-After` and closes the connection.
+
+mod connection;
+mod dispatcher;
+mod handlers;
+mod messages;
+mod session_store;
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use whirl::controller::AdaptiveConcurrency;
+use whirl::net::{Acceptor, AcceptorMsg, SocketConnection};
+use whirl::prelude::*;
+use whirl::scheduler::PrincipalPriority;
+use whirl::{CostBudget, GroupBuilder, PredicateExt, PriorityThresholds, SessionConsistent};
+
+pub use connection::HttpConnection;
+use session_store::SessionStore;
+
+use crate::config::Users;
+use crate::http::Limits;
+use crate::store::Store;
+
+/// What a 503 asks the client to wait, seconds.
+pub const RETRY_AFTER_SECS: u32 = 2;
+/// Sessions remembered before the least recently used anonymous ones are forgotten.
+const MAX_SESSIONS: usize = 100_000;
+/// How long a shedding decision sticks to a session.
+const SESSION_HOLD: Duration = Duration::from_secs(2);
+
+/// What the processes share, immutable.
+#[derive(Isolated)]
+pub struct Site {
+    pub root: PathBuf,
+    pub store: Store,
+    /// Simulated CPU time per unit of work (a resource lookup is 1 unit, a listing 2, a
+    /// low-quality file 1, a high-quality file 8).
+    pub work: Duration,
+    pub limits: Limits,
+    pub dispatcher_group: Group,
+    pub sessions: Addr<SessionStore>,
+}
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub root: PathBuf,
+    pub users: Users,
+    pub work: Duration,
+    /// Admission control on (the paper's design) or off (for comparison).
+    pub predicates: bool,
+    /// Queue thresholds of the handler groups for anonymous, user and admin sessions; the
+    /// dispatcher group's are four times these.
+    pub thresholds: [u64; 3],
+    /// Outstanding cost the file group accepts.
+    pub file_budget: u64,
+}
+
+impl Options {
+    pub fn new(root: PathBuf, users: Users) -> Self {
+        Options {
+            root,
+            users,
+            work: Duration::from_micros(100),
+            predicates: true,
+            thresholds: [16, 64, 1024],
+            file_budget: 64,
+        }
+    }
+}
+
+/// A running server.
+pub struct Server {
+    pub addr: SocketAddr,
+    acceptor: Addr<Acceptor>,
+}
+
+impl Server {
+    /// Builds the groups, starts the session store and the acceptor on `bind`.
+    pub fn start(rt: &Runtime, bind: SocketAddr, options: Options) -> io::Result<Server> {
+        let thresholds = |scale: u64| {
+            let [anonymous, user, admin] = options.thresholds.map(|t| t * scale);
+            SessionConsistent::new(
+                PriorityThresholds::new(anonymous)
+                    .at_least(1, user)
+                    .at_least(2, admin),
+                SESSION_HOLD,
+            )
+        };
+        let shedding = |builder: GroupBuilder, scale: u64| match options.predicates {
+            true => builder.predicate(thresholds(scale)),
+            false => builder,
+        };
+        let sockets = rt.group("sockets").threads(1).build();
+        rt.group("http").threads(1).build();
+        rt.group("sessions").threads(1).build();
+        rt.group("db").threads(1).build();
+        rt.group("files-io")
+            .threads(1..=4)
+            .controller(AdaptiveConcurrency::default())
+            .build();
+        let dispatcher = shedding(rt.group("dispatcher").threads(1), 4).build();
+        let files = rt
+            .group("files")
+            .threads(1)
+            .scheduler(PrincipalPriority::default());
+        let files = match options.predicates {
+            true => files.predicate(thresholds(1).and(CostBudget::new(options.file_budget))),
+            false => files,
+        };
+        files.build();
+        shedding(
+            rt.group("resources")
+                .threads(1)
+                .scheduler(PrincipalPriority::default()),
+            1,
+        )
+        .build();
+
+        let sessions = rt.spawn(SessionStore::new(options.users.clone(), MAX_SESSIONS));
+        let site = Arc::new(Site {
+            root: options.root.clone(),
+            store: Store::demo(1000),
+            work: options.work,
+            limits: Limits::default(),
+            dispatcher_group: dispatcher,
+            sessions,
+        });
+        let net = rt.net()?;
+        let (acceptor, addr) = Acceptor::bind(bind, net, move |stream, _peer, ctx| {
+            let socket = ctx.spawn_in(&sockets, SocketConnection::new(stream, ctx.net()?));
+            ctx.spawn(HttpConnection::new(Arc::clone(&site), socket));
+            Ok(())
+        })?;
+        let acceptor = rt.spawn(acceptor);
+        Ok(Server { addr, acceptor })
+    }
+
+    /// Stops accepting connections (those open are served until they close).
+    pub fn stop_accepting(&self) {
+        let _ = self.acceptor.post(AcceptorMsg::Stop);
+    }
+}

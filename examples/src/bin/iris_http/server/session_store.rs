@@ -1,0 +1,111 @@
+//! `SessionStore`: the one process that owns the session table, so sessions need no lock.
+
+use whirl::prelude::*;
+
+use super::messages::{Login, Resolve, Respond, SessionResolved};
+use crate::config::Users;
+use crate::http::Response;
+use crate::sessions::{Resolved, Sessions, SESSION_COOKIE};
+
+#[process(group = "sessions")]
+pub struct SessionStore {
+    sessions: Sessions,
+    users: Users,
+}
+
+impl SessionStore {
+    pub fn new(users: Users, capacity: usize) -> Self {
+        SessionStore {
+            sessions: Sessions::new(capacity),
+            users,
+        }
+    }
+}
+
+/// The value of `key` in an `application/x-www-form-urlencoded` body (`+` and `%XX`
+/// decoded); `None` if absent or not valid UTF-8.
+fn form_value(body: &[u8], key: &str) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let raw = text
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(k, _)| *k == key)?
+        .1;
+    let mut out = Vec::with_capacity(raw.len());
+    let mut bytes = raw.bytes();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = [bytes.next()?, bytes.next()?];
+                let hex = std::str::from_utf8(&hex).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+            }
+            other => out.push(other),
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[process]
+impl SessionStore {
+    #[handle]
+    fn resolve(&mut self, Resolve { token, conn }: Resolve) {
+        let known = token
+            .as_deref()
+            .and_then(|t| self.sessions.lookup(t))
+            .cloned();
+        let resolved = match known {
+            Some(session) => Resolved {
+                session,
+                new_token: None,
+            },
+            None => {
+                let (token, session) = self.sessions.anonymous();
+                Resolved {
+                    session,
+                    new_token: Some(token),
+                }
+            }
+        };
+        let _ = conn.post(SessionResolved { resolved });
+    }
+
+    #[handle]
+    fn login(&mut self, Login { body, seq, conn }: Login) {
+        let user = form_value(&body, "user");
+        let password = form_value(&body, "password");
+        let role = match (&user, &password) {
+            (Some(u), Some(p)) => self.users.check(u, p),
+            _ => None,
+        };
+        let response = match (role, user) {
+            (Some(role), Some(user)) => {
+                let (token, _) = self.sessions.login(role, &user);
+                let body = format!("welcome {user} ({})\n", role.name());
+                Response::ok("text/plain; charset=utf-8", body).with_cookie(SESSION_COOKIE, &token)
+            }
+            _ => Response::error(401),
+        };
+        let _ = conn.post(Respond { seq, response });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::form_value;
+
+    #[test]
+    fn form_values_are_decoded() {
+        let body = b"user=alice&password=won+der%26land";
+        assert_eq!(form_value(body, "user").as_deref(), Some("alice"));
+        assert_eq!(
+            form_value(body, "password").as_deref(),
+            Some("won der&land")
+        );
+        assert_eq!(form_value(body, "missing"), None);
+        assert_eq!(form_value(b"user=%zz", "user"), None);
+        assert_eq!(form_value(b"user=%4", "user"), None);
+        assert_eq!(form_value(&[0xff, b'='], "user"), None);
+    }
+}

@@ -1,0 +1,1 @@
+//! Tests over real loopback sockets (written next).
