@@ -1,1 +1,0 @@
-//! Tests over real loopback sockets (written next).
