@@ -55,9 +55,14 @@ stop
 # about 1,000 requests/s. 250 closed-loop sessions with 20 ms think time offer ~12,000/s.
 LOAD=(--admins 10 --users 40 --anonymous 200 --think-ms 20 --duration-s "$DURATION"
       --warmup-s 2 --paths /resources/3,/resources/7)
-for mode in with without; do
+for mode in without with with-retry-after; do
     echo "## loadgen: overload at ~10x capacity, $mode predicates"
-    if [ "$mode" = with ]; then start --work-us 1000; else start --work-us 1000 --no-predicates; fi
-    "$LOADGEN" --url "http://127.0.0.1:$PORT" "${LOAD[@]}"
+    case $mode in
+        without) start --work-us 1000 --no-predicates; extra=() ;;
+        with) start --work-us 1000; extra=() ;;
+        # Clients that wait the Retry-After of a 503, as well-behaved API clients do.
+        with-retry-after) start --work-us 1000; extra=(--honor-retry-after) ;;
+    esac
+    "$LOADGEN" --url "http://127.0.0.1:$PORT" "${LOAD[@]}" "${extra[@]}"
     stop
 done

@@ -20,6 +20,7 @@ usage: loadgen --url http://HOST[:PORT] [options]
   --user-cred U:P       user credentials                                 [default alice:wonderland]
   --timeout-ms MS       connect/read/write timeout per socket operation  [default 5000]
   --seed S              RNG seed, for repeatable think times and paths   [default: from the clock]
+  --honor-retry-after   after a 503, wait the Retry-After it names (if longer than think time)
   --json                print one JSON object instead of the table
   --help                this text
 
@@ -82,6 +83,8 @@ pub struct Config {
     pub timeout: Duration,
     /// JSON output instead of the table.
     pub json: bool,
+    /// Whether a 503's `Retry-After` delays the session's next request.
+    pub honor_retry_after: bool,
     /// Base seed; each session derives its own stream from it.
     pub seed: u64,
 }
@@ -107,6 +110,7 @@ where
     let mut anonymous = 10;
     let mut think_ms = 100;
     let mut think_fixed = false;
+    let mut honor_retry_after = false;
     let mut duration = Duration::from_secs(30);
     let mut warmup = Duration::from_secs(5);
     let mut paths = parse_paths("/files/index.html,/resources,/resources/3")?;
@@ -127,6 +131,7 @@ where
             "--help" | "-h" => return Ok(Parsed::Help),
             "--think-fixed" => think_fixed = no_value(&flag, inline)?,
             "--json" => json = no_value(&flag, inline)?,
+            "--honor-retry-after" => honor_retry_after = no_value(&flag, inline)?,
             _ => {
                 let mut value = || -> Result<String, String> {
                     inline
@@ -190,6 +195,7 @@ where
         user_cred,
         timeout: Duration::from_millis(timeout_ms),
         json,
+        honor_retry_after,
         seed,
     })))
 }

@@ -117,6 +117,7 @@ fn config(port: u16, duration: Duration) -> Config {
         anonymous: 2,
         think: Duration::from_millis(5),
         think_fixed: false,
+        honor_retry_after: false,
         duration,
         warmup: Duration::ZERO,
         paths: vec![

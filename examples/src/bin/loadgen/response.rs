@@ -23,6 +23,8 @@ pub struct Response {
     pub session_cookie: Option<String>,
     /// Body bytes read.
     pub body_len: usize,
+    /// `Retry-After` in seconds, if the server sent one.
+    pub retry_after: Option<u64>,
 }
 
 /// Why no response was read; each kind is counted separately.
@@ -62,6 +64,7 @@ struct Head {
     status: u16,
     close: bool,
     session_cookie: Option<String>,
+    retry_after: Option<u64>,
     body: Body,
     len: usize,
 }
@@ -97,6 +100,7 @@ pub fn read_response<R: Read>(r: &mut R, buf: &mut Vec<u8>) -> Result<Response, 
             close: head.close || head.body == Body::UntilClose,
             session_cookie: head.session_cookie,
             body_len,
+            retry_after: head.retry_after,
         });
     }
 }
@@ -206,6 +210,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, HttpError> {
     let mut close = http10;
     let mut length: Option<usize> = None;
     let mut session_cookie = None;
+    let mut retry_after = None;
     for line in lines {
         let (name, value) = line
             .split_once(':')
@@ -232,6 +237,9 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, HttpError> {
             && !value.eq_ignore_ascii_case("identity")
         {
             return Err(Malformed("transfer-encoding is not supported"));
+        } else if name.eq_ignore_ascii_case("retry-after") {
+            // Delay-seconds only; an HTTP date is ignored (the server sends seconds).
+            retry_after = value.parse().ok();
         } else if name.eq_ignore_ascii_case("set-cookie") {
             let pair = value.split(';').next().unwrap_or_default().trim();
             if pair
@@ -252,6 +260,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, HttpError> {
         status,
         close,
         session_cookie,
+        retry_after,
         body,
         len: end + 4,
     }))
@@ -303,10 +312,17 @@ mod tests {
                 status: 200,
                 close: false,
                 session_cookie: None,
-                body_len: 5
+                body_len: 5,
+                retry_after: None,
             })
         );
         assert_eq!(r[1], Err(HttpError::Closed));
+    }
+
+    #[test]
+    fn retry_after_is_read() {
+        let r = read_all(BUSY, 1000);
+        assert_eq!(r[0].as_ref().map(|r| r.retry_after), Ok(Some(1)));
     }
 
     #[test]

@@ -107,8 +107,13 @@ pub fn run(id: usize, class: Class, shared: &Shared, window: Window) -> Outcome 
             }
         }
         let mut think = think_time(&mut rng, cfg.think, cfg.think_fixed);
-        if result.is_err() {
-            think = think.max(ERROR_BACKOFF);
+        match &result {
+            Err(_) => think = think.max(ERROR_BACKOFF),
+            Ok(r) if r.status == 503 && cfg.honor_retry_after => {
+                let asked = Duration::from_secs(r.retry_after.unwrap_or(0).min(3600));
+                think = think.max(asked);
+            }
+            Ok(_) => {}
         }
         sleep_until_at_most(think, window.end);
     }

@@ -153,6 +153,7 @@ mod tests {
                 status,
                 close: false,
                 session_cookie: None,
+                retry_after: None,
                 body_len: 0,
             })
         };
