@@ -1,14 +1,4 @@
-//! `SocketConnection`: a process owning one TCP stream.
-//!
-//! Reading: each readiness event (or a self-posted continuation) reads until the socket would
-//! block, at most [`SocketLimits::read_per_turn`] bytes per turn so one busy peer does not
-//! hold a worker, and sends what it read to the owner as [`SocketEvent::Data`].
-//!
-//! Writing: [`SocketMsg::Write`] queues bytes and writes what the socket takes; the rest
-//! waits for writability. Backpressure: above [`SocketLimits::pause_reading_above`] queued
-//! bytes the connection stops reading (a peer that sends requests without reading the
-//! answers stops being served new requests, and the kernel's buffers then push back on it);
-//! above [`SocketLimits::close_above`] it gives up on the peer and closes.
+//! `SocketConnection`: a process owning one TCP stream (documented on the type).
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -96,7 +86,17 @@ pub enum CloseReason {
     OwnerGone,
 }
 
-/// A process owning one TCP stream. See the [module docs](self).
+/// A process owning one TCP stream.
+///
+/// Reading: each readiness event (or a self-posted continuation) reads until the socket would
+/// block, at most [`SocketLimits::read_per_turn`] bytes per turn so one busy peer does not
+/// hold a worker, and sends what it read to the owner as [`SocketEvent::Data`].
+///
+/// Writing: [`SocketMsg::Write`] queues bytes and writes what the socket takes; the rest
+/// waits for writability. Backpressure: above [`SocketLimits::pause_reading_above`] queued
+/// bytes the connection stops reading (a peer that sends requests without reading the
+/// answers stops being served new requests, and the kernel's buffers then push back on it);
+/// above [`SocketLimits::close_above`] it gives up on the peer and closes.
 pub struct SocketConnection {
     stream: TcpStream,
     peer: Option<SocketAddr>,
