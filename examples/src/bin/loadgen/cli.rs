@@ -9,7 +9,7 @@ usage: loadgen --url http://HOST[:PORT] [options]
 
   --admins N            admin sessions (log in with --admin-cred)        [default 10]
   --users N             user sessions (log in with --user-cred)          [default 10]
-  --anonymous N         sessions without a cookie                        [default 10]
+  --anonymous N         sessions without a login (they keep the cookie the server sets) [default 10]
   --think-ms T          mean think time between requests, milliseconds  [default 100]
   --think-fixed         think exactly T ms instead of exponential with mean T
   --duration-s D        measured seconds (fractions allowed)             [default 30]

@@ -80,11 +80,14 @@ pub fn run(id: usize, class: Class, shared: &Shared, window: Window) -> Outcome 
         }
     };
 
-    let requests: Vec<Vec<u8>> = cfg
-        .paths
-        .iter()
-        .map(|p| request::get(p, host, cookie.as_deref()))
-        .collect();
+    let build = |cookie: Option<&str>| -> Vec<Vec<u8>> {
+        cfg.paths
+            .iter()
+            .map(|p| request::get(p, host, cookie))
+            .collect()
+    };
+    let mut cookie = cookie;
+    let mut requests = build(cookie.as_deref());
     let hist = &shared.hists[class.index()];
     let mut counts = Counts::default();
     while Instant::now() < window.end {
@@ -104,6 +107,14 @@ pub fn run(id: usize, class: Class, shared: &Shared, window: Window) -> Outcome 
                 hist.lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
                     .saturating_record(micros.max(1));
+            }
+        }
+        // Like a browser, a session without a cookie keeps the one the server sets (an
+        // anonymous session's), so the server can treat its requests as one session.
+        if let (None, Ok(r)) = (&cookie, &result) {
+            if let Some(set) = &r.session_cookie {
+                cookie = Some(set.clone());
+                requests = build(cookie.as_deref());
             }
         }
         let mut think = think_time(&mut rng, cfg.think, cfg.think_fixed);
