@@ -1,0 +1,194 @@
+//! The paper's ordering property under overload: administrators are still served while
+//! anonymous sessions are shed with 503.
+//!
+//! Capacity is made small and explicit: every unit of work spins 2 ms and the resources
+//! group has one thread, so a handful of closed-loop clients saturate it. Everything is
+//! bounded: the anonymous clients stop on a flag (set at most [`DEADLINE`] in), after a
+//! request count, and on their own deadline.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use super::*;
+
+/// What the anonymous clients saw.
+#[derive(Default, Debug)]
+struct Tally {
+    ok: usize,
+    shed: usize,
+    /// 503s without `Retry-After` or without `Connection: close`.
+    bad_503: usize,
+    /// Any other status, or an I/O error (with what happened).
+    other: Vec<String>,
+}
+
+impl Tally {
+    fn answered(&self) -> usize {
+        self.ok + self.shed
+    }
+}
+
+const MAX_REQUESTS_PER_CLIENT: usize = 5_000;
+
+/// One anonymous session in a closed loop: sends a request, waits for the answer, sends
+/// the next, keeping its cookie; after a 503 (which closes the connection) it reconnects
+/// after a short pause (a fraction of `Retry-After`, so that reconnections stay few).
+fn anonymous_client(addr: SocketAddr, id: usize, stop: &AtomicBool, tally: &Mutex<Tally>) {
+    let deadline = Instant::now() + 2 * DEADLINE;
+    let mut cookie: Option<String> = None;
+    let mut conn: Option<Client> = None;
+    for n in 0..MAX_REQUESTS_PER_CLIENT {
+        if stop.load(Ordering::Relaxed) || Instant::now() > deadline {
+            break;
+        }
+        let client = conn.get_or_insert_with(|| Client::connect(addr));
+        let path = match n % 4 {
+            3 => "/resources?limit=5".to_owned(),
+            _ => format!("/resources/{}", (id * 37 + n) % 1000 + 1),
+        };
+        client.send(get(&path, cookie.as_deref()).as_bytes());
+        let response = match client.try_read_response() {
+            Ok(response) => response,
+            Err(e) => {
+                tally.lock().unwrap().other.push(format!("{path}: {e}"));
+                conn = None;
+                continue;
+            }
+        };
+        if let Some(token) = response.session_cookie() {
+            cookie = Some(token);
+        }
+        let mut t = tally.lock().unwrap();
+        match response.status {
+            200 => t.ok += 1,
+            503 => {
+                t.shed += 1;
+                if response.header("retry-after") != Some("2") || !response.closes() {
+                    t.bad_503 += 1;
+                }
+            }
+            status => t
+                .other
+                .push(format!("{path}: {status} {}", response.text())),
+        }
+        drop(t);
+        if response.closes() {
+            conn = None;
+            if response.status == 503 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Starts `count` anonymous clients numbered from `first`.
+fn start_anonymous(
+    addr: SocketAddr,
+    first: usize,
+    count: usize,
+    stop: &Arc<AtomicBool>,
+    tally: &Arc<Mutex<Tally>>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (first..first + count)
+        .map(|id| {
+            let (stop, tally) = (Arc::clone(stop), Arc::clone(tally));
+            std::thread::spawn(move || anonymous_client(addr, id, &stop, &tally))
+        })
+        .collect()
+}
+
+fn overload_options() -> Options {
+    let mut options = demo_options();
+    options.work = Duration::from_millis(2);
+    options.thresholds = [2, 8, 64];
+    options
+}
+
+#[test]
+fn under_overload_admins_are_served_and_anonymous_sessions_shed() {
+    let server = TestServer::start(overload_options());
+    let addr = server.addr();
+    let admin = login(addr, "admin", "secret");
+    let mut admin_client = Client::connect(addr);
+    assert_eq!(admin_client.get("/status", Some(&admin)).status, 200);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    // A first wave saturates the resources group; sessions arriving after it find the queue
+    // past the anonymous threshold.
+    let mut threads = start_anonymous(addr, 0, 8, &stop, &tally);
+    wait_until("the first wave to be served", || {
+        tally.lock().unwrap().answered() >= 16
+    });
+    threads.extend(start_anonymous(addr, 8, 16, &stop, &tally));
+
+    let mut admin_statuses = Vec::new();
+    for i in 0..20 {
+        let path = match i % 5 {
+            4 => "/resources".to_owned(),
+            _ => format!("/resources/{}", i + 1),
+        };
+        let response = admin_client.get(&path, Some(&admin));
+        if response.closes() {
+            admin_client = Client::connect(addr);
+        }
+        admin_statuses.push((path, response.status));
+    }
+    wait_until("some anonymous requests to be shed", || {
+        tally.lock().unwrap().shed > 0
+    });
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().expect("an anonymous client");
+    }
+
+    let tally = tally.lock().unwrap();
+    eprintln!("admin {admin_statuses:?}\nanonymous {tally:?}");
+    assert!(
+        admin_statuses.iter().all(|(_, status)| *status == 200),
+        "every admin request is served: {admin_statuses:?}"
+    );
+    assert!(tally.shed > 0, "anonymous sessions were shed: {tally:?}");
+    assert!(
+        tally.ok > 0,
+        "anonymous sessions were served too: {tally:?}"
+    );
+    assert_eq!(
+        tally.bad_503, 0,
+        "503s carry Retry-After and close: {tally:?}"
+    );
+    assert!(
+        tally.other.is_empty(),
+        "only 200 and 503: {:?}",
+        tally.other
+    );
+    drop(admin_client);
+    // Every connection closed: every dispatcher retired, shed sessions' included.
+    server.wait_for_baseline();
+    server.stop();
+}
+
+/// Without predicates nothing is shed, however loaded: the same clients get no 503.
+#[test]
+fn without_predicates_nothing_is_shed() {
+    let mut options = overload_options();
+    options.predicates = false;
+    let server = TestServer::start(options);
+    let addr = server.addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let threads = start_anonymous(addr, 0, 12, &stop, &tally);
+    wait_until("a few hundred requests to be answered", || {
+        let t = tally.lock().unwrap();
+        t.answered() >= 300 || !t.other.is_empty()
+    });
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().expect("an anonymous client");
+    }
+    let tally = tally.lock().unwrap();
+    assert_eq!(tally.shed, 0, "{tally:?}");
+    assert!(tally.other.is_empty(), "only 200: {:?}", tally.other);
+    server.wait_for_baseline();
+    server.stop();
+}
