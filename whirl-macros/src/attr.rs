@@ -1,8 +1,9 @@
 //! whirl's own attributes: `#[process(...)]` options, `#[message(...)]`, `#[shared]`, and the
 //! method roles `#[handle]`, `#[started]`, `#[terminated]`.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
+use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitStr, Meta};
 
 use crate::valid::Errors;
@@ -127,11 +128,13 @@ impl ProcessOptions {
     }
 }
 
-/// `#[message(cost = EXPR)]`.
+/// `#[message(cost = EXPR, bypass_admission)]`.
 #[derive(Default)]
 pub struct MessageAttrs {
     /// The cost expression, a `u64` that may use `self`.
     pub cost: Option<Expr>,
+    /// `bypass_admission`, where it was written.
+    pub bypass_admission: Option<Span>,
 }
 
 impl MessageAttrs {
@@ -146,8 +149,19 @@ impl MessageAttrs {
                     }
                     parsed.cost = Some(meta.value()?.parse()?);
                     Ok(())
+                } else if meta.path.is_ident("bypass_admission") {
+                    if parsed.bypass_admission.is_some() {
+                        return Err(meta.error("`bypass_admission` is given twice"));
+                    }
+                    if !meta.input.is_empty() && !meta.input.peek(syn::Token![,]) {
+                        return Err(meta.error("`bypass_admission` takes no value"));
+                    }
+                    parsed.bypass_admission = Some(meta.path.span());
+                    Ok(())
                 } else {
-                    Err(meta.error("unknown option; expected `cost = EXPR` (a `u64`)"))
+                    Err(meta.error(
+                        "unknown option; expected `cost = EXPR` (a `u64`) or `bypass_admission`",
+                    ))
                 }
             });
             if let Err(err) = result {

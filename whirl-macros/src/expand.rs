@@ -89,9 +89,15 @@ fn message_impl(data: &Data) -> TokenStream {
     );
     let ident = data.ident;
     let cost = cost_fn(data);
+    let bypass = data.message.bypass_admission.map(|_| {
+        quote!(
+            const BYPASSES_ADMISSION: ::core::primitive::bool = true;
+        )
+    });
     quote! {
         #[automatically_derived]
         impl #impl_generics ::whirl::__private::Message for #ident #ty_generics #where_clause {
+            #bypass
             #cost
         }
     }
@@ -398,6 +404,8 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
         // is reported once, not again for this call.
         let cost =
             quote_spanned!(message.span()=> <#message as ::whirl::__private::Message>::cost(msg));
+        let bypass = quote_spanned!(message.span()=>
+            <#message as ::whirl::__private::Message>::BYPASSES_ADMISSION);
         Some(quote! {
             #[automatically_derived]
             impl #impl_generics ::whirl::__private::Handles<#message> for #self_ty #where_clause {
@@ -405,6 +413,8 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
                 fn into_message(msg: #message) -> <Self as ::whirl::__private::Process>::Message {
                     #enum_ident::#name(msg)
                 }
+
+                const BYPASSES_ADMISSION: ::core::primitive::bool = #bypass;
 
                 #[inline]
                 fn cost(msg: &#message) -> ::core::primitive::u64 {

@@ -104,6 +104,15 @@ pub fn data(data: &Data, errors: &mut Errors) {
             ),
         }
     }
+    if let Shape::Enum(variants) = &data.shape {
+        for span in variants.iter().filter_map(|v| v.message.bypass_admission) {
+            errors.at(
+                span,
+                "`bypass_admission` applies to the whole message type: put it in the enum's own \
+                 `#[message(...)]`",
+            );
+        }
+    }
     if data.purpose != Purpose::Message {
         let variant_attrs = match &data.shape {
             Shape::Enum(variants) => variants

@@ -52,7 +52,8 @@ impl<P: Process> Addr<P> {
     ///
     /// On failure the message comes back: [`PostError::Terminated`] if the process has
     /// terminated (or the runtime is shutting down and the caller is outside it),
-    /// [`PostError::Rejected`] if the group's message predicate turned it away.
+    /// [`PostError::Rejected`] if the group's message predicate turned it away (never for a
+    /// message that [bypasses admission](crate::Message::BYPASSES_ADMISSION)).
     #[inline]
     pub fn post<M>(&self, msg: M) -> Result<(), PostError<M>>
     where
@@ -64,7 +65,11 @@ impl<P: Process> Addr<P> {
             return Err(PostError::Terminated(msg));
         }
         let cost = P::cost(&msg);
-        if let Some(predicate) = cell.group.admission() {
+        let admission = match <P as Handles<M>>::BYPASSES_ADMISSION {
+            true => None,
+            false => cell.group.admission(),
+        };
+        if let Some(predicate) = admission {
             let offer = Offer::new::<M>(cell.id(), cell.principal.as_ref(), cost, &cell.group);
             if !predicate.admit(&offer) {
                 cell.group.count_rejected();

@@ -136,6 +136,14 @@ pub unsafe trait Isolated: Send + 'static {}
     note = "to receive a type from another crate (`String`, `u64`...), wrap it: `#[derive(Message)] struct Text(String);`"
 )]
 pub trait Message: Isolated {
+    /// Whether posts of this message skip the receiving group's admission control
+    /// ([`MessagePredicate`](crate::MessagePredicate)). For replies and control messages that
+    /// belong to work the group already admitted (a file read's result coming back to the
+    /// handler that asked for it, a "stop" to a dispatcher): refusing those would strand the
+    /// admitted work instead of shedding new work. Defaults to `false`; set it with
+    /// `#[message(bypass_admission)]` on the type.
+    const BYPASSES_ADMISSION: bool = false;
+
     /// What handling this message costs, in the units a group's cost-budget predicate
     /// counts. Defaults to 1; set it with `#[message(cost = ...)]` on the type.
     #[inline]

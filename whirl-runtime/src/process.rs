@@ -95,6 +95,11 @@ pub trait Handles<M>: Process {
     /// Wraps `msg` into the process's message enum.
     fn into_message(msg: M) -> Self::Message;
 
+    /// Whether posting `M` skips the group's admission control. `#[process]` forwards
+    /// [`Message::BYPASSES_ADMISSION`](crate::Message::BYPASSES_ADMISSION); the default is
+    /// `false`.
+    const BYPASSES_ADMISSION: bool = false;
+
     /// The estimated cost of handling `msg`, seen by the group's message predicate
     /// ([`Offer::cost`](crate::Offer::cost)). `#[process]` forwards
     /// [`Message::cost`](crate::Message::cost); the default is 1.

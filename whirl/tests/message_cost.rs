@@ -49,3 +49,46 @@ fn predicates_see_each_messages_cost() {
     assert_eq!((counts.handled, counts.rejected), (2, 1));
     rt.shutdown_graceful();
 }
+
+/// The answer to work the group already admitted: never refused.
+#[derive(Message)]
+#[message(bypass_admission)]
+struct QueryDone {
+    rows: u64,
+}
+
+#[process]
+struct Handler {
+    answers: u64,
+}
+
+#[process]
+impl Handler {
+    #[handle]
+    fn query(&mut self, _q: Query) {}
+
+    #[handle]
+    fn done(&mut self, done: QueryDone) {
+        self.answers += done.rows;
+    }
+}
+
+#[test]
+fn bypassing_messages_skip_the_predicate() {
+    let rt = Runtime::builder().threads(1).build();
+    let nothing = rt
+        .group("closed")
+        .threads(1)
+        .predicate(|_: &Offer<'_>| false)
+        .build();
+    let handler = rt.spawn_in(&nothing, Handler { answers: 0 });
+    assert!(matches!(
+        handler.post(Query { rows: 1 }),
+        Err(PostError::Rejected(_))
+    ));
+    assert!(handler.post(QueryDone { rows: 3 }).is_ok());
+    rt.block_until_idle();
+    let counts = nothing.counts();
+    assert_eq!((counts.handled, counts.rejected), (1, 1));
+    rt.shutdown_graceful();
+}

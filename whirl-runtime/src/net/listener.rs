@@ -28,7 +28,9 @@ pub enum AcceptorMsg {
 
 // SAFETY: plain data.
 unsafe impl crate::isolated::Isolated for AcceptorMsg {}
-impl crate::isolated::Message for AcceptorMsg {}
+impl crate::isolated::Message for AcceptorMsg {
+    const BYPASSES_ADMISSION: bool = true;
+}
 
 /// What the acceptor does with a connection: usually spawns the processes that serve it.
 /// An error is logged and the connection dropped; the acceptor goes on.
@@ -136,6 +138,9 @@ impl Process for Acceptor {
 }
 
 impl Handles<AcceptorMsg> for Acceptor {
+    // Readiness and I/O requests for a connection already accepted are never refused.
+    const BYPASSES_ADMISSION: bool = true;
+
     fn into_message(msg: AcceptorMsg) -> AcceptorMsg {
         msg
     }

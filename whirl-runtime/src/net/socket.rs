@@ -346,6 +346,9 @@ impl Process for SocketConnection {
 }
 
 impl Handles<SocketMsg> for SocketConnection {
+    // Readiness and I/O requests for a connection already accepted are never refused.
+    const BYPASSES_ADMISSION: bool = true;
+
     fn into_message(msg: SocketMsg) -> SocketMsg {
         msg
     }
@@ -363,8 +366,12 @@ impl std::fmt::Debug for SocketConnection {
 
 // SAFETY: owned data and process addresses only; a socket event carries bytes by value.
 unsafe impl crate::isolated::Isolated for SocketEvent {}
-impl crate::isolated::Message for SocketEvent {}
+impl crate::isolated::Message for SocketEvent {
+    const BYPASSES_ADMISSION: bool = true;
+}
 
 // SAFETY: as above; `Recipient` is a process address.
 unsafe impl crate::isolated::Isolated for SocketMsg {}
-impl crate::isolated::Message for SocketMsg {}
+impl crate::isolated::Message for SocketMsg {
+    const BYPASSES_ADMISSION: bool = true;
+}

@@ -1,0 +1,10 @@
+use whirl::prelude::*;
+
+#[derive(Message)]
+enum Control {
+    #[message(bypass_admission)]
+    Stop,
+    Drain,
+}
+
+fn main() {}
