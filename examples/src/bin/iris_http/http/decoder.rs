@@ -89,12 +89,6 @@ impl RequestDecoder {
     }
 
     #[cfg(test)]
-    /// The limits it enforces.
-    pub fn limits(&self) -> Limits {
-        self.limits
-    }
-
-    #[cfg(test)]
     /// Bytes currently buffered (consumed ones included until the next feed).
     pub fn buffered(&self) -> usize {
         self.buf.len()

@@ -10,7 +10,7 @@ use whirl::prelude::*;
 use super::dispatcher::Dispatcher;
 use super::messages::{Resolve, Respond, Retire, Route, SessionResolved};
 use super::Site;
-use crate::http::{Method, Request, RequestDecoder, Response, READ_CHUNK};
+use crate::http::{HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 use crate::sessions::{session_token, SESSION_COOKIE};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a
@@ -26,6 +26,10 @@ const RETRY_AFTER_SECS: u32 = 2;
 struct Current {
     /// The cookie value that names it (for a session we just created, the token we set).
     token: String,
+    /// The cookie the client presented when the session was resolved, if it named no
+    /// session (stale, forged): until the client takes the new cookie, its requests still
+    /// carry that one, and must not be resolved again.
+    presented: Option<String>,
     dispatcher: Addr<Dispatcher>,
     /// The token to set on the next response (a session created for this client).
     set_cookie: Option<String>,
@@ -57,6 +61,8 @@ pub struct HttpConnection {
     eof: bool,
     /// A response that closes the connection has been queued: nothing after it is served.
     closing: bool,
+    /// The stream became undecodable after the requests in `waiting`: answered after them.
+    broken: Option<HttpError>,
 }
 
 impl HttpConnection {
@@ -73,10 +79,14 @@ impl HttpConnection {
             paused: false,
             eof: false,
             closing: false,
+            broken: None,
         }
     }
 
     fn decode(&mut self, bytes: &[u8]) {
+        if self.broken.is_some() {
+            return;
+        }
         // The decoder stays within its buffer bound when fed at most a chunk at a time and
         // drained in between.
         for chunk in bytes.chunks(READ_CHUNK) {
@@ -86,9 +96,9 @@ impl HttpConnection {
                     Ok(Some(request)) => self.waiting.push_back(request),
                     Ok(None) => break,
                     Err(error) => {
-                        // Answer what came before, then the error, then close.
-                        let seq = self.enqueue(false, false, None);
-                        self.answer(seq, Response::from_http_error(&error));
+                        // Answered, and the connection closed, once the requests before it
+                        // are (see `pump`).
+                        self.broken = Some(error);
                         return;
                     }
                 }
@@ -119,7 +129,9 @@ impl HttpConnection {
             let token = session_token(request).map(str::to_owned);
             let known = match (&self.current, &token) {
                 (Some(_), None) => true, // the same client, before it has our cookie
-                (Some(current), Some(t)) => current.token == *t,
+                (Some(current), Some(t)) => {
+                    current.token == *t || current.presented.as_ref() == Some(t)
+                }
                 (None, _) => false,
             };
             if !known {
@@ -137,6 +149,12 @@ impl HttpConnection {
             }
             if let Some(request) = self.waiting.pop_front() {
                 self.dispatch(request);
+            }
+        }
+        if self.waiting.is_empty() && !self.closing {
+            if let Some(error) = self.broken.take() {
+                let seq = self.enqueue(false, false, None);
+                self.answer(seq, Response::from_http_error(&error));
             }
         }
         self.flow_control();
@@ -163,9 +181,14 @@ impl HttpConnection {
     fn resolved(&mut self, resolved: crate::sessions::Resolved, ctx: &mut Ctx<Self>) {
         self.resolving = false;
         let session = resolved.session;
-        let token = match (&resolved.new_token, self.waiting.front()) {
+        let presented = self
+            .waiting
+            .front()
+            .and_then(|request| session_token(request))
+            .map(str::to_owned);
+        let token = match (&resolved.new_token, &presented) {
             (Some(new), _) => new.clone(),
-            (None, Some(request)) => session_token(request).unwrap_or_default().to_owned(),
+            (None, Some(presented)) => presented.clone(),
             (None, None) => String::new(),
         };
         if let Some(old) = self.current.take() {
@@ -179,6 +202,7 @@ impl HttpConnection {
         );
         self.current = Some(Current {
             token,
+            presented,
             dispatcher,
             set_cookie: resolved.new_token,
         });

@@ -10,7 +10,12 @@ use crate::sessions::Resolved;
 
 /// A response for the request numbered `seq` on a connection (answers may arrive out of
 /// order; the connection writes them in order).
+///
+/// Answers, replies between a handler and the processes it created, and `Retire` bypass
+/// admission control: they belong to requests a group already admitted, and refusing them
+/// would strand those requests instead of shedding new ones.
 #[derive(Message)]
+#[message(bypass_admission)]
 pub struct Respond {
     pub seq: u64,
     pub response: Response,
@@ -26,6 +31,7 @@ pub struct Resolve {
 
 /// The session store's answer to [`Resolve`].
 #[derive(Message)]
+#[message(bypass_admission)]
 pub struct SessionResolved {
     pub resolved: Resolved,
 }
@@ -48,6 +54,7 @@ pub struct Route {
 /// To a dispatcher: no more requests will come (its session changed or the connection
 /// closed); terminate once the queued ones are routed.
 #[derive(Message)]
+#[message(bypass_admission)]
 pub struct Retire;
 
 /// Which variant of a file to serve: the paper's figure 3, where a handler group that refuses
@@ -87,6 +94,7 @@ pub struct ReadFile {
 
 /// The async-file process's answer.
 #[derive(Message)]
+#[message(bypass_admission)]
 pub struct FileRead {
     pub result: Result<Vec<u8>, FileError>,
 }
@@ -132,6 +140,7 @@ pub enum QueryKind {
 
 /// A database connection's answer: rendered JSON, or `None` for no such resource.
 #[derive(Message)]
+#[message(bypass_admission)]
 pub struct Rows {
     pub json: Option<String>,
 }
