@@ -35,6 +35,14 @@
 //!     body: Vec<u8>,
 //! }
 //!
+//! // The answer to work a group already admitted: its predicate never refuses it (refusing
+//! // it would strand the request instead of shedding new work).
+//! #[derive(Message)]
+//! #[message(bypass_admission)]
+//! struct Stored {
+//!     bytes: u64,
+//! }
+//!
 //! assert_eq!(Upload { body: vec![0; 8192] }.cost(), 3);
 //! ```
 //!
