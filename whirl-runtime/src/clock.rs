@@ -4,13 +4,26 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A source of monotonic time.
 pub trait Clock: Send + Sync + 'static {
     /// The current instant.
     fn now(&self) -> Instant;
+
+    /// Nanoseconds on this clock from an origin of its own: only the difference of two
+    /// readings means anything. For code that reads the time on every post (token buckets),
+    /// where `Instant` arithmetic would cost as much as the rest of the admission.
+    ///
+    /// The default measures [`now`](Clock::now) from a process-wide origin set on the first
+    /// call, so a clock whose instants may lie before that must override it (as the clocks
+    /// of this crate do, by returning the counter they keep).
+    fn nanos(&self) -> u64 {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        let origin = *ORIGIN.get_or_init(Instant::now);
+        u64::try_from(self.now().saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
+    }
 }
 
 /// The real monotonic clock.
@@ -65,6 +78,10 @@ impl Default for ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> Instant {
         self.origin + Duration::from_nanos(self.elapsed_nanos.load(Ordering::Acquire))
+    }
+
+    fn nanos(&self) -> u64 {
+        self.elapsed_nanos.load(Ordering::Acquire)
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
+use crate::clock::Clock;
 use crate::group::GroupShared;
 use crate::predicate::shared_clock;
 use crate::stats::SlotStats;

@@ -2,14 +2,14 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU32};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use super::feedback::{ControllerParams, Window};
 use super::token_bucket::Bucket;
 use super::CoarseClock;
-use super::{nanos_since, Completion, MessagePredicate, Offer};
+use super::{Completion, MessagePredicate, Offer};
 use crate::clock::Clock;
 
 struct Class {
@@ -55,7 +55,8 @@ struct Class {
 /// ```
 pub struct ClassResponseTime<C: Clock = CoarseClock> {
     clock: C,
-    origin: Instant,
+    /// The clock's reading at construction ([`Clock::nanos`]).
+    origin: u64,
     params: ControllerParams,
     classes: Box<[Class]>,
 }
@@ -75,11 +76,11 @@ impl ClassResponseTime<CoarseClock> {
 impl<C: Clock> ClassResponseTime<C> {
     /// `classes` classes (at least 1) with the given parameters, reading time from `clock`.
     pub fn with_clock(classes: u16, params: ControllerParams, clock: C) -> Self {
-        let origin = clock.now();
+        let origin = clock.nanos();
         let rate = params.clamp(params.initial_rate);
         let classes = (0..classes.max(1))
             .map(|_| Class {
-                bucket: Bucket::new(origin, rate, params.depth),
+                bucket: Bucket::new(rate, params.depth),
                 window: Mutex::new(Window::new(&params)),
                 target: params.target,
                 over_target: AtomicBool::new(false),
@@ -123,7 +124,7 @@ impl<C: Clock> ClassResponseTime<C> {
     }
 
     /// One controller run for class `c` with relative error `err`.
-    fn run(&self, c: usize, err: f64, at: Instant) {
+    fn run(&self, c: usize, err: f64, at: u64) {
         let p = &self.params;
         let me = &self.classes[c];
         if err > p.err_d {
@@ -164,7 +165,7 @@ impl<C: Clock> MessagePredicate for ClassResponseTime<C> {
     fn admit(&self, offer: &Offer<'_>) -> bool {
         self.class(offer.class())
             .bucket
-            .try_take(self.clock.now(), 1)
+            .try_take(self.clock.nanos().saturating_sub(self.origin), 1)
     }
 
     fn observe(&self, done: &Completion<'_>) {
@@ -173,8 +174,7 @@ impl<C: Clock> MessagePredicate for ClassResponseTime<C> {
         };
         let c = self.index(done.class());
         let class = &self.classes[c];
-        let at = self.clock.now();
-        let now = nanos_since(self.origin, at);
+        let now = self.clock.nanos().saturating_sub(self.origin);
         let mut params = std::borrow::Cow::Borrowed(&self.params);
         if class.target != self.params.target {
             params.to_mut().target = class.target;
@@ -183,7 +183,7 @@ impl<C: Clock> MessagePredicate for ClassResponseTime<C> {
         // sequential; other classes' rates are only touched through atomics.
         let mut window = class.window.lock();
         if let Some(err) = window.record(&params, sample, now) {
-            self.run(c, err, at);
+            self.run(c, err, now);
         }
     }
 

@@ -95,13 +95,6 @@ impl CoarseClock {
         shared_clock().clone()
     }
 
-    /// Nanoseconds from this clock's origin to its last tick: one atomic load, for the hot
-    /// paths that only need differences.
-    #[inline]
-    pub(crate) fn nanos(&self) -> u64 {
-        self.ticks.elapsed_nanos.load(Acquire)
-    }
-
     /// How often the time is refreshed.
     pub fn resolution(&self) -> Duration {
         self.ticks.resolution
@@ -125,6 +118,11 @@ impl Clock for CoarseClock {
     #[inline]
     fn now(&self) -> Instant {
         self.ticks.origin + Duration::from_nanos(self.ticks.elapsed_nanos.load(Acquire))
+    }
+
+    #[inline]
+    fn nanos(&self) -> u64 {
+        self.ticks.elapsed_nanos.load(Acquire)
     }
 }
 

@@ -3,17 +3,17 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use super::feedback::{ControllerParams, Window};
-use super::{nanos_since, Completion, MessagePredicate, Offer};
+use super::{Completion, MessagePredicate, Offer};
 use crate::clock::{Clock, SystemClock};
 
 struct Feedback<C> {
     clock: C,
-    origin: Instant,
+    /// The clock's reading at construction ([`Clock::nanos`]).
+    origin: u64,
     params: ControllerParams,
     window: Mutex<Window>,
 }
@@ -77,7 +77,7 @@ impl<C: Clock> CostBudget<C> {
     /// assert_eq!(budget.budget(), 100_000);
     /// ```
     pub fn adaptive(params: ControllerParams, clock: C) -> Self {
-        let origin = clock.now();
+        let origin = clock.nanos();
         let initial = params.clamp(params.initial_rate);
         CostBudget {
             outstanding: AtomicU64::new(0),
@@ -135,7 +135,7 @@ impl<C: Clock> MessagePredicate for CostBudget<C> {
         let (Some(fb), Some(sample)) = (&self.feedback, done.response_time()) else {
             return;
         };
-        let now = nanos_since(fb.origin, fb.clock.now());
+        let now = fb.clock.nanos().saturating_sub(fb.origin);
         let mut window = fb.window.lock();
         if let Some(err) = window.record(&fb.params, sample, now) {
             let current = self.budget.load(Relaxed) as f64;

@@ -343,11 +343,6 @@ impl<P: MessagePredicate + ?Sized> MessagePredicate for std::sync::Arc<P> {
     }
 }
 
-/// Nanoseconds from `origin` to `now`, saturating at both ends.
-fn nanos_since(origin: std::time::Instant, now: std::time::Instant) -> u64 {
-    u64::try_from(now.saturating_duration_since(origin).as_nanos()).unwrap_or(u64::MAX)
-}
-
 #[cfg(all(test, not(loom)))]
 pub(crate) mod test_util {
     use super::*;

@@ -1,13 +1,13 @@
 //! SEDA's 90th-percentile response-time controller (dissertation chapter 7, section 2.1).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
 use super::feedback::{ControllerParams, Window};
 use super::token_bucket::Bucket;
 use super::CoarseClock;
-use super::{nanos_since, Completion, MessagePredicate, Offer};
+use super::{Completion, MessagePredicate, Offer};
 use crate::clock::Clock;
 
 /// Keeps the group's 90th-percentile response time (enqueue to completion) near a target by
@@ -39,7 +39,8 @@ use crate::clock::Clock;
 /// ```
 pub struct ResponseTime<C: Clock = CoarseClock> {
     clock: C,
-    origin: Instant,
+    /// The clock's reading at construction ([`Clock::nanos`]).
+    origin: u64,
     params: ControllerParams,
     bucket: Bucket,
     window: Mutex<Window>,
@@ -56,10 +57,10 @@ impl ResponseTime<CoarseClock> {
 impl<C: Clock> ResponseTime<C> {
     /// A controller with the given parameters, reading time from `clock`.
     pub fn with_clock(params: ControllerParams, clock: C) -> Self {
-        let origin = clock.now();
+        let origin = clock.nanos();
         let rate = params.clamp(params.initial_rate);
         ResponseTime {
-            bucket: Bucket::new(origin, rate, params.depth),
+            bucket: Bucket::new(rate, params.depth),
             window: Mutex::new(Window::new(&params)),
             clock,
             origin,
@@ -91,19 +92,19 @@ impl<C: Clock> MessagePredicate for ResponseTime<C> {
 
     #[inline]
     fn admit(&self, _offer: &Offer<'_>) -> bool {
-        self.bucket.try_take(self.clock.now(), 1)
+        self.bucket
+            .try_take(self.clock.nanos().saturating_sub(self.origin), 1)
     }
 
     fn observe(&self, done: &Completion<'_>) {
         let Some(sample) = done.response_time() else {
             return;
         };
-        let at = self.clock.now();
-        let now = nanos_since(self.origin, at);
+        let now = self.clock.nanos().saturating_sub(self.origin);
         let mut window = self.window.lock();
         if let Some(err) = window.record(&self.params, sample, now) {
             if let Some(rate) = self.params.adjust(self.bucket.rate(), err, true) {
-                self.bucket.set_rate(rate, at);
+                self.bucket.set_rate(rate, now);
             }
         }
     }

@@ -1,11 +1,11 @@
 //! Session-consistent shedding: a principal is admitted whole or shed whole.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::{nanos_since, CoarseClock, MessagePredicate, Offer};
+use super::{CoarseClock, MessagePredicate, Offer};
 use crate::clock::Clock;
 
 /// Decisions remembered at most; beyond it, expired ones are dropped first, then the oldest.
@@ -60,7 +60,8 @@ pub struct SessionConsistent<P, C: Clock = CoarseClock> {
     ceiling: u64,
     max_sessions: usize,
     clock: C,
-    origin: Instant,
+    /// The clock's reading at construction ([`Clock::nanos`]).
+    origin: u64,
     decisions: Mutex<HashMap<u64, Decision>>,
 }
 
@@ -74,7 +75,7 @@ impl<P: MessagePredicate> SessionConsistent<P, CoarseClock> {
 impl<P: MessagePredicate, C: Clock> SessionConsistent<P, C> {
     /// The same on `clock`.
     pub fn with_clock(inner: P, hold: Duration, clock: C) -> Self {
-        let origin = clock.now();
+        let origin = clock.nanos();
         SessionConsistent {
             inner,
             hold: u64::try_from(hold.as_nanos()).unwrap_or(u64::MAX),
@@ -126,7 +127,7 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for SessionConsistent<P, C>
         let Some(principal) = offer.principal() else {
             return self.inner.admit(offer);
         };
-        let now = nanos_since(self.origin, self.clock.now());
+        let now = self.clock.nanos().saturating_sub(self.origin);
         let until = now.saturating_add(self.hold);
         let mut decisions = self.decisions.lock();
         if let Some(d) = decisions.get_mut(&principal.id()) {

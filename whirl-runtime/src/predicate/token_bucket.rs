@@ -3,12 +3,11 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 
 use super::CoarseClock;
-use super::{nanos_since, MessagePredicate, Offer};
+use super::{MessagePredicate, Offer};
 use crate::clock::Clock;
 
 const NANOS_PER_SEC: f64 = 1e9;
@@ -18,8 +17,8 @@ const NANOS_PER_SEC: f64 = 1e9;
 ///
 /// Tokens accrue at `rate` per second up to `depth`; the bucket starts full.
 pub(crate) struct Bucket {
-    origin: Instant,
-    /// When the bucket would be empty-and-refilled-to-zero debt: nanos since `origin`. The
+    /// When the bucket would be empty-and-refilled-to-zero debt, in the caller's nanoseconds
+    /// (from an origin of its choosing, the same for every call). The
     /// bucket holds `depth - (tat - now) / interval` tokens. Written by every admission from
     /// any sender: on a cache line of its own.
     tat: CachePadded<AtomicU64>,
@@ -41,9 +40,8 @@ fn interval_for(rate: f64) -> u64 {
 }
 
 impl Bucket {
-    pub(crate) fn new(origin: Instant, rate: f64, depth: u64) -> Self {
+    pub(crate) fn new(rate: f64, depth: u64) -> Self {
         Bucket {
-            origin,
             tat: CachePadded::new(AtomicU64::new(0)),
             interval: AtomicU64::new(interval_for(rate)),
             depth: depth.max(1),
@@ -52,8 +50,7 @@ impl Bucket {
 
     /// Takes `n` tokens (at most `depth`) if the bucket holds them at `now`.
     #[inline]
-    pub(crate) fn try_take(&self, now: Instant, n: u64) -> bool {
-        let now = nanos_since(self.origin, now);
+    pub(crate) fn try_take(&self, now: u64, n: u64) -> bool {
         let interval = self.interval.load(Relaxed);
         let cost = interval.saturating_mul(n.min(self.depth));
         let limit = interval.saturating_mul(self.depth);
@@ -89,8 +86,7 @@ impl Bucket {
     /// Changes the rate at `now`, keeping the tokens in the bucket: the debt ahead of `now`
     /// is rescaled to the new interval, so a cut does not refill the bucket. (A concurrent
     /// take may still see the old interval: a one-token approximation.)
-    pub(crate) fn set_rate(&self, rate: f64, now: Instant) {
-        let now = nanos_since(self.origin, now);
+    pub(crate) fn set_rate(&self, rate: f64, now: u64) {
         let new = interval_for(rate);
         let old = self.interval.swap(new, Relaxed);
         if old == new {
@@ -149,9 +145,8 @@ impl TokenBucket<CoarseClock> {
 impl<C: Clock> TokenBucket<C> {
     /// Like [`TokenBucket::new`], reading time from `clock`.
     pub fn with_clock(rate: f64, depth: u64, clock: C) -> Self {
-        let origin = clock.now();
         TokenBucket {
-            bucket: Bucket::new(origin, rate, depth),
+            bucket: Bucket::new(rate, depth),
             clock,
             by_cost: false,
         }
@@ -170,7 +165,7 @@ impl<C: Clock> TokenBucket<C> {
 
     /// Changes the rate; the tokens in the bucket stay.
     pub fn set_rate(&self, rate: f64) {
-        self.bucket.set_rate(rate, self.clock.now())
+        self.bucket.set_rate(rate, self.clock.nanos())
     }
 
     /// The bucket's depth.
@@ -190,7 +185,7 @@ impl<C: Clock> TokenBucket<C> {
 impl<C: Clock> MessagePredicate for TokenBucket<C> {
     #[inline]
     fn admit(&self, offer: &Offer<'_>) -> bool {
-        self.bucket.try_take(self.clock.now(), self.tokens(offer))
+        self.bucket.try_take(self.clock.nanos(), self.tokens(offer))
     }
 
     fn overruled(&self, offer: &Offer<'_>, admitted: bool) {
