@@ -154,3 +154,35 @@ fn a_disconnecting_client_leaves_no_process_behind() {
     );
     rt.shutdown_graceful();
 }
+
+#[test]
+fn every_connection_is_accepted_even_when_clients_leave_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let rt = Runtime::builder().threads(1).build();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    let (acceptor, addr) = Acceptor::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        rt.net().unwrap(),
+        move |_stream, _, _| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        },
+    )
+    .unwrap();
+    rt.spawn(acceptor);
+    for round in 1..=200 {
+        let client = StdStream::connect(addr).unwrap();
+        drop(client);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while accepted.load(Ordering::SeqCst) < round {
+            assert!(
+                Instant::now() < deadline,
+                "connection {round} never accepted"
+            );
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    rt.shutdown_graceful();
+}
