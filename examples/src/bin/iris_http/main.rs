@@ -11,6 +11,9 @@
 //! `name password role`, role `admin` or `user`; default the demo users `admin:secret` and
 //! `alice:wonderland`), `--work-us N` (simulated CPU per unit of request work, default 100),
 //! `--no-predicates` (admission control off, for comparison). Ctrl-C shuts down gracefully.
+//!
+//! Idle keep-alive connections are closed after 30 s; a request that has not fully arrived
+//! after 10 s is answered 408 and its connection closed.
 
 mod config;
 mod http;

@@ -94,6 +94,16 @@ impl RequestDecoder {
         self.buf.len()
     }
 
+    /// Bytes of a request received but not yet returned (a head or body still arriving).
+    pub fn pending(&self) -> usize {
+        match self.state {
+            State::Head => self.buf.len() - self.pos,
+            // A parsed head waiting for its body is pending even before a body byte arrives.
+            State::Body { .. } => (self.buf.len() - self.pos).max(1),
+            State::Poisoned(_) => 0,
+        }
+    }
+
     /// Whether a request was refused: the connection should be closed after the error
     /// response.
     pub fn is_poisoned(&self) -> bool {

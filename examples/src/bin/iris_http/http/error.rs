@@ -25,6 +25,10 @@ pub enum HttpError {
     /// guessing the body's length instead would open the door to request smuggling.
     #[error("not implemented: {0}")]
     NotImplemented(String),
+    /// The rest of a request did not arrive in time (raised by the connection, not the
+    /// decoder: it is how slow clients are let go).
+    #[error("the request did not arrive in time")]
+    Timeout,
 }
 
 impl HttpError {
@@ -35,6 +39,7 @@ impl HttpError {
             HttpError::HeaderTooLarge => 431,
             HttpError::PayloadTooLarge | HttpError::BufferFull => 413,
             HttpError::NotImplemented(_) => 501,
+            HttpError::Timeout => 408,
         }
     }
 }

@@ -155,6 +155,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        408 => "Request Timeout",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",

@@ -3,12 +3,13 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use whirl::net::{SocketConnection, SocketEvent, SocketMsg};
 use whirl::prelude::*;
 
 use super::dispatcher::Dispatcher;
-use super::messages::{Resolve, Respond, Retire, Route, SessionResolved};
+use super::messages::{IdleCheck, Resolve, Respond, Retire, Route, SessionResolved};
 use super::Site;
 use crate::http::{HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 use crate::sessions::{session_token, SESSION_COOKIE};
@@ -63,6 +64,10 @@ pub struct HttpConnection {
     closing: bool,
     /// The stream became undecodable after the requests in `waiting`: answered after them.
     broken: Option<HttpError>,
+    /// When the peer last sent something or was last answered.
+    last_activity: Instant,
+    /// Since when part of a request has been waiting for the rest.
+    partial_since: Option<Instant>,
 }
 
 impl HttpConnection {
@@ -80,6 +85,8 @@ impl HttpConnection {
             eof: false,
             closing: false,
             broken: None,
+            last_activity: Instant::now(),
+            partial_since: None,
         }
     }
 
@@ -87,6 +94,7 @@ impl HttpConnection {
         if self.broken.is_some() {
             return;
         }
+        self.last_activity = Instant::now();
         // The decoder stays within its buffer bound when fed at most a chunk at a time and
         // drained in between.
         for chunk in bytes.chunks(READ_CHUNK) {
@@ -104,6 +112,41 @@ impl HttpConnection {
                 }
             }
         }
+        self.partial_since = match (self.decoder.pending(), self.partial_since) {
+            (0, _) => None,
+            (_, Some(since)) => Some(since),
+            (_, None) => Some(self.last_activity),
+        };
+    }
+
+    /// Closes a connection idle for too long, and answers 408 to a request that is too slow
+    /// to arrive; then looks again later.
+    fn check_idle(&mut self, ctx: &mut Ctx<Self>) {
+        if self.closing {
+            return;
+        }
+        let now = Instant::now();
+        let busy = !self.in_flight.is_empty() || !self.waiting.is_empty() || self.resolving;
+        if !busy {
+            if let Some(since) = self.partial_since {
+                if now.saturating_duration_since(since) >= self.site.request_timeout {
+                    self.broken = Some(HttpError::Timeout);
+                    self.pump(ctx);
+                    return;
+                }
+            } else if now.saturating_duration_since(self.last_activity) >= self.site.idle_timeout {
+                self.closing = true;
+                let _ = self.socket.post(SocketMsg::Close);
+                return;
+            }
+        }
+        self.arm_idle_check(ctx);
+    }
+
+    fn arm_idle_check(&self, ctx: &mut Ctx<Self>) {
+        let every = (self.site.idle_timeout.min(self.site.request_timeout) / 2)
+            .max(Duration::from_millis(10));
+        let _ = ctx.post_after(every, IdleCheck);
     }
 
     /// Reserves the next place in the answer order.
@@ -242,6 +285,7 @@ impl HttpConnection {
                 }
             }
             let closes = response.closes_connection(done.keep_alive);
+            self.last_activity = Instant::now();
             let _ = self.socket.post(SocketMsg::Write(
                 response.encode(done.keep_alive, done.head_only),
             ));
@@ -274,9 +318,15 @@ impl HttpConnection {
 impl HttpConnection {
     #[started]
     fn attach(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        self.arm_idle_check(ctx);
         self.socket
             .post(SocketMsg::Attach(ctx.myself().into()))
             .map_err(|_| Failure::new("the socket closed before the connection started"))
+    }
+
+    #[handle]
+    fn idle_check(&mut self, _: IdleCheck, ctx: &mut Ctx<Self>) {
+        self.check_idle(ctx);
     }
 
     #[handle]

@@ -21,6 +21,11 @@ pub struct Respond {
     pub response: Response,
 }
 
+/// A connection's periodic look at its own idleness (sent to itself with a delay).
+#[derive(Message)]
+#[message(bypass_admission)]
+pub struct IdleCheck;
+
 /// To the session store: which session does this cookie name? Answered with
 /// [`SessionResolved`].
 #[derive(Message)]

@@ -57,6 +57,11 @@ pub struct Site {
     /// low-quality file 1, a high-quality file 8).
     pub work: Duration,
     pub limits: Limits,
+    /// A keep-alive connection with nothing to do is closed after this long.
+    pub idle_timeout: Duration,
+    /// A request whose head and body have not fully arrived after this long is answered 408
+    /// and its connection closed (slow clients hold no connection forever).
+    pub request_timeout: Duration,
     pub dispatcher_group: Group,
     pub sessions: Addr<SessionStore>,
 }
@@ -74,6 +79,10 @@ pub struct Options {
     pub thresholds: [u64; 3],
     /// Outstanding cost the file group accepts.
     pub file_budget: u64,
+    /// See [`Site::idle_timeout`].
+    pub idle_timeout: Duration,
+    /// See [`Site::request_timeout`].
+    pub request_timeout: Duration,
 }
 
 impl Options {
@@ -85,6 +94,8 @@ impl Options {
             predicates: true,
             thresholds: [16, 64, 1024],
             file_budget: 64,
+            idle_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -143,6 +154,8 @@ impl Server {
             store: Store::demo(1000),
             work: options.work,
             limits: Limits::default(),
+            idle_timeout: options.idle_timeout,
+            request_timeout: options.request_timeout,
             dispatcher_group: dispatcher,
             sessions,
         });

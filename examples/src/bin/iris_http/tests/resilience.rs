@@ -191,3 +191,37 @@ fn concurrent_pipelined_file_requests_are_all_answered() {
     }
     assert!(back_to_baseline, "processes left behind");
 }
+
+/// Connections that hold the server without using it are let go: an idle keep-alive
+/// connection is closed, a request that never finishes arriving is answered 408.
+#[test]
+fn idle_and_slow_connections_are_let_go() {
+    let mut options = demo_options();
+    options.idle_timeout = Duration::from_millis(200);
+    options.request_timeout = Duration::from_millis(200);
+    let server = TestServer::start(options);
+
+    // Connected, never a byte.
+    let mut silent = server.connect();
+    silent.assert_closed_by_server();
+
+    // Served once, then idle.
+    let mut idle = server.connect();
+    assert_eq!(idle.get("/resources/1", None).status, 200);
+    idle.assert_closed_by_server();
+
+    // A head that never ends, and a body that never comes.
+    let mut slow_head = server.connect();
+    slow_head.send(b"GET /resources/1 HTTP/1.1\r\nHost: x\r\n");
+    let mut slow_body = server.connect();
+    slow_body.send(b"POST /login HTTP/1.1\r\nContent-Length: 50\r\n\r\nuser=");
+    for client in [&mut slow_head, &mut slow_body] {
+        let response = client.read_response();
+        assert_eq!(response.status, 408);
+        assert!(response.closes());
+        client.assert_closed_by_server();
+    }
+    drop((silent, idle, slow_head, slow_body));
+    server.wait_for_baseline();
+    server.stop();
+}
