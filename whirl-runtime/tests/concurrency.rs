@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use whirl_runtime::controller::{
     AdaptiveConcurrency, Adjustment, ConcurrencyController, ControllerState, GroupSample,
@@ -19,23 +19,7 @@ use whirl_runtime::{
     Addr, Ctx, Failure, Group, Handles, PostError, Process, QueueLength, ReplyTo, Runtime,
 };
 
-use common::Gate;
-
-/// How long a wait for something to happen may take before the test fails.
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// Polls `done` every 5 ms until it holds; fails with `what` after [`DEADLINE`].
-#[track_caller]
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < DEADLINE,
-            "timed out after {DEADLINE:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use common::{wait_until, Gate};
 
 /// A process whose handler blocks its worker: it sleeps, or waits on a gate.
 struct Blocking;

@@ -14,23 +14,7 @@ use std::time::{Duration, Instant};
 use whirl_runtime::scheduler::{PrincipalPriority, Ready, Scheduler, Stride};
 use whirl_runtime::{Addr, Ctx, Failure, Handles, Principal, Process, Runtime};
 
-use common::Gate;
-
-/// How long a wait for something to happen may take before the test fails.
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// Polls `done` every 5 ms until it holds; fails with `what` after [`DEADLINE`].
-#[track_caller]
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < DEADLINE,
-            "timed out after {DEADLINE:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+use common::{wait_until, Gate};
 
 /// Keeps its worker busy: each message spins for `work`, then (unless stopped) posts the next
 /// one to itself, so the process is always ready.

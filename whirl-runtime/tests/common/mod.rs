@@ -18,6 +18,21 @@ use whirl_runtime::{
 /// guard, never part of what a test checks.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
+/// Polls `done` every 5 ms until it holds, failing the test with `what` after the
+/// [`HANG_GUARD`]: for things that must happen eventually (a pool growing), never for how
+/// fast they happen.
+#[track_caller]
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "timed out after {HANG_GUARD:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Receives one value, failing the test instead of hanging.
 #[track_caller]
 pub fn recv<T>(rx: &Receiver<T>) -> T {
