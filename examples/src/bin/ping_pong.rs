@@ -181,6 +181,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         other => println!("  unexpected: {other:?}"),
     }
 
+    // The referee answered from inside its turn; the turn's count lands when it ends.
+    rt.block_until_idle();
     let counts = rt.counts();
     println!(
         "accounting: posted {} = handled {} + rejected {} + dead letters {} + queued {}",
