@@ -227,6 +227,9 @@ impl SocketConnection {
         if let Some(e) = failure {
             return self.finish(CloseReason::Error(e.to_string()), ctx);
         }
+        if self.closed.is_some() {
+            return; // the owner is gone
+        }
         if self.eof {
             self.tell_owner(SocketEvent::Eof, ctx);
         } else if self.may_read && !self.read_more_posted {
