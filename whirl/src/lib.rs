@@ -322,6 +322,13 @@
 //! derive cannot see through, `unsafe impl Isolated for MyHandle {}` is the other, equally
 //! greppable, way out.
 //!
+//! # Sockets
+//!
+//! With the `net` feature, `whirl::net` makes sockets processes, as in the Whirlwind paper's
+//! HTTP server: one poller thread turns readiness into messages, a `SocketConnection` owns a
+//! TCP stream with bounded buffers, an `Acceptor` is the accept loop. The `iris_http` example
+//! builds the paper's server on it (`cargo run --release -p examples --bin iris_http`).
+//!
 //! # Supervision
 //!
 //! A [`Supervisor`] (Erlang/OTP's `supervisor`, the paper's section III-G) starts children
