@@ -12,7 +12,7 @@ use syn::{DeriveInput, GenericParam, Ident, ImplItem, Item, ItemImpl, Type};
 
 use crate::ast::{Data, Derive, Method, ProcessImpl, Purpose, Shape};
 use crate::attr::{ProcessOptions, Role};
-use crate::generics::{self, FieldBounds};
+use crate::generics;
 use crate::valid::{self, Errors};
 
 /// `#[derive(Message)]` and `#[derive(Isolated)]`.
@@ -34,49 +34,24 @@ pub fn derive(input: &DeriveInput, which: Derive) -> syn::Result<TokenStream> {
     Ok(quote!(#isolated #message))
 }
 
-/// `unsafe impl Isolated`, bounded so it holds exactly when every field is `Isolated`, plus the
-/// assertions that report a non-isolated field at its type.
+/// `unsafe impl Isolated`, for every instantiation whose type parameters are `Isolated`, plus
+/// the checks that make it true: each field asserted `Isolated` in a generic function under the
+/// same bounds.
 fn isolated_impl(data: &Data) -> TokenStream {
-    let trait_path = quote!(::whirl::__private::Isolated);
-    // `Send` for the fields without parameters, so that a field that is not even `Send` is
-    // reported once, by its assertion, rather than again as the supertrait of `Isolated`.
-    let bounds = FieldBounds::new(
-        data.ident,
-        data.generics,
-        data.fields().map(|f| f.ty),
-        &trait_path,
-        Some(&quote!(::core::marker::Send)),
-    );
-    let (impl_generics, ty_generics, _) = data.generics.split_for_impl();
-    let where_clause = generics::where_clause(data.generics, &bounds.predicates);
+    let checks = generics::FieldChecks::new(data, |_| true);
+    let bounded = &checks.generics;
+    let (impl_generics, _, _) = bounded.split_for_impl();
+    let (_, ty_generics, _) = data.generics.split_for_impl();
+    let where_clause = generics::where_clause(bounded, &checks.send_bounds);
     let ident = data.ident;
-    let assertions = assertions(&bounds.concrete, "fields_must_be_isolated");
+    let assertions = checks.assertions();
     quote! {
-        // SAFETY: every field is `Isolated`: by the bounds for fields that mention a parameter,
-        // by the assertions below for the others. So the value owns its data, shares it
-        // immutably, or holds process addresses.
+        // SAFETY: every field is `Isolated` whenever the type parameters are: the function
+        // below asserts each field's type under exactly these bounds. So the value owns its
+        // data, shares it immutably, or holds process addresses.
         #[automatically_derived]
-        #[allow(private_bounds)]
-        unsafe impl #impl_generics #trait_path for #ident #ty_generics #where_clause {}
+        unsafe impl #impl_generics ::whirl::__private::Isolated for #ident #ty_generics #where_clause {}
         #assertions
-    }
-}
-
-/// A function calling `::whirl::__private::#check::<T>()` for each type, spanned at the type.
-fn assertions(types: &[Type], check: &str) -> TokenStream {
-    if types.is_empty() {
-        return TokenStream::new();
-    }
-    let check = Ident::new(check, Span::call_site());
-    let calls = types
-        .iter()
-        .map(|ty| quote_spanned!(ty.span()=> ::whirl::__private::#check::<#ty>();));
-    quote! {
-        const _: () = {
-            fn __whirl_check() {
-                #(#calls)*
-            }
-        };
     }
 }
 
@@ -212,29 +187,33 @@ fn declare_state(data: &Data) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
 
-    let checked = data.fields().filter(|f| f.shared.is_none()).map(|f| f.ty);
-    let bounds = FieldBounds::new(
-        ident,
-        data.generics,
-        checked,
-        &quote!(::whirl::__private::Isolated),
-        None,
-    );
-    let bounded_where = generics::where_clause(data.generics, &bounds.predicates);
-    let assertions = assertions(&bounds.concrete, "process_state_must_be_isolated");
+    let checks = generics::FieldChecks::new(data, |f| f.shared.is_none());
+    let bounded = &checks.generics;
+    let (bounded_impl_generics, _, _) = bounded.split_for_impl();
+    let bounded_where = generics::where_clause(bounded, &[]);
+    let assertions = checks.assertions();
 
     let system_impl = options.system.as_ref().map(|keyword| {
         let check = quote_spanned! {keyword.span()=>
             ::whirl::__private::system_process_must_handle_down::<#ident #ty_generics>();
         };
         quote! {
-            #[automatically_derived]
-            impl #impl_generics ::whirl::__private::SystemDeclared for #ident #ty_generics #where_clause {}
             const _: () = {
-                fn __whirl_check #impl_generics () #bounded_where {
+                fn __whirl_check #bounded_impl_generics () #bounded_where {
                     #check
                 }
             };
+        }
+    });
+    // Process state crosses a process boundary when it is spawned: it is `Isolated` data
+    // itself, unless it declares shared state.
+    let isolated_impl = reason.is_none().then(|| {
+        let send_where = generics::where_clause(bounded, &checks.send_bounds);
+        quote! {
+            // SAFETY: every field is `Isolated` whenever the type parameters are, as asserted
+            // below under exactly these bounds.
+            #[automatically_derived]
+            unsafe impl #bounded_impl_generics ::whirl::__private::Isolated for #ident #ty_generics #send_where {}
         }
     });
     let shares_state_impl = reason.map(|reason| {
@@ -249,18 +228,18 @@ fn declare_state(data: &Data) -> TokenStream {
         }
     });
     quote! {
-        // SAFETY: holds only when every field not marked `#[shared]` is `Isolated`: by the
-        // bounds for fields that mention a parameter, by the assertions below for the others.
+        // SAFETY: every field not marked `#[shared]` is `Isolated` whenever the type parameters
+        // are, as the function below asserts under exactly these bounds.
         // `#[shared]` fields exist only with `shares_state`, which confines the process to a
         // group that declares shared state.
         #[automatically_derived]
-        #[allow(private_bounds)]
-        unsafe impl #impl_generics ::whirl::DeclaredProcess for #ident #ty_generics #bounded_where {
+        unsafe impl #bounded_impl_generics ::whirl::DeclaredProcess for #ident #ty_generics #bounded_where {
             const SYSTEM: ::core::primitive::bool = #system;
             const GROUP: ::core::option::Option<&'static ::core::primitive::str> = #group;
             const SHARES_STATE: ::core::option::Option<&'static ::core::primitive::str> =
                 #shares_state;
         }
+        #isolated_impl
         #system_impl
         #shares_state_impl
         #assertions
@@ -304,7 +283,8 @@ fn stub_process(imp: &ProcessImpl) -> TokenStream {
     let self_ty = imp.self_ty;
     let (impl_generics, _, where_clause) = imp.generics.split_for_impl();
     quote! {
-        impl #impl_generics ::whirl::__private::Process for #self_ty #where_clause {
+        // SAFETY: accepts no message at all; only emitted next to a compile error.
+        unsafe impl #impl_generics ::whirl::__private::Process for #self_ty #where_clause {
             type Message = ::core::convert::Infallible;
 
             fn handle(
@@ -326,18 +306,6 @@ fn strip_roles(mut imp: ItemImpl) -> ItemImpl {
         }
     }
     imp
-}
-
-/// Whether a handler's message type is the runtime's termination notice, `Down`.
-fn is_down(ty: &Type) -> bool {
-    match ty {
-        Type::Path(p) if p.qself.is_none() => p
-            .path
-            .segments
-            .last()
-            .is_some_and(|s| s.ident == "Down" && s.arguments.is_none()),
-        _ => false,
-    }
 }
 
 fn implement_process(imp: &ProcessImpl) -> TokenStream {
@@ -385,17 +353,44 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
 
     let started = started_fn(imp);
     let terminated = terminated_fn(imp);
-    let down_message = messages.iter().any(|m| is_down(m)).then(|| {
-        quote! {
-            #[inline]
-            fn down_message(
-                notice: ::whirl::__private::Down,
-            ) -> ::core::option::Option<<Self as ::whirl::__private::Process>::Message> {
-                ::core::option::Option::Some(
-                    <Self as ::whirl::__private::Handles<::whirl::__private::Down>>::into_message(notice),
-                )
+    // A system process receives termination notices as messages: the notice becomes the
+    // variant of the handler whose message type *is* `Down` (compared by `TypeId`, never by
+    // how the type is written). A non-system process never receives them.
+    let down_arms = handlers.iter().filter_map(|h| {
+        let (name, message) = (h.ident, h.message()?);
+        Some(quote! {
+            if let ::core::option::Option::Some(notice) =
+                ::whirl::__private::take_if::<#message>(&mut notice)
+            {
+                return ::core::option::Option::Some(#enum_ident::#name(notice));
             }
+        })
+    });
+    let down_message = quote! {
+        #[inline]
+        fn down_message(
+            notice: ::whirl::__private::Down,
+        ) -> ::core::option::Option<<Self as ::whirl::__private::Process>::Message> {
+            if !<Self as ::whirl::DeclaredProcess>::SYSTEM {
+                return ::core::option::Option::None;
+            }
+            let mut notice = ::core::option::Option::Some(notice);
+            #(#down_arms)*
+            let _ = notice;
+            ::core::option::Option::None
         }
+    };
+
+    let enum_where = generics::where_clause(
+        generics,
+        &messages
+            .iter()
+            .map(|m| quote!(for<'__whirl> #m: ::whirl::__private::Message))
+            .collect::<Vec<_>>(),
+    );
+    let cost_arms = handlers.iter().filter_map(|h| {
+        let (name, message) = (h.ident, h.message()?);
+        Some(quote!(#enum_ident::#name(msg) => <#message as ::whirl::__private::Message>::cost(msg),))
     });
 
     let conversions = handlers.iter().filter_map(|h| {
@@ -434,26 +429,36 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     let message_checks = messages.iter().map(|m| {
         quote_spanned!(m.span()=> ::whirl::__private::handler_parameter_must_be_a_message::<#m>();)
     });
-    let down_checks = messages.iter().filter(|m| is_down(m)).map(|m| {
-        quote_spanned!(m.span()=> ::whirl::__private::process_handling_down_must_be_system::<#self_ty>();)
+    // A handler for `Down` in a process that is not `system` would never see a notice. Checked
+    // by type, at compile time, for impl blocks without parameters (a `const` item cannot
+    // name a parameter).
+    let self_name = type_name(self_ty);
+    let down_checks = (generics.params.is_empty()).then(|| {
+        let panic_text = format!(
+            "`{self_name}` handles `Down` but is not declared `#[process(system)]`: only system \
+             processes receive termination notices as messages; add `system` to the state \
+             type's attribute, or remove the handler"
+        );
+        let checks = messages.iter().map(|m| {
+            quote_spanned! {m.span()=>
+                const _: () = if <#m as ::whirl::__private::Message>::__IS_DOWN
+                    && !<#self_ty as ::whirl::DeclaredProcess>::SYSTEM
+                {
+                    ::core::panic!(#panic_text)
+                };
+            }
+        });
+        quote!(#(#checks)*)
     });
-    let handles_down = messages.iter().any(|m| is_down(m)).then(|| {
-        quote! {
-            #[automatically_derived]
-            impl #impl_generics ::whirl::__private::HandlesDown for #self_ty #where_clause {}
-        }
-    });
-
     // Spanned at the user's type, so "not declared with `#[process]`" points there.
     let declared = quote_spanned!(self_ty.span()=> <Self as ::whirl::DeclaredProcess>);
-    let self_name = type_name(self_ty);
     let enum_doc = format!("Every message `{self_name}` handles; generated by `#[process]`.");
     quote! {
         const _: () = {
             fn __whirl_check #impl_generics () #where_clause {
                 #(#message_checks)*
-                #(#down_checks)*
             }
+            #down_checks
 
             #[doc = #enum_doc]
             #[allow(non_camel_case_types, private_interfaces)]
@@ -462,8 +467,11 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
                 #phantom_variant
             }
 
+            // SAFETY: the state is checked by `#[process]` on its type (`DeclaredProcess`, named
+            // below, exists only then), and every variant of the message enum holds a
+            // `Message`, as `__whirl_check` asserts.
             #[automatically_derived]
-            impl #impl_generics ::whirl::__private::Process for #self_ty #where_clause {
+            unsafe impl #impl_generics ::whirl::__private::Process for #self_ty #where_clause {
                 type Message = #message_ty;
                 const GROUP: ::core::option::Option<&'static ::core::primitive::str> =
                     #declared::GROUP;
@@ -499,8 +507,23 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
                 }
             }
 
+            // SAFETY: each variant holds one handler's message, which `__whirl_check` asserts is
+            // a `Message`; the bounds say so again for the impl.
+            #[automatically_derived]
+            unsafe impl #impl_generics ::whirl::__private::Isolated for #message_ty #enum_where {}
+
+            #[automatically_derived]
+            impl #impl_generics ::whirl::__private::Message for #message_ty #enum_where {
+                #[inline]
+                fn cost(&self) -> ::core::primitive::u64 {
+                    match self {
+                        #(#cost_arms)*
+                        #phantom_arm
+                    }
+                }
+            }
+
             #(#conversions)*
-            #handles_down
         };
     }
 }

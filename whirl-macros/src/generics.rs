@@ -1,87 +1,29 @@
-//! Which bounds the generated impls need.
+//! Which bounds the generated impls need, and the checks that make them true.
 //!
-//! A field whose type mentions a type or const parameter becomes a where-clause bound
-//! (`Vec<T>: Isolated`), so `Envelope<String>` is `Isolated` and `Envelope<Rc<u8>>` is not:
-//! precise, unlike bounding every parameter (`Addr<P>` needs no `P: Isolated`). A field that
-//! mentions the type itself (`children: Vec<Tree<T>>`) would make that bound recursive; it
-//! bounds its parameters instead.
+//! A derived `Isolated` impl (and a process state's `DeclaredProcess`) holds for every
+//! instantiation whose type parameters are `Isolated`: `Envelope<String>` is a message,
+//! `Envelope<Rc<u8>>` is not. What makes that claim true is a generic function, under exactly the
+//! same bounds, that asserts every field's type is `Isolated`. The compiler proves the field
+//! types from the bounds, structurally: nothing here looks at how a type is spelled, so a field
+//! of type `Arc<Mutex<other::SameName<T>>>` in a type named `SameName` is refused, and a
+//! recursive type (`children: Vec<Tree<T>>`, directly, through `Box`/`Option`, or mutually
+//! recursive) is accepted, because inside the function `Tree<T>: Isolated` follows from the impl
+//! and `T: Isolated`, without the cycle a where-clause bound on the field would create.
 //!
-//! A field whose type mentions no parameter is checked where it is written, by an assertion
-//! spanned at the type, so the error names the field. It is not a bound of the impl: through
-//! `Addr<P>`, whose isolation depends on `P` being a process, such bounds can form cycles
-//! between processes and the messages they exchange.
+//! Each field is asserted through a function of its own, named after the field and bounded at
+//! the field's name, so an error says which field holds the offending type.
 
-use std::collections::BTreeSet;
-
-use proc_macro2::{Ident, TokenStream};
-use quote::{quote, quote_spanned, ToTokens};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote, quote_spanned, ToTokens};
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::visit_mut::{self as visit_mut, VisitMut};
-use syn::{GenericParam, Generics, Type, TypePath};
+use syn::{GenericParam, Generics, Ident, Type};
 
-/// The names of a type's generic type and const parameters.
-pub fn param_names(generics: &Generics) -> BTreeSet<Ident> {
-    generics
-        .params
-        .iter()
-        .filter_map(|p| match p {
-            GenericParam::Type(t) => Some(t.ident.clone()),
-            GenericParam::Const(c) => Some(c.ident.clone()),
-            GenericParam::Lifetime(_) => None,
-        })
-        .collect()
-}
+use crate::ast::{Data, Field, Shape};
 
-/// The parameters in `names` that `ty` mentions, and whether it mentions `itself` (or `Self`).
-struct Mentions<'a> {
-    names: &'a BTreeSet<Ident>,
-    itself: Option<&'a Ident>,
-    found: BTreeSet<Ident>,
-    recursive: bool,
-}
-
-impl<'ast> Visit<'ast> for Mentions<'_> {
-    fn visit_type_path(&mut self, ty: &'ast TypePath) {
-        if ty.qself.is_none() && ty.path.leading_colon.is_none() {
-            if let Some(first) = ty.path.segments.first() {
-                if self.names.contains(&first.ident) {
-                    self.found.insert(first.ident.clone());
-                }
-            }
-        }
-        if let Some(last) = ty.path.segments.last() {
-            if last.ident == "Self" || self.itself.is_some_and(|me| last.ident == *me) {
-                self.recursive = true;
-            }
-        }
-        visit::visit_type_path(self, ty);
-    }
-
-    fn visit_expr_path(&mut self, expr: &'ast syn::ExprPath) {
-        // A const parameter used in an array length: `[u8; N]`.
-        if let Some(ident) = expr.path.get_ident() {
-            if self.names.contains(ident) {
-                self.found.insert(ident.clone());
-            }
-        }
-        visit::visit_expr_path(self, expr);
-    }
-}
-
-/// What `ty` mentions among `names`, and whether it refers to `itself`.
-fn mentions(ty: &Type, names: &BTreeSet<Ident>, itself: Option<&Ident>) -> (BTreeSet<Ident>, bool) {
-    let mut visitor = Mentions {
-        names,
-        itself,
-        found: BTreeSet::new(),
-        recursive: false,
-    };
-    visitor.visit_type(ty);
-    (visitor.found, visitor.recursive)
-}
-
-/// Whether any path in `ty` has a segment named `ident`.
+/// Whether any path in `ty` has a segment named `ident` (used only to pick a name for the
+/// generated message enum that no handled type already uses).
 pub fn mentions_ident(ty: &Type, ident: &Ident) -> bool {
     struct Finder<'a> {
         ident: &'a Ident,
@@ -101,61 +43,124 @@ pub fn mentions_ident(ty: &Type, ident: &Ident) -> bool {
     finder.found
 }
 
-/// The bounds and assertions that make a type `Trait` exactly when its field types are.
-#[derive(Default)]
-pub struct FieldBounds {
-    /// Where-clause predicates for the impl.
-    pub predicates: Vec<TokenStream>,
-    /// Field types without parameters, to assert where they are written.
-    pub concrete: Vec<Type>,
+/// The generics of an `Isolated` impl and the per-field assertions that justify it.
+pub struct FieldChecks {
+    /// The type's generics with `Isolated` added to every type parameter.
+    pub generics: Generics,
+    /// `for<'__whirl> Field: Send` for every field: the supertrait of `Isolated`, deferred by
+    /// the binder so that a field that is not even `Send` is reported once, by its assertion.
+    pub send_bounds: Vec<TokenStream>,
+    fields: Vec<CheckedField>,
 }
 
-impl FieldBounds {
-    /// Computes the bounds `trait_path` needs over the given field types of `itself`.
-    ///
-    /// A field type without parameters is not bounded by `trait_path` (that bound could be
-    /// cyclic: `Addr<P>` is `Isolated` only if `P` is a process, whose messages may hold an
-    /// `Addr<P>`); it is asserted where it is written, and bounded by `concrete_bound` if given,
-    /// under a `for<'__whirl>` binder so the compiler does not reject the bound eagerly.
-    pub fn new<'a>(
-        itself: &Ident,
-        generics: &Generics,
-        field_types: impl IntoIterator<Item = &'a Type>,
-        trait_path: &TokenStream,
-        concrete_bound: Option<&TokenStream>,
-    ) -> FieldBounds {
-        let names = param_names(generics);
-        let (_, ty_generics, _) = generics.split_for_impl();
-        let self_ty: Type = syn::parse_quote!(#itself #ty_generics);
-        let mut bounds = FieldBounds::default();
-        let mut bounded_params = BTreeSet::new();
-        for ty in field_types {
-            let span = ty.span();
-            let ty = replace_self(ty, &self_ty);
-            let (found, recursive) = mentions(&ty, &names, Some(itself));
-            if found.is_empty() {
-                if let Some(bound) = concrete_bound {
-                    bounds
-                        .predicates
-                        .push(quote_spanned!(span=> for<'__whirl> #ty: #bound));
+struct CheckedField {
+    /// `field_name`, `field_0`, `field_Variant_name`.
+    function: Ident,
+    /// Where the field is named (its identifier, or its type for a tuple field).
+    name_span: Span,
+    ty: Type,
+}
+
+impl FieldChecks {
+    /// The checks for the fields of `data` that `include` accepts (process state leaves out
+    /// `#[shared]` fields).
+    pub fn new(data: &Data, include: impl Fn(&Field) -> bool) -> FieldChecks {
+        let generics = isolated_generics(data.generics);
+        let (_, ty_generics, _) = data.generics.split_for_impl();
+        let ident = data.ident;
+        let self_ty: Type = syn::parse_quote!(#ident #ty_generics);
+        let mut named: Vec<(String, &Field)> = Vec::new();
+        match &data.shape {
+            Shape::Struct(fields) => {
+                for (i, field) in fields.iter().enumerate() {
+                    named.push((field_name(field, i), field));
                 }
-                bounds.concrete.push(ty);
-            } else if recursive {
-                for param in found {
-                    if bounded_params.insert(param.clone()) {
-                        bounds
-                            .predicates
-                            .push(quote_spanned!(span=> #param: #trait_path));
+            }
+            Shape::Enum(variants) => {
+                for variant in variants {
+                    for (i, field) in variant.fields.iter().enumerate() {
+                        let name = format!("{}_{}", variant.original.ident, field_name(field, i));
+                        named.push((name, field));
                     }
                 }
-            } else {
-                bounds
-                    .predicates
-                    .push(quote_spanned!(span=> #ty: #trait_path));
             }
+            Shape::Union(_) => {}
         }
-        bounds
+        let mut checks = FieldChecks {
+            generics,
+            send_bounds: Vec::new(),
+            fields: Vec::new(),
+        };
+        for (name, field) in named.into_iter().filter(|(_, f)| include(f)) {
+            let ty = replace_self(field.ty, &self_ty);
+            let span = field.ty.span();
+            checks
+                .send_bounds
+                .push(quote_spanned!(span=> for<'__whirl> #ty: ::core::marker::Send));
+            let name_span = field
+                .original
+                .ident
+                .as_ref()
+                .map_or_else(|| field.ty.span(), Ident::span);
+            checks.fields.push(CheckedField {
+                function: format_ident!("field_{}", name),
+                name_span,
+                ty,
+            });
+        }
+        checks
     }
+
+    /// The assertions: one function per field, called in a function generic over the same
+    /// parameters with the same bounds as the impl. Each call is spanned at the field's type,
+    /// each function's bound at the field's name.
+    pub fn assertions(&self) -> TokenStream {
+        if self.fields.is_empty() {
+            return TokenStream::new();
+        }
+        let (impl_generics, _, _) = self.generics.split_for_impl();
+        let where_clause = where_clause(&self.generics, &[]);
+        let functions = self.fields.iter().map(|f| {
+            let function = &f.function;
+            let bound = quote_spanned!(f.name_span=> ::whirl::__private::Isolated);
+            quote! {
+                #[allow(non_snake_case)]
+                fn #function<__WhirlField: ?::core::marker::Sized + #bound>() {}
+            }
+        });
+        let calls = self.fields.iter().map(|f| {
+            let (function, ty) = (&f.function, &f.ty);
+            quote_spanned!(ty.span()=> #function::<#ty>();)
+        });
+        quote! {
+            const _: () = {
+                #(#functions)*
+                fn __whirl_check #impl_generics () #where_clause {
+                    #(#calls)*
+                }
+            };
+        }
+    }
+}
+
+/// A field's name for the generated function: its identifier, or its position.
+fn field_name(field: &Field, index: usize) -> String {
+    match &field.original.ident {
+        Some(ident) => ident.to_string().trim_start_matches("r#").to_owned(),
+        None => index.to_string(),
+    }
+}
+
+/// `generics` with `::whirl::__private::Isolated` added to every type parameter's bounds.
+fn isolated_generics(generics: &Generics) -> Generics {
+    let mut generics = generics.clone();
+    for param in &mut generics.params {
+        if let GenericParam::Type(t) = param {
+            t.bounds
+                .push(syn::parse_quote!(::whirl::__private::Isolated));
+        }
+    }
+    generics
 }
 
 /// `ty` with every `Self` replaced by `self_ty`, so that it can be named outside the impl.
@@ -200,47 +205,20 @@ mod tests {
     use super::*;
     use syn::parse_quote;
 
-    fn classify(generics: Generics, fields: &[Type]) -> (Vec<String>, Vec<String>) {
-        let itself: Ident = parse_quote!(Node);
-        let bounds = FieldBounds::new(&itself, &generics, fields, &quote!(Isolated), None);
-        let predicates = bounds.predicates.iter().map(normalized).collect();
-        let concrete = bounds.concrete.iter().map(normalized).collect();
-        (predicates, concrete)
-    }
-
-    #[test]
-    fn fields_with_parameters_become_bounds_and_the_rest_assertions() {
-        let (predicates, concrete) = classify(
-            parse_quote!(<T, const N: usize>),
-            &[
-                parse_quote!(Vec<T>),
-                parse_quote!([u8; N]),
-                parse_quote!(String),
-                parse_quote!(std::sync::Arc<str>),
-            ],
-        );
-        assert_eq!(predicates, ["Vec<T>:Isolated", "[u8;N]:Isolated"]);
-        assert_eq!(concrete, ["String", "std::sync::Arc<str>"]);
-    }
-
-    #[test]
-    fn recursive_fields_bound_their_parameters_instead() {
-        let (predicates, concrete) = classify(
-            parse_quote!(<T>),
-            &[parse_quote!(Vec<Node<T>>), parse_quote!(Option<Box<Self>>)],
-        );
-        assert_eq!(predicates, ["T:Isolated"]);
-        assert!(concrete.is_empty());
-
-        let (predicates, concrete) = classify(parse_quote!(), &[parse_quote!(Option<Box<Self>>)]);
-        assert!(predicates.is_empty());
-        assert_eq!(concrete, ["Option<Box<Node>>"]);
-    }
-
     #[test]
     fn a_path_segment_is_found_anywhere_in_a_type() {
         let name: Ident = parse_quote!(CounterMessage);
         assert!(mentions_ident(&parse_quote!(Vec<m::CounterMessage>), &name));
         assert!(!mentions_ident(&parse_quote!(Vec<Counter>), &name));
+    }
+
+    #[test]
+    fn every_type_parameter_is_bounded_and_nothing_else() {
+        let generics: Generics = parse_quote!(<'a, T: Clone, const N: usize>);
+        let bounded = isolated_generics(&generics);
+        assert_eq!(
+            normalized(&bounded),
+            "<'a,T:Clone+::whirl::__private::Isolated,constN:usize>"
+        );
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::cell::ProcessCell;
 use crate::error::{CallError, PostError};
+use crate::isolated::{Isolated, Message};
 use crate::observe;
 use crate::predicate::Offer;
 use crate::process::{ExitReason, Handles, Process, ProcessId};
@@ -58,7 +59,7 @@ impl<P: Process> Addr<P> {
     pub fn post<M>(&self, msg: M) -> Result<(), PostError<M>>
     where
         P: Handles<M>,
-        M: 'static,
+        M: Message,
     {
         let cell = &*self.cell;
         if cell.mailbox.is_closed() || (cell.group.runtime.is_closing() && !on_worker_thread()) {
@@ -91,8 +92,8 @@ impl<P: Process> Addr<P> {
     pub fn call<M, R>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>>
     where
         P: Handles<M>,
-        M: 'static,
-        R: Send + 'static,
+        M: Message,
+        R: Isolated,
     {
         self.call_inner(make, None)
     }
@@ -105,8 +106,8 @@ impl<P: Process> Addr<P> {
     ) -> Result<R, CallError<M>>
     where
         P: Handles<M>,
-        M: 'static,
-        R: Send + 'static,
+        M: Message,
+        R: Isolated,
     {
         self.call_inner(make, Some(timeout))
     }
@@ -118,8 +119,8 @@ impl<P: Process> Addr<P> {
     ) -> Result<R, CallError<M>>
     where
         P: Handles<M>,
-        M: 'static,
-        R: Send + 'static,
+        M: Message,
+        R: Isolated,
     {
         let (reply, pending) = reply_channel();
         let request = make(reply);
@@ -138,8 +139,8 @@ impl<P: Process> Addr<P> {
     ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
     where
         P: Handles<M>,
-        M: Send + 'static,
-        R: Send + 'static,
+        M: Message,
+        R: Isolated,
     {
         let (reply, pending) = reply_channel();
         let posted = self.post(make(reply));
@@ -155,7 +156,7 @@ impl<P: Process> Addr<P> {
     pub fn recipient<M>(&self) -> Recipient<M>
     where
         P: Handles<M>,
-        M: 'static,
+        M: Message,
     {
         Recipient::from(self.clone())
     }
@@ -194,7 +195,7 @@ pub struct Recipient<M> {
     target: Arc<dyn PostTarget<M>>,
 }
 
-impl<M: 'static> Recipient<M> {
+impl<M: Message> Recipient<M> {
     /// Posts `msg`, with the same guarantees and errors as [`Addr::post`].
     pub fn post(&self, msg: M) -> Result<(), PostError<M>> {
         self.target.post_erased(msg)
@@ -228,7 +229,7 @@ impl<M> fmt::Debug for Recipient<M> {
 impl<P, M> From<Addr<P>> for Recipient<M>
 where
     P: Handles<M>,
-    M: 'static,
+    M: Message,
 {
     fn from(addr: Addr<P>) -> Self {
         Recipient {
@@ -245,7 +246,7 @@ trait PostTarget<M>: Send + Sync {
 impl<P, M> PostTarget<M> for Addr<P>
 where
     P: Handles<M>,
-    M: 'static,
+    M: Message,
 {
     fn post_erased(&self, msg: M) -> Result<(), PostError<M>> {
         self.post(msg)

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use crate::addr::Addr;
 use crate::cell::{ProcessCell, Watcher};
 use crate::group::Group;
+use crate::isolated::Message;
 use crate::observe;
 use crate::principal::Principal;
 use crate::process::{ExitReason, Failure, Handles, Process, ProcessId};
@@ -146,7 +147,7 @@ impl<P: Process> Ctx<P> {
     pub fn post_after<M>(&self, delay: Duration, msg: M) -> TimerHandle
     where
         P: Handles<M>,
-        M: Send + 'static,
+        M: Message,
     {
         let target = Arc::downgrade(&self.cell);
         let mut msg = Some(msg);
@@ -168,7 +169,7 @@ impl<P: Process> Ctx<P> {
     pub fn post_every<M>(&self, period: Duration, msg: M) -> TimerHandle
     where
         P: Handles<M>,
-        M: Clone + Send + 'static,
+        M: Message + Clone,
     {
         let target = Arc::downgrade(&self.cell);
         self.cell

@@ -10,7 +10,13 @@
 //!   network kind;
 //! * **immutable shared data**: `Arc<T>` and `&'static T` where `T: Isolated + Sync` (so `T`
 //!   has no interior mutability: `Arc<str>`, `Arc<Vec<u8>>`, `&'static str`);
-//! * **processes**: [`Addr`], [`Recipient`], and the one-shot [`ReplyTo`].
+//! * **owned handles on the operating system**: `File`, `TcpStream`, `TcpListener`,
+//!   `UdpSocket`, Unix sockets, `OwnedFd`, a `Child` and its pipes: moving one moves the
+//!   only handle (whatever the kernel shares beyond it is outside the program's memory);
+//! * **code without data**: `fn` pointers, including higher-ranked ones (`fn(&str) -> usize`);
+//! * **processes**: [`Addr`], [`Recipient`], and the one-shot [`ReplyTo`];
+//! * **clients of external systems** wrapped, on purpose and with a reason, in
+//!   [`SharedClient`].
 //!
 //! and never for `Rc`, `Cell`, `RefCell`, `UnsafeCell`, `Mutex`, `RwLock`, atomics, raw
 //! pointers, non-`'static` references, `&'static mut`, or anything that contains one of them.
@@ -23,10 +29,14 @@
 //!
 //! # Escape hatches
 //!
-//! Both are loud and greppable:
+//! All are loud and greppable:
 //!
-//! * `unsafe impl Isolated for MyType {}` for a type the derive cannot see through (a handle
-//!   whose sharing is mediated by something you trust). The `unsafe` is the promise.
+//! * [`SharedClient::new(client, "why")`](SharedClient::new) for a client of an external system
+//!   (a connection pool, an HTTP client, a runtime handle) that is internally shared and
+//!   thread-safe by contract, including types from other crates, which `#[derive(Isolated)]`
+//!   cannot reach and the orphan rule keeps from an `unsafe impl`.
+//! * `unsafe impl Isolated for MyType {}` for a type of your own that the derive cannot see
+//!   through. The `unsafe` is the promise.
 //! * `#[process(shares_state = "why")]` with `#[shared]` fields, for the paper's section VI-C
 //!   case of processes that knowingly share state (an in-memory database with fine-grained
 //!   locking). Such a process implements [`SharesState`] and may only run in a group built with
@@ -106,7 +116,8 @@ use crate::reply::ReplyTo;
     label = "`{Self}` could share mutable state between processes",
     note = "messages and process state may hold only owned data, immutable shared data (`Arc<T>`, `&'static T`) or process addresses (`Addr<P>`)",
     note = "own the data instead (move or clone it), share it immutably (`Arc<T>` of a `T` without interior mutability), or keep the mutable state in a process of its own and pass its `Addr`",
-    note = "a type of your own that holds only such data needs `#[derive(Isolated)]`, or `#[derive(Message)]` if it is a message"
+    note = "a type of your own that holds only such data needs `#[derive(Isolated)]`, or `#[derive(Message)]` if it is a message",
+    note = "a client of an external system that is thread-safe by contract (a connection pool, an HTTP client; from any crate) is held as `whirl::SharedClient::new(client, \"why it may be shared\")`"
 )]
 pub unsafe trait Isolated: Send + 'static {}
 
@@ -144,6 +155,12 @@ pub trait Message: Isolated {
     /// `#[message(bypass_admission)]` on the type.
     const BYPASSES_ADMISSION: bool = false;
 
+    /// Whether this is the runtime's termination notice, [`Down`]. Set only by that type; the
+    /// `#[process]` macro reads it to refuse a handler for `Down` in a non-system process
+    /// (compared by type, not by how the type is written).
+    #[doc(hidden)]
+    const __IS_DOWN: bool = false;
+
     /// What handling this message costs, in the units a group's cost-budget predicate
     /// counts. Defaults to 1; set it with `#[message(cost = ...)]` on the type.
     #[inline]
@@ -153,7 +170,9 @@ pub trait Message: Isolated {
 }
 
 /// Termination notices are the messages system processes receive.
-impl Message for Down {}
+impl Message for Down {
+    const __IS_DOWN: bool = true;
+}
 
 /// Marks a process whose state knowingly shares mutable state with other processes.
 ///
@@ -205,6 +224,99 @@ isolated! {
     std::io::ErrorKind, RandomState, std::hash::DefaultHasher,
 }
 
+// SAFETY: owned handles on operating-system objects. Moving one moves the program's only handle
+// on it; what the kernel shares behind it (a file's contents, a socket's peer) is outside the
+// program's memory, like any external system. Handles on process-wide singletons (`Stdin`,
+// `Stdout`) are not here: every thread reaches the same one through a lock.
+isolated! {
+    std::fs::File, std::fs::Metadata, std::fs::Permissions, std::fs::FileType,
+    std::net::TcpStream, std::net::TcpListener, std::net::UdpSocket,
+    std::process::Child, std::process::ChildStdin, std::process::ChildStdout,
+    std::process::ChildStderr, std::process::Command, std::process::ExitStatus,
+    std::process::Output, std::process::Stdio,
+}
+
+// SAFETY: as above, for Unix handles.
+#[cfg(unix)]
+isolated! {
+    std::os::fd::OwnedFd,
+    std::os::unix::net::UnixStream, std::os::unix::net::UnixListener,
+    std::os::unix::net::UnixDatagram, std::os::unix::net::SocketAddr,
+}
+
+// SAFETY: buffering adapters own their buffer and the reader or writer they wrap.
+unsafe impl<R: Isolated> Isolated for std::io::BufReader<R> {}
+// SAFETY: as above.
+unsafe impl<W: Isolated + std::io::Write> Isolated for std::io::BufWriter<W> {}
+// SAFETY: as above.
+unsafe impl<W: Isolated + std::io::Write> Isolated for std::io::LineWriter<W> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for std::io::Cursor<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated> Isolated for std::io::Take<T> {}
+// SAFETY: as above.
+unsafe impl<T: Isolated, U: Isolated> Isolated for std::io::Chain<T, U> {}
+
+// SAFETY: `Pin` only restricts moving out of the pointer it wraps: `Pin<Box<T>>` owns `T`,
+// `Pin<&'static T>` borrows it immutably, exactly like the pointer itself.
+unsafe impl<P: Isolated + std::ops::Deref> Isolated for std::pin::Pin<P> {}
+
+/// `unsafe impl Isolated` for function pointers of every arity up to 8, safe or `unsafe`, Rust
+/// or C ABI, and with a first parameter borrowed for any lifetime (`for<'a> fn(&'a T) -> R`).
+///
+/// A function pointer carries no data at all: what the function reaches through statics is
+/// beyond types, and is what `cargo whirl check` looks for.
+macro_rules! isolated_fn_pointers {
+    ($( ($($arg:ident),*) )*) => {$(
+        // SAFETY: a function pointer holds no data.
+        #[diagnostic::do_not_recommend]
+        unsafe impl<Ret: 'static, $($arg: 'static),*> Isolated for fn($($arg),*) -> Ret {}
+        // SAFETY: as above.
+        #[diagnostic::do_not_recommend]
+        unsafe impl<Ret: 'static, $($arg: 'static),*> Isolated for unsafe fn($($arg),*) -> Ret {}
+        // SAFETY: as above.
+        #[diagnostic::do_not_recommend]
+        unsafe impl<Ret: 'static, $($arg: 'static),*> Isolated for extern "C" fn($($arg),*) -> Ret {}
+        // SAFETY: as above.
+        #[diagnostic::do_not_recommend]
+        unsafe impl<Ret: 'static, $($arg: 'static),*> Isolated
+            for unsafe extern "C" fn($($arg),*) -> Ret {}
+    )*};
+}
+
+/// The higher-ranked forms: the first parameter is a reference for any lifetime, and the result
+/// may borrow from it (`for<'a> fn(&'a str) -> &'a str`).
+macro_rules! isolated_higher_ranked_fn_pointers {
+    ($( ($($arg:ident),*) )*) => {$(
+        // SAFETY: a function pointer holds no data.
+        #[diagnostic::do_not_recommend]
+        #[allow(coherence_leak_check)] // distinct types; see the note on the module's impls
+        unsafe impl<Ret: 'static, First: ?Sized + 'static, $($arg: 'static),*> Isolated
+            for for<'a> fn(&'a First, $($arg),*) -> Ret {}
+        // SAFETY: as above.
+        #[diagnostic::do_not_recommend]
+        #[allow(coherence_leak_check)]
+        unsafe impl<Ret: 'static, First: ?Sized + 'static, $($arg: 'static),*> Isolated
+            for for<'a> fn(&'a mut First, $($arg),*) -> Ret {}
+        // SAFETY: as above.
+        #[diagnostic::do_not_recommend]
+        #[allow(coherence_leak_check)]
+        unsafe impl<Ret: ?Sized + 'static, First: ?Sized + 'static, $($arg: 'static),*> Isolated
+            for for<'a> fn(&'a First, $($arg),*) -> &'a Ret {}
+    )*};
+}
+
+// Plain `fn(A) -> R` and higher-ranked `for<'a> fn(&'a A) -> R` are different types (rustc warns
+// that it might one day treat them as overlapping, `coherence_leak_check`, a warning it has
+// carried since 2019 for exactly this pattern in many crates): both must be isolated.
+isolated_fn_pointers! {
+    () (A) (A, B) (A, B, C) (A, B, C, D) (A, B, C, D, E) (A, B, C, D, E, F)
+    (A, B, C, D, E, F, G) (A, B, C, D, E, F, G, H)
+}
+isolated_higher_ranked_fn_pointers! {
+    () (B) (B, C) (B, C, D) (B, C, D, E) (B, C, D, E, F)
+}
+
 // SAFETY: the runtime's own values. `ProcessId`, `FailureKind` and `MessageCounts` are plain
 // data; `Failure`, `ExitReason` and `Down` hold an immutable `Arc<str>`; a `Principal` is an
 // immutable `Arc` shared on purpose so schedulers can classify work consistently.
@@ -216,8 +328,9 @@ isolated! {
 // no access to the process's state.
 unsafe impl<P: Process> Isolated for Addr<P> {}
 
-// SAFETY: a type-erased process address, as above.
-unsafe impl<M: 'static> Isolated for Recipient<M> {}
+// SAFETY: a type-erased process address, as above. `M: Message` because only messages can be
+// posted (a `Recipient` of anything else could never be built, and must not be named either).
+unsafe impl<M: Message> Isolated for Recipient<M> {}
 
 // SAFETY: a one-shot channel back to a waiting caller; the answer is moved through it, so it
 // must itself be isolated.
@@ -344,5 +457,20 @@ mod tests {
         isolated::<ReplyTo<Result<u64, String>>>();
         isolated::<Recipient<Down>>();
         isolated::<PhantomData<fn() -> std::rc::Rc<u8>>>();
+    }
+
+    #[test]
+    fn owned_handles_and_code_are_isolated() {
+        isolated::<std::fs::File>();
+        isolated::<std::net::TcpStream>();
+        isolated::<std::process::ChildStdin>();
+        isolated::<std::io::BufReader<std::fs::File>>();
+        isolated::<std::pin::Pin<Box<u64>>>();
+        isolated::<fn(u8) -> String>();
+        isolated::<fn(&str) -> usize>();
+        isolated::<for<'a> fn(&'a str) -> &'a str>();
+        isolated::<fn(&mut Vec<u8>, usize)>();
+        isolated::<unsafe extern "C" fn(i32) -> i32>();
+        isolated::<fn(std::rc::Rc<u8>)>();
     }
 }

@@ -22,6 +22,7 @@
 
 mod addr;
 mod cell;
+mod client;
 mod clock;
 mod control_thread;
 pub mod controller;
@@ -57,6 +58,7 @@ mod timer;
 mod worker;
 
 pub use addr::{Addr, Recipient};
+pub use client::SharedClient;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use counters::MessageCounts;
 pub use ctx::Ctx;

@@ -21,11 +21,19 @@ use std::time::Duration;
 /// They run in the sender's thread inside message predicates: keep them cheap and
 /// non-blocking.
 ///
+/// An estimator travels with its principal inside every message and every child process that
+/// carries it, so it must be [`Isolated`](crate::Isolated) (`#[derive(Isolated)]` on a type of
+/// your own): an estimator holding a `Mutex` or an atomic would be state shared by every
+/// process serving the principal. Estimates that learn belong in a process, or in the group's
+/// [`MessagePredicate`](crate::MessagePredicate), which may share state.
+///
 /// ```
 /// use whirl_runtime::{Estimate, Principal};
 ///
 /// /// Searches cost ten times a plain read and are worth less to us.
 /// struct MailCosts;
+/// // SAFETY: no data at all. (Real code writes `#[derive(whirl::Isolated)]`.)
+/// unsafe impl whirl_runtime::Isolated for MailCosts {}
 ///
 /// impl Estimate for MailCosts {
 ///     fn cost(&self, _: &Principal, message_type: &'static str, message_cost: u64) -> u64 {
@@ -42,7 +50,7 @@ use std::time::Duration;
 /// assert_eq!(gold.estimate_utility("mail::Search"), 2.5);
 /// assert_eq!(gold.estimate_utility("mail::Read"), 5.0);
 /// ```
-pub trait Estimate: Send + Sync + 'static {
+pub trait Estimate: crate::isolated::Isolated + Sync {
     /// The estimated cost of handling a message of type `message_type` for `principal`, given
     /// the message's own estimate `message_cost` ([`Handles::cost`](crate::Handles::cost)).
     /// Default: `message_cost`.

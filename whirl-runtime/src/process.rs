@@ -1,7 +1,9 @@
 //! What a process is: its state type, its message enum, its handlers and lifecycle hooks.
 //!
-//! Users normally get these impls from `#[process]`; writing them by hand is supported and is
-//! exactly what the macro generates.
+//! Users get these impls from `#[process]`, which checks that the state and every message are
+//! [`Isolated`](crate::Isolated). Both traits are `unsafe` to implement by hand: a hand-written
+//! impl skips that check, so it must say, in a `// SAFETY:` comment, why the state and the
+//! messages share no mutable state with any other process.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,13 +16,26 @@ use crate::ctx::Ctx;
 /// The runtime guarantees that `handle` is never called on two threads at once for the same
 /// process and that messages arrive in FIFO order of posting, so a process needs no locks.
 ///
+/// # Safety
+///
+/// Implementing `Process` by hand promises what `#[process]` checks: every field of the state is
+/// [`Isolated`](crate::Isolated) (or the process declares [`Process::SHARES_STATE`] and confines
+/// itself to a group that shares state), and [`Process::Message`] holds only `Isolated` values.
+/// A process that breaks it can reach memory another process mutates, and every guarantee of
+/// sequential, lock-free handling is gone.
+///
 /// ```
-/// use whirl_runtime::{Ctx, Failure, Handles, Process, Runtime};
+/// use whirl_runtime::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime};
 ///
 /// struct Counter { total: u64 }
 /// struct Add(u64);
+/// // SAFETY: a `u64` is owned data. (Real code writes `#[derive(Message)]`.)
+/// unsafe impl Isolated for Add {}
+/// impl Message for Add {}
 ///
-/// impl Process for Counter {
+/// // SAFETY: the state is one `u64` and the only message is `Add`, both owned data.
+/// // (Real code writes `#[process]`, which checks this.)
+/// unsafe impl Process for Counter {
 ///     type Message = Add;
 ///     fn handle(&mut self, Add(n): Add, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
 ///         self.total += n;
@@ -40,7 +55,7 @@ use crate::ctx::Ctx;
 /// counter.post(Add(2)).unwrap();
 /// rt.block_until_idle();
 /// ```
-pub trait Process: Sized + Send + 'static {
+pub unsafe trait Process: Sized + Send + 'static {
     /// Everything this process accepts, usually an enum with one variant per handled type.
     type Message: Send + 'static;
 
@@ -86,12 +101,16 @@ pub trait Process: Sized + Send + 'static {
 
 /// "Process `Self` has a handler for messages of type `M`": how `M` becomes a
 /// `Self::Message`.
+///
+/// `M` must be a [`Message`](crate::Message), so everything a process receives is
+/// [`Isolated`](crate::Isolated). It is safe to implement: the `unsafe impl Process` it requires carries the isolation
+/// promise, and `M` is `Isolated` by its bound.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no handler for `{M}`",
     label = "`{Self}` cannot receive `{M}`",
     note = "add a `#[handle]` method taking `{M}` to `{Self}`'s `#[process]` impl block"
 )]
-pub trait Handles<M>: Process {
+pub trait Handles<M: crate::isolated::Message>: Process {
     /// Wraps `msg` into the process's message enum.
     fn into_message(msg: M) -> Self::Message;
 

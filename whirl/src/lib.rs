@@ -437,22 +437,6 @@ pub mod __private {
 
     use whirl_runtime::Failure as ProcessFailure;
 
-    /// Implemented by `#[process]` on an impl block with a handler for `Down`.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` is declared `#[process(system)]` but has no handler for `Down`",
-        label = "a system process receives termination notices as `Down` messages",
-        note = "add a handler to the `#[process]` impl block: `#[handle] fn down(&mut self, notice: Down, ctx: &mut Ctx<Self>) -> Result<(), Failure>`, or remove `system`"
-    )]
-    pub trait HandlesDown {}
-
-    /// Implemented by `#[process(system)]`.
-    #[diagnostic::on_unimplemented(
-        message = "`{Self}` handles `Down` but is not declared `#[process(system)]`",
-        label = "only system processes receive termination notices as messages",
-        note = "add `system` to the state type's attribute, `#[process(system)]`, or remove this handler: a non-system process fails when a process it monitors fails"
-    )]
-    pub trait SystemDeclared {}
-
     /// What a handler or hook may return: `()` or `Result<(), E>` with `E: Into<Failure>`.
     #[diagnostic::on_unimplemented(
         message = "a handler must return `()` or `Result<(), E>` where `E` converts into `Failure`, not `{Self}`",
@@ -484,18 +468,18 @@ pub mod __private {
         result.into_handler_result()
     }
 
-    /// Asserts a field of a message or data type is `Isolated`.
-    pub fn fields_must_be_isolated<T: ?Sized + Isolated>() {}
-
-    /// Asserts a field of a process's state is `Isolated`.
-    pub fn process_state_must_be_isolated<T: ?Sized + Isolated>() {}
+    /// Moves the notice out of `slot` if `M` is `Down` itself (by `TypeId`): how a system
+    /// process's generated `down_message` finds the handler for termination notices.
+    #[inline]
+    pub fn take_if<M: 'static>(slot: &mut Option<Down>) -> Option<M> {
+        (slot as &mut dyn ::core::any::Any)
+            .downcast_mut::<Option<M>>()
+            .and_then(Option::take)
+    }
 
     /// Asserts a handler's parameter is a `Message`.
     pub fn handler_parameter_must_be_a_message<T: Message>() {}
 
     /// Asserts a `#[process(system)]` process handles `Down`.
-    pub fn system_process_must_handle_down<P: HandlesDown>() {}
-
-    /// Asserts a process that handles `Down` is declared `system`.
-    pub fn process_handling_down_must_be_system<P: SystemDeclared>() {}
+    pub fn system_process_must_handle_down<P: Handles<Down>>() {}
 }

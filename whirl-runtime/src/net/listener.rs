@@ -106,7 +106,8 @@ impl Acceptor {
     }
 }
 
-impl Process for Acceptor {
+// SAFETY: PENDING-REVIEW
+unsafe impl Process for Acceptor {
     type Message = AcceptorMsg;
 
     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

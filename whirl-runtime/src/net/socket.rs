@@ -303,7 +303,8 @@ impl SocketConnection {
     }
 }
 
-impl Process for SocketConnection {
+// SAFETY: PENDING-REVIEW
+unsafe impl Process for SocketConnection {
     type Message = SocketMsg;
 
     fn handle(&mut self, msg: SocketMsg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

@@ -108,3 +108,12 @@ pub struct ChildCounts {
     /// children the strategy restarted).
     pub restarts: u64,
 }
+
+// SAFETY: plain data: strings, ids, enums and counters.
+unsafe impl crate::isolated::Isolated for ChildInfo {}
+// SAFETY: plain counters.
+unsafe impl crate::isolated::Isolated for ChildCounts {}
+// SAFETY: plain enums.
+unsafe impl crate::isolated::Isolated for super::spec::ChildKind {}
+// SAFETY: as above.
+unsafe impl crate::isolated::Isolated for super::spec::Restart {}

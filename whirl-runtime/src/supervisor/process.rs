@@ -201,7 +201,8 @@ impl Supervisor {
     }
 }
 
-impl Process for Supervisor {
+// SAFETY: PENDING-REVIEW
+unsafe impl Process for Supervisor {
     type Message = SupervisorMsg;
 
     /// Starts the children in order (each spawn returns at once; their `started` hooks run
