@@ -477,8 +477,12 @@ pub mod __private {
             .and_then(Option::take)
     }
 
-    /// Asserts a handler's parameter is a `Message`.
-    pub fn handler_parameter_must_be_a_message<T: Message>() {}
+    /// Asserts a handler's parameter is a `Message`; `false` if it is `Down` and the process
+    /// (`system` says whether it is a system process) could never receive it.
+    #[inline]
+    pub const fn handler_parameter_must_be_a_message<T: Message>(system: bool) -> bool {
+        system || !T::__IS_DOWN
+    }
 
     /// Asserts a `#[process(system)]` process handles `Down`.
     pub fn system_process_must_handle_down<P: Handles<Down>>() {}
