@@ -38,7 +38,7 @@ pub fn derive(input: &DeriveInput, which: Derive) -> syn::Result<TokenStream> {
 /// the checks that make it true: each field asserted `Isolated` in a generic function under the
 /// same bounds.
 fn isolated_impl(data: &Data) -> TokenStream {
-    let checks = generics::FieldChecks::new(data, |_| true);
+    let checks = generics::FieldChecks::new(data, |_| true, true);
     let bounded = &checks.generics;
     let (impl_generics, _, _) = bounded.split_for_impl();
     let (_, ty_generics, _) = data.generics.split_for_impl();
@@ -187,7 +187,7 @@ fn declare_state(data: &Data) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
 
-    let checks = generics::FieldChecks::new(data, |f| f.shared.is_none());
+    let checks = generics::FieldChecks::new(data, |f| f.shared.is_none(), reason.is_none());
     let bounded = &checks.generics;
     let (bounded_impl_generics, _, _) = bounded.split_for_impl();
     let bounded_where = generics::where_clause(bounded, &[]);

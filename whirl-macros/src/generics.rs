@@ -51,6 +51,10 @@ pub struct FieldChecks {
     /// the binder so that a field that is not even `Send` is reported once, by its assertion.
     pub send_bounds: Vec<TokenStream>,
     fields: Vec<CheckedField>,
+    /// The type itself (`Name<T>`), assumed `Isolated` inside the check when the type will be
+    /// `Isolated`: see [`FieldChecks::assertions`].
+    self_ty: Type,
+    assume_self: bool,
 }
 
 struct CheckedField {
@@ -64,7 +68,7 @@ struct CheckedField {
 impl FieldChecks {
     /// The checks for the fields of `data` that `include` accepts (process state leaves out
     /// `#[shared]` fields).
-    pub fn new(data: &Data, include: impl Fn(&Field) -> bool) -> FieldChecks {
+    pub fn new(data: &Data, include: impl Fn(&Field) -> bool, assume_self: bool) -> FieldChecks {
         let generics = isolated_generics(data.generics);
         let (_, ty_generics, _) = data.generics.split_for_impl();
         let ident = data.ident;
@@ -90,6 +94,8 @@ impl FieldChecks {
             generics,
             send_bounds: Vec::new(),
             fields: Vec::new(),
+            self_ty: self_ty.clone(),
+            assume_self,
         };
         for (name, field) in named.into_iter().filter(|(_, f)| include(f)) {
             let ty = replace_self(field.ty, &self_ty);
@@ -114,12 +120,22 @@ impl FieldChecks {
     /// The assertions: one function per field, called in a function generic over the same
     /// parameters with the same bounds as the impl. Each call is spanned at the field's type,
     /// each function's bound at the field's name.
+    ///
+    /// For a type that is itself `Isolated`, the function also assumes the type is (under a
+    /// binder, so the assumption is not checked on its own): a recursive field (`next:
+    /// Option<Box<Self>>`) is then isolated by that assumption, and only the fields that are not
+    /// the type itself are reported. This is the coinductive reading of "everything reachable is
+    /// isolated": every field that is not a recursive occurrence is still checked on its own.
     pub fn assertions(&self) -> TokenStream {
         if self.fields.is_empty() {
             return TokenStream::new();
         }
         let (impl_generics, _, _) = self.generics.split_for_impl();
-        let where_clause = where_clause(&self.generics, &[]);
+        let self_ty = &self.self_ty;
+        let assumption = self
+            .assume_self
+            .then(|| quote!(for<'__whirl> #self_ty: ::whirl::__private::Isolated));
+        let where_clause = where_clause(&self.generics, assumption.as_slice());
         let functions = self.fields.iter().map(|f| {
             let function = &f.function;
             let bound = quote_spanned!(f.name_span=> ::whirl::__private::Isolated);

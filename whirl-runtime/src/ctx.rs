@@ -103,7 +103,15 @@ impl<P: Process> Ctx<P> {
     /// # use std::sync::{Arc, Mutex};
     /// # use whirl_runtime::{Ctx, Failure, Process};
     /// struct Writer { rows: Arc<Mutex<Vec<u64>>> }
-    /// # impl Process for Writer { type Message = u64; fn handle(&mut self, row: u64, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+    /// # struct Row(u64);
+    /// # // SAFETY: a `u64` is owned data.
+    /// # unsafe impl whirl_runtime::Isolated for Row {}
+    /// # impl whirl_runtime::Message for Row {}
+    /// # // SAFETY: `rows` is shared on purpose, behind a `Mutex`; `SHARES_STATE` confines the
+    /// # // process to a group built with `shares_state`. The message is owned data.
+    /// # unsafe impl Process for Writer {
+    /// # const SHARES_STATE: Option<&'static str> = Some("rows appended by several writers");
+    /// # type Message = Row; fn handle(&mut self, Row(row): Row, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
     /// let mut rows = ctx.lock_timed(|| self.rows.lock().unwrap_or_else(|p| p.into_inner()));
     /// rows.push(row);
     /// # Ok(()) } }

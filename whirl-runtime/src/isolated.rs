@@ -270,6 +270,9 @@ macro_rules! isolated_fn_pointers {
     ($( ($($arg:ident),*) )*) => {$(
         // SAFETY: a function pointer holds no data.
         #[diagnostic::do_not_recommend]
+        // Distinct from higher-ranked pointers such as `net::AcceptFn`, which rustc reports
+        // here; see the note on the module's impls.
+        #[allow(coherence_leak_check)]
         unsafe impl<Ret: 'static, $($arg: 'static),*> Isolated for fn($($arg),*) -> Ret {}
         // SAFETY: as above.
         #[diagnostic::do_not_recommend]

@@ -237,6 +237,8 @@ mod tests {
     use super::*;
 
     struct Double;
+    // SAFETY: no data at all.
+    unsafe impl crate::isolated::Isolated for Double {}
 
     impl Estimate for Double {
         fn cost(&self, _: &Principal, _: &'static str, message_cost: u64) -> u64 {

@@ -11,8 +11,8 @@ use std::thread;
 
 use common::Gate;
 use whirl_runtime::{
-    Addr, Ctx, Failure, Group, Handles, MessageCounts, Offer, PostError, Process, QueueLength,
-    Runtime,
+    Addr, Ctx, Failure, Group, Handles, Isolated, Message, MessageCounts, Offer, PostError,
+    Process, QueueLength, Runtime,
 };
 
 /// What senders saw, wherever they were (test threads or handlers).
@@ -51,6 +51,18 @@ enum StageMsg {
     Hold(Gate),
 }
 
+// SAFETY: numbers.
+unsafe impl Isolated for Light {}
+impl Message for Light {}
+// SAFETY: as above.
+unsafe impl Isolated for Heavy {}
+impl Message for Heavy {}
+// SAFETY: a number, nothing, or a `Gate`, a test instrument: a latch only the test thread
+// opens, from outside the runtime, to hold a worker. `#[derive(Message)]` would rightly refuse
+// it; it is here to test the accounting, not to share application state.
+unsafe impl Isolated for StageMsg {}
+impl Message for StageMsg {}
+
 /// Counts what it handles, optionally forwards light work to the next stage, and fails after
 /// `fail_after` messages if set.
 struct Stage {
@@ -73,7 +85,12 @@ impl Stage {
     }
 }
 
-impl Process for Stage {
+// SAFETY: numbers and a process address, plus two test instruments: `handled` and `tally`,
+// atomics shared with the test thread (and, for `tally`, with the other stages and the test's
+// sender threads), which only count posts and handled messages for the test to read at a
+// quiescent point; the stages' behaviour never depends on them. The messages are isolated
+// (above).
+unsafe impl Process for Stage {
     type Message = StageMsg;
 
     fn handle(&mut self, msg: StageMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {

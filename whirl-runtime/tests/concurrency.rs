@@ -16,7 +16,8 @@ use whirl_runtime::controller::{
     SedaBatching, SedaThreadPool,
 };
 use whirl_runtime::{
-    Addr, Ctx, Failure, Group, Handles, PostError, Process, QueueLength, ReplyTo, Runtime,
+    Addr, Ctx, Failure, Group, Handles, Isolated, Message, PostError, Process, QueueLength,
+    ReplyTo, Runtime,
 };
 
 use common::{wait_until, Gate};
@@ -29,7 +30,14 @@ enum Block {
     Wait(Gate),
 }
 
-impl Process for Blocking {
+// SAFETY: a duration, or a `Gate`, a test instrument: a latch only the test thread opens, from
+// outside the runtime, to hold a worker. `#[derive(Message)]` would rightly refuse it; it is
+// here to create blocking load, not to share application state.
+unsafe impl Isolated for Block {}
+impl Message for Block {}
+
+// SAFETY: no state; the message is a `Block` (above).
+unsafe impl Process for Blocking {
     type Message = Block;
 
     fn handle(&mut self, msg: Block, _: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -52,7 +60,12 @@ struct Echo;
 
 struct Ping(ReplyTo<u64>, u64);
 
-impl Process for Echo {
+// SAFETY: a number and a reply handle for a number.
+unsafe impl Isolated for Ping {}
+impl Message for Ping {}
+
+// SAFETY: no state; the message is a `Ping` (above).
+unsafe impl Process for Echo {
     type Message = Ping;
 
     fn handle(&mut self, Ping(reply, n): Ping, _: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -73,8 +86,13 @@ struct Busy {
 }
 
 struct Again;
+// SAFETY: no data.
+unsafe impl Isolated for Again {}
+impl Message for Again {}
 
-impl Process for Busy {
+// SAFETY: `stop` is a test instrument, a flag only the test thread sets, from outside the
+// runtime, to end the load. The message carries no data.
+unsafe impl Process for Busy {
     type Message = Again;
 
     fn handle(&mut self, _: Again, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

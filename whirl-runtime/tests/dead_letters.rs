@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use common::Gate;
 use whirl_runtime::{
-    Addr, Ctx, DeadLetter, ExitReason, Failure, FailureKind, Handles, PostError, Process, ProcessId,
+    Addr, Ctx, DeadLetter, ExitReason, Failure, FailureKind, Handles, Isolated, Message, PostError,
+    Process, ProcessId,
 };
 
 #[derive(Debug, PartialEq)]
@@ -32,6 +33,20 @@ enum Then {
     Complete,
     Panic,
 }
+
+/// A `Work` item posted on its own (becomes `Msg::Work`).
+#[derive(Debug, PartialEq)]
+struct Item(u32);
+
+// SAFETY: numbers, `&'static str`s, vectors and a process address, plus the `Gate`, a test
+// instrument: a latch only the test thread opens, from outside the runtime, to hold the process
+// until it has a backlog. `#[derive(Message)]` would rightly refuse it; it is here to test the
+// runtime, not to share application state.
+unsafe impl Isolated for Msg {}
+impl Message for Msg {}
+// SAFETY: a number.
+unsafe impl Isolated for Item {}
+impl Message for Item {}
 
 impl PartialEq for Gate {
     fn eq(&self, _other: &Self) -> bool {
@@ -67,7 +82,9 @@ fn finish(then: Then, ctx: &mut Ctx<Holder>) -> Result<(), Failure> {
     }
 }
 
-impl Process for Holder {
+// SAFETY: numbers, and `handled`, a test instrument: a channel to the test thread, which
+// receives from it outside the runtime. The messages are isolated (above).
+unsafe impl Process for Holder {
     type Message = Msg;
 
     fn handle(&mut self, msg: Msg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -87,7 +104,7 @@ impl Process for Holder {
             Msg::SelfPost(items, then) => {
                 let me = ctx.myself();
                 for n in items {
-                    me.post(n)
+                    me.post(Item(n))
                         .expect("a process cannot be terminated inside its handler");
                 }
                 finish(then, ctx)
@@ -95,7 +112,7 @@ impl Process for Holder {
             Msg::SelfPostThenLink(items, failed) => {
                 let me = ctx.myself();
                 for n in items {
-                    me.post(n).unwrap();
+                    me.post(Item(n)).unwrap();
                 }
                 ctx.link(&failed);
                 Ok(())
@@ -110,8 +127,8 @@ impl whirl_runtime::Handles<Msg> for Holder {
     }
 }
 
-impl Handles<u32> for Holder {
-    fn into_message(n: u32) -> Msg {
+impl Handles<Item> for Holder {
+    fn into_message(Item(n): Item) -> Msg {
         Msg::Work(n)
     }
 }
@@ -148,7 +165,7 @@ fn leftovers_after(then: Then) -> (Vec<DeadLetter>, ProcessId, Addr<Holder>) {
     let gate = Gate::new();
     p.post(Msg::Hold(gate.clone(), then)).unwrap();
     for n in 1..=5 {
-        p.post(n).unwrap();
+        p.post(Item(n)).unwrap();
     }
     gate.open();
     rt.block_until_idle();
@@ -170,7 +187,7 @@ fn leftovers_of_a_failed_process_are_dead_lettered_with_the_reason_in_fifo_order
     let reason = ExitReason::Failed(Failure::new("stop"));
     assert_eq!(work_items(letters, id, &reason), vec![1, 2, 3, 4, 5]);
     // Later posts come back with the message, in the sender's own type.
-    assert_eq!(p.post(6), Err(PostError::Terminated(6)));
+    assert_eq!(p.post(Item(6)), Err(PostError::Terminated(Item(6))));
     match p.post(Msg::Work(7)) {
         Err(PostError::Terminated(Msg::Work(7))) => {}
         other => panic!("{other:?}"),
@@ -184,10 +201,10 @@ fn leftovers_of_a_completed_process_are_dead_lettered_as_normal() {
         work_items(letters, id, &ExitReason::Normal),
         vec![1, 2, 3, 4, 5]
     );
-    let err = p.post(8).unwrap_err();
+    let err = p.post(Item(8)).unwrap_err();
     assert!(err.is_terminated());
-    assert_eq!(*err.message(), 8);
-    assert_eq!(err.into_message(), 8);
+    assert_eq!(*err.message(), Item(8));
+    assert_eq!(err.into_message(), Item(8));
 }
 
 #[test]
@@ -271,9 +288,9 @@ fn posts_racing_with_termination_are_handled_dead_lettered_or_returned_never_los
                         let mut returned = Vec::new();
                         for i in 0..PER_SENDER {
                             let n = sender * PER_SENDER + i;
-                            match p.post(n) {
+                            match p.post(Item(n)) {
                                 Ok(()) => accepted.push(n),
-                                Err(PostError::Terminated(m)) => returned.push(m),
+                                Err(PostError::Terminated(Item(m))) => returned.push(m),
                                 Err(PostError::Rejected(_)) => panic!("no predicate here"),
                             }
                         }
@@ -347,7 +364,7 @@ fn a_panicking_dead_letter_sink_does_not_kill_the_worker() {
         "the only worker died"
     );
     assert!(p.is_terminated());
-    survivor.post(2).unwrap();
+    survivor.post(Item(2)).unwrap();
     assert!(rt.block_until_idle_timeout(Duration::from_secs(10)));
     rt.shutdown_graceful();
 }

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 
-use whirl_runtime::{Addr, Ctx, ExitReason, Failure, Handles, Process, ReplyTo, Runtime};
+use whirl_runtime::{
+    Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime,
+};
 
 #[derive(Clone, Default)]
 struct Probe {
@@ -42,7 +44,26 @@ enum GuardedMsg {
     Count(ReplyTo<u64>),
 }
 
-impl Process for Guarded {
+/// A numbered message for a `Guarded`.
+struct Hit(u64);
+/// Asks a `Guarded` how many messages it handled.
+struct Count(ReplyTo<u64>);
+
+// SAFETY: numbers and reply handles for numbers.
+unsafe impl Isolated for GuardedMsg {}
+impl Message for GuardedMsg {}
+// SAFETY: a number.
+unsafe impl Isolated for Hit {}
+impl Message for Hit {}
+// SAFETY: a reply handle for a number.
+unsafe impl Isolated for Count {}
+impl Message for Count {}
+
+// SAFETY: `count` is a number and `forward` a process address. `probe` is the test's
+// instrument, shared with the test thread on purpose (see the module docs): the flags it
+// holds observe, from outside, whether the runtime ever runs this process on two threads at
+// once; the process's behaviour never depends on them. The messages are isolated (above).
+unsafe impl Process for Guarded {
     type Message = GuardedMsg;
 
     fn started(&mut self, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -58,7 +79,7 @@ impl Process for Guarded {
                 self.count += 1;
                 if let Some(next) = &self.forward {
                     if n % 3 == 0 {
-                        next.post(n + 1).expect("peer is alive");
+                        next.post(Hit(n + 1)).expect("peer is alive");
                     }
                 }
                 // A little work, so that a second thread would have time to barge in.
@@ -84,20 +105,20 @@ impl whirl_runtime::Handles<GuardedMsg> for Guarded {
     }
 }
 
-impl Handles<u64> for Guarded {
-    fn into_message(n: u64) -> GuardedMsg {
+impl Handles<Hit> for Guarded {
+    fn into_message(Hit(n): Hit) -> GuardedMsg {
         GuardedMsg::Hit(n)
     }
 }
 
-impl Handles<ReplyTo<u64>> for Guarded {
-    fn into_message(reply: ReplyTo<u64>) -> GuardedMsg {
+impl Handles<Count> for Guarded {
+    fn into_message(Count(reply): Count) -> GuardedMsg {
         GuardedMsg::Count(reply)
     }
 }
 
 fn count(addr: &Addr<Guarded>) -> u64 {
-    addr.call(|r: ReplyTo<u64>| r).expect("process answers")
+    addr.call(Count).expect("process answers")
 }
 
 #[test]
@@ -116,7 +137,7 @@ fn a_million_messages_from_several_threads_never_reenter_the_process() {
             let p = p.clone();
             s.spawn(move || {
                 for n in 0..PER_SENDER {
-                    p.post(n).expect("process is alive");
+                    p.post(Hit(n)).expect("process is alive");
                 }
             });
         }
@@ -169,7 +190,7 @@ fn processes_that_yield_after_every_message_are_never_reentered() {
             s.spawn(move || {
                 for n in 0..PER_SENDER {
                     for p in &procs {
-                        p.post(n).expect("process is alive");
+                        p.post(Hit(n)).expect("process is alive");
                     }
                 }
             });

@@ -7,7 +7,7 @@ mod common;
 use std::sync::mpsc::{self, Receiver, Sender};
 
 use common::{events, run, Gate, Plain};
-use whirl_runtime::{Addr, Ctx, Failure, Group, Handles, Process, Runtime};
+use whirl_runtime::{Addr, Ctx, Failure, Group, Handles, Isolated, Message, Process, Runtime};
 
 enum BusyMsg {
     Work,
@@ -19,13 +19,25 @@ enum BusyMsg {
 
 struct Work;
 
+// SAFETY: process addresses and numbers, plus two test instruments: the `Gate` is a latch only
+// the test thread opens, from outside the runtime, and the `Sender` tells the test thread the
+// worker is held. `#[derive(Message)]` would rightly refuse them; they are here to hold the
+// group's worker, not to share application state.
+unsafe impl Isolated for BusyMsg {}
+impl Message for BusyMsg {}
+// SAFETY: no data.
+unsafe impl Isolated for Work {}
+impl Message for Work {}
+
 /// Logs its name for every `Work` it handles.
 struct Busy {
     name: &'static str,
     log: Sender<&'static str>,
 }
 
-impl Process for Busy {
+// SAFETY: `name` is a `&'static str`; `log` is a test instrument, a channel to the test thread,
+// which receives from it outside the runtime. The messages are isolated (above).
+unsafe impl Process for Busy {
     type Message = BusyMsg;
 
     fn handle(&mut self, msg: BusyMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -194,6 +206,10 @@ enum HotMsg {
     Peer(Addr<Hot>),
 }
 
+// SAFETY: no data, or a process address.
+unsafe impl Isolated for HotMsg {}
+impl Message for HotMsg {}
+
 /// Passes a ball to its peer (or to itself) forever, until stopped.
 struct Hot {
     peer: Option<Addr<Hot>>,
@@ -201,7 +217,9 @@ struct Hot {
     stopped_tx: Sender<()>,
 }
 
-impl Process for Hot {
+// SAFETY: a process address and a flag; `stopped_tx` is a test instrument, a channel to the
+// test thread. The messages are isolated (above).
+unsafe impl Process for Hot {
     type Message = HotMsg;
 
     fn handle(&mut self, msg: HotMsg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 use std::thread;
 
-use whirl_runtime::{Addr, Ctx, Failure, Handles, Process, ReplyTo, Runtime};
+use whirl_runtime::{Addr, Ctx, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime};
 
 /// Records, per sender, the next sequence number it expects, and the first gap it saw.
 #[derive(Default)]
@@ -30,12 +30,28 @@ struct Report {
     arrivals: Vec<(u64, u64)>,
 }
 
+/// Asks a recorder for its [`Report`].
+struct GetReport(ReplyTo<Report>);
+
 enum RecorderMsg {
     Seq(Seq),
     Report(ReplyTo<Report>),
 }
 
-impl Process for Recorder {
+// SAFETY: numbers, strings and maps of numbers: owned data.
+unsafe impl Isolated for Seq {}
+impl Message for Seq {}
+// SAFETY: as above.
+unsafe impl Isolated for Report {}
+// SAFETY: a reply handle for an isolated `Report`.
+unsafe impl Isolated for GetReport {}
+impl Message for GetReport {}
+// SAFETY: the two messages above.
+unsafe impl Isolated for RecorderMsg {}
+impl Message for RecorderMsg {}
+
+// SAFETY: the state is maps, vectors and numbers, all owned; the messages are isolated.
+unsafe impl Process for Recorder {
     type Message = RecorderMsg;
 
     fn handle(&mut self, msg: RecorderMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -75,14 +91,14 @@ impl Handles<Seq> for Recorder {
     }
 }
 
-impl Handles<ReplyTo<Report>> for Recorder {
-    fn into_message(msg: ReplyTo<Report>) -> RecorderMsg {
-        RecorderMsg::Report(msg)
+impl Handles<GetReport> for Recorder {
+    fn into_message(GetReport(reply): GetReport) -> RecorderMsg {
+        RecorderMsg::Report(reply)
     }
 }
 
 fn report(addr: &Addr<Recorder>) -> Report {
-    addr.call(|r: ReplyTo<Report>| r).expect("recorder answers")
+    addr.call(GetReport).expect("recorder answers")
 }
 
 /// `senders` threads each post `per_sender` numbered messages to every recorder.
@@ -162,8 +178,12 @@ struct Producer {
 struct Produce {
     batch: u64,
 }
+// SAFETY: a number.
+unsafe impl Isolated for Produce {}
+impl Message for Produce {}
 
-impl Process for Producer {
+// SAFETY: numbers and a process address; the message is a number.
+unsafe impl Process for Producer {
     type Message = Produce;
 
     fn handle(&mut self, Produce { batch }: Produce, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -221,7 +241,12 @@ struct Kick(u64);
 const ORIGIN: u64 = 1;
 const RELAYED: u64 = 2;
 
-impl Process for Origin {
+// SAFETY: a number.
+unsafe impl Isolated for Kick {}
+impl Message for Kick {}
+
+// SAFETY: process addresses; the message is a number.
+unsafe impl Process for Origin {
     type Message = Kick;
 
     fn handle(&mut self, Kick(round): Kick, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -248,7 +273,12 @@ struct Relay {
 
 struct Forward(u64);
 
-impl Process for Relay {
+// SAFETY: a number.
+unsafe impl Isolated for Forward {}
+impl Message for Forward {}
+
+// SAFETY: a process address; the message is a number.
+unsafe impl Process for Relay {
     type Message = Forward;
 
     fn handle(&mut self, Forward(round): Forward, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {

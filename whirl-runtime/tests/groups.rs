@@ -14,6 +14,8 @@ struct Placement {
     thread: String,
     principal: Option<Principal>,
 }
+// SAFETY: owned strings and a `Principal` (an isolated runtime value).
+unsafe impl whirl_runtime::Isolated for Placement {}
 
 fn placement(p: &Addr<Plain>) -> Placement {
     run(p, |_, ctx| Placement {

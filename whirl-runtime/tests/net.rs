@@ -6,8 +6,11 @@ use std::net::{SocketAddr, TcpStream as StdStream};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use whirl_runtime::net::{Acceptor, SocketConnection, SocketEvent, SocketLimits, SocketMsg};
-use whirl_runtime::{Addr, Ctx, Failure, Handles, Process, Runtime};
+use whirl_runtime::net::{
+    Accept, AcceptError, Acceptor, SocketConnection, SocketEvent, SocketLimits, SocketMsg,
+    TcpStream,
+};
+use whirl_runtime::{Addr, Ctx, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime};
 
 /// Owns a socket and reports every event to the test.
 struct Probe {
@@ -17,7 +20,10 @@ struct Probe {
     greeting: Vec<u8>,
 }
 
-impl Process for Probe {
+// SAFETY: a process address and owned bytes, plus `events`, a test instrument: a channel to the
+// test thread, which receives from it outside the runtime. The message, `SocketEvent`, is
+// isolated.
+unsafe impl Process for Probe {
     type Message = SocketEvent;
 
     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -46,6 +52,38 @@ impl Handles<SocketEvent> for Probe {
     }
 }
 
+/// Serves each connection with a `Probe` writing `greeting`.
+struct ServeProbes {
+    limits: SocketLimits,
+    events: Sender<SocketEvent>,
+    greeting: Vec<u8>,
+}
+
+// SAFETY: plain data and owned bytes, plus `events`, a test instrument: a channel to the test
+// thread, handed on to each `Probe`.
+unsafe impl Isolated for ServeProbes {}
+
+impl Accept for ServeProbes {
+    fn accept(
+        &mut self,
+        stream: TcpStream,
+        _peer: SocketAddr,
+        ctx: &mut Ctx<Acceptor>,
+    ) -> Result<(), AcceptError> {
+        let socket = ctx.spawn(SocketConnection::with_limits(
+            stream,
+            ctx.net()?,
+            self.limits,
+        ));
+        ctx.spawn(Probe {
+            socket,
+            events: self.events.clone(),
+            greeting: self.greeting.clone(),
+        });
+        Ok(())
+    }
+}
+
 /// A server whose every connection is a `Probe` writing `greeting`; returns its address and
 /// the events of all connections.
 fn serve(
@@ -56,16 +94,12 @@ fn serve(
     let (tx, rx) = channel();
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let net = rt.net().unwrap();
-    let (acceptor, local) = Acceptor::bind(addr, net, move |stream, _, ctx| {
-        let socket = ctx.spawn(SocketConnection::with_limits(stream, ctx.net()?, limits));
-        ctx.spawn(Probe {
-            socket,
-            events: tx.clone(),
-            greeting: greeting.clone(),
-        });
-        Ok(())
-    })
-    .unwrap();
+    let serve = ServeProbes {
+        limits,
+        events: tx,
+        greeting,
+    };
+    let (acceptor, local) = Acceptor::bind(addr, net, serve).unwrap();
     rt.spawn(acceptor);
     (local, rx)
 }
@@ -155,28 +189,88 @@ fn a_disconnecting_client_leaves_no_process_behind() {
     rt.shutdown_graceful();
 }
 
+/// Counts the connections accepted; answers how many so far.
+struct AcceptCounter {
+    accepted: usize,
+}
+
+enum CounterMsg {
+    Accepted,
+    Count(ReplyTo<usize>),
+}
+
+// SAFETY: nothing, or a reply handle for a number.
+unsafe impl Isolated for CounterMsg {}
+impl Message for CounterMsg {}
+
+// SAFETY: the state is a number; the messages are isolated (above).
+unsafe impl Process for AcceptCounter {
+    type Message = CounterMsg;
+
+    fn handle(&mut self, msg: CounterMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match msg {
+            CounterMsg::Accepted => self.accepted += 1,
+            CounterMsg::Count(reply) => {
+                let _ = reply.send(self.accepted);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Handles<CounterMsg> for AcceptCounter {
+    fn into_message(msg: CounterMsg) -> CounterMsg {
+        msg
+    }
+}
+
+/// Drops every connection, telling the counter. The count lives in a process of its own, not
+/// in an atomic shared with the acceptor: the acceptor's state is isolated like any other.
+struct CountAndDrop {
+    counter: Addr<AcceptCounter>,
+}
+
+// SAFETY: a process address. (With the `whirl` crate: `#[derive(Isolated)]`.)
+unsafe impl Isolated for CountAndDrop {}
+
+impl Accept for CountAndDrop {
+    fn accept(
+        &mut self,
+        _stream: TcpStream,
+        _peer: SocketAddr,
+        _ctx: &mut Ctx<Acceptor>,
+    ) -> Result<(), AcceptError> {
+        self.counter
+            .post(CounterMsg::Accepted)
+            .map_err(|_| "the counter has terminated")?;
+        Ok(())
+    }
+}
+
 #[test]
 fn every_connection_is_accepted_even_when_clients_leave_at_once() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
     let rt = Runtime::builder().threads(1).build();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let counter = Arc::clone(&accepted);
+    let counter = rt.spawn(AcceptCounter { accepted: 0 });
+    let count_and_drop = CountAndDrop {
+        counter: counter.clone(),
+    };
     let (acceptor, addr) = Acceptor::bind(
         "127.0.0.1:0".parse().unwrap(),
         rt.net().unwrap(),
-        move |_stream, _, _| {
-            counter.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        },
+        count_and_drop,
     )
     .unwrap();
     rt.spawn(acceptor);
+    let accepted = || {
+        counter
+            .call(CounterMsg::Count)
+            .expect("the counter answers")
+    };
     for round in 1..=200 {
         let client = StdStream::connect(addr).unwrap();
         drop(client);
         let deadline = Instant::now() + Duration::from_secs(5);
-        while accepted.load(Ordering::SeqCst) < round {
+        while accepted() < round {
             assert!(
                 Instant::now() < deadline,
                 "connection {round} never accepted"
@@ -185,4 +279,59 @@ fn every_connection_is_accepted_even_when_clients_leave_at_once() {
         }
     }
     rt.shutdown_graceful();
+}
+
+/// A plain function is an `Accept` too: the short form for acceptors that need no data.
+#[test]
+fn a_plain_function_accepts_connections() {
+    fn echo(stream: TcpStream, _: SocketAddr, ctx: &mut Ctx<Acceptor>) -> Result<(), AcceptError> {
+        let socket = ctx.spawn(SocketConnection::new(stream, ctx.net()?));
+        ctx.spawn(Echo { socket });
+        Ok(())
+    }
+    let rt = Runtime::new();
+    let (acceptor, addr) =
+        Acceptor::bind_fn("127.0.0.1:0".parse().unwrap(), rt.net().unwrap(), echo).unwrap();
+    rt.spawn(acceptor);
+    let mut client = StdStream::connect(addr).unwrap();
+    client.write_all(b"ping").unwrap();
+    let mut reply = [0; 4];
+    client.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"ping");
+    rt.shutdown_graceful();
+}
+
+/// Echoes every byte back.
+struct Echo {
+    socket: Addr<SocketConnection>,
+}
+
+// SAFETY: a process address; the message, `SocketEvent`, is isolated.
+unsafe impl Process for Echo {
+    type Message = SocketEvent;
+
+    fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
+        Ok(())
+    }
+
+    fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match event {
+            SocketEvent::Data(bytes) => {
+                let _ = self.socket.post(SocketMsg::Write(bytes));
+            }
+            SocketEvent::Eof => {
+                let _ = self.socket.post(SocketMsg::Close);
+            }
+            SocketEvent::Closed(_) => ctx.complete(),
+            SocketEvent::Drained => {}
+        }
+        Ok(())
+    }
+}
+
+impl Handles<SocketEvent> for Echo {
+    fn into_message(event: SocketEvent) -> SocketEvent {
+        event
+    }
 }

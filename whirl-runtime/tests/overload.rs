@@ -10,8 +10,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 
 use whirl_runtime::{
-    Addr, Ctx, Failure, Group, GroupBuilder, Handles, PostError, Principal, PriorityThresholds,
-    Process, Runtime,
+    Addr, Ctx, Failure, Group, GroupBuilder, Handles, Isolated, Message, PostError, Principal,
+    PriorityThresholds, Process, Runtime,
 };
 
 const ROUNDS: u64 = 200;
@@ -50,7 +50,14 @@ struct Service {
     served: Sender<(u8, u64)>,
 }
 
-impl Process for Service {
+// SAFETY: a number.
+unsafe impl Isolated for Request {}
+impl Message for Request {}
+
+// SAFETY: `priority` is a number. `permits` and `served` are test instruments: the test thread
+// hands out permits (setting the service's capacity from outside the runtime) and receives
+// what was served; no other process's state reaches them. The message is a number.
+unsafe impl Process for Service {
     type Message = Request;
 
     fn handle(&mut self, Request(round): Request, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {

@@ -220,7 +220,17 @@ struct Lifecycle {
     hooks: Sender<ExitReason>,
 }
 
-impl Process for Lifecycle {
+/// A number for a `Lifecycle`.
+#[derive(Debug, PartialEq)]
+struct Num(u32);
+// SAFETY: a number.
+unsafe impl whirl_runtime::Isolated for Num {}
+impl whirl_runtime::Message for Num {}
+
+// SAFETY: `start` and `hook` are plain data. `handled` and `hooks` are test instruments: an
+// atomic and a channel shared only with the test thread, which reads them outside the runtime;
+// no other process's state reaches them. The message is a number.
+unsafe impl Process for Lifecycle {
     type Message = u32;
 
     fn started(&mut self, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -244,9 +254,9 @@ impl Process for Lifecycle {
     }
 }
 
-impl whirl_runtime::Handles<u32> for Lifecycle {
-    fn into_message(msg: u32) -> u32 {
-        msg
+impl whirl_runtime::Handles<Num> for Lifecycle {
+    fn into_message(Num(n): Num) -> u32 {
+        n
     }
 }
 
@@ -271,13 +281,13 @@ fn started_returning_err_fails_the_process_before_any_message() {
     let (state, handled, hooks) = lifecycle(Mode::Err, Mode::Fine);
     let p = rt.spawn(state);
     // Posted before or after the start hook ran: never handled either way.
-    let accepted = (0..10).filter(|i| p.post(*i).is_ok()).count();
+    let accepted = (0..10).filter(|i| p.post(Num(*i)).is_ok()).count();
     let reason = common::recv(&hooks);
     assert_eq!(reason, ExitReason::Failed(Failure::new("cannot start")));
     rt.block_until_idle();
     assert_eq!(handled.load(SeqCst), 0, "handle ran after started() failed");
     assert_eq!(dead.len(), accepted, "accepted messages are dead-lettered");
-    assert_eq!(p.post(99), Err(PostError::Terminated(99)));
+    assert_eq!(p.post(Num(99)), Err(PostError::Terminated(Num(99))));
     rt.shutdown_graceful();
     assert!(hooks.try_recv().is_err(), "terminated hook ran twice");
 }
@@ -310,7 +320,7 @@ fn a_panicking_terminated_hook_is_contained_and_monitors_still_hear() {
     let sup = rt.spawn(System::new("sup", &tx));
     let target = p.clone();
     run(&sup, move |_, ctx| ctx.monitor(&target));
-    p.post(1).unwrap();
+    p.post(Num(1)).unwrap();
     rt.block_until_idle();
     assert_eq!(handled.load(SeqCst), 1);
     // Terminate it through a linked failure: a plain node linked to it fails.

@@ -8,7 +8,9 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
-use whirl_runtime::{Addr, Ctx, ExitReason, Failure, Handles, Process, ReplyTo, Runtime};
+use whirl_runtime::{
+    Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime,
+};
 
 /// Reports the group it runs in; counts its start hooks.
 struct Probe<const KIND: u8> {
@@ -17,8 +19,15 @@ struct Probe<const KIND: u8> {
 }
 
 struct WhereAmI(ReplyTo<String>);
+// SAFETY: a reply handle for a `String`.
+unsafe impl Isolated for WhereAmI {}
+impl Message for WhereAmI {}
 
-impl<const KIND: u8> Process for Probe<KIND> {
+// SAFETY: the two counters are test instruments, atomics shared only with the test thread,
+// which reads them outside the runtime; no other process's state reaches them. The message is
+// a reply handle. (`SHARES_STATE` is declared for the `SHARING` kind to test confinement: the
+// probe shares nothing itself.)
+unsafe impl<const KIND: u8> Process for Probe<KIND> {
     type Message = WhereAmI;
 
     fn handle(&mut self, WhereAmI(reply): WhereAmI, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

@@ -15,8 +15,9 @@ use std::time::Duration;
 use common::Gate;
 use whirl_runtime::{
     Addr, ClassResponseTime, Completion, ControllerParams, CostBudget, Ctx, Failure, Group,
-    Handles, ManualClock, MessagePredicate, Offer, PostError, PredicateExt, Principal,
-    PriorityThresholds, Process, QueueLength, ResponseTime, Runtime, TokenBucket, UtilityPerCost,
+    Handles, Isolated, ManualClock, Message, MessagePredicate, Offer, PostError, PredicateExt,
+    Principal, PriorityThresholds, Process, QueueLength, ResponseTime, Runtime, TokenBucket,
+    UtilityPerCost,
 };
 
 /// A unit of work with an id (to check the right message comes back) and a cost.
@@ -31,11 +32,22 @@ enum Msg {
     Hold(Gate),
 }
 
+// SAFETY: numbers.
+unsafe impl Isolated for Job {}
+impl Message for Job {}
+// SAFETY: a `Job`, or a `Gate`, a test instrument: a latch only the test thread opens, from
+// outside the runtime, to hold the group's worker. `#[derive(Message)]` would rightly refuse
+// it; it is here to test admission, not to share application state.
+unsafe impl Isolated for Msg {}
+impl Message for Msg {}
+
 struct Worker {
     handled: Arc<AtomicU64>,
 }
 
-impl Process for Worker {
+// SAFETY: `handled` is a test instrument, an atomic shared only with the test thread, which
+// reads it outside the runtime. The messages are isolated (above).
+unsafe impl Process for Worker {
     type Message = Msg;
 
     fn handle(&mut self, msg: Msg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {

@@ -7,11 +7,27 @@ use std::collections::HashSet;
 use std::thread;
 
 use whirl_runtime::{
-    Addr, Ctx, Failure, Handles, Offer, PostError, Process, Recipient, ReplyTo, Runtime,
+    Addr, Ctx, Failure, Handles, Isolated, Message, Offer, PostError, Process, Recipient, ReplyTo,
+    Runtime,
 };
 
 #[derive(Debug, PartialEq)]
 struct Note(String);
+// SAFETY: a `String`: owned data.
+unsafe impl Isolated for Note {}
+impl Message for Note {}
+
+/// Asks a `Journal` for its notes.
+struct ReadNotes(ReplyTo<Vec<String>>);
+// SAFETY: a reply handle for owned strings.
+unsafe impl Isolated for ReadNotes {}
+impl Message for ReadNotes {}
+
+/// Asks a `Tally` for its count.
+struct ReadCount(ReplyTo<usize>);
+// SAFETY: a reply handle for a number.
+unsafe impl Isolated for ReadCount {}
+impl Message for ReadCount {}
 
 /// Two unrelated process types that both accept `Note`.
 struct Journal {
@@ -24,7 +40,12 @@ enum JournalMsg {
     Close,
 }
 
-impl Process for Journal {
+// SAFETY: strings and reply handles for owned data, or no data.
+unsafe impl Isolated for JournalMsg {}
+impl Message for JournalMsg {}
+
+// SAFETY: the state is owned strings; the messages are isolated (above).
+unsafe impl Process for Journal {
     type Message = JournalMsg;
 
     fn handle(&mut self, msg: JournalMsg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -51,8 +72,8 @@ impl Handles<Note> for Journal {
     }
 }
 
-impl Handles<ReplyTo<Vec<String>>> for Journal {
-    fn into_message(r: ReplyTo<Vec<String>>) -> JournalMsg {
+impl Handles<ReadNotes> for Journal {
+    fn into_message(ReadNotes(r): ReadNotes) -> JournalMsg {
         JournalMsg::Read(r)
     }
 }
@@ -66,7 +87,12 @@ enum TallyMsg {
     Read(ReplyTo<usize>),
 }
 
-impl Process for Tally {
+// SAFETY: a string or a reply handle for a number.
+unsafe impl Isolated for TallyMsg {}
+impl Message for TallyMsg {}
+
+// SAFETY: the state is a number; the messages are isolated (above).
+unsafe impl Process for Tally {
     type Message = TallyMsg;
 
     fn handle(&mut self, msg: TallyMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -92,8 +118,8 @@ impl Handles<Note> for Tally {
     }
 }
 
-impl Handles<ReplyTo<usize>> for Tally {
-    fn into_message(r: ReplyTo<usize>) -> TallyMsg {
+impl Handles<ReadCount> for Tally {
+    fn into_message(ReadCount(r): ReadCount) -> TallyMsg {
         TallyMsg::Read(r)
     }
 }
@@ -103,7 +129,7 @@ fn journal(rt: &Runtime) -> Addr<Journal> {
 }
 
 fn read(j: &Addr<Journal>) -> Vec<String> {
-    j.call(|r: ReplyTo<Vec<String>>| r).unwrap()
+    j.call(ReadNotes).unwrap()
 }
 
 #[test]
@@ -120,7 +146,7 @@ fn recipients_of_different_process_types_share_one_type() {
         }
     }
     assert_eq!(read(&j), vec!["alpha", "beta", "gamma"]);
-    assert_eq!(t.call(|r: ReplyTo<usize>| r).unwrap(), 14);
+    assert_eq!(t.call(ReadCount).unwrap(), 14);
     let shown = format!("{:?}", everyone[0]);
     assert!(
         shown.contains("Note") && shown.contains(&j.id().to_string()),

@@ -13,7 +13,9 @@ use std::thread::{self, Thread};
 use std::time::Duration;
 
 use common::Gate;
-use whirl_runtime::{Addr, CallError, Ctx, Failure, Offer, PostError, Process, ReplyTo, Runtime};
+use whirl_runtime::{
+    Addr, CallError, Ctx, Failure, Isolated, Message, Offer, PostError, Process, ReplyTo, Runtime,
+};
 
 #[derive(Debug)]
 enum Req {
@@ -32,12 +34,20 @@ enum Req {
     CallFromInside(Addr<Server>, ReplyTo<Vec<String>>),
 }
 
+// SAFETY: numbers, reply handles for isolated values and a process address, plus two test
+// instruments: the `Sender` reports to the test thread, and the `Gate` is a latch only the test
+// thread opens, from outside the runtime. `#[derive(Message)]` would rightly refuse those two;
+// they are here to observe the runtime, not to share application state.
+unsafe impl Isolated for Req {}
+impl Message for Req {}
+
 #[derive(Default)]
 struct Server {
     kept: Option<ReplyTo<u64>>,
 }
 
-impl Process for Server {
+// SAFETY: the state is an optional reply handle for a `u64`; the messages are `Req`s (above).
+unsafe impl Process for Server {
     type Message = Req;
 
     fn handle(&mut self, msg: Req, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

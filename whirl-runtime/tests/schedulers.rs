@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use whirl_runtime::scheduler::{PrincipalPriority, Ready, Scheduler, Stride};
-use whirl_runtime::{Addr, Ctx, Failure, Handles, Principal, Process, Runtime};
+use whirl_runtime::{Addr, Ctx, Failure, Handles, Isolated, Message, Principal, Process, Runtime};
 
 use common::{wait_until, Gate};
 
@@ -24,8 +24,13 @@ struct Spinner {
 }
 
 struct Tick;
+// SAFETY: no data.
+unsafe impl Isolated for Tick {}
+impl Message for Tick {}
 
-impl Process for Spinner {
+// SAFETY: `work` is a duration; `stop` is a test instrument, a flag only the test thread sets,
+// from outside the runtime, to end the spinning. The message carries no data.
+unsafe impl Process for Spinner {
     type Message = Tick;
 
     fn handle(&mut self, _: Tick, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -52,8 +57,15 @@ struct Blocker {
 }
 
 struct Hold(Gate);
+// SAFETY: a `Gate`, a test instrument: a latch only the test thread opens, from outside the
+// runtime, to hold the group's worker. `#[derive(Message)]` would rightly refuse it; it is here
+// to test scheduling, not to share application state.
+unsafe impl Isolated for Hold {}
+impl Message for Hold {}
 
-impl Process for Blocker {
+// SAFETY: `entered` is a test instrument, a channel to the test thread. The message is a
+// `Hold` (above).
+unsafe impl Process for Blocker {
     type Message = Hold;
 
     fn handle(&mut self, Hold(gate): Hold, _: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -76,8 +88,15 @@ struct Recorder {
 }
 
 struct Note;
+// SAFETY: no data.
+unsafe impl Isolated for Note {}
+impl Message for Note {}
 
-impl Process for Recorder {
+// SAFETY: `priority` is a number; `log` is a test instrument: the order in which the scheduler
+// ran the recorders, which the test reads after the fact. The recorders only append to it and
+// never read it, so no process's behaviour depends on what another wrote. The message carries
+// no data.
+unsafe impl Process for Recorder {
     type Message = Note;
 
     fn handle(&mut self, _: Note, _: &mut Ctx<Self>) -> Result<(), Failure> {

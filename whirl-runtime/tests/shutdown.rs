@@ -12,7 +12,9 @@ use std::thread;
 use std::time::Duration;
 
 use common::{events, within_guard, DeadLetters, Event, Gate, Plain};
-use whirl_runtime::{Addr, Ctx, ExitReason, Failure, Handles, PostError, Process, Runtime};
+use whirl_runtime::{
+    Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, PostError, Process, Runtime,
+};
 
 /// Counts what it handles and reports its `terminated` hook.
 struct Counter {
@@ -30,7 +32,19 @@ enum CounterMsg {
 
 struct Hit;
 
-impl Process for Counter {
+// SAFETY: numbers and process addresses, plus the `Gate`, a test instrument: a latch only the
+// test thread opens, from outside the runtime, to hold a worker. `#[derive(Message)]` would
+// rightly refuse it; it is here to test the runtime, not to share application state.
+unsafe impl Isolated for CounterMsg {}
+impl Message for CounterMsg {}
+// SAFETY: no data.
+unsafe impl Isolated for Hit {}
+impl Message for Hit {}
+
+// SAFETY: `name` is a number. `handled` and `hooks` are test instruments: an atomic and a
+// channel shared only with the test thread, which reads them from outside the runtime; no
+// other process's state reaches them. The messages are isolated (see above).
+unsafe impl Process for Counter {
     type Message = CounterMsg;
 
     fn handle(&mut self, msg: CounterMsg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -178,8 +192,13 @@ struct Spinner {
 }
 
 struct Spin;
+// SAFETY: no data.
+unsafe impl Isolated for Spin {}
+impl Message for Spin {}
 
-impl Process for Spinner {
+// SAFETY: test instruments only, as for `Counter`: an atomic and a channel read by the test
+// thread. The message carries no data.
+unsafe impl Process for Spinner {
     type Message = Spin;
 
     fn handle(&mut self, _: Spin, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

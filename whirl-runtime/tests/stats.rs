@@ -13,7 +13,9 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use whirl_runtime::{Addr, Ctx, Failure, Group, GroupStats, Handles, Principal, Process, Runtime};
+use whirl_runtime::{
+    Addr, Ctx, Failure, Group, GroupStats, Handles, Isolated, Message, Principal, Process, Runtime,
+};
 
 use common::Gate;
 
@@ -51,7 +53,16 @@ enum Job {
     Lock(Arc<Mutex<()>>, Sender<()>, Sender<()>),
 }
 
-impl Process for Worker {
+// SAFETY: durations are owned data. The rest are test instruments, not application state:
+// the `Sender`s and the `Gate` connect a handler to the test thread (which opens the gate and
+// waits on the channels, outside the runtime), and the `Mutex` in `Lock` is the contention
+// whose lock latency the test measures, the `shares_state` case `Ctx::lock_timed` exists for.
+// `#[derive(Message)]` would rightly refuse them.
+unsafe impl Isolated for Job {}
+impl Message for Job {}
+
+// SAFETY: no state at all; the messages are `Job`s (see above).
+unsafe impl Process for Worker {
     type Message = Job;
 
     fn handle(&mut self, job: Job, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

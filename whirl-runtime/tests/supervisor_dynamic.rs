@@ -9,7 +9,7 @@ mod supervisor_support;
 use std::time::Duration;
 
 use common::{failure, runtime_with_dead_letters};
-use supervisor_support::{child, pid_of, running, runtime, start, Child, Do, Log};
+use supervisor_support::{child, pid_of, running, runtime, start, Child, Do, Log, Observer};
 use whirl_runtime::{
     ChildCounts, ChildRef, ChildSpec, ChildTemplate, EventKind, ExitReason, ManualClock, NameError,
     PostError, Restart, Strategy, Supervisor, SupervisorError, SupervisorSpec,
@@ -92,30 +92,41 @@ fn a_child_stopped_on_request_stays_stopped_when_a_sibling_restarts_all() {
     rt.shutdown_graceful();
 }
 
-/// A connection handler started per client: the template's argument.
-fn connections(log: &Log, restart: Restart) -> SupervisorSpec {
-    let tx = log.sender();
+/// The template's argument: a client's name, and the channel its connection handler reports
+/// on (a template is a plain function: what the child needs comes with the argument).
+type Client = (&'static str, Observer);
+
+fn client(log: &Log, name: &'static str) -> Client {
+    (name, log.sender())
+}
+
+/// A connection handler started per client, registered under the client's name.
+fn connection((client, tx): Client) -> ChildSpec {
+    ChildSpec::worker("conn", Child::new(client, &tx)).named(client)
+}
+
+fn transient_connection(client: Client) -> ChildSpec {
+    connection(client).restart(Restart::Transient)
+}
+
+/// A simple-one-for-one pool of connection handlers made by `template`.
+fn connections(log: &Log, template: fn(Client) -> ChildSpec) -> SupervisorSpec {
     log.spec("pool")
         .strategy(Strategy::SimpleOneForOne)
         .intensity(10, Duration::from_secs(5))
         .clock(ManualClock::new())
-        .template(ChildTemplate::new(move |client: &'static str| {
-            let tx = tx.clone();
-            ChildSpec::worker("conn", move || Child::new(client, &tx))
-                .restart(restart)
-                .named(client)
-        }))
+        .template(ChildTemplate::new(template))
 }
 
 #[test]
 fn simple_one_for_one_starts_children_of_its_template_on_demand() {
     let rt = runtime();
     let mut log = Log::new();
-    let pool = start(&rt, connections(&log, Restart::Permanent));
+    let pool = start(&rt, connections(&log, connection));
     assert!(pool.which_children().unwrap().is_empty());
 
-    let alice = pool.start_dynamic("alice").unwrap();
-    let bob = pool.start_dynamic("bob").unwrap();
+    let alice = pool.start_dynamic(client(&log, "alice")).unwrap();
+    let bob = pool.start_dynamic(client(&log, "bob")).unwrap();
     let ids: Vec<_> = pool
         .which_children()
         .unwrap()
@@ -152,8 +163,8 @@ fn simple_one_for_one_starts_children_of_its_template_on_demand() {
 fn a_transient_dynamic_child_that_finishes_is_removed() {
     let rt = runtime();
     let mut log = Log::new();
-    let pool = start(&rt, connections(&log, Restart::Transient));
-    pool.start_dynamic("carol").unwrap();
+    let pool = start(&rt, connections(&log, transient_connection));
+    pool.start_dynamic(client(&log, "carol")).unwrap();
     child(&rt, "carol").post(Do::Complete).unwrap();
     log.event("pool", |k| matches!(k, EventKind::ChildExited { .. }));
     rt.block_until_idle();

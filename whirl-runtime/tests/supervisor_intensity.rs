@@ -178,17 +178,8 @@ fn escalation_through_two_levels_ends_in_a_reported_root_failure() {
     let rt = runtime();
     let mut log = Log::new();
     let clock = ManualClock::new();
-    let tx = log.sender();
-    // `mid` builds its spec afresh at every start, and inherits the root's clock.
-    let mid = ChildSpec::supervisor("mid", move || {
-        let leaf_tx = tx.clone();
-        let events = tx.clone();
-        whirl_runtime::SupervisorSpec::new("mid")
-            .on_event(move |e| {
-                let _ = events.send(Seen::Sup(e.clone()));
-            })
-            .child(ChildSpec::worker("leaf", move || Child::new("leaf", &leaf_tx)).named("leaf"))
-    });
+    // `mid` starts from a clone of its spec at every restart, and inherits the root's clock.
+    let mid = ChildSpec::supervisor("mid", log.spec("mid").child(log.worker("leaf")));
     let spec = log
         .spec("root")
         .clock(clock.clone())
@@ -232,7 +223,7 @@ fn a_factory_that_panics_fails_the_supervisor_and_stops_its_children() {
     let spec = log
         .spec("sup")
         .child(log.worker("good"))
-        .child(ChildSpec::worker("bad", || -> Child {
+        .child(ChildSpec::worker_with("bad", (), |()| -> Child {
             panic!("cannot build [expected]")
         }));
     rt.spawn(Supervisor::new(spec));

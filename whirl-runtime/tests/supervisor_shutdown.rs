@@ -9,7 +9,7 @@ mod supervisor_support;
 use std::time::Duration;
 
 use common::{within_guard, Gate};
-use supervisor_support::{child, runtime, start, Child, Do, Log, Seen};
+use supervisor_support::{block, child, runtime, start, Child, Do, Log, Seen};
 use whirl_runtime::{ChildSpec, EventKind, ExitReason, Shutdown, SupervisorMsg, SupervisorSpec};
 
 #[test]
@@ -36,12 +36,12 @@ fn a_supervisors_shutdown_stops_its_subtree_in_order() {
     let rt = runtime();
     let mut log = Log::new();
     let tx = log.sender();
-    let mid = ChildSpec::supervisor("mid", move || {
-        let (x, y) = (tx.clone(), tx.clone());
+    let mid = ChildSpec::supervisor(
+        "mid",
         SupervisorSpec::new("mid")
-            .child(ChildSpec::worker("x", move || Child::new("x", &x)))
-            .child(ChildSpec::worker("y", move || Child::new("y", &y)))
-    });
+            .child(ChildSpec::worker("x", Child::new("x", &tx)))
+            .child(ChildSpec::worker("y", Child::new("y", &tx))),
+    );
     let spec = log
         .spec("root")
         .child(log.worker("a"))
@@ -78,7 +78,7 @@ fn a_child_past_its_shutdown_timeout_is_reported_and_left_to_finish() {
     );
     let sup = start(&rt, spec);
     let gate = Gate::new();
-    child(&rt, "slow").post(Do::Block(gate.clone())).unwrap();
+    child(&rt, "slow").post(block(&gate)).unwrap();
     log.wait("slow blocked", |s| {
         matches!(s, Seen::Blocked { name: "slow" })
     });
@@ -171,7 +171,7 @@ fn requests_wait_for_a_stop_in_progress_and_are_answered_in_order() {
         .child(log.worker("slow").shutdown(Shutdown::Infinity));
     let sup = start(&rt, spec);
     let gate = Gate::new();
-    child(&rt, "slow").post(Do::Block(gate.clone())).unwrap();
+    child(&rt, "slow").post(block(&gate)).unwrap();
     log.wait("slow blocked", |s| {
         matches!(s, Seen::Blocked { name: "slow" })
     });
@@ -196,11 +196,8 @@ fn one_worker_thread_is_enough_to_restart_and_stop_a_tree() {
     // here: the child needs that same (only) worker to terminate.
     let rt = whirl_runtime::Runtime::builder().threads(1).build();
     let mut log = Log::new();
-    let tx = log.sender();
-    let inner = ChildSpec::supervisor("inner", move || {
-        let tx = tx.clone();
-        SupervisorSpec::new("inner").child(ChildSpec::worker("x", move || Child::new("x", &tx)))
-    });
+    let x = ChildSpec::worker("x", Child::new("x", &log.sender()));
+    let inner = ChildSpec::supervisor("inner", SupervisorSpec::new("inner").child(x));
     let spec = log
         .spec("sup")
         .strategy(whirl_runtime::Strategy::OneForAll)

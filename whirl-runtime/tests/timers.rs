@@ -10,10 +10,13 @@ mod common;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
-use whirl_runtime::{Ctx, Failure, Handles, Process, Runtime, TimerHandle};
+use whirl_runtime::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime, TimerHandle};
 
 #[derive(Clone, Debug)]
 struct Tick(&'static str);
+// SAFETY: a `&'static str`.
+unsafe impl Isolated for Tick {}
+impl Message for Tick {}
 
 type Setup = Box<dyn FnOnce(&mut Ticker, &mut Ctx<Ticker>) + Send>;
 
@@ -21,6 +24,13 @@ enum TickerMsg {
     Tick(&'static str),
     Setup(Setup),
 }
+
+// SAFETY: a `&'static str`, or a `Setup`: the test harness's way to run code inside the
+// ticker, a closure written in these tests that captures only owned data and test instruments
+// (channels to the test thread). The compiler cannot check what a closure captures, which is why
+// application code writes `#[process]` handlers instead.
+unsafe impl Isolated for TickerMsg {}
+impl Message for TickerMsg {}
 
 /// What a ticker saw: (its name, the tick's tag, periodic ticks so far).
 type Seen = (&'static str, &'static str, u64);
@@ -58,7 +68,11 @@ impl Ticker {
     }
 }
 
-impl Process for Ticker {
+// SAFETY: names, numbers and the ticker's own `TimerHandle` (a handle on the runtime's timer
+// service, like an address), a start-up `Setup` (see `TickerMsg`), and `seen`, a test
+// instrument: a channel to the test thread, which receives from it outside the runtime. The
+// messages are isolated (above).
+unsafe impl Process for Ticker {
     type Message = TickerMsg;
 
     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

@@ -332,27 +332,35 @@
 //! # Supervision
 //!
 //! A [`Supervisor`] (Erlang/OTP's `supervisor`, the paper's section III-G) starts children
-//! from [`ChildSpec`]s, monitors them, and restarts a failed one from its factory, in a known
-//! good state, by its [`Strategy`] and [`Restart`] type, at most `max_restarts` times in a
-//! period; one more and it stops its children and fails, so its own supervisor takes over.
+//! from [`ChildSpec`]s, monitors them, and restarts a failed one in a known good state, by its
+//! [`Strategy`] and [`Restart`] type, at most `max_restarts` times in a period; one more and it
+//! stops its children and fails, so its own supervisor takes over.
+//!
+//! A child spec is data, as in OTP: [`ChildSpec::worker`] keeps an initial state and starts a
+//! clone of it each time; [`ChildSpec::worker_with`] keeps arguments and a plain function,
+//! OTP's `{Module, Function, Arguments}`. Both must be [`Isolated`], and the function is a `fn`
+//! pointer, so a closure capturing shared state (an `Arc<Mutex<_>>` that every incarnation
+//! would share with you) does not compile. Only observers may share state: a supervisor's
+//! event sink ([`SupervisorSpec::on_event`]) and its [`Clock`].
+//!
 //! A restarted child is a new process: the old address returns your message
 //! ([`PostError::Terminated`]), and a name ([`ChildSpec::named`]) reaches the new one through
 //! [`Runtime::whereis`]. The [`supervisor`] module documents the semantics, and
 //! `cargo run -p examples --bin supervision_tree` shows a tree surviving failures.
 //!
 //! ```
-//! use std::sync::atomic::{AtomicU64, Ordering};
 //! use whirl::prelude::*;
 //!
 //! #[derive(Message)]
 //! struct Crash;
 //!
 //! #[derive(Message)]
-//! struct Generation(ReplyTo<u64>);
+//! struct Serve(ReplyTo<u64>);
 //!
 //! #[process]
+//! #[derive(Clone)]
 //! struct Service {
-//!     generation: u64,
+//!     served: u64,
 //! }
 //!
 //! #[process]
@@ -363,27 +371,28 @@
 //!     }
 //!
 //!     #[handle]
-//!     fn generation(&mut self, Generation(reply): Generation) {
-//!         let _ = reply.send(self.generation);
+//!     fn serve(&mut self, Serve(reply): Serve) {
+//!         self.served += 1;
+//!         let _ = reply.send(self.served);
 //!     }
 //! }
 //!
 //! let rt = Runtime::new();
-//! let starts = AtomicU64::new(0);
-//! let factory = move || Service { generation: starts.fetch_add(1, Ordering::Relaxed) };
+//! let initial = Service { served: 0 };
 //! let sup = rt.spawn(Supervisor::new(
-//!     SupervisorSpec::new("root").child(ChildSpec::worker("service", factory).named("service")),
+//!     SupervisorSpec::new("root").child(ChildSpec::worker("service", initial).named("service")),
 //! ));
 //! rt.block_until_idle();
 //!
 //! let service = rt.whereis::<Service>("service").expect("started");
-//! assert_eq!(service.call(Generation)?, 0);
+//! assert_eq!(service.call(Serve)?, 1);
+//! assert_eq!(service.call(Serve)?, 2);
 //! service.post(Crash)?;
 //! rt.block_until_idle(); // the supervisor has restarted it
 //!
 //! assert!(matches!(service.post(Crash), Err(PostError::Terminated(Crash))));
 //! let service = rt.whereis::<Service>("service").expect("restarted");
-//! assert_eq!(service.call(Generation)?, 1);
+//! assert_eq!(service.call(Serve)?, 1, "a clone of the initial state");
 //! assert_eq!(sup.count_children()?.restarts, 1);
 //! rt.shutdown_graceful();
 //! # Ok::<(), Box<dyn std::error::Error>>(())

@@ -14,50 +14,48 @@
 //! cargo run --release -p examples --bin predicate_cost [-- N ROUNDS]
 //! ```
 
-use std::sync::mpsc::{self, Receiver};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
-use whirl::{
-    CoarseClock, ControllerParams, Ctx, Failure, Group, Handles, Process, QueueLength,
-    ResponseTime, Runtime, TokenBucket,
-};
+use whirl::prelude::*;
+use whirl::{CoarseClock, ControllerParams, Group, QueueLength, ResponseTime, TokenBucket};
 
+#[derive(Message)]
 struct Tick;
 
-enum Msg {
-    Tick,
-    /// Blocks the receiver until the sender hangs up.
-    Hold(Receiver<()>),
-}
+/// Blocks the receiver until the other end of the socket is closed. An owned socket, not a
+/// channel: the message shares nothing with the sender, and the kernel does the waiting.
+#[derive(Message)]
+struct Hold(TcpStream);
 
+#[process]
 struct Sink {
     ticks: u64,
 }
 
-impl Process for Sink {
-    type Message = Msg;
+#[process]
+impl Sink {
+    #[handle]
+    fn tick(&mut self, _: Tick) {
+        self.ticks += 1;
+    }
 
-    fn handle(&mut self, msg: Msg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        match msg {
-            Msg::Tick => self.ticks += 1,
-            Msg::Hold(rx) => {
-                let _ = rx.recv();
-            }
-        }
-        Ok(())
+    #[handle]
+    fn hold(&mut self, Hold(mut stream): Hold) {
+        // Returns at end of stream (or on an error): when the bench drops its end.
+        let _ = stream.read(&mut [0; 1]);
     }
 }
 
-impl Handles<Msg> for Sink {
-    fn into_message(msg: Msg) -> Msg {
-        msg
-    }
-}
-
-impl Handles<Tick> for Sink {
-    fn into_message(_: Tick) -> Msg {
-        Msg::Tick
-    }
+/// A connected pair of loopback sockets: the bench keeps one end, the sink blocks reading the
+/// other until the bench drops its end.
+fn latch() -> (TcpStream, TcpStream) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+    let release = TcpStream::connect(listener.local_addr().expect("its address"))
+        .expect("a loopback connection");
+    let (held, _) = listener.accept().expect("the loopback connection");
+    (release, held)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -92,14 +90,16 @@ fn run(variant: usize, mode: Mode, n: u64) -> f64 {
     let group = group(&rt, variant);
     let sink = rt.spawn_in(&group, Sink { ticks: 0 });
     rt.block_until_idle();
-    let (release, held) = mpsc::channel();
-    if mode == Mode::Held {
-        if sink.post(Msg::Hold(held)).is_err() {
-            panic!("the hold was not admitted");
+    let release = match mode {
+        Mode::Held => {
+            let (release, held) = latch();
+            if sink.post(Hold(held)).is_err() {
+                panic!("the hold was not admitted");
+            }
+            Some(release)
         }
-    } else {
-        drop(held);
-    }
+        Mode::Live => None,
+    };
     let start = Instant::now();
     for _ in 0..n {
         if sink.post(Tick).is_err() {

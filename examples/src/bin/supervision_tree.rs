@@ -68,6 +68,7 @@ impl Registry {
 }
 
 #[process]
+#[derive(Clone)]
 struct Session {
     user: String,
 }
@@ -86,6 +87,7 @@ impl Session {
 }
 
 #[process]
+#[derive(Clone)]
 struct Stage {
     name: &'static str,
 }
@@ -98,42 +100,53 @@ impl Stage {
     }
 }
 
+/// A pipeline stage: every restart starts from a clone of `Stage { name }`.
 fn stage(name: &'static str) -> ChildSpec {
-    ChildSpec::worker(name, move || Stage { name }).named(name)
+    ChildSpec::worker(name, Stage { name }).named(name)
 }
 
+/// The template of the `sessions` supervisor: a user's name becomes the initial state of
+/// their session, which restarts from it.
+fn session(user: String) -> ChildSpec {
+    let name = format!("session:{user}");
+    ChildSpec::worker("session", Session { user })
+        .restart(Restart::Transient)
+        .named(name)
+}
+
+/// The whole tree, as data: child specs hold initial states, or a function and its arguments,
+/// never a closure that could share state with the caller. Only the event sink, an observer,
+/// does (it sends copies of the events to `main`).
 fn tree(events: mpsc::Sender<SupervisorEvent>) -> SupervisorSpec {
-    let sessions = ChildSpec::supervisor("sessions", || {
+    let sessions = ChildSpec::supervisor(
+        "sessions",
         SupervisorSpec::new("sessions")
             .strategy(Strategy::SimpleOneForOne)
             .intensity(5, Duration::from_secs(10))
-            .template(ChildTemplate::new(|user: String| {
-                let name = format!("session:{user}");
-                ChildSpec::worker("session", move || Session { user: user.clone() })
-                    .restart(Restart::Transient)
-                    .named(name)
-            }))
-    })
+            .template(ChildTemplate::new(session)),
+    )
     .named("sessions");
-    let pipeline = ChildSpec::supervisor("pipeline", || {
+    let pipeline = ChildSpec::supervisor(
+        "pipeline",
         SupervisorSpec::new("pipeline")
             .strategy(Strategy::RestForOne)
             .intensity(2, Duration::from_secs(10))
             .child(stage("reader"))
-            .child(stage("writer"))
-    })
+            .child(stage("writer")),
+    )
     .named("pipeline");
+    // OTP's {Module, Function, Arguments}: every (re)start calls the function on a clone of
+    // the arguments (here, the initial capacity of an empty registry).
+    let registry = ChildSpec::worker_with("registry", 64, |capacity| Registry {
+        entries: HashMap::with_capacity(capacity),
+    })
+    .named("registry");
     SupervisorSpec::new("root")
         .intensity(3, Duration::from_secs(10))
         .on_event(move |e| {
             let _ = events.send(e.clone());
         })
-        .child(
-            ChildSpec::worker("registry", || Registry {
-                entries: HashMap::new(),
-            })
-            .named("registry"),
-        )
+        .child(registry)
         .child(sessions)
         .child(pipeline)
 }

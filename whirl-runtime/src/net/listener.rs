@@ -10,6 +10,7 @@ use mio::Interest;
 use super::poller::{Net, Registration};
 use super::Readiness;
 use crate::ctx::Ctx;
+use crate::isolated::Isolated;
 use crate::process::{ExitReason, Failure, Handles, Process};
 
 /// Connections accepted per turn before yielding to other processes.
@@ -26,42 +27,98 @@ pub enum AcceptorMsg {
     Stop,
 }
 
-// SAFETY: plain data.
-unsafe impl crate::isolated::Isolated for AcceptorMsg {}
+// SAFETY: plain data: a `Readiness` is a few `bool`s.
+unsafe impl Isolated for AcceptorMsg {}
 impl crate::isolated::Message for AcceptorMsg {
     const BYPASSES_ADMISSION: bool = true;
 }
 
-/// What the acceptor does with a connection: usually spawns the processes that serve it.
-/// An error is logged and the connection dropped; the acceptor goes on.
-pub type OnAccept = Box<
-    dyn FnMut(TcpStream, SocketAddr, &mut Ctx<Acceptor>) -> Result<(), Box<dyn std::error::Error>>
-        + Send,
->;
+/// The error an [`Accept`] implementation returns for a connection it could not serve.
+pub type AcceptError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A process that accepts TCP connections and hands each one to a function. See the
-/// [module docs](super) for an example.
+/// What an [`Acceptor`] does with each connection it accepts: usually spawns a
+/// [`SocketConnection`](super::SocketConnection) and the process that speaks the protocol over
+/// it. An error is logged and the connection dropped; the acceptor goes on.
+///
+/// It is part of the acceptor's state, so it must be [`Isolated`]: implement it on a struct
+/// holding what it needs (process addresses, groups, immutable configuration behind an `Arc`)
+/// that derives `Isolated` (`#[derive(Isolated)]` in the `whirl` crate). A closure cannot be
+/// used: it could capture shared mutable state (an `Arc<Mutex<_>>`) that the type system would
+/// not see. For the simple case there is an impl for plain function pointers, [`AcceptFn`],
+/// which [`Acceptor::bind_fn`] takes (a non-capturing closure coerces to one).
+///
+/// ```
+/// use std::net::SocketAddr;
+/// use whirl_runtime::net::{Accept, AcceptError, Acceptor, SocketConnection, TcpStream};
+/// use whirl_runtime::{Ctx, Group, Isolated};
+///
+/// /// Puts every connection's socket process in the `sockets` group.
+/// struct IntoGroup { sockets: Group }
+/// // SAFETY: a `Group` is a handle on the runtime's group configuration, isolated by the
+/// // runtime. (Real code writes `#[derive(Isolated)]`, which checks it.)
+/// unsafe impl Isolated for IntoGroup {}
+///
+/// impl Accept for IntoGroup {
+///     fn accept(
+///         &mut self,
+///         stream: TcpStream,
+///         _peer: SocketAddr,
+///         ctx: &mut Ctx<Acceptor>,
+///     ) -> Result<(), AcceptError> {
+///         ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?));
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait Accept: Isolated {
+    /// Takes one accepted connection from `peer`. Runs in the acceptor's handler: it must not
+    /// block, and should leave the connection's work to the processes it spawns.
+    fn accept(
+        &mut self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        ctx: &mut Ctx<Acceptor>,
+    ) -> Result<(), AcceptError>;
+}
+
+/// A plain function that takes accepted connections: the short form of [`Accept`], for
+/// [`Acceptor::bind_fn`]. Being a function pointer, it carries no data at all.
+pub type AcceptFn = fn(TcpStream, SocketAddr, &mut Ctx<Acceptor>) -> Result<(), AcceptError>;
+
+// SAFETY: a function pointer holds no data. (The generic impls in `isolated.rs` cover
+// higher-ranked function pointers only when the *first* parameter is the borrowed one; here it
+// is the third, `&mut Ctx<Acceptor>`.)
+#[allow(coherence_leak_check)] // a distinct type from `fn(A, B, C) -> R`; see `isolated.rs`
+unsafe impl Isolated for AcceptFn {}
+
+impl Accept for AcceptFn {
+    fn accept(
+        &mut self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        ctx: &mut Ctx<Acceptor>,
+    ) -> Result<(), AcceptError> {
+        self(stream, peer, ctx)
+    }
+}
+
+/// A process that accepts TCP connections and hands each one to an [`Accept`]
+/// implementation. See the [module docs](super) for an example.
 pub struct Acceptor {
     listener: TcpListener,
     net: Net,
-    on_accept: OnAccept,
+    on_accept: Box<dyn Accept>,
     registration: Option<Registration>,
     accepted: u64,
 }
 
 impl Acceptor {
-    /// Binds `addr` and prepares an acceptor (spawn it to start accepting). Returns the bound
-    /// address too (useful with port 0).
+    /// Binds `addr` and prepares an acceptor (spawn it to start accepting) that hands each
+    /// connection to `on_accept`. Returns the bound address too (useful with port 0).
     pub fn bind(
         addr: SocketAddr,
         net: Net,
-        on_accept: impl FnMut(
-                TcpStream,
-                SocketAddr,
-                &mut Ctx<Acceptor>,
-            ) -> Result<(), Box<dyn std::error::Error>>
-            + Send
-            + 'static,
+        on_accept: impl Accept,
     ) -> io::Result<(Acceptor, SocketAddr)> {
         let listener = TcpListener::bind(addr)?;
         let local = listener.local_addr()?;
@@ -75,6 +132,16 @@ impl Acceptor {
         Ok((acceptor, local))
     }
 
+    /// [`Acceptor::bind`] with a plain function (or a closure that captures nothing, which
+    /// coerces to one) taking each connection.
+    pub fn bind_fn(
+        addr: SocketAddr,
+        net: Net,
+        on_accept: AcceptFn,
+    ) -> io::Result<(Acceptor, SocketAddr)> {
+        Acceptor::bind(addr, net, on_accept)
+    }
+
     /// Connections accepted so far.
     pub fn accepted(&self) -> u64 {
         self.accepted
@@ -85,7 +152,7 @@ impl Acceptor {
             match self.listener.accept() {
                 Ok((stream, peer)) => {
                     self.accepted += 1;
-                    if let Err(e) = (self.on_accept)(stream, peer, ctx) {
+                    if let Err(e) = self.on_accept.accept(stream, peer, ctx) {
                         tracing::warn!(%peer, "dropping an accepted connection: {e}");
                     }
                 }
@@ -106,7 +173,17 @@ impl Acceptor {
     }
 }
 
-// SAFETY: PENDING-REVIEW
+// SAFETY: the state shares no mutable state with any other process:
+// * `listener` is an owned mio socket: this process holds the only handle on it (it is never
+//   cloned or lent out), like the `std::net::TcpListener` that `isolated.rs` lists;
+// * `on_accept` is a `Box<dyn Accept>`, and `Accept: Isolated`, so whatever it holds was
+//   checked (or, for an `unsafe impl`, promised) by its author;
+// * `net` and the `Registration` are handles on the runtime's own I/O service, the poller. Like
+//   an `Addr`, they reach only the runtime's internal, self-synchronising bookkeeping (the
+//   poll registry and the table of readiness callbacks), never another process's state; what
+//   the poller does with them is post `AcceptorMsg::Ready` to this process;
+// * `accepted` is a counter.
+// The only message, `AcceptorMsg`, is plain data.
 unsafe impl Process for Acceptor {
     type Message = AcceptorMsg;
 

@@ -66,6 +66,15 @@ impl Net {
     ///
     /// The registration lasts until the returned [`Registration`] is dropped (closing the
     /// source also removes it from the poll set).
+    ///
+    /// `on_ready` is not process state: it is kept in the poller's table of callbacks, shared
+    /// (behind an `Arc`) by the thread that registers it, the poller thread that calls it and
+    /// whichever worker drops the [`Registration`]. Hence the bounds of a value shared between
+    /// threads, `Send + Sync + 'static`, and not [`Isolated`](crate::Isolated): it never runs
+    /// as, or inside, a process, so it cannot break a process's isolation, and `Sync` checks
+    /// that what it captures may soundly be used from the poller thread. The intended body
+    /// posts a message to the owning process through an `Addr` it captured, and touches no
+    /// process's state.
     pub fn register<S: Source + ?Sized>(
         &self,
         source: &mut S,

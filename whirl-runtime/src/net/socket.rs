@@ -303,7 +303,17 @@ impl SocketConnection {
     }
 }
 
-// SAFETY: PENDING-REVIEW
+// SAFETY: the state shares no mutable state with any other process:
+// * `stream` is an owned mio socket: this process holds the only handle on it (it is never
+//   cloned or lent out), like the `std::net::TcpStream` that `isolated.rs` lists;
+// * `net` and the `Registration` are handles on the runtime's own I/O service, the poller. Like
+//   an `Addr`, they reach only the runtime's internal, self-synchronising bookkeeping (the
+//   poll registry and the table of readiness callbacks), never another process's state; what
+//   the poller does with them is post `SocketMsg::Ready` to this process;
+// * `owner` is a `Recipient`, a process address;
+// * the rest is owned data: the outgoing byte queue, counters, flags, the close reason.
+// The messages, `SocketMsg` (bytes by value, a `Recipient`, readiness flags), are isolated, and
+// so are the `SocketEvent`s sent to the owner.
 unsafe impl Process for SocketConnection {
     type Message = SocketMsg;
 

@@ -1,5 +1,5 @@
 //! Running children, type-erased: what the supervisor needs from one (its id, and how to ask
-//! it to stop), and how the factory spawns and registers it.
+//! it to stop), and how a child spec's start function spawns and registers it.
 
 use std::sync::Arc;
 
@@ -51,8 +51,8 @@ impl RunningChild for SupervisedSupervisor {
     }
 }
 
-/// What a factory gets: the supervisor's context, where and under which name to run the child,
-/// and what a child supervisor inherits.
+/// What a child spec's start gets: the supervisor's context, where and under which name to
+/// run the child, and what a child supervisor inherits.
 pub(crate) struct StartCx<'a> {
     pub(super) ctx: &'a Ctx<Supervisor>,
     pub(super) group: Option<&'a Group>,
@@ -113,7 +113,3 @@ pub struct ChildCounts {
 unsafe impl crate::isolated::Isolated for ChildInfo {}
 // SAFETY: plain counters.
 unsafe impl crate::isolated::Isolated for ChildCounts {}
-// SAFETY: plain enums.
-unsafe impl crate::isolated::Isolated for super::spec::ChildKind {}
-// SAFETY: as above.
-unsafe impl crate::isolated::Isolated for super::spec::Restart {}

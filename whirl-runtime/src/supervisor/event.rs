@@ -8,6 +8,11 @@ use crate::process::{ExitReason, ProcessId};
 
 /// Where a supervisor's events go (see
 /// [`SupervisorSpec::on_event`](crate::SupervisorSpec::on_event)).
+///
+/// It may share state (a metrics counter, a channel to a test): it is an observer, not process
+/// state, and is only ever given copies of events. `Send + Sync` because one sink is shared by
+/// a supervisor, the clones of its spec and the child supervisors that inherit it, and is
+/// called from whichever worker runs each of them.
 pub type EventSink = Arc<dyn Fn(&SupervisorEvent) + Send + Sync>;
 
 /// Something a supervisor did or saw.

@@ -1,17 +1,17 @@
 //! The supervisor's messages, and the client API on `Addr<Supervisor>`.
 
-use std::any::Any;
 use std::fmt;
 
 use crate::addr::Addr;
 use crate::error::{CallError, PostError};
+use crate::isolated::Isolated;
 use crate::process::{Down, Handles, ProcessId};
 use crate::reply::ReplyTo;
 
 use super::child::{ChildCounts, ChildInfo};
 use super::error::SupervisorError;
 use super::process::Supervisor;
-use super::spec::ChildSpec;
+use super::spec::{ChildSpec, IsolatedAny};
 
 /// A message to a [`Supervisor`]. Opaque: use the blocking methods on `Addr<Supervisor>`, or
 /// build requests with the constructors for async code (`sup.ask(SupervisorMsg::count_children)`).
@@ -31,7 +31,8 @@ type Reply<T> = ReplyTo<Result<T, SupervisorError>>;
 
 pub(super) enum Request {
     Start(ChildSpec, Reply<ProcessId>),
-    StartDynamic(Box<dyn Any + Send>, &'static str, Reply<ProcessId>),
+    /// The argument for the template, and its type's name (for a `WrongArgument` error).
+    StartDynamic(Box<dyn IsolatedAny>, &'static str, Reply<ProcessId>),
     Terminate(ChildRef, Reply<()>),
     Restart(String, Reply<ProcessId>),
     Delete(String, Reply<()>),
@@ -48,6 +49,9 @@ pub enum ChildRef {
     /// By the running incarnation's process id.
     Pid(ProcessId),
 }
+
+// SAFETY: a `String` or a `ProcessId`, owned data.
+unsafe impl Isolated for ChildRef {}
 
 impl From<&str> for ChildRef {
     fn from(id: &str) -> Self {
@@ -82,8 +86,9 @@ impl SupervisorMsg {
         SupervisorMsg(Msg::Request(Request::Start(spec, reply)))
     }
 
-    /// Starts a child of a simple-one-for-one supervisor's template with `arg`.
-    pub fn start_dynamic<A: Send + 'static>(arg: A, reply: Reply<ProcessId>) -> Self {
+    /// Starts a child of a simple-one-for-one supervisor's template with `arg` (`Isolated`:
+    /// it moves into the child).
+    pub fn start_dynamic<A: Isolated>(arg: A, reply: Reply<ProcessId>) -> Self {
         let given = std::any::type_name::<A>();
         SupervisorMsg(Msg::Request(Request::StartDynamic(
             Box::new(arg),
@@ -141,9 +146,32 @@ impl fmt::Debug for SupervisorMsg {
     }
 }
 
-// SAFETY: PENDING-SUPERVISOR-REDESIGN: child specs become data (fn pointers and isolated
-// arguments); until then this impl is what the redesign must make true.
-unsafe impl crate::isolated::Isolated for SupervisorMsg {}
+// SAFETY: every variant holds only `Isolated` values (asserted below): a `Down`, a timer epoch,
+// and requests made of child specs (data: initial states, function pointers and arguments, see
+// `ChildSpec`'s impl), a `start_dynamic` argument as a `Box<dyn IsolatedAny>` (`Isolated`
+// through the supertrait), child references, ids, `&'static str`s, and one-shot reply
+// handles whose answers (`ProcessId`s, child infos and counts, `SupervisorError`s) are
+// `Isolated` too.
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for SupervisorMsg {}
+
+const _: () = {
+    fn assert_isolated<T: ?Sized + Isolated>() {}
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<Down>;
+    let _ = assert_isolated::<u64>;
+    let _ = assert_isolated::<ChildSpec>;
+    let _ = assert_isolated::<Box<dyn IsolatedAny>>;
+    let _ = assert_isolated::<&'static str>;
+    let _ = assert_isolated::<ChildRef>;
+    let _ = assert_isolated::<String>;
+    let _ = assert_isolated::<Reply<ProcessId>>;
+    let _ = assert_isolated::<Reply<()>>;
+    let _ = assert_isolated::<ReplyTo<Vec<ChildInfo>>>;
+    let _ = assert_isolated::<ReplyTo<ChildCounts>>;
+};
+
+#[diagnostic::do_not_recommend]
 impl crate::isolated::Message for SupervisorMsg {
     const BYPASSES_ADMISSION: bool = true;
 }
@@ -176,8 +204,10 @@ impl Addr<Supervisor> {
         flatten(self.call(|reply| SupervisorMsg::start_child(spec, reply)))
     }
 
-    /// Starts a child of a simple-one-for-one supervisor's template with `arg`.
-    pub fn start_dynamic<A: Send + 'static>(&self, arg: A) -> Result<ProcessId, SupervisorError> {
+    /// Starts a child of a simple-one-for-one supervisor's template with `arg`, which must be
+    /// of the type the [`ChildTemplate`](crate::ChildTemplate) takes (else
+    /// [`SupervisorError::WrongArgument`]). `Isolated`: it moves into the child.
+    pub fn start_dynamic<A: Isolated>(&self, arg: A) -> Result<ProcessId, SupervisorError> {
         flatten(self.call(|reply| SupervisorMsg::start_dynamic(arg, reply)))
     }
 

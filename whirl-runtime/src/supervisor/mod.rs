@@ -38,10 +38,15 @@
 //!   and carries on (the exit request stays, so the child terminates when its handler
 //!   returns). There is no separate `shutdown` exit reason: a child stopped by its supervisor
 //!   exits `Normal`, which is why transient children are not restarted after it.
-//! * **Factories run on the supervisor.** A factory (or a child spec template) that panics
-//!   fails the supervisor, which stops its other children and escalates, much as a crash in
-//!   OTP's `start_child` would; keep factories to building state, and put fallible setup in
-//!   the child's `started` hook, where a failure is an ordinary, restartable one.
+//! * **Child specs are data, and are started on the supervisor.** A spec holds an initial
+//!   state, or a plain function pointer and its arguments (OTP's `{M, F, A}`), all
+//!   [`Isolated`](crate::Isolated): no closure can smuggle shared mutable state into every
+//!   incarnation of a child (see [`ChildSpec::worker_with`]). The state is cloned, or the
+//!   start function applied to a clone of the arguments, on the supervisor's worker. A start
+//!   function (or a child template) that panics fails the supervisor, which stops its other
+//!   children and escalates, much as a crash in OTP's `start_child` would; keep start
+//!   functions to building state, and put fallible setup in the child's `started` hook, where
+//!   a failure is an ordinary, restartable one.
 //! * **Stopping never blocks a worker.** The supervisor stops children one at a time, waiting
 //!   for each `Down` as a message; requests arriving meanwhile are answered afterwards.
 //! * **A child stopped on request stays stopped** when a sibling's failure restarts the

@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use crate::client::SharedClient;
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
 use crate::process::{Down, ExitReason, Failure, Process, ProcessId};
@@ -25,10 +26,15 @@ use super::stop::{StopOp, Then};
 /// intensity. See the [module documentation](crate::supervisor) for the semantics.
 ///
 /// ```
-/// use whirl_runtime::{ChildSpec, Ctx, Failure, Process, Runtime, Supervisor, SupervisorSpec};
+/// use whirl_runtime::{ChildSpec, Ctx, Failure, Isolated, Process};
+/// use whirl_runtime::{Runtime, Supervisor, SupervisorSpec};
 ///
+/// #[derive(Clone)]
 /// struct Worker;
-/// impl Process for Worker {
+/// // SAFETY: no fields. (Real code writes `#[process]`, which checks it.)
+/// unsafe impl Isolated for Worker {}
+/// // SAFETY: no state, and the message is `()`.
+/// unsafe impl Process for Worker {
 ///     type Message = ();
 ///     fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
 ///         Ok(())
@@ -37,7 +43,7 @@ use super::stop::{StopOp, Then};
 ///
 /// let rt = Runtime::new();
 /// let sup = rt.spawn(Supervisor::new(
-///     SupervisorSpec::new("root").child(ChildSpec::worker("worker", || Worker)),
+///     SupervisorSpec::new("root").child(ChildSpec::worker("worker", Worker)),
 /// ));
 /// let children = sup.which_children().unwrap();
 /// assert_eq!(children[0].id, "worker");
@@ -95,8 +101,11 @@ impl Supervisor {
             name: Arc::from(spec.name.as_str()),
             strategy: spec.strategy,
             intensity: Intensity::new(spec.max_restarts, spec.period),
-            clock: spec.clock.unwrap_or_else(|| Arc::new(SystemClock)),
-            events: spec.events,
+            clock: match spec.clock {
+                Some(clock) => clock.into_inner(),
+                None => Arc::new(SystemClock),
+            },
+            events: spec.events.map(SharedClient::into_inner),
             template: spec.template,
             initial: spec.children,
             problem,
@@ -151,7 +160,6 @@ impl Supervisor {
     /// Starts a new incarnation of child `index`.
     pub(super) fn start(&mut self, index: usize, restarting: bool, ctx: &Ctx<Self>) -> ProcessId {
         let spec = &self.children[index].spec;
-        let start = Arc::clone(&spec.start);
         let mut cx = StartCx {
             ctx,
             group: spec.group.as_ref(),
@@ -159,7 +167,7 @@ impl Supervisor {
             clock: &self.clock,
             events: self.events.as_ref(),
         };
-        let child = start(&mut cx);
+        let child = spec.start.start(&mut cx);
         let pid = child.id();
         let entry = &mut self.children[index];
         entry.running = Some(child);
@@ -201,7 +209,18 @@ impl Supervisor {
     }
 }
 
-// SAFETY: PENDING-REVIEW
+// SAFETY: the message is `SupervisorMsg`, `Isolated` (see its impl). The state is
+// * owned data: the name (an immutable `Arc<str>`), strategy, intensity window, counters,
+//   keys, the spec's problem, deferred messages (`SupervisorMsg`s) and the stop operation's
+//   queue and reply handle;
+// * child specs and the template: data (initial states, function pointers and arguments,
+//   supervisor specs), `Isolated` by their impls; children are spawned from clones of them;
+// * the running children as `Addr`s (inside `Box<dyn RunningChild>`) and the shutdown timer's
+//   `TimerHandle`: runtime handles that grant no access to another process's state;
+// * the clock and the event sink, which the user may share on purpose (a test's
+//   `ManualClock`, a metrics counter): observers and policies, not process state. The
+//   supervisor only reads the clock and hands the sink copies of its events; neither reaches
+//   a child's state, and the spec holds them as `SharedClient`s, with the reason.
 unsafe impl Process for Supervisor {
     type Message = SupervisorMsg;
 

@@ -38,12 +38,12 @@ impl Supervisor {
             Request::StartDynamic(arg, given, reply) => {
                 let answer = match &self.template {
                     None => Err(wrong("start_dynamic")),
-                    Some(template) => match (template.make)(arg) {
-                        Err(_) => Err(SupervisorError::WrongArgument {
+                    Some(template) => match template.make.make(arg) {
+                        None => Err(SupervisorError::WrongArgument {
                             expected: template.argument,
                             given,
                         }),
-                        Ok(spec) => {
+                        Some(spec) => {
                             let index = self.add(spec, true);
                             Ok(self.start(index, false, ctx))
                         }

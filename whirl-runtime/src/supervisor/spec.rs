@@ -1,13 +1,38 @@
 //! What a supervisor is told to run: child specs, restart types, shutdown policies, strategy
 //! and restart intensity.
+//!
+//! # Child specs are data
+//!
+//! OTP's child spec says how to start a child as data, `{Module, Function, Arguments}`, not as
+//! a closure. whirl keeps that shape so that isolation survives restarts: everything a spec
+//! moves into a child process is [`Isolated`] data, cloned afresh at every (re)start.
+//!
+//! * [`ChildSpec::worker`] keeps a known-good initial state `P: Isolated + Clone`;
+//! * [`ChildSpec::worker_with`] keeps arguments `A: Isolated + Clone` and a plain function
+//!   pointer `fn(A) -> P`, OTP's `{M, F, A}`;
+//! * [`ChildSpec::supervisor`] keeps a [`SupervisorSpec`], itself made of child specs;
+//! * a [`ChildTemplate`] keeps a function pointer `fn(A) -> ChildSpec`.
+//!
+//! A closure that captures nothing coerces to a function pointer; one that captures (an
+//! `Arc<Mutex<_>>` the caller keeps a clone of, which every incarnation would then share) is a
+//! compile error. So a [`ChildSpec`] is honestly `Isolated`, and so are the messages and errors
+//! that carry one.
+//!
+//! The exceptions are the observers and policies that are not process state: a supervisor's
+//! [`Clock`] and its event sink ([`SupervisorSpec::on_event`]) may share state (a test's
+//! `ManualClock`, a metrics counter), because the user shares them on purpose and they never
+//! reach a child's state. A spec holds them as [`SharedClient`]s, whirl's sanctioned and
+//! greppable way of holding something shared on purpose, with the reason.
 
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::client::SharedClient;
 use crate::clock::Clock;
 use crate::group::Group;
+use crate::isolated::Isolated;
 use crate::process::Process;
 
 use super::child::{RunningChild, StartCx, SupervisedSupervisor, Worker};
@@ -68,34 +93,124 @@ pub enum ChildKind {
     Supervisor,
 }
 
-/// The factory: spawns a fresh incarnation, monitored by the supervisor.
-pub(super) type StartFn = Arc<dyn Fn(&mut StartCx<'_>) -> Box<dyn RunningChild> + Send + Sync>;
+// SAFETY: plain `Copy` enums; `Shutdown` holds at most a `Duration`.
+unsafe impl Isolated for Strategy {}
+// SAFETY: as above.
+unsafe impl Isolated for Restart {}
+// SAFETY: as above.
+unsafe impl Isolated for Shutdown {}
+// SAFETY: as above.
+unsafe impl Isolated for ChildKind {}
 
-/// How to start one child and how to treat it when it terminates.
+/// How to start one incarnation of a child: data the supervisor keeps, and runs at every
+/// (re)start on its own worker.
 ///
-/// The factory rebuilds the child's state from a known good state at every (re)start; it runs
-/// on the supervisor's worker, so it should be quick (do slow setup in the child's `started`
-/// hook).
+/// `Isolated` is a supertrait, so a `Box<dyn Start>` is `Isolated` by the impl for `Box`: each
+/// implementation below is a function pointer and `Isolated` values, nothing else.
+pub(super) trait Start: Isolated {
+    /// Spawns (and monitors, and names) a fresh incarnation.
+    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild>;
+
+    /// A copy of the recipe, for a cloned [`ChildSpec`].
+    fn clone_box(&self) -> Box<dyn Start>;
+}
+
+/// [`ChildSpec::worker`]: every incarnation starts from a clone of the initial state.
+struct Initial<P>(P);
+
+// SAFETY: the one field is a `P`, which the bound makes `Isolated`.
+unsafe impl<P: Isolated> Isolated for Initial<P> {}
+
+impl<P: Process + Isolated + Clone> Start for Initial<P> {
+    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild> {
+        Box::new(Worker(cx.spawn(self.0.clone())))
+    }
+
+    fn clone_box(&self) -> Box<dyn Start> {
+        Box::new(Initial(self.0.clone()))
+    }
+}
+
+/// [`ChildSpec::worker_with`]: every incarnation is `start(args.clone())`, OTP's `{M, F, A}`.
+struct Apply<A, P> {
+    args: A,
+    start: fn(A) -> P,
+}
+
+// SAFETY: the arguments are `Isolated` by the bound, and a function pointer holds no data
+// (`fn(A) -> P` is `Send`, and `'static` with `A` and `P`).
+unsafe impl<A: Isolated, P: 'static> Isolated for Apply<A, P> {}
+
+impl<A: Isolated + Clone, P: Process> Start for Apply<A, P> {
+    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild> {
+        Box::new(Worker(cx.spawn((self.start)(self.args.clone()))))
+    }
+
+    fn clone_box(&self) -> Box<dyn Start> {
+        Box::new(Apply {
+            args: self.args.clone(),
+            start: self.start,
+        })
+    }
+}
+
+/// [`ChildSpec::supervisor`]: every incarnation runs a clone of the spec.
+struct Nested(SupervisorSpec);
+
+// SAFETY: the one field is a `SupervisorSpec`, which is `Isolated` (see its impl).
+unsafe impl Isolated for Nested {}
+
+impl Start for Nested {
+    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild> {
+        let mut spec = self.0.clone();
+        // Inherited observers are shared on purpose, as the parent's were.
+        spec.clock = spec
+            .clock
+            .or_else(|| Some(SharedClient::new(Arc::clone(cx.clock), CLOCK_SHARED)));
+        spec.events = spec.events.or_else(|| {
+            cx.events
+                .map(|sink| SharedClient::new(sink.clone(), EVENTS_SHARED))
+        });
+        Box::new(SupervisedSupervisor(cx.spawn(Supervisor::new(spec))))
+    }
+
+    fn clone_box(&self) -> Box<dyn Start> {
+        Box::new(Nested(self.0.clone()))
+    }
+}
+
+/// How to start one child and how to treat it when it terminates (OTP's child spec).
+///
+/// A spec is data: an initial state, or a start function and its arguments, or a supervisor
+/// spec, all [`Isolated`]. The supervisor rebuilds the child from it at every (re)start, so a
+/// restarted child begins again from a known good state. Building the state runs on the
+/// supervisor's worker, so it should be quick (do slow or fallible setup in the child's
+/// `started` hook, where a failure is an ordinary, restartable one).
 ///
 /// ```
 /// use std::time::Duration;
-/// use whirl_runtime::{ChildSpec, Ctx, Failure, Process, Restart, Shutdown};
+/// use whirl_runtime::{ChildSpec, Ctx, Failure, Isolated, Process, Restart, Shutdown};
 ///
-/// struct Cache;
-/// impl Process for Cache {
+/// #[derive(Clone)]
+/// struct Cache {
+///     capacity: usize,
+/// }
+/// // SAFETY: a `usize` is owned data. (Real code writes `#[process]`, which checks it.)
+/// unsafe impl Isolated for Cache {}
+/// // SAFETY: the state is a `usize` and the message is `()`, both owned data.
+/// unsafe impl Process for Cache {
 ///     type Message = ();
 ///     fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
 ///         Ok(())
 ///     }
 /// }
 ///
-/// let spec = ChildSpec::worker("cache", || Cache)
+/// let spec = ChildSpec::worker("cache", Cache { capacity: 1024 })
 ///     .restart(Restart::Transient)
 ///     .shutdown(Shutdown::Timeout(Duration::from_secs(1)))
 ///     .named("cache");
 /// assert_eq!(spec.id(), "cache");
 /// ```
-#[derive(Clone)]
 pub struct ChildSpec {
     pub(super) id: String,
     pub(super) restart: Restart,
@@ -103,53 +218,120 @@ pub struct ChildSpec {
     pub(super) kind: ChildKind,
     pub(super) group: Option<Group>,
     pub(super) name: Option<String>,
-    pub(super) start: StartFn,
+    pub(super) start: Box<dyn Start>,
 }
 
+// SAFETY: every field is `Isolated` (asserted below): strings, enums, a `Group` handle, and a
+// `Box<dyn Start>`, `Isolated` through `Start`'s supertrait. Every `Start` is a function pointer
+// (no data) plus `Isolated` values: an initial state, arguments, or a `SupervisorSpec`; nothing
+// the caller keeps can be captured, since the constructors take no closures.
+unsafe impl Isolated for ChildSpec {}
+
+const _: () = {
+    fn assert_isolated<T: ?Sized + Isolated>() {}
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<String>;
+    let _ = assert_isolated::<Restart>;
+    let _ = assert_isolated::<Shutdown>;
+    let _ = assert_isolated::<ChildKind>;
+    let _ = assert_isolated::<Option<Group>>;
+    let _ = assert_isolated::<Option<String>>;
+    let _ = assert_isolated::<Box<dyn Start>>;
+};
+
 impl ChildSpec {
-    /// A permanent worker with a 5 s shutdown timeout, made by `make` at every start.
-    pub fn worker<P: Process>(
-        id: impl Into<String>,
-        make: impl Fn() -> P + Send + Sync + 'static,
-    ) -> Self {
-        let start: StartFn = Arc::new(move |cx: &mut StartCx<'_>| {
-            let addr = cx.spawn(make());
-            Box::new(Worker(addr)) as Box<dyn RunningChild>
-        });
+    fn new(id: impl Into<String>, kind: ChildKind, start: Box<dyn Start>) -> Self {
         ChildSpec {
             id: id.into(),
             restart: Restart::Permanent,
-            shutdown: Shutdown::Timeout(Duration::from_secs(5)),
-            kind: ChildKind::Worker,
+            shutdown: match kind {
+                ChildKind::Worker => Shutdown::Timeout(Duration::from_secs(5)),
+                ChildKind::Supervisor => Shutdown::Infinity,
+            },
+            kind,
             group: None,
             name: None,
             start,
         }
     }
 
-    /// A permanent child supervisor, with an infinite shutdown timeout: stopping it stops its
-    /// subtree in order first. `make` builds its spec at every start; a spec that sets no
-    /// clock or event sink inherits the parent's.
-    pub fn supervisor(
+    /// A permanent worker with a 5 s shutdown timeout; every (re)start spawns a clone of
+    /// `initial`, the known good state.
+    ///
+    /// `P: Isolated` because the spec moves `initial` into the supervisor and every clone of it
+    /// into a child process (a `#[process]` state type is `Isolated`; add `#[derive(Clone)]`).
+    pub fn worker<P: Process + Isolated + Clone>(id: impl Into<String>, initial: P) -> Self {
+        ChildSpec::new(id, ChildKind::Worker, Box::new(Initial(initial)))
+    }
+
+    /// A permanent worker with a 5 s shutdown timeout; every (re)start spawns
+    /// `start(args.clone())`: OTP's `{Module, Function, Arguments}`.
+    ///
+    /// `start` is a plain function pointer: a function, a constructor (`Session::new`), or a
+    /// closure that captures nothing. Whatever the child needs comes through `args`, which are
+    /// `Isolated` data the spec keeps for restarts, so no incarnation can share mutable state
+    /// with the caller or with another incarnation. `P` needs no `Clone`: it is built afresh.
+    ///
+    /// ```
+    /// use whirl_runtime::{ChildSpec, Ctx, Failure, Process};
+    ///
+    /// struct Connection {
+    ///     host: String,
+    ///     port: u16,
+    ///     sent: u64,
+    /// }
+    /// // SAFETY: owned strings and numbers. (Real code writes `#[process]`, which checks it.)
+    /// unsafe impl Process for Connection {
+    ///     type Message = ();
+    ///     fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
+    ///         self.sent += 1;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let spec = ChildSpec::worker_with("db", (String::from("db.local"), 5432), |(host, port)| {
+    ///     Connection { host, port, sent: 0 }
+    /// });
+    /// assert_eq!(spec.id(), "db");
+    /// ```
+    ///
+    /// A closure that captures shared state is refused: every incarnation would share it, and
+    /// so would the caller.
+    ///
+    /// ```compile_fail,E0308
+    /// use std::sync::{Arc, Mutex};
+    /// use whirl_runtime::{ChildSpec, Ctx, Failure, Process};
+    ///
+    /// struct Counter {
+    ///     total: u64,
+    /// }
+    /// // SAFETY: one `u64`.
+    /// unsafe impl Process for Counter {
+    ///     type Message = ();
+    ///     fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let shared = Arc::new(Mutex::new(0));
+    /// let spec = ChildSpec::worker_with("counter", (), move |()| Counter {
+    ///     total: *shared.lock().unwrap(), // error: closures can only be coerced to `fn`
+    ///                                     // types if they do not capture any variables
+    /// });
+    /// ```
+    pub fn worker_with<A: Isolated + Clone, P: Process>(
         id: impl Into<String>,
-        make: impl Fn() -> SupervisorSpec + Send + Sync + 'static,
+        args: A,
+        start: fn(A) -> P,
     ) -> Self {
-        let start: StartFn = Arc::new(move |cx: &mut StartCx<'_>| {
-            let mut spec = make();
-            spec.clock = spec.clock.or_else(|| Some(Arc::clone(cx.clock)));
-            spec.events = spec.events.or_else(|| cx.events.cloned());
-            let addr = cx.spawn(Supervisor::new(spec));
-            Box::new(SupervisedSupervisor(addr)) as Box<dyn RunningChild>
-        });
-        ChildSpec {
-            id: id.into(),
-            restart: Restart::Permanent,
-            shutdown: Shutdown::Infinity,
-            kind: ChildKind::Supervisor,
-            group: None,
-            name: None,
-            start,
-        }
+        ChildSpec::new(id, ChildKind::Worker, Box::new(Apply { args, start }))
+    }
+
+    /// A permanent child supervisor, with an infinite shutdown timeout: stopping it stops its
+    /// subtree in order first. Every (re)start runs a clone of `spec`; a spec that sets no
+    /// clock or event sink inherits the parent's.
+    pub fn supervisor(id: impl Into<String>, spec: SupervisorSpec) -> Self {
+        ChildSpec::new(id, ChildKind::Supervisor, Box::new(Nested(spec)))
     }
 
     /// Sets the restart type.
@@ -194,6 +376,20 @@ impl ChildSpec {
     }
 }
 
+impl Clone for ChildSpec {
+    fn clone(&self) -> Self {
+        ChildSpec {
+            id: self.id.clone(),
+            restart: self.restart,
+            shutdown: self.shutdown,
+            kind: self.kind,
+            group: self.group.clone(),
+            name: self.name.clone(),
+            start: self.start.clone_box(),
+        }
+    }
+}
+
 impl fmt::Debug for ChildSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ChildSpec")
@@ -206,25 +402,106 @@ impl fmt::Debug for ChildSpec {
     }
 }
 
-type TemplateFn =
-    dyn Fn(Box<dyn Any + Send>) -> Result<ChildSpec, Box<dyn Any + Send>> + Send + Sync;
+/// An [`Isolated`] value whose type is known only at run time: the argument of
+/// [`Addr::start_dynamic`](crate::Addr::start_dynamic) on its way to a [`ChildTemplate`].
+///
+/// `Isolated` is a supertrait, so a `Box<dyn IsolatedAny>` is `Isolated` by the impl for `Box`,
+/// and a message carrying one honestly is.
+pub(super) trait IsolatedAny: Isolated {
+    /// For the template's downcast to its argument type.
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+impl<T: Isolated> IsolatedAny for T {
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+/// A template's start function, type-erased: `fn(A) -> ChildSpec` behind a downcast.
+pub(super) trait MakeChild: Isolated + Sync {
+    /// The child spec for `arg`, or `None` if `arg` is not an `A`.
+    fn make(&self, arg: Box<dyn IsolatedAny>) -> Option<ChildSpec>;
+}
+
+struct TemplateFn<A>(fn(A) -> ChildSpec);
+
+// SAFETY: a function pointer holds no data (`fn(A) -> ChildSpec` is `Send`, `Sync`, and
+// `'static` with `A`).
+unsafe impl<A: 'static> Isolated for TemplateFn<A> {}
+
+impl<A: Isolated> MakeChild for TemplateFn<A> {
+    fn make(&self, arg: Box<dyn IsolatedAny>) -> Option<ChildSpec> {
+        let arg = arg.into_any().downcast::<A>().ok()?;
+        Some((self.0)(*arg))
+    }
+}
 
 /// The one child spec of a [`Strategy::SimpleOneForOne`] supervisor: turns the argument given
-/// to [`Addr::start_dynamic`](crate::Addr::start_dynamic) into a child spec (whose factory
-/// keeps the argument, so restarts rebuild the same child).
+/// to [`Addr::start_dynamic`](crate::Addr::start_dynamic) into a child spec.
+///
+/// Like a [`ChildSpec`], it is data: a plain function pointer `fn(A) -> ChildSpec` (a closure
+/// that captures nothing coerces to one). The argument moves into the spec it returns (as the
+/// worker's initial state, or as the arguments of [`ChildSpec::worker_with`]), and the spec
+/// is what restarts the child, so a restarted child is rebuilt from the same argument.
+///
+/// ```
+/// use whirl_runtime::{ChildSpec, ChildTemplate, Ctx, Failure, Isolated, Process};
+/// use whirl_runtime::{Restart, Runtime, Strategy, Supervisor, SupervisorSpec};
+///
+/// #[derive(Clone)]
+/// struct Session {
+///     user: String,
+/// }
+/// // SAFETY: an owned `String`. (Real code writes `#[process]`, which checks it.)
+/// unsafe impl Isolated for Session {}
+/// // SAFETY: the state is a `String` and the message is `()`, both owned data.
+/// unsafe impl Process for Session {
+///     type Message = ();
+///     fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
+///         Ok(())
+///     }
+/// }
+///
+/// let rt = Runtime::new();
+/// let sessions = rt.spawn(Supervisor::new(
+///     SupervisorSpec::new("sessions")
+///         .strategy(Strategy::SimpleOneForOne)
+///         .template(ChildTemplate::new(|user: String| {
+///             let name = format!("session:{user}");
+///             ChildSpec::worker("session", Session { user })
+///                 .restart(Restart::Transient)
+///                 .named(name)
+///         })),
+/// ));
+/// sessions.start_dynamic(String::from("alice")).unwrap();
+/// assert!(rt.whereis::<Session>("session:alice").is_some());
+/// rt.shutdown_graceful();
+/// ```
 #[derive(Clone)]
 pub struct ChildTemplate {
-    pub(super) make: Arc<TemplateFn>,
+    pub(super) make: Arc<dyn MakeChild>,
     pub(super) argument: &'static str,
 }
 
+// SAFETY: an `Arc` of a `MakeChild`, which is `Isolated + Sync` (a function pointer, immutable),
+// and a `&'static str` (asserted below).
+unsafe impl Isolated for ChildTemplate {}
+
+const _: () = {
+    fn assert_isolated<T: ?Sized + Isolated>() {}
+    let _ = assert_isolated::<Arc<dyn MakeChild>>;
+    let _ = assert_isolated::<&'static str>;
+};
+
 impl ChildTemplate {
-    /// A template taking arguments of type `A`.
-    pub fn new<A: Send + 'static>(make: impl Fn(A) -> ChildSpec + Send + Sync + 'static) -> Self {
+    /// A template taking arguments of type `A`; `start` makes the child spec for each one.
+    ///
+    /// `A: Isolated` because the argument travels in a message to the supervisor and then
+    /// into the child it starts.
+    pub fn new<A: Isolated>(start: fn(A) -> ChildSpec) -> Self {
         ChildTemplate {
-            make: Arc::new(move |arg: Box<dyn Any + Send>| {
-                arg.downcast::<A>().map(|arg| make(*arg))
-            }),
+            make: Arc::new(TemplateFn(start)),
             argument: std::any::type_name::<A>(),
         }
     }
@@ -236,20 +513,53 @@ impl fmt::Debug for ChildTemplate {
     }
 }
 
+/// Why a supervisor may hold a clock the user gave it.
+pub(super) const CLOCK_SHARED: &str = "a supervisor's clock: a source of time the user chose to \
+     share (a test's `ManualClock`), read to measure restart intensity; not process state";
+
+/// Why a supervisor may hold an event sink the user gave it.
+pub(super) const EVENTS_SHARED: &str = "a supervisor's event sink: an observer the user chose \
+     to share (metrics, logs, a test's channel); it is given copies of events, never state";
+
 /// A supervisor's configuration: strategy, restart intensity, children, and where its events
 /// go. Start it with `rt.spawn(Supervisor::new(spec))`, or under another supervisor with
 /// [`ChildSpec::supervisor`].
+///
+/// It is data, like the child specs it holds: a parent supervisor keeps it and starts a clone
+/// at every restart of the child supervisor. Its clock and event sink are the exception, and
+/// are shared with every clone on purpose (see [`SupervisorSpec::clock`] and
+/// [`SupervisorSpec::on_event`]).
 #[must_use = "a supervisor spec does nothing until a `Supervisor` is spawned from it"]
+#[derive(Clone)]
 pub struct SupervisorSpec {
     pub(super) name: String,
     pub(super) strategy: Strategy,
     pub(super) max_restarts: u32,
     pub(super) period: Duration,
-    pub(super) clock: Option<Arc<dyn Clock>>,
-    pub(super) events: Option<EventSink>,
+    pub(super) clock: Option<SharedClient<Arc<dyn Clock>>>,
+    pub(super) events: Option<SharedClient<EventSink>>,
     pub(super) children: Vec<ChildSpec>,
     pub(super) template: Option<ChildTemplate>,
 }
+
+// SAFETY: every field is `Isolated` (asserted below): owned data, child specs and a template
+// (data, see their impls), and the clock and event sink as `SharedClient`s. Those two are
+// shared on purpose: observers and policies the user chose to share, which the supervisor
+// only reads or calls and which never reach a child's state (see `CLOCK_SHARED` and
+// `EVENTS_SHARED`).
+unsafe impl Isolated for SupervisorSpec {}
+
+const _: () = {
+    fn assert_isolated<T: ?Sized + Isolated>() {}
+    let _ = assert_isolated::<String>;
+    let _ = assert_isolated::<Strategy>;
+    let _ = assert_isolated::<u32>;
+    let _ = assert_isolated::<Duration>;
+    let _ = assert_isolated::<Option<SharedClient<Arc<dyn Clock>>>>;
+    let _ = assert_isolated::<Option<SharedClient<EventSink>>>;
+    let _ = assert_isolated::<Vec<ChildSpec>>;
+    let _ = assert_isolated::<Option<ChildTemplate>>;
+};
 
 impl SupervisorSpec {
     /// A one-for-one supervisor called `name` (for events and logs) with OTP's default
@@ -283,15 +593,26 @@ impl SupervisorSpec {
 
     /// The clock the intensity period is measured with (default: the system clock, or the
     /// parent supervisor's). Tests pass a [`ManualClock`](crate::ManualClock).
+    ///
+    /// The clock may share state (clones of a `ManualClock` share their time): it is a policy
+    /// the supervisor reads, not process state, and every clone of this spec, and every child
+    /// supervisor that sets none, uses the same one. [`Clock`] is `Send + Sync + 'static`
+    /// because the supervisor reads it from whichever worker runs it, for as long as it lives.
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Some(Arc::new(clock));
+        self.clock = Some(SharedClient::new(Arc::new(clock), CLOCK_SHARED));
         self
     }
 
     /// Calls `sink` with every [`SupervisorEvent`] (on the supervisor's worker: keep it quick).
     /// Child supervisors without a sink of their own inherit it.
+    ///
+    /// The sink may share state (a metrics counter, a channel to a test): it is an observer,
+    /// not process state, and it is given copies of events, never the supervisor's state. It
+    /// must be `Send + Sync + 'static` because every clone of this spec and every child
+    /// supervisor that inherits it calls the same sink, from whichever worker runs them.
     pub fn on_event(mut self, sink: impl Fn(&SupervisorEvent) + Send + Sync + 'static) -> Self {
-        self.events = Some(Arc::new(sink));
+        let sink: EventSink = Arc::new(sink);
+        self.events = Some(SharedClient::new(sink, EVENTS_SHARED));
         self
     }
 

@@ -220,7 +220,19 @@ impl<const SYSTEM: bool> Node<SYSTEM> {
     }
 }
 
-impl<const SYSTEM: bool> Process for Node<SYSTEM> {
+// SAFETY: the test harness's way to run code inside a process. A `Job` is a closure written in
+// these tests; it captures only process addresses, reply handles, owned data and test
+// instruments (channels to the test thread, gates the test thread opens, counters it reads
+// from outside the runtime), never state another process mutates. `Down` is isolated. The
+// compiler cannot check what a closure captures, which is why application code writes
+// `#[process]` handlers instead.
+unsafe impl<const SYSTEM: bool> whirl_runtime::Isolated for NodeMsg<SYSTEM> {}
+impl<const SYSTEM: bool> whirl_runtime::Message for NodeMsg<SYSTEM> {}
+
+// SAFETY: `name` is a `&'static str` and `log` owned numbers; `events` is a test instrument,
+// a channel to the test thread, which receives from it outside the runtime. The messages are
+// `NodeMsg`s (see above).
+unsafe impl<const SYSTEM: bool> Process for Node<SYSTEM> {
     type Message = NodeMsg<SYSTEM>;
 
     fn handle(&mut self, msg: NodeMsg<SYSTEM>, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
@@ -256,7 +268,7 @@ impl<const SYSTEM: bool> whirl_runtime::Handles<NodeMsg<SYSTEM>> for Node<SYSTEM
 
 /// Runs `f` inside `node`'s handler and returns its result (a blocking `call`).
 #[track_caller]
-pub fn run<const S: bool, R: Send + 'static>(
+pub fn run<const S: bool, R: whirl_runtime::Isolated>(
     node: &Addr<Node<S>>,
     f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> R + Send + 'static,
 ) -> R {

@@ -4,6 +4,10 @@
 //! Nothing waits on a clock to decide an outcome: the restart-intensity period runs on a
 //! `ManualClock`, and every wait is for an event, with the hang guard only turning a hang
 //! into a failure.
+//!
+//! Child specs are data, so a [`Child`] carries its test instruments (the channel it reports
+//! on, a countdown of failing starts, the gates it blocks on) as `SharedClient`s: shared on
+//! purpose, with the reason, and never state another process of the system under test reads.
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,9 +16,15 @@ use std::sync::Arc;
 
 use crate::common::{Gate, HANG_GUARD};
 use whirl_runtime::{
-    Addr, ChildSpec, Ctx, EventKind, ExitReason, Failure, Handles, Process, ProcessId, ReplyTo,
-    Runtime, Supervisor, SupervisorEvent, SupervisorSpec,
+    Addr, ChildSpec, Ctx, EventKind, ExitReason, Failure, Handles, Isolated, Message, Process,
+    ProcessId, ReplyTo, Runtime, SharedClient, Supervisor, SupervisorEvent, SupervisorSpec,
 };
+
+/// The test's observation channel, as children and event sinks hold it.
+pub type Observer = SharedClient<Sender<Seen>>;
+
+const OBSERVER: &str = "a test instrument: the channel children and supervisors report to \
+     the test thread on; it only carries owned reports out of the runtime";
 
 /// Everything a test observes, in the order it happened on each thread.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,11 +61,12 @@ impl Log {
         }
     }
 
-    pub fn sender(&self) -> Sender<Seen> {
-        self.tx.clone()
+    /// The channel to this log, for a [`Child`] or an event sink.
+    pub fn sender(&self) -> Observer {
+        SharedClient::new(self.tx.clone(), OBSERVER)
     }
 
-    /// A spec whose events come to this log.
+    /// A spec whose events come to this log (the sink is an observer: it may share state).
     pub fn spec(&self, name: &str) -> SupervisorSpec {
         let tx = self.tx.clone();
         SupervisorSpec::new(name).on_event(move |e| {
@@ -63,21 +74,29 @@ impl Log {
         })
     }
 
-    /// A worker spec for a [`Child`] called `name`.
+    /// A worker spec for a [`Child`] called `name`, restarted from its initial state.
     pub fn worker(&self, name: &'static str) -> ChildSpec {
-        let tx = self.tx.clone();
-        ChildSpec::worker(name, move || Child::new(name, &tx)).named(name)
+        ChildSpec::worker(name, Child::new(name, &self.sender())).named(name)
     }
 
-    /// A worker whose first `failures` starts fail in the `started` hook.
+    /// A worker whose first `failures` starts fail in the `started` hook. The countdown
+    /// outlives each incarnation, so it is shared by them all, as a `SharedClient`; the start
+    /// function adds it to a fresh `Child` at every start.
     pub fn failing_start(&self, name: &'static str, failures: usize) -> ChildSpec {
-        let tx = self.tx.clone();
-        let left = Arc::new(AtomicUsize::new(failures));
-        ChildSpec::worker(name, move || {
-            let mut child = Child::new(name, &tx);
-            child.fail_start = Some(Arc::clone(&left));
-            child
-        })
+        let countdown = SharedClient::new(
+            Arc::new(AtomicUsize::new(failures)),
+            "a test instrument: a fault injector counting down the starts that must fail, \
+             across the incarnations of one child",
+        );
+        ChildSpec::worker_with(
+            name,
+            (name, self.sender(), countdown),
+            |(name, tx, countdown)| {
+                let mut child = Child::new(name, &tx);
+                child.fail_start = Some(countdown);
+                child
+            },
+        )
         .named(name)
     }
 
@@ -174,12 +193,18 @@ impl Log {
 }
 
 /// A scriptable child.
+#[derive(Clone)]
 pub struct Child {
     name: &'static str,
-    tx: Sender<Seen>,
+    tx: Observer,
     pid: Option<ProcessId>,
-    fail_start: Option<Arc<AtomicUsize>>,
+    fail_start: Option<SharedClient<Arc<AtomicUsize>>>,
 }
+
+// SAFETY: every field is `Isolated` (asserted below): a `&'static str`, a `ProcessId`, and test
+// instruments held as `SharedClient`s, shared on purpose with the reason (see `OBSERVER` and
+// `Log::failing_start`).
+unsafe impl Isolated for Child {}
 
 /// What a test can make a [`Child`] do.
 pub enum Do {
@@ -197,12 +222,39 @@ pub enum Do {
     Echo(u64, ReplyTo<u64>),
     /// Answer with the name of the group it runs in.
     Group(ReplyTo<String>),
-    /// Block the worker until the gate opens.
-    Block(Gate),
+    /// Block the worker until the gate opens (see [`block`]).
+    Block(SharedClient<Gate>),
+}
+
+// SAFETY: every field is `Isolated` (asserted below): `&'static str`s, numbers, one-shot reply
+// handles of owned answers, and a gate as a `SharedClient` (a test instrument, see `block`).
+unsafe impl Isolated for Do {}
+impl Message for Do {}
+
+const _: () = {
+    fn assert_isolated<T: ?Sized + Isolated>() {}
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<&'static str>;
+    let _ = assert_isolated::<Observer>;
+    let _ = assert_isolated::<Option<ProcessId>>;
+    let _ = assert_isolated::<Option<SharedClient<Arc<AtomicUsize>>>>;
+    let _ = assert_isolated::<ReplyTo<ProcessId>>;
+    let _ = assert_isolated::<u64>;
+    let _ = assert_isolated::<ReplyTo<u64>>;
+    let _ = assert_isolated::<ReplyTo<String>>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+};
+
+/// A message that blocks a child's worker until the test opens `gate`.
+pub fn block(gate: &Gate) -> Do {
+    Do::Block(SharedClient::new(
+        gate.clone(),
+        "a test instrument: a gate the test thread opens, to hold a handler mid-run",
+    ))
 }
 
 impl Child {
-    pub fn new(name: &'static str, tx: &Sender<Seen>) -> Self {
+    pub fn new(name: &'static str, tx: &Observer) -> Self {
         Child {
             name,
             tx: tx.clone(),
@@ -212,7 +264,8 @@ impl Child {
     }
 }
 
-impl Process for Child {
+// SAFETY: the state is a `Child` and the messages are `Do`s, both `Isolated` (see above).
+unsafe impl Process for Child {
     type Message = Do;
 
     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {

@@ -1,28 +1,27 @@
-//! The whirl side of the benchmark: processes written the way `#[process]` expands them.
+//! The whirl side of the benchmark: the same workloads as the tokio side, as `#[process]`es.
+//!
+//! The bench thread learns that a workload is done the way the tokio side does, through a
+//! channel or a countdown it reads from outside the runtime. Those signals belong to the
+//! harness, not to the processes measured, and are held as [`SharedClient`]s saying so.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
-use whirl::{Addr, Ctx, Failure, Process, Runtime};
+use whirl::prelude::*;
+use whirl::SharedClient;
 
 use crate::Measured;
 
-/// These processes are written by hand, as `#[process]` would expand them; each accepts just
-/// its own message type.
-macro_rules! accepts_own_message {
-    ($($process:ty),*) => {$(
-        impl whirl::Handles<<$process as Process>::Message> for $process {
-            #[inline]
-            fn into_message(msg: <$process as Process>::Message) -> <$process as Process>::Message {
-                msg
-            }
-        }
-    )*};
-}
+/// Why the harness's completion signals may be shared with the processes measured.
+const HARNESS: &str =
+    "benchmark harness: a completion signal the bench thread reads, as on the tokio side";
 
-accepts_own_message!(Player, Counter, Crunch, Node, Idle);
+/// Wraps one of the harness's completion signals.
+fn signal<T: Send + Sync + 'static>(signal: T) -> SharedClient<T> {
+    SharedClient::new(signal, HARNESS)
+}
 
 pub(crate) struct Bench {
     rt: Runtime,
@@ -51,12 +50,12 @@ impl crate::Workloads for Bench {
         let (done_tx, done_rx) = channel();
         let a = self.rt.spawn(Player::new(done_tx.clone()));
         let b = self.rt.spawn(Player::new(done_tx));
-        post(&a, PlayerMsg::Peer(b.clone()));
-        post(&b, PlayerMsg::Peer(a.clone()));
+        post(&a, Peer(b.clone()));
+        post(&b, Peer(a.clone()));
         self.rt.block_until_idle();
         let hops = 2 * round_trips;
         let start = Instant::now();
-        post(&a, PlayerMsg::Ball(hops));
+        post(&a, Ball(hops));
         let handled = done_rx.recv().expect("ping-pong finished");
         let elapsed = start.elapsed();
         assert_eq!(handled, hops / 2 + 1, "ping-pong lost messages");
@@ -71,11 +70,11 @@ impl crate::Workloads for Bench {
         let counter = self.rt.spawn(Counter {
             count: 0,
             expected: posts,
-            done: done_tx,
+            done: signal(done_tx),
         });
         let start = Instant::now();
         for i in 0..posts {
-            post(&counter, i);
+            post(&counter, Count(i));
         }
         let counted = done_rx.recv().expect("counting finished");
         let elapsed = start.elapsed();
@@ -93,7 +92,7 @@ impl crate::Workloads for Bench {
                 self.rt.spawn(Crunch {
                     acc: 0,
                     left: per_process,
-                    remaining: Arc::clone(&remaining),
+                    remaining: signal(Arc::clone(&remaining)),
                 })
             })
             .collect();
@@ -101,7 +100,7 @@ impl crate::Workloads for Bench {
         let start = Instant::now();
         for i in 0..per_process {
             for w in &workers {
-                post(w, i);
+                post(w, Work(i));
             }
         }
         wait_for_zero(&remaining);
@@ -117,18 +116,18 @@ impl crate::Workloads for Bench {
             .map(|_| {
                 self.rt.spawn(Node {
                     next: None,
-                    done: done_tx.clone(),
+                    done: signal(done_tx.clone()),
                     passed: 0,
                 })
             })
             .collect();
         for (i, node) in nodes.iter().enumerate() {
             let next = nodes[(i + 1) % nodes.len()].clone();
-            post(node, NodeMsg::Next(next));
+            post(node, Next(next));
         }
         self.rt.block_until_idle();
         let start = Instant::now();
-        post(&nodes[0], NodeMsg::Token(hops));
+        post(&nodes[0], Token(hops));
         let passed = done_rx.recv().expect("ring finished");
         let elapsed = start.elapsed();
         assert!(passed > 0 && passed <= hops);
@@ -140,16 +139,23 @@ impl crate::Workloads for Bench {
     }
 }
 
-fn post<P: whirl::Handles<M>, M: 'static>(addr: &Addr<P>, msg: M) {
+fn post<P: Handles<M>, M: Message>(addr: &Addr<P>, msg: M) {
     if addr.post(msg).is_err() {
         panic!("benchmark process terminated unexpectedly");
     }
 }
 
+#[derive(Message)]
+pub(crate) struct Peer(Addr<Player>);
+
+#[derive(Message)]
+pub(crate) struct Ball(u64);
+
+#[process]
 pub(crate) struct Player {
     peer: Option<Addr<Player>>,
     handled: u64,
-    done: Sender<u64>,
+    done: SharedClient<Sender<u64>>,
 }
 
 impl Player {
@@ -157,110 +163,119 @@ impl Player {
         Player {
             peer: None,
             handled: 0,
-            done,
+            done: signal(done),
         }
     }
 }
 
-pub(crate) enum PlayerMsg {
-    Peer(Addr<Player>),
-    Ball(u64),
-}
+#[process]
+impl Player {
+    #[handle]
+    fn peer(&mut self, Peer(peer): Peer) {
+        self.peer = Some(peer);
+    }
 
-impl Process for Player {
-    type Message = PlayerMsg;
-    fn handle(&mut self, msg: PlayerMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        match msg {
-            PlayerMsg::Peer(p) => self.peer = Some(p),
-            PlayerMsg::Ball(n) => {
-                self.handled += 1;
-                match (&self.peer, n) {
-                    (_, 0) | (None, _) => {
-                        let _ = self.done.send(self.handled);
-                    }
-                    (Some(peer), n) => post(peer, PlayerMsg::Ball(n - 1)),
-                }
+    #[handle]
+    fn ball(&mut self, Ball(n): Ball) {
+        self.handled += 1;
+        match (&self.peer, n) {
+            (_, 0) | (None, _) => {
+                let _ = self.done.send(self.handled);
             }
+            (Some(peer), n) => post(peer, Ball(n - 1)),
         }
-        Ok(())
     }
 }
 
+#[derive(Message)]
+pub(crate) struct Count(#[allow(dead_code)] u64);
+
+#[process]
 pub(crate) struct Counter {
     count: u64,
     expected: u64,
-    done: Sender<u64>,
+    done: SharedClient<Sender<u64>>,
 }
 
-impl Process for Counter {
-    type Message = u64;
-    fn handle(&mut self, _msg: u64, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+#[process]
+impl Counter {
+    #[handle]
+    fn count(&mut self, _: Count) {
         self.count += 1;
         if self.count == self.expected {
             let _ = self.done.send(self.count);
         }
-        Ok(())
     }
 }
 
+#[derive(Message)]
+pub(crate) struct Work(u64);
+
+#[process]
 pub(crate) struct Crunch {
     acc: u64,
     left: u64,
-    remaining: Arc<AtomicU64>,
+    remaining: SharedClient<Arc<AtomicU64>>,
 }
 
-impl Process for Crunch {
-    type Message = u64;
-    fn handle(&mut self, x: u64, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+#[process]
+impl Crunch {
+    #[handle]
+    fn work(&mut self, Work(x): Work) {
         self.acc = std::hint::black_box(self.acc.wrapping_mul(31).wrapping_add(x));
         self.left -= 1;
         if self.left == 0 {
             self.remaining.fetch_sub(1, Ordering::AcqRel);
         }
-        Ok(())
     }
 }
 
+#[derive(Message)]
+pub(crate) struct Next(Addr<Node>);
+
+#[derive(Message)]
+pub(crate) struct Token(u64);
+
+#[process]
 pub(crate) struct Node {
     next: Option<Addr<Node>>,
-    done: Sender<u64>,
+    done: SharedClient<Sender<u64>>,
     passed: u64,
 }
 
-pub(crate) enum NodeMsg {
-    Next(Addr<Node>),
-    Token(u64),
-}
+#[process]
+impl Node {
+    #[handle]
+    fn next(&mut self, Next(next): Next) {
+        self.next = Some(next);
+    }
 
-impl Process for Node {
-    type Message = NodeMsg;
-    fn handle(&mut self, msg: NodeMsg, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        match msg {
-            NodeMsg::Next(n) => self.next = Some(n),
-            NodeMsg::Token(left) => {
-                self.passed += 1;
-                match (&self.next, left) {
-                    (Some(next), left) if left > 1 => post(next, NodeMsg::Token(left - 1)),
-                    _ => {
-                        let _ = self.done.send(self.passed);
-                    }
-                }
+    #[handle]
+    fn token(&mut self, Token(left): Token) {
+        self.passed += 1;
+        match (&self.next, left) {
+            (Some(next), left) if left > 1 => post(next, Token(left - 1)),
+            _ => {
+                let _ = self.done.send(self.passed);
             }
         }
-        Ok(())
     }
 }
 
+#[derive(Message)]
+pub(crate) struct Wake(#[allow(dead_code)] u64);
+
 /// A process that handles one message and then idles.
+#[process]
 pub(crate) struct Idle {
-    remaining: Arc<AtomicU64>,
+    remaining: SharedClient<Arc<AtomicU64>>,
 }
 
-impl Process for Idle {
-    type Message = u64;
-    fn handle(&mut self, _msg: u64, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+#[process]
+impl Idle {
+    #[handle]
+    fn wake(&mut self, _: Wake) {
         self.remaining.fetch_sub(1, Ordering::AcqRel);
-        Ok(())
     }
 }
 
@@ -272,9 +287,9 @@ pub(crate) fn spawn_many(n: u64, threads: usize) -> (Runtime, Vec<Addr<Idle>>) {
     let addrs: Vec<_> = (0..n)
         .map(|_| {
             let addr = rt.spawn(Idle {
-                remaining: Arc::clone(&remaining),
+                remaining: signal(Arc::clone(&remaining)),
             });
-            post(&addr, 1u64);
+            post(&addr, Wake(1));
             addr
         })
         .collect();

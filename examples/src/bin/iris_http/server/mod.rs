@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use whirl::controller::AdaptiveConcurrency;
-use whirl::net::{Acceptor, AcceptorMsg, SocketConnection};
+use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection, TcpStream};
 use whirl::prelude::*;
 use whirl::scheduler::PrincipalPriority;
 use whirl::{CostBudget, GroupBuilder, PredicateExt, PriorityThresholds, SessionConsistent};
@@ -100,6 +100,27 @@ impl Options {
     }
 }
 
+/// What the acceptor does with each connection: a `SocketConnection` in the "sockets" group
+/// and an `HttpConnection` speaking HTTP over it.
+#[derive(Isolated)]
+struct Serve {
+    sockets: Group,
+    site: Arc<Site>,
+}
+
+impl Accept for Serve {
+    fn accept(
+        &mut self,
+        stream: TcpStream,
+        _peer: SocketAddr,
+        ctx: &mut Ctx<Acceptor>,
+    ) -> Result<(), AcceptError> {
+        let socket = ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?));
+        ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket));
+        Ok(())
+    }
+}
+
 /// A running server.
 pub struct Server {
     pub addr: SocketAddr,
@@ -160,11 +181,7 @@ impl Server {
             sessions,
         });
         let net = rt.net()?;
-        let (acceptor, addr) = Acceptor::bind(bind, net, move |stream, _peer, ctx| {
-            let socket = ctx.spawn_in(&sockets, SocketConnection::new(stream, ctx.net()?));
-            ctx.spawn(HttpConnection::new(Arc::clone(&site), socket));
-            Ok(())
-        })?;
+        let (acceptor, addr) = Acceptor::bind(bind, net, Serve { sockets, site })?;
         let acceptor = rt.spawn(acceptor);
         Ok(Server { addr, acceptor })
     }
