@@ -68,7 +68,7 @@ pub struct ProcessOptions {
     pub system: Option<Ident>,
     /// `group = "name"`: the group the process is meant to run in.
     pub group: Option<LitStr>,
-    /// `shares_state = "reason"`: the process knowingly shares state within its group.
+    /// `unsafe(shares_state = "reason")`: the process knowingly shares state within its group.
     pub shares_state: Option<SharesState>,
     /// Whether every option parsed; checks that depend on the options are skipped otherwise,
     /// so that one typo does not cause a cascade of errors.
@@ -81,8 +81,11 @@ pub struct SharesState {
     pub reason: Option<LitStr>,
 }
 
-const PROCESS_OPTIONS: &str =
-    "expected `system`, `group = \"name\"` or `shares_state = \"why the state is shared\"`";
+const PROCESS_OPTIONS: &str = "expected `system`, `group = \"name\"` or \
+     `unsafe(shares_state = \"why the state is shared\")`";
+
+const UNSAFE_OPTIONS: &str =
+    "the only option inside `unsafe(...)` is `shares_state = \"why the state is shared\"`";
 
 impl ProcessOptions {
     /// Parses the arguments of `#[process(...)]`, collecting every error into `errors`.
@@ -102,19 +105,37 @@ impl ProcessOptions {
                     return Err(meta.error("`group` is given twice"));
                 }
                 options.group = Some(meta.value()?.parse()?);
+            } else if ident == "unsafe" {
+                // `unsafe(shares_state = "why")`: the one option that opts out of isolation is
+                // spelled with `unsafe`, like every other way around the checks.
+                meta.parse_nested_meta(|inner| {
+                    let Some(ident) = inner.path.get_ident().cloned() else {
+                        return Err(inner.error(UNSAFE_OPTIONS));
+                    };
+                    if ident != "shares_state" {
+                        return Err(inner.error(UNSAFE_OPTIONS));
+                    }
+                    if options.shares_state.is_some() {
+                        return Err(inner.error("`shares_state` is given twice"));
+                    }
+                    let reason = if inner.input.peek(syn::Token![=]) {
+                        Some(inner.value()?.parse()?)
+                    } else {
+                        None
+                    };
+                    options.shares_state = Some(SharesState {
+                        keyword: ident,
+                        reason,
+                    });
+                    Ok(())
+                })?;
             } else if ident == "shares_state" {
-                if options.shares_state.is_some() {
-                    return Err(meta.error("`shares_state` is given twice"));
-                }
-                let reason = if meta.input.peek(syn::Token![=]) {
-                    Some(meta.value()?.parse()?)
-                } else {
-                    None
-                };
-                options.shares_state = Some(SharesState {
-                    keyword: ident,
-                    reason,
-                });
+                return Err(meta.error(
+                    "`shares_state` lets this process share mutable state with the other \
+                     processes of its group, which whirl cannot check: write it as \
+                     `unsafe(shares_state = \"what is shared, and why a process of its own would \
+                     not do\")`",
+                ));
             } else {
                 return Err(meta.error(format_args!("unknown option `{ident}`; {PROCESS_OPTIONS}")));
             }
@@ -219,12 +240,23 @@ mod tests {
     fn process_options_parse_and_typos_are_reported() {
         let mut errors = Errors::default();
         let options = ProcessOptions::parse(
-            quote!(system, group = "web", shares_state = "why"),
+            quote!(system, group = "web", unsafe(shares_state = "why")),
             &mut errors,
         );
         assert!(errors.finish().is_ok());
         assert!(options.complete && options.system.is_some());
         assert_eq!(options.group.map(|g| g.value()).as_deref(), Some("web"));
+        assert!(options.shares_state.is_some_and(|s| s.reason.is_some()));
+
+        let mut errors = Errors::default();
+        let options = ProcessOptions::parse(quote!(shares_state = "why"), &mut errors);
+        assert!(!options.complete);
+        let err = errors
+            .finish()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("unsafe(shares_state"), "{err}");
 
         let mut errors = Errors::default();
         let options = ProcessOptions::parse(quote!(sytem), &mut errors);

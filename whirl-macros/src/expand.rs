@@ -218,7 +218,7 @@ fn declare_state(data: &Data) -> TokenStream {
     });
     let shares_state_impl = reason.map(|reason| {
         quote! {
-            // SAFETY: declared with `#[process(shares_state = ...)]`; the runtime only runs the
+            // SAFETY: declared with `#[process(unsafe(shares_state = ...))]`; the runtime only runs the
             // process in a group built with `shares_state` (checked at spawn, through
             // `Process::SHARES_STATE`).
             #[automatically_derived]
@@ -342,7 +342,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
         }
     });
     let phantom_ref_arm = (!type_params.is_empty())
-        .then(|| quote!(#enum_ident::__Phantom(_, never) => match *never {},));
+        .then(|| quote!(#enum_ident::__Phantom(_, ref never) => match *never {},));
     let phantom_arm = (!type_params.is_empty())
         .then(|| quote!(#enum_ident::__Phantom(_, never) => match never {},));
 
@@ -394,7 +394,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     );
     let cost_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (h.ident, h.message()?);
-        Some(quote!(#enum_ident::#name(msg) => <#message as ::whirl::__private::Message>::cost(msg),))
+        Some(quote!(#enum_ident::#name(ref msg) => <#message as ::whirl::__private::Message>::cost(msg),))
     });
 
     let conversions = handlers.iter().filter_map(|h| {
@@ -536,7 +536,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             impl #impl_generics ::whirl::__private::Message for #message_ty #enum_where {
                 #[inline]
                 fn cost(&self) -> ::core::primitive::u64 {
-                    match self {
+                    match *self {
                         #(#cost_arms)*
                         #phantom_ref_arm
                     }

@@ -61,7 +61,7 @@ pub fn derive_isolated(input: TokenStream) -> TokenStream {
 ///
 /// On the struct or enum holding the state, it checks that every field is `Isolated` and takes
 /// options: `system` (the process receives `Down` notices as messages and must handle them),
-/// `group = "name"` (its default group), and `shares_state = "reason"` (the escape hatch for
+/// `group = "name"` (its default group), and `unsafe(shares_state = "reason")` (the escape hatch for
 /// state knowingly shared within one group; fields holding it are marked `#[shared]`).
 ///
 /// On the impl block, methods marked `#[handle]` become handlers, one per message type, with

@@ -93,7 +93,7 @@ pub fn data(data: &Data, errors: &mut Errors) {
             Purpose::State => errors.spanned(
                 shared,
                 "`#[shared]` exempts a field from the isolation check only in a process declared \
-                 `#[process(shares_state = \"why the state is shared\")]`",
+                 `#[process(unsafe(shares_state = \"why the state is shared\"))]`",
             ),
             Purpose::Message | Purpose::Data => errors.spanned(
                 shared,
@@ -148,8 +148,8 @@ fn options(data: &Data, errors: &mut Errors) {
     match &shares.reason {
         None => errors.spanned(
             &shares.keyword,
-            "`shares_state` needs a reason: `shares_state = \"what is shared, and why a \
-             process of its own would not do\"`",
+            "`shares_state` needs a reason: `unsafe(shares_state = \"what is shared, and why a \
+             process of its own would not do\")`",
         ),
         Some(reason) if reason.value().trim().is_empty() => errors.spanned(
             reason,

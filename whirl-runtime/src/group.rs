@@ -341,7 +341,7 @@ impl GroupBuilder {
     /// Declares, loudly, that this group hosts processes that knowingly share mutable state
     /// (the Whirlwind paper's section VI-C: processes around an in-memory database that locks
     /// for itself), and why. Only such a group runs processes declared
-    /// `#[process(shares_state = "...")]`; the sharing stays confined to it.
+    /// `#[process(unsafe(shares_state = "..."))]`; the sharing stays confined to it.
     ///
     /// The reason shows in failures and logs: say what is shared and why isolation was not
     /// viable.

@@ -37,7 +37,7 @@
 //!   cannot reach and the orphan rule keeps from an `unsafe impl`.
 //! * `unsafe impl Isolated for MyType {}` for a type of your own that the derive cannot see
 //!   through. The `unsafe` is the promise.
-//! * `#[process(shares_state = "why")]` with `#[shared]` fields, for the paper's section VI-C
+//! * `#[process(unsafe(shares_state = "why"))]` with `#[shared]` fields, for the paper's section VI-C
 //!   case of processes that knowingly share state (an in-memory database with fine-grained
 //!   locking). Such a process implements [`SharesState`] and may only run in a group built with
 //!   [`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state); spawned anywhere else it fails at once, before it runs
@@ -178,7 +178,7 @@ impl Message for Down {
 ///
 /// This is the paper's section VI-C case: a group of processes around an in-memory database
 /// that does its own fine-grained locking, where wrapping the database in one process would
-/// cost too much. `#[process(shares_state = "why")]` implements it (the reason is recorded in
+/// cost too much. `#[process(unsafe(shares_state = "why"))]` implements it (the reason is recorded in
 /// [`SharesState::REASON`]) and accepts `#[shared]` fields that are not [`Isolated`].
 ///
 /// Such a process runs only in a group built with [`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state), so the

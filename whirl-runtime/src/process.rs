@@ -95,7 +95,7 @@ pub unsafe trait Process: Sized + Send + 'static {
     /// processes: it may only run in a group built with
     /// [`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state), and if
     /// [`Process::GROUP`] names a group, only in that one. Spawned anywhere else, it fails at
-    /// once with a failure that says why. `#[process(shares_state = "...")]` sets it.
+    /// once with a failure that says why. `#[process(unsafe(shares_state = "..."))]` sets it.
     const SHARES_STATE: Option<&'static str> = None;
 }
 

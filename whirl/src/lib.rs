@@ -301,7 +301,7 @@
 //! # use std::sync::{Arc, RwLock};
 //! # use whirl::prelude::*;
 //! # #[derive(Message)] struct Get(u64, ReplyTo<Option<String>>);
-//! #[process(shares_state = "the store locks per row; one process in front of it serialised all readers")]
+//! #[process(unsafe(shares_state = "the store locks per row; one process in front of it serialised all readers"))]
 //! struct Shard {
 //!     #[shared]
 //!     store: Arc<RwLock<HashMap<u64, String>>>,
@@ -424,7 +424,7 @@ pub unsafe trait DeclaredProcess {
     const SYSTEM: bool;
     /// `#[process(group = "name")]`: the group the process is meant to run in.
     const GROUP: Option<&'static str>;
-    /// `#[process(shares_state = "reason")]`: why the process shares state with others in its
+    /// `#[process(unsafe(shares_state = "reason"))]`: why the process shares state with others in its
     /// group.
     const SHARES_STATE: Option<&'static str>;
 }

@@ -28,7 +28,9 @@ pub enum AcceptorMsg {
 }
 
 // SAFETY: plain data: a `Readiness` is a few `bool`s.
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for AcceptorMsg {}
+#[diagnostic::do_not_recommend]
 impl crate::isolated::Message for AcceptorMsg {
     const BYPASSES_ADMISSION: bool = true;
 }
@@ -89,6 +91,7 @@ pub type AcceptFn = fn(TcpStream, SocketAddr, &mut Ctx<Acceptor>) -> Result<(), 
 // higher-ranked function pointers only when the *first* parameter is the borrowed one; here it
 // is the third, `&mut Ctx<Acceptor>`.)
 #[allow(coherence_leak_check)] // a distinct type from `fn(A, B, C) -> R`; see `isolated.rs`
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for AcceptFn {}
 
 impl Accept for AcceptFn {

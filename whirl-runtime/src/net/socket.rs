@@ -379,13 +379,17 @@ impl std::fmt::Debug for SocketConnection {
 }
 
 // SAFETY: owned data and process addresses only; a socket event carries bytes by value.
+#[diagnostic::do_not_recommend]
 unsafe impl crate::isolated::Isolated for SocketEvent {}
+#[diagnostic::do_not_recommend]
 impl crate::isolated::Message for SocketEvent {
     const BYPASSES_ADMISSION: bool = true;
 }
 
 // SAFETY: as above; `Recipient` is a process address.
+#[diagnostic::do_not_recommend]
 unsafe impl crate::isolated::Isolated for SocketMsg {}
+#[diagnostic::do_not_recommend]
 impl crate::isolated::Message for SocketMsg {
     const BYPASSES_ADMISSION: bool = true;
 }

@@ -110,6 +110,8 @@ pub struct ChildCounts {
 }
 
 // SAFETY: plain data: strings, ids, enums and counters.
+#[diagnostic::do_not_recommend]
 unsafe impl crate::isolated::Isolated for ChildInfo {}
 // SAFETY: plain counters.
+#[diagnostic::do_not_recommend]
 unsafe impl crate::isolated::Isolated for ChildCounts {}

@@ -47,6 +47,7 @@ pub enum SupervisorError {
 // SAFETY: every variant holds only `Isolated` values (asserted below): a `ChildRef`, a
 // `String`, `&'static str`s, a `Strategy`, and a `ChildSpec`, which is data (an initial state,
 // or a function pointer and its arguments, or a supervisor spec; see its impl).
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for SupervisorError {}
 
 const _: () = {

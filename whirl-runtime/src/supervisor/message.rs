@@ -51,6 +51,7 @@ pub enum ChildRef {
 }
 
 // SAFETY: a `String` or a `ProcessId`, owned data.
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for ChildRef {}
 
 impl From<&str> for ChildRef {

@@ -94,12 +94,16 @@ pub enum ChildKind {
 }
 
 // SAFETY: plain `Copy` enums; `Shutdown` holds at most a `Duration`.
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for Strategy {}
 // SAFETY: as above.
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for Restart {}
 // SAFETY: as above.
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for Shutdown {}
 // SAFETY: as above.
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for ChildKind {}
 
 /// How to start one incarnation of a child: data the supervisor keeps, and runs at every
@@ -119,6 +123,7 @@ pub(super) trait Start: Isolated {
 struct Initial<P>(P);
 
 // SAFETY: the one field is a `P`, which the bound makes `Isolated`.
+#[diagnostic::do_not_recommend]
 unsafe impl<P: Isolated> Isolated for Initial<P> {}
 
 impl<P: Process + Isolated + Clone> Start for Initial<P> {
@@ -139,6 +144,7 @@ struct Apply<A, P> {
 
 // SAFETY: the arguments are `Isolated` by the bound, and a function pointer holds no data
 // (`fn(A) -> P` is `Send`, and `'static` with `A` and `P`).
+#[diagnostic::do_not_recommend]
 unsafe impl<A: Isolated, P: 'static> Isolated for Apply<A, P> {}
 
 impl<A: Isolated + Clone, P: Process> Start for Apply<A, P> {
@@ -158,6 +164,7 @@ impl<A: Isolated + Clone, P: Process> Start for Apply<A, P> {
 struct Nested(SupervisorSpec);
 
 // SAFETY: the one field is a `SupervisorSpec`, which is `Isolated` (see its impl).
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for Nested {}
 
 impl Start for Nested {
@@ -225,6 +232,7 @@ pub struct ChildSpec {
 // `Box<dyn Start>`, `Isolated` through `Start`'s supertrait. Every `Start` is a function pointer
 // (no data) plus `Isolated` values: an initial state, arguments, or a `SupervisorSpec`; nothing
 // the caller keeps can be captured, since the constructors take no closures.
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for ChildSpec {}
 
 const _: () = {
@@ -428,6 +436,7 @@ struct TemplateFn<A>(fn(A) -> ChildSpec);
 
 // SAFETY: a function pointer holds no data (`fn(A) -> ChildSpec` is `Send`, `Sync`, and
 // `'static` with `A`).
+#[diagnostic::do_not_recommend]
 unsafe impl<A: 'static> Isolated for TemplateFn<A> {}
 
 impl<A: Isolated> MakeChild for TemplateFn<A> {
@@ -486,6 +495,7 @@ pub struct ChildTemplate {
 
 // SAFETY: an `Arc` of a `MakeChild`, which is `Isolated + Sync` (a function pointer, immutable),
 // and a `&'static str` (asserted below).
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for ChildTemplate {}
 
 const _: () = {
@@ -547,6 +557,7 @@ pub struct SupervisorSpec {
 // shared on purpose: observers and policies the user chose to share, which the supervisor
 // only reads or calls and which never reach a child's state (see `CLOCK_SHARED` and
 // `EVENTS_SHARED`).
+#[diagnostic::do_not_recommend]
 unsafe impl Isolated for SupervisorSpec {}
 
 const _: () = {

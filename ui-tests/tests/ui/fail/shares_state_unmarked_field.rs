@@ -1,7 +1,7 @@
 use std::sync::{Arc, Mutex};
 use whirl::prelude::*;
 
-#[process(shares_state = "rows are shared with the indexer")]
+#[process(unsafe(shares_state = "rows are shared with the indexer"))]
 struct Shard {
     rows: Arc<Mutex<Vec<String>>>,
 }

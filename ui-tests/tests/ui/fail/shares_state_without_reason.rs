@@ -1,7 +1,7 @@
 use std::sync::{Arc, Mutex};
 use whirl::prelude::*;
 
-#[process(shares_state)]
+#[process(unsafe(shares_state))]
 struct Shard {
     #[shared]
     rows: Arc<Mutex<Vec<String>>>,

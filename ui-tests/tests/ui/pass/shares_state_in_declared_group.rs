@@ -20,8 +20,8 @@ struct Put(u64, String);
 struct Get(u64, ReplyTo<Option<String>>);
 
 #[process(
-    shares_state = "the in-memory store locks per operation; one process in front of it \
-                    would serialise every reader",
+    unsafe(shares_state = "the in-memory store locks per operation; one process in front of \
+                           it would serialise every reader"),
     group = "db"
 )]
 struct Shard {
