@@ -43,7 +43,9 @@ use crate::isolated::Isolated;
 /// With `#[process]`, the field's type says it: `struct Repository { pool:
 /// SharedClient<r2d2::Pool<SqliteConnectionManager>> }`. The tutorial in the `whirl` crate shows
 /// several processes sharing a real SQLite pool this way.
-/// ```
+///
+/// The client's own methods are reached through `Deref` (`pool.get()`); the wrapper's are
+/// associated functions (`SharedClient::reason(&pool)`), so they never shadow the client's.
 pub struct SharedClient<T> {
     client: T,
     reason: &'static str,
@@ -64,19 +66,16 @@ impl<T: Send + Sync + 'static> SharedClient<T> {
         SharedClient { client, reason }
     }
 
-    /// Why the client may be shared, as given to [`SharedClient::new`].
-    pub fn reason(&self) -> &'static str {
-        self.reason
+    /// Why the client may be shared, as given to [`SharedClient::new`]. An associated function
+    /// (`SharedClient::reason(&c)`), like every method of a wrapper that derefs to its client,
+    /// so that it never shadows one of the client's own methods.
+    pub fn reason(this: &Self) -> &'static str {
+        this.reason
     }
 
-    /// The client itself.
-    pub fn get(&self) -> &T {
-        &self.client
-    }
-
-    /// Unwraps the client.
-    pub fn into_inner(self) -> T {
-        self.client
+    /// Unwraps the client (`SharedClient::into_inner(c)`).
+    pub fn into_inner(this: Self) -> T {
+        this.client
     }
 }
 

@@ -8,6 +8,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A source of monotonic time.
+///
+/// `Send + Sync + 'static`, not [`Isolated`](crate::Isolated): a clock is a policy the runtime
+/// consults, never process state, and it may share state on purpose (a test's
+/// [`ManualClock`] is advanced by the test while supervisors and predicates read it).
 pub trait Clock: Send + Sync + 'static {
     /// The current instant.
     fn now(&self) -> Instant;

@@ -343,6 +343,22 @@ unsafe impl<T: Isolated> Isolated for ReplyTo<T> {}
 // access to any process's state.
 unsafe impl Isolated for Group {}
 
+// SAFETY: a capability on one timer of the runtime: its only operation is `cancel`, a one-way
+// flag the runtime's timer thread reads; it exposes no process's state, like an address.
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for crate::timer::TimerHandle {}
+
+// SAFETY: a handle on the runtime's I/O poller, a service of the runtime (like an address): it
+// registers sockets and forwards readiness as messages; it reaches no process's state.
+#[cfg(feature = "net")]
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for crate::net::Net {}
+
+// SAFETY: an owned registration with that poller (dropping it deregisters the socket); as above.
+#[cfg(feature = "net")]
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for crate::net::Registration {}
+
 // SAFETY: errors that carry an undelivered message back; isolated when the message is.
 unsafe impl<M: Isolated> Isolated for PostError<M> {}
 // SAFETY: as above.

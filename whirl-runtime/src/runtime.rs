@@ -150,6 +150,10 @@ impl RuntimeBuilder {
 
     /// Where dead letters go (default: a `tracing` debug event). The sink runs on the thread
     /// that terminated the process.
+    ///
+    /// A closure that may share state (`Send + Sync + 'static`, not
+    /// [`Isolated`](crate::Isolated)): the sink is an observer outside every process, and
+    /// collecting dead letters somewhere shared (a metrics counter, a test's vector) is its job.
     pub fn dead_letters(mut self, sink: impl Fn(DeadLetter) + Send + Sync + 'static) -> Self {
         self.dead_letters = Box::new(sink);
         self

@@ -287,6 +287,80 @@
 //! generated code names everything by absolute path, so it works under `#![no_implicit_prelude]`
 //! and next to your own `Result` or `Option`.
 //!
+//! # Clients of external systems: `SharedClient`
+//!
+//! A connection pool, an HTTP client or a handle on another runtime is shared by design: it
+//! synchronises itself, and several processes using one is the point. Such a type is not
+//! [`Isolated`] (a pool holds a `Mutex` of idle connections), and being from another crate it
+//! can neither derive `Isolated` nor take an `unsafe impl` (the orphan rule). The one sanctioned
+//! way to hold it is [`SharedClient::new`]`(client, "why it may be shared")`: the wrapper is
+//! visible in the field's type, the reason is kept (and printed by `Debug`), and nothing is
+//! inferred. No dedicated group is needed. Here several processes share a real pool of SQLite
+//! connections (r2d2 with rusqlite):
+//!
+//! ```
+//! use r2d2_sqlite::SqliteConnectionManager;
+//! use whirl::prelude::*;
+//! use whirl::SharedClient;
+//!
+//! type Pool = r2d2::Pool<SqliteConnectionManager>;
+//!
+//! #[derive(Message)]
+//! struct Record(String);
+//!
+//! #[derive(Message, Debug)]
+//! struct Count(ReplyTo<i64>);
+//!
+//! #[process]
+//! struct Journal {
+//!     db: SharedClient<Pool>, // the field's type says the pool is shared, on purpose
+//! }
+//!
+//! #[process]
+//! impl Journal {
+//!     #[handle]
+//!     fn record(&mut self, Record(line): Record) -> Result<(), Failure> {
+//!         let conn = self.db.get()?;
+//!         conn.execute("INSERT INTO journal (line) VALUES (?1)", [line])?;
+//!         Ok(())
+//!     }
+//!
+//!     #[handle]
+//!     fn count(&mut self, Count(reply): Count) -> Result<(), Failure> {
+//!         let n = self.db.get()?.query_row("SELECT COUNT(*) FROM journal", [], |r| r.get(0))?;
+//!         let _ = reply.send(n);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = std::env::temp_dir().join(format!("whirl-journal-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let pool = Pool::new(SqliteConnectionManager::file(dir.join("journal.db")))?;
+//! pool.get()?.execute_batch(
+//!     "DROP TABLE IF EXISTS journal; CREATE TABLE journal (line TEXT NOT NULL);",
+//! )?;
+//! let db = SharedClient::new(pool, "an r2d2 pool: SQLite is the shared state, the pool hands out connections");
+//!
+//! let rt = Runtime::new();
+//! let writers: Vec<_> = (0..4).map(|_| rt.spawn(Journal { db: db.clone() })).collect();
+//! for (i, writer) in writers.iter().enumerate() {
+//!     for j in 0..25 {
+//!         writer.post(Record(format!("writer {i} line {j}")))?;
+//!     }
+//! }
+//! rt.block_until_idle();
+//! assert_eq!(writers[0].call(Count)?, 100); // every writer's rows, through any writer
+//! rt.shutdown_graceful();
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Use it for clients whose shared state lives outside the program (the database here). Shared
+//! *application* state, a cache or a counter, belongs in a process of its own. Trying to hold
+//! such a client directly is an error whose notes name `SharedClient`.
+//!
 //! # The escape hatch: state shared on purpose
 //!
 //! Section VI-C of the Whirlwind paper describes a service that shared an in-memory database,
@@ -321,6 +395,46 @@
 //! of them down: they are isolated as a group, not from each other. For a single type the
 //! derive cannot see through, `unsafe impl Isolated for MyHandle {}` is the other, equally
 //! greppable, way out.
+//!
+//! # What whirl checks, and what it cannot
+//!
+//! **At compile time, by the type system** (each rule has compile-fail cases in `ui-tests`):
+//!
+//! - Every field of a message (`#[derive(Message)]`), of data inside messages
+//!   (`#[derive(Isolated)]`) and of a process's state (`#[process]`) is [`Isolated`]: owned
+//!   data, immutable shared data (`Arc<T>`, `&'static T` of a `T` without interior
+//!   mutability), process addresses, owned OS handles, function pointers, or a
+//!   [`SharedClient`]. The check is on types, structurally: renaming an import, a type alias,
+//!   a type named like another, recursion or generics change nothing; a generic type is
+//!   `Isolated` exactly for arguments that are.
+//! - Only processes can be spawned, and [`Process`] is an `unsafe` trait: the macros implement
+//!   it after checking, and a hand-written impl must write `unsafe` and say why in a
+//!   `// SAFETY:` comment. [`Handles<M>`](Handles) requires `M: Message`, so nothing but a
+//!   message is ever posted.
+//! - Everything else that moves a value into a process requires `Isolated`: replies
+//!   ([`ReplyTo`], `call`, `ask`), [`Recipient<M>`](Recipient), timers (`post_after`,
+//!   `post_every`), a principal's [`Estimate`], supervisor child specs (initial state or
+//!   `fn` + isolated arguments, never a closure), dynamic start arguments, an acceptor's
+//!   [`Accept`](crate::net::Accept) handler.
+//! - The escape hatches are explicit and greppable: `unsafe impl Isolated`,
+//!   `unsafe impl Process`, `#[process(unsafe(shares_state = "..."))]`, and
+//!   `SharedClient::new(client, "...")`.
+//!
+//! **When a process is spawned**: a process declared `unsafe(shares_state)` runs only in a
+//! group built with `shares_state`, and only in the group it names (otherwise it fails before
+//! running any code, saying why).
+//!
+//! **Not by types, by design**: observers and policies that are not process state may share
+//! state (metrics, test clocks and shared budgets need it): dead-letter sinks, supervisor event
+//! sinks, clocks, admission predicates, schedulers and controllers. They run outside any
+//! process's turn or as part of the runtime, and their docs say so.
+//!
+//! **Only by a whole-crate validator**: code reaches global state without any type showing it.
+//! A handler that bumps a `static HITS: AtomicU64`, appends to a `static LOG: Mutex<..>`, writes
+//! a `static mut` or keeps a `thread_local!` `RefCell` (state that silently splits per worker
+//! thread) passes every type check. That is the job of `cargo whirl check`, a validator over
+//! the compiled handlers (its own issue in the tracker; not shipped yet). Until then, keep
+//! handlers free of `static` mutable state and `thread_local!`.
 //!
 //! # Sockets
 //!

@@ -136,7 +136,9 @@ pub enum Controls {
 /// Sizes a group while it runs. See the [module docs](self).
 ///
 /// `adjust` runs on the runtime's controller thread, one call per period, never concurrently
-/// with itself; it may keep state in `self`.
+/// with itself; it may keep state in `self`. `Send + 'static`, not
+/// [`Isolated`](crate::Isolated): a controller belongs to the runtime, not to a process, and
+/// may share state with whoever observes it.
 pub trait ConcurrencyController: Send + 'static {
     /// What this controller adjusts; a group takes at most one controller of each kind.
     fn controls(&self) -> Controls {

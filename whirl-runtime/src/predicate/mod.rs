@@ -275,6 +275,11 @@ impl<'a> Completion<'a> {
 /// }
 /// # let _ = Cheap;
 /// ```
+///
+/// `Send + Sync + 'static`, not [`Isolated`](crate::Isolated): a predicate is the group's
+/// admission policy, consulted in posting threads, not process state. It may share state on
+/// purpose (a budget shared by several groups, a feedback controller updated by completions),
+/// and must synchronise it itself.
 pub trait MessagePredicate: Send + Sync + 'static {
     /// `true` admits the message; `false` returns it to the sender as rejected.
     ///

@@ -95,6 +95,9 @@ pub struct TurnReport<'a> {
 ///   sleeps only after seeing zero, and it is woken by the next push.
 /// * No method may block for long: `push` runs in posting threads, and all methods run on the
 ///   group's workers.
+///
+/// `Send + Sync + 'static`, not [`Isolated`](crate::Isolated): a scheduler is part of the
+/// group, shared by its workers and posting threads, never process state.
 pub trait Scheduler: Send + Sync + 'static {
     /// Queues a ready process.
     fn push(&self, ready: Ready);

@@ -102,7 +102,7 @@ impl Supervisor {
             strategy: spec.strategy,
             intensity: Intensity::new(spec.max_restarts, spec.period),
             clock: match spec.clock {
-                Some(clock) => clock.into_inner(),
+                Some(clock) => SharedClient::into_inner(clock),
                 None => Arc::new(SystemClock),
             },
             events: spec.events.map(SharedClient::into_inner),
