@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 
-use common::Gate;
+use common::{assert_isolated, counter, Gate};
 use whirl_runtime::{
     Addr, Ctx, Failure, Group, Handles, Isolated, Message, MessageCounts, Offer, PostError,
-    Process, QueueLength, Runtime,
+    Process, QueueLength, Runtime, SharedClient,
 };
 
 /// What senders saw, wherever they were (test threads or handlers).
@@ -48,7 +48,7 @@ struct Heavy(u64);
 enum StageMsg {
     Light(u64),
     Heavy,
-    Hold(Gate),
+    Hold(SharedClient<Gate>),
 }
 
 // SAFETY: numbers.
@@ -57,39 +57,52 @@ impl Message for Light {}
 // SAFETY: as above.
 unsafe impl Isolated for Heavy {}
 impl Message for Heavy {}
-// SAFETY: a number, nothing, or a `Gate`, a test instrument: a latch only the test thread
-// opens, from outside the runtime, to hold a worker. `#[derive(Message)]` would rightly refuse
-// it; it is here to test the accounting, not to share application state.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<u64>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<SharedClient<Arc<AtomicU64>>>;
+    let _ = assert_isolated::<Option<u64>>;
+    let _ = assert_isolated::<Option<Addr<Stage>>>;
+    let _ = assert_isolated::<SharedClient<Arc<Tally>>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): a number, nothing, or a gate the test
+// thread opens to hold a worker, held as a `SharedClient` (a test instrument, see
+// `common::gate`).
 unsafe impl Isolated for StageMsg {}
 impl Message for StageMsg {}
 
 /// Counts what it handles, optionally forwards light work to the next stage, and fails after
 /// `fail_after` messages if set.
 struct Stage {
-    handled: Arc<AtomicU64>,
+    handled: SharedClient<Arc<AtomicU64>>,
     fail_after: Option<u64>,
     seen: u64,
     next: Option<Addr<Stage>>,
-    tally: Arc<Tally>,
+    tally: SharedClient<Arc<Tally>>,
 }
 
 impl Stage {
     fn new(handled: &Arc<AtomicU64>, tally: &Arc<Tally>) -> Self {
         Stage {
-            handled: Arc::clone(handled),
+            handled: counter(handled),
             fail_after: None,
             seen: 0,
             next: None,
-            tally: Arc::clone(tally),
+            tally: SharedClient::new(
+                Arc::clone(tally),
+                "test instrument: the tally of post outcomes, shared by the stages and the \
+                 test's sender threads; it only counts, for the test to read at a quiescent \
+                 point, and no stage's behaviour depends on it",
+            ),
         }
     }
 }
 
-// SAFETY: numbers and a process address, plus two test instruments: `handled` and `tally`,
-// atomics shared with the test thread (and, for `tally`, with the other stages and the test's
-// sender threads), which only count posts and handled messages for the test to read at a
-// quiescent point; the stages' behaviour never depends on them. The messages are isolated
-// (above).
+// SAFETY: every field is `Isolated` (asserted above): numbers, an optional process address, and
+// two test instruments held as `SharedClient`s with the reason (`handled`, see
+// `common::counter`, and `tally`, see `Stage::new`). The messages are `Isolated` (above).
 unsafe impl Process for Stage {
     type Message = StageMsg;
 
@@ -227,7 +240,7 @@ fn queue_length_admits_exactly_up_to_its_threshold_then_rejects() {
 
     // The first message blocks the process; it counts as queued until its handler returns.
     let gate = Gate::new();
-    assert!(p.post(StageMsg::Hold(gate.clone())).is_ok());
+    assert!(p.post(StageMsg::Hold(common::gate(&gate))).is_ok());
     let mut admitted = 1;
     let mut rejected = 0;
     for i in 0..100 {

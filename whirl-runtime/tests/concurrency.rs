@@ -17,22 +17,28 @@ use whirl_runtime::controller::{
 };
 use whirl_runtime::{
     Addr, Ctx, Failure, Group, Handles, Isolated, Message, PostError, Process, QueueLength,
-    ReplyTo, Runtime,
+    ReplyTo, Runtime, SharedClient,
 };
 
-use common::{wait_until, Gate};
+use common::{assert_isolated, flag, wait_until, Gate};
 
 /// A process whose handler blocks its worker: it sleeps, or waits on a gate.
 struct Blocking;
 
 enum Block {
     Sleep(Duration),
-    Wait(Gate),
+    Wait(SharedClient<Gate>),
 }
 
-// SAFETY: a duration, or a `Gate`, a test instrument: a latch only the test thread opens, from
-// outside the runtime, to hold a worker. `#[derive(Message)]` would rightly refuse it; it is
-// here to create blocking load, not to share application state.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<Duration>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<SharedClient<Arc<AtomicBool>>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): a duration, or a gate the test thread
+// opens to hold a worker, held as a `SharedClient` (a test instrument, see `common::gate`).
 unsafe impl Isolated for Block {}
 impl Message for Block {}
 
@@ -82,7 +88,7 @@ impl Handles<Ping> for Echo {
 
 /// Keeps itself busy: each message posts the next one unless stopped.
 struct Busy {
-    stop: Arc<AtomicBool>,
+    stop: SharedClient<Arc<AtomicBool>>,
 }
 
 struct Again;
@@ -90,8 +96,9 @@ struct Again;
 unsafe impl Isolated for Again {}
 impl Message for Again {}
 
-// SAFETY: `stop` is a test instrument, a flag only the test thread sets, from outside the
-// runtime, to end the load. The message carries no data.
+// SAFETY: the only field is `Isolated` (asserted above): `stop`, a flag the test thread sets to
+// end the load, held as a `SharedClient` (a test instrument, see `common::flag`). The message
+// carries no data.
 unsafe impl Process for Busy {
     type Message = Again;
 
@@ -257,7 +264,7 @@ fn admission_waits_for_the_pool_to_reach_its_maximum() {
     let gate = Gate::new();
     let held: Vec<_> = (0..3).map(|_| rt.spawn_in(&growing, Blocking)).collect();
     for h in &held {
-        h.post(Block::Wait(gate.clone()))
+        h.post(Block::Wait(common::gate(&gate)))
             .expect("admitted while the pool can grow");
     }
     wait_until("the blocked pool to grow to its maximum", || {
@@ -363,12 +370,7 @@ fn batching_controller_changes_the_budget() {
     assert_eq!(initial, whirl_runtime::DEFAULT_BUDGET);
     let stop = Arc::new(AtomicBool::new(false));
     for _ in 0..2 {
-        let busy = rt.spawn_in(
-            &group,
-            Busy {
-                stop: Arc::clone(&stop),
-            },
-        );
+        let busy = rt.spawn_in(&group, Busy { stop: flag(&stop) });
         busy.post(Again).unwrap();
     }
     wait_until("the batching controller to change the budget", || {

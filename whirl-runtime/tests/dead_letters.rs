@@ -10,17 +10,17 @@ use std::sync::mpsc::{self, Sender};
 use std::thread;
 use std::time::Duration;
 
-use common::Gate;
+use common::{assert_isolated, to_test, Gate, ToTest};
 use whirl_runtime::{
     Addr, Ctx, DeadLetter, ExitReason, Failure, FailureKind, Handles, Isolated, Message, PostError,
-    Process, ProcessId,
+    Process, ProcessId, SharedClient,
 };
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 enum Msg {
     Work(u32),
     /// Blocks on the gate, then ends the process as told.
-    Hold(Gate, Then),
+    Hold(SharedClient<Gate>, Then),
     /// Posts these to itself, then ends the process as told.
     SelfPost(Vec<u32>, Then),
     /// Posts these to itself, then links to the given (already failed) process.
@@ -38,25 +38,42 @@ enum Then {
 #[derive(Debug, PartialEq)]
 struct Item(u32);
 
-// SAFETY: numbers, `&'static str`s, vectors and a process address, plus the `Gate`, a test
-// instrument: a latch only the test thread opens, from outside the runtime, to hold the process
-// until it has a backlog. `#[derive(Message)]` would rightly refuse it; it is here to test the
-// runtime, not to share application state.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<u32>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<&'static str>;
+    let _ = assert_isolated::<Vec<u32>>;
+    let _ = assert_isolated::<Addr<Holder>>;
+    let _ = assert_isolated::<ToTest<u32>>;
+    let _ = assert_isolated::<Option<u32>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): numbers, `&'static str`s (in `Then`, a
+// `Copy` enum of them), vectors of numbers and a process address, and a gate the test thread
+// opens to hold the process until it has a backlog, held as a `SharedClient` (a test
+// instrument, see `common::gate`).
 unsafe impl Isolated for Msg {}
 impl Message for Msg {}
 // SAFETY: a number.
 unsafe impl Isolated for Item {}
 impl Message for Item {}
 
-impl PartialEq for Gate {
-    fn eq(&self, _other: &Self) -> bool {
-        false
+/// Compares what the messages carry; a `Hold` equals nothing (a gate is not a value).
+impl PartialEq for Msg {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Msg::Work(a), Msg::Work(b)) => a == b,
+            (Msg::SelfPost(a, x), Msg::SelfPost(b, y)) => a == b && x == y,
+            (Msg::SelfPostThenLink(a, x), Msg::SelfPostThenLink(b, y)) => a == b && x == y,
+            _ => false,
+        }
     }
 }
 
 /// Reports every `Work` it handles; fails after `fail_after` of them if set.
 struct Holder {
-    handled: Sender<u32>,
+    handled: ToTest<u32>,
     fail_after: Option<u32>,
     count: u32,
 }
@@ -64,7 +81,7 @@ struct Holder {
 impl Holder {
     fn new(handled: &Sender<u32>) -> Self {
         Holder {
-            handled: handled.clone(),
+            handled: to_test(handled),
             fail_after: None,
             count: 0,
         }
@@ -82,8 +99,9 @@ fn finish(then: Then, ctx: &mut Ctx<Holder>) -> Result<(), Failure> {
     }
 }
 
-// SAFETY: numbers, and `handled`, a test instrument: a channel to the test thread, which
-// receives from it outside the runtime. The messages are isolated (above).
+// SAFETY: every field is `Isolated` (asserted above): numbers, and `handled`, a channel to the
+// test thread held as a `SharedClient` (a test instrument, see `common::to_test`). The
+// messages are `Isolated` (above).
 unsafe impl Process for Holder {
     type Message = Msg;
 
@@ -163,7 +181,7 @@ fn leftovers_after(then: Then) -> (Vec<DeadLetter>, ProcessId, Addr<Holder>) {
     let (handled, handled_rx) = mpsc::channel();
     let p = rt.spawn(Holder::new(&handled));
     let gate = Gate::new();
-    p.post(Msg::Hold(gate.clone(), then)).unwrap();
+    p.post(Msg::Hold(common::gate(&gate), then)).unwrap();
     for n in 1..=5 {
         p.post(Item(n)).unwrap();
     }

@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
 
+use common::assert_isolated;
 use whirl_runtime::{
     Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime,
+    SharedClient,
 };
 
 #[derive(Clone, Default)]
@@ -30,10 +32,20 @@ impl Probe {
     fn exit(&self) {
         self.inside.store(false, SeqCst);
     }
+
+    /// The probe as a process holds it.
+    fn shared(&self) -> SharedClient<Probe> {
+        SharedClient::new(
+            self.clone(),
+            "test instrument: flags shared with the test thread on purpose, which observe from \
+             outside whether the runtime ever runs this process on two threads at once; the \
+             process's behaviour never depends on them",
+        )
+    }
 }
 
 struct Guarded {
-    probe: Probe,
+    probe: SharedClient<Probe>,
     count: u64,
     /// Hand some messages on to this process, from inside the handler.
     forward: Option<Addr<Guarded>>,
@@ -59,10 +71,17 @@ impl Message for Hit {}
 unsafe impl Isolated for Count {}
 impl Message for Count {}
 
-// SAFETY: `count` is a number and `forward` a process address. `probe` is the test's
-// instrument, shared with the test thread on purpose (see the module docs): the flags it
-// holds observe, from outside, whether the runtime ever runs this process on two threads at
-// once; the process's behaviour never depends on them. The messages are isolated (above).
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<SharedClient<Probe>>;
+    let _ = assert_isolated::<u64>;
+    let _ = assert_isolated::<Option<Addr<Guarded>>>;
+    let _ = assert_isolated::<ReplyTo<u64>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): `count` is a number, `forward` a process
+// address, and `probe` the test's instrument held as a `SharedClient` with the reason (see
+// `Probe::shared` and the module docs). The messages are `Isolated` (above).
 unsafe impl Process for Guarded {
     type Message = GuardedMsg;
 
@@ -128,7 +147,7 @@ fn a_million_messages_from_several_threads_never_reenter_the_process() {
     let rt = Runtime::builder().threads(4).build();
     let probe = Probe::default();
     let p = rt.spawn(Guarded {
-        probe: probe.clone(),
+        probe: probe.shared(),
         count: 0,
         forward: None,
     });
@@ -170,7 +189,7 @@ fn processes_that_yield_after_every_message_are_never_reentered() {
     let rt = Runtime::builder().threads(4).budget(1).build();
     let probes: Vec<Probe> = (0..=PROCS).map(|_| Probe::default()).collect();
     let sink = rt.spawn(Guarded {
-        probe: probes[PROCS].clone(),
+        probe: probes[PROCS].shared(),
         count: 0,
         forward: None,
     });
@@ -178,7 +197,7 @@ fn processes_that_yield_after_every_message_are_never_reentered() {
         .iter()
         .map(|probe| {
             rt.spawn(Guarded {
-                probe: probe.clone(),
+                probe: probe.shared(),
                 count: 0,
                 forward: Some(sink.clone()),
             })

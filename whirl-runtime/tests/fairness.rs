@@ -6,23 +6,24 @@ mod common;
 
 use std::sync::mpsc::{self, Receiver, Sender};
 
-use common::{events, run, Gate, Plain};
-use whirl_runtime::{Addr, Ctx, Failure, Group, Handles, Isolated, Message, Process, Runtime};
+use common::{assert_isolated, events, run, to_test, Gate, Plain, ToTest};
+use whirl_runtime::{
+    Addr, Ctx, Failure, Group, Handles, Isolated, Message, Process, Runtime, SharedClient,
+};
 
 enum BusyMsg {
     Work,
     /// Signals `entered`, then blocks on the gate: holds the group's only worker.
-    Hold(Gate, Sender<()>),
+    Hold(SharedClient<Gate>, ToTest<()>),
     /// Posts `n` messages to each of these processes, in order, from inside the handler.
     Feed(Vec<(Addr<Busy>, usize)>),
 }
 
 struct Work;
 
-// SAFETY: process addresses and numbers, plus two test instruments: the `Gate` is a latch only
-// the test thread opens, from outside the runtime, and the `Sender` tells the test thread the
-// worker is held. `#[derive(Message)]` would rightly refuse them; they are here to hold the
-// group's worker, not to share application state.
+// SAFETY: every field is `Isolated` (asserted below): process addresses and numbers, and test
+// instruments held as `SharedClient`s (a gate the test thread opens and a channel to it, see
+// `common::gate` and `common::to_test`).
 unsafe impl Isolated for BusyMsg {}
 impl Message for BusyMsg {}
 // SAFETY: no data.
@@ -32,11 +33,22 @@ impl Message for Work {}
 /// Logs its name for every `Work` it handles.
 struct Busy {
     name: &'static str,
-    log: Sender<&'static str>,
+    log: ToTest<&'static str>,
 }
 
-// SAFETY: `name` is a `&'static str`; `log` is a test instrument, a channel to the test thread,
-// which receives from it outside the runtime. The messages are isolated (above).
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<ToTest<()>>;
+    let _ = assert_isolated::<Vec<(Addr<Busy>, usize)>>;
+    let _ = assert_isolated::<&'static str>;
+    let _ = assert_isolated::<ToTest<&'static str>>;
+    let _ = assert_isolated::<Option<Addr<Hot>>>;
+    let _ = assert_isolated::<bool>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): a `&'static str` and a channel to the
+// test thread held as a `SharedClient`. The messages are `Isolated` (above).
 unsafe impl Process for Busy {
     type Message = BusyMsg;
 
@@ -89,7 +101,7 @@ fn handling_order(rt: &Runtime, group: &Group, per_proc: usize, from: From) -> V
             group,
             Busy {
                 name,
-                log: log_tx.clone(),
+                log: to_test(&log_tx),
             },
         )
     };
@@ -105,7 +117,9 @@ fn handling_order(rt: &Runtime, group: &Group, per_proc: usize, from: From) -> V
         From::Outside => {
             let gate = Gate::new();
             let (entered_tx, entered) = mpsc::channel();
-            other.post(BusyMsg::Hold(gate.clone(), entered_tx)).unwrap();
+            other
+                .post(BusyMsg::Hold(common::gate(&gate), to_test(&entered_tx)))
+                .unwrap();
             common::recv(&entered);
             for _ in 0..per_proc {
                 a.post(Work).unwrap();
@@ -214,11 +228,11 @@ impl Message for HotMsg {}
 struct Hot {
     peer: Option<Addr<Hot>>,
     stopped: bool,
-    stopped_tx: Sender<()>,
+    stopped_tx: ToTest<()>,
 }
 
-// SAFETY: a process address and a flag; `stopped_tx` is a test instrument, a channel to the
-// test thread. The messages are isolated (above).
+// SAFETY: every field is `Isolated` (asserted above): an optional process address, a flag and a
+// channel to the test thread held as a `SharedClient`. The messages are `Isolated` (above).
 unsafe impl Process for Hot {
     type Message = HotMsg;
 
@@ -246,7 +260,7 @@ fn hot(stopped_tx: &Sender<()>) -> Hot {
     Hot {
         peer: None,
         stopped: false,
-        stopped_tx: stopped_tx.clone(),
+        stopped_tx: to_test(stopped_tx),
     }
 }
 
@@ -270,7 +284,7 @@ fn a_process_that_never_runs_out_of_work_does_not_starve_others() {
         // Work a handler posts on this worker gets through too.
         let (inside_tx, inside) = mpsc::channel();
         run(&other, move |_, ctx| {
-            let job = common::NodeMsg::Run(Box::new(move |_, _| {
+            let job = common::NodeMsg::Run(common::job(move |_, _| {
                 inside_tx.send(()).unwrap();
                 Ok(())
             }));

@@ -1,10 +1,14 @@
 //! Sockets as processes over real loopback connections.
 #![cfg(feature = "net")]
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream as StdStream};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
+
+use common::{assert_isolated, to_test, ToTest};
 
 use whirl_runtime::net::{
     Accept, AcceptError, Acceptor, SocketConnection, SocketEvent, SocketLimits, SocketMsg,
@@ -15,14 +19,22 @@ use whirl_runtime::{Addr, Ctx, Failure, Handles, Isolated, Message, Process, Rep
 /// Owns a socket and reports every event to the test.
 struct Probe {
     socket: Addr<SocketConnection>,
-    events: Sender<SocketEvent>,
+    events: ToTest<SocketEvent>,
     /// Bytes to write as soon as the connection starts.
     greeting: Vec<u8>,
 }
 
-// SAFETY: a process address and owned bytes, plus `events`, a test instrument: a channel to the
-// test thread, which receives from it outside the runtime. The message, `SocketEvent`, is
-// isolated.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<Addr<SocketConnection>>;
+    let _ = assert_isolated::<ToTest<SocketEvent>>;
+    let _ = assert_isolated::<Vec<u8>>;
+    let _ = assert_isolated::<SocketEvent>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): a process address, owned bytes, and
+// `events`, a channel to the test thread held as a `SharedClient` (a test instrument, see
+// `common::to_test`). The message, `SocketEvent`, is `Isolated`.
 unsafe impl Process for Probe {
     type Message = SocketEvent;
 
@@ -55,12 +67,20 @@ impl Handles<SocketEvent> for Probe {
 /// Serves each connection with a `Probe` writing `greeting`.
 struct ServeProbes {
     limits: SocketLimits,
-    events: Sender<SocketEvent>,
+    events: ToTest<SocketEvent>,
     greeting: Vec<u8>,
 }
 
-// SAFETY: plain data and owned bytes, plus `events`, a test instrument: a channel to the test
-// thread, handed on to each `Probe`.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<SocketLimits>;
+    let _ = assert_isolated::<ToTest<SocketEvent>>;
+    let _ = assert_isolated::<Vec<u8>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): socket limits (plain numbers), owned
+// bytes, and `events`, a channel to the test thread held as a `SharedClient`, handed on to each
+// `Probe`.
 unsafe impl Isolated for ServeProbes {}
 
 impl Accept for ServeProbes {
@@ -96,7 +116,7 @@ fn serve(
     let net = rt.net().unwrap();
     let serve = ServeProbes {
         limits,
-        events: tx,
+        events: to_test(&tx),
         greeting,
     };
     let (acceptor, local) = Acceptor::bind(addr, net, serve).unwrap();

@@ -6,12 +6,13 @@
 
 mod common;
 
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
 
+use common::{assert_isolated, to_test, ToTest};
 use whirl_runtime::{
     Addr, Ctx, Failure, Group, GroupBuilder, Handles, Isolated, Message, PostError, Principal,
-    PriorityThresholds, Process, Runtime,
+    PriorityThresholds, Process, Runtime, SharedClient,
 };
 
 const ROUNDS: u64 = 200;
@@ -46,17 +47,24 @@ struct Request(u64);
 
 struct Service {
     priority: u8,
-    permits: Arc<Permits>,
-    served: Sender<(u8, u64)>,
+    permits: SharedClient<Arc<Permits>>,
+    served: ToTest<(u8, u64)>,
 }
+
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<u8>;
+    let _ = assert_isolated::<SharedClient<Arc<Permits>>>;
+    let _ = assert_isolated::<ToTest<(u8, u64)>>;
+};
 
 // SAFETY: a number.
 unsafe impl Isolated for Request {}
 impl Message for Request {}
 
-// SAFETY: `priority` is a number. `permits` and `served` are test instruments: the test thread
-// hands out permits (setting the service's capacity from outside the runtime) and receives
-// what was served; no other process's state reaches them. The message is a number.
+// SAFETY: every field is `Isolated` (asserted above): `priority` is a number, and `permits` and
+// `served` are test instruments held as `SharedClient`s with the reason (the permits the test
+// thread hands out, and a channel to it). The message is a number.
 unsafe impl Process for Service {
     type Message = Request;
 
@@ -90,8 +98,12 @@ fn flood(admission: impl FnOnce(GroupBuilder) -> GroupBuilder) -> Outcome {
     let spawn = |priority: u8| -> Addr<Service> {
         let state = Service {
             priority,
-            permits: Arc::clone(&permits),
-            served: served_tx.clone(),
+            permits: SharedClient::new(
+                Arc::clone(&permits),
+                "test instrument: the permits the test thread hands out from outside the \
+                 runtime, setting the service's capacity round by round",
+            ),
+            served: to_test(&served_tx),
         };
         rt.spawn_for(
             &group,

@@ -5,12 +5,15 @@
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::Arc;
 
-use common::{events, failure, make_fail, monitor, post_job, run, Event, Plain, System};
+use common::{
+    assert_isolated, counter, events, failure, make_fail, monitor, post_job, run, to_test, Event,
+    Plain, System, ToTest,
+};
 use whirl_runtime::{
-    Ctx, ExitReason, Failure, FailureKind, PostError, Process, ProcessId, Runtime,
+    Ctx, ExitReason, Failure, FailureKind, PostError, Process, ProcessId, Runtime, SharedClient,
 };
 
 /// One worker: if a panic killed it, nothing would run afterwards.
@@ -141,7 +144,7 @@ fn ctx_fail_terminates_after_the_handler_returns() {
         // Still running: the rest of the handler completes, and the process is not yet
         // terminated, so it can still queue a message to itself (it will be dead-lettered).
         assert!(!me.is_terminated());
-        me.post(common::NodeMsg::Run(Box::new(|_, _| Ok(()))))
+        me.post(common::NodeMsg::Run(common::job(|_, _| Ok(()))))
             .expect("not terminated until the handler returns");
         after_tx.send(()).unwrap();
         Ok(())
@@ -216,8 +219,8 @@ enum Mode {
 struct Lifecycle {
     start: Mode,
     hook: Mode,
-    handled: Arc<AtomicU64>,
-    hooks: Sender<ExitReason>,
+    handled: SharedClient<Arc<AtomicU64>>,
+    hooks: ToTest<ExitReason>,
 }
 
 /// A number for a `Lifecycle`.
@@ -227,9 +230,16 @@ struct Num(u32);
 unsafe impl whirl_runtime::Isolated for Num {}
 impl whirl_runtime::Message for Num {}
 
-// SAFETY: `start` and `hook` are plain data. `handled` and `hooks` are test instruments: an
-// atomic and a channel shared only with the test thread, which reads them outside the runtime;
-// no other process's state reaches them. The message is a number.
+// Never called: naming the instances makes the compiler check each field's type.
+const _: () = {
+    let _ = assert_isolated::<SharedClient<Arc<AtomicU64>>>;
+    let _ = assert_isolated::<ToTest<ExitReason>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): `start` and `hook` are plain data (a
+// `Copy` enum without references), and `handled` and `hooks` are test instruments held as
+// `SharedClient`s with the reason (a counter the test thread reads and a channel to it). The
+// message is a number.
 unsafe impl Process for Lifecycle {
     type Message = u32;
 
@@ -267,8 +277,8 @@ fn lifecycle(start: Mode, hook: Mode) -> (Lifecycle, Arc<AtomicU64>, mpsc::Recei
         Lifecycle {
             start,
             hook,
-            handled: Arc::clone(&handled),
-            hooks,
+            handled: counter(&handled),
+            hooks: to_test(&hooks),
         },
         handled,
         rx,

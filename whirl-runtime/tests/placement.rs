@@ -8,14 +8,16 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 
+use common::{assert_isolated, counter_usize};
 use whirl_runtime::{
     Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime,
+    SharedClient,
 };
 
 /// Reports the group it runs in; counts its start hooks.
 struct Probe<const KIND: u8> {
-    starts: Arc<AtomicUsize>,
-    terminations: Arc<AtomicUsize>,
+    starts: SharedClient<Arc<AtomicUsize>>,
+    terminations: SharedClient<Arc<AtomicUsize>>,
 }
 
 struct WhereAmI(ReplyTo<String>);
@@ -23,10 +25,16 @@ struct WhereAmI(ReplyTo<String>);
 unsafe impl Isolated for WhereAmI {}
 impl Message for WhereAmI {}
 
-// SAFETY: the two counters are test instruments, atomics shared only with the test thread,
-// which reads them outside the runtime; no other process's state reaches them. The message is
-// a reply handle. (`SHARES_STATE` is declared for the `SHARING` kind to test confinement: the
-// probe shares nothing itself.)
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<SharedClient<Arc<AtomicUsize>>>;
+    let _ = assert_isolated::<ReplyTo<String>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): two counters the test thread reads, held
+// as `SharedClient`s (test instruments, see `common::counter_usize`). The message is a reply
+// handle. (`SHARES_STATE` is declared for the `SHARING` kind to test confinement: the probe
+// shares nothing itself.)
 unsafe impl<const KIND: u8> Process for Probe<KIND> {
     type Message = WhereAmI;
 
@@ -68,8 +76,8 @@ const SHARING: u8 = 2;
 fn probe<const KIND: u8>() -> (Probe<KIND>, Arc<AtomicUsize>, Arc<AtomicUsize>) {
     let (starts, terminations) = (Arc::default(), Arc::default());
     let p = Probe {
-        starts: Arc::clone(&starts),
-        terminations: Arc::clone(&terminations),
+        starts: counter_usize(&starts),
+        terminations: counter_usize(&terminations),
     };
     (p, starts, terminations)
 }

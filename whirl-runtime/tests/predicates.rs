@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::Gate;
+use common::{assert_isolated, counter, Gate};
 use whirl_runtime::{
     Addr, ClassResponseTime, Completion, ControllerParams, CostBudget, Ctx, Failure, Group,
     Handles, Isolated, ManualClock, Message, MessagePredicate, Offer, PostError, PredicateExt,
-    Principal, PriorityThresholds, Process, QueueLength, ResponseTime, Runtime, TokenBucket,
-    UtilityPerCost,
+    Principal, PriorityThresholds, Process, QueueLength, ResponseTime, Runtime, SharedClient,
+    TokenBucket, UtilityPerCost,
 };
 
 /// A unit of work with an id (to check the right message comes back) and a cost.
@@ -29,24 +29,31 @@ struct Job {
 
 enum Msg {
     Job(#[allow(dead_code)] Job),
-    Hold(Gate),
+    Hold(SharedClient<Gate>),
 }
 
 // SAFETY: numbers.
 unsafe impl Isolated for Job {}
 impl Message for Job {}
-// SAFETY: a `Job`, or a `Gate`, a test instrument: a latch only the test thread opens, from
-// outside the runtime, to hold the group's worker. `#[derive(Message)]` would rightly refuse
-// it; it is here to test admission, not to share application state.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<Job>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<SharedClient<Arc<AtomicU64>>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): a `Job`, or a gate the test thread opens
+// to hold the group's worker, held as a `SharedClient` (a test instrument, see `common::gate`).
 unsafe impl Isolated for Msg {}
 impl Message for Msg {}
 
 struct Worker {
-    handled: Arc<AtomicU64>,
+    handled: SharedClient<Arc<AtomicU64>>,
 }
 
-// SAFETY: `handled` is a test instrument, an atomic shared only with the test thread, which
-// reads it outside the runtime. The messages are isolated (above).
+// SAFETY: the only field, `handled`, is `Isolated` (asserted above): a counter the test thread
+// reads, held as a `SharedClient` (a test instrument, see `common::counter`). The messages are
+// `Isolated` (above).
 unsafe impl Process for Worker {
     type Message = Msg;
 
@@ -91,7 +98,7 @@ fn spawn(
     who: Option<Principal>,
 ) -> Addr<Worker> {
     let worker = Worker {
-        handled: Arc::clone(handled),
+        handled: counter(handled),
     };
     match who {
         Some(p) => rt.spawn_for(group, p, worker),
@@ -117,7 +124,7 @@ fn post_jobs(to: &Addr<Worker>, first: u64, n: u64, cost: u64) -> u64 {
 fn hold(to: &Addr<Worker>) -> Gate {
     let gate = Gate::new();
     assert!(
-        to.post(Msg::Hold(gate.clone())).is_ok(),
+        to.post(Msg::Hold(common::gate(&gate))).is_ok(),
         "the hold is admitted"
     );
     gate

@@ -6,15 +6,16 @@ mod common;
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Duration;
 
-use common::Gate;
+use common::{assert_isolated, to_test, Gate, ToTest};
 use whirl_runtime::{
     Addr, CallError, Ctx, Failure, Isolated, Message, Offer, PostError, Process, ReplyTo, Runtime,
+    SharedClient,
 };
 
 #[derive(Debug)]
@@ -25,19 +26,27 @@ enum Req {
     /// Keeps the reply handle; `Answer` uses it later.
     Keep(ReplyTo<u64>),
     /// Answers the kept handle and reports what `send` returned.
-    Answer(u64, Sender<Result<(), u64>>),
+    Answer(u64, ToTest<Result<(), u64>>),
     /// Panics while holding the reply handle.
     Panic(ReplyTo<u64>),
     /// Blocks on the gate, then fails.
-    HoldThenFail(Gate),
+    HoldThenFail(SharedClient<Gate>),
     /// Tries blocking calls from inside the handler and reports what they returned.
     CallFromInside(Addr<Server>, ReplyTo<Vec<String>>),
 }
 
-// SAFETY: numbers, reply handles for isolated values and a process address, plus two test
-// instruments: the `Sender` reports to the test thread, and the `Gate` is a latch only the test
-// thread opens, from outside the runtime. `#[derive(Message)]` would rightly refuse those two;
-// they are here to observe the runtime, not to share application state.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<(u64, ReplyTo<u64>)>;
+    let _ = assert_isolated::<ToTest<Result<(), u64>>>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<(Addr<Server>, ReplyTo<Vec<String>>)>;
+    let _ = assert_isolated::<Option<ReplyTo<u64>>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): numbers, reply handles for isolated values
+// and a process address, and test instruments held as `SharedClient`s with the reason (a
+// channel to the test thread, see `common::to_test`, and a gate it opens, `common::gate`).
 unsafe impl Isolated for Req {}
 impl Message for Req {}
 
@@ -218,11 +227,11 @@ fn answering_after_the_caller_gave_up_gives_the_value_back() {
     let server = rt.spawn(Server::default());
     assert_timeout(server.call_timeout(Duration::from_millis(20), Req::Keep));
     let (report, answered) = mpsc::channel();
-    server.post(Req::Answer(5, report.clone())).unwrap();
+    server.post(Req::Answer(5, to_test(&report))).unwrap();
     assert_eq!(common::recv(&answered), Err(5));
 
     drop(server.ask(Req::Keep));
-    server.post(Req::Answer(6, report)).unwrap();
+    server.post(Req::Answer(6, to_test(&report))).unwrap();
     assert_eq!(common::recv(&answered), Err(6));
     rt.shutdown_graceful();
 }
@@ -233,7 +242,7 @@ fn a_late_answer_after_a_timeout_does_not_disturb_the_next_call() {
     let server = rt.spawn(Server::default());
     assert_timeout(server.call_timeout(Duration::from_millis(20), Req::Keep));
     let (report, answered) = mpsc::channel();
-    server.post(Req::Answer(5, report)).unwrap();
+    server.post(Req::Answer(5, to_test(&report))).unwrap();
     let _ = common::recv(&answered);
     assert_eq!(answer(server.call(|r| Req::Double(4, r))), 8);
     rt.shutdown_graceful();
@@ -328,7 +337,7 @@ fn ask_works_on_a_hand_rolled_executor_and_posts_before_it_is_polled() {
     // the future; when the server fails, the request is dead-lettered (its reply handle
     // dropped) and the future resolves to NoReply instead of hanging.
     let gate = Gate::new();
-    server.post(Req::HoldThenFail(gate.clone())).unwrap();
+    server.post(Req::HoldThenFail(common::gate(&gate))).unwrap();
     let pending = server.ask(|r| Req::Double(4, r));
     let unpolled = server.ask(|r| Req::Double(5, r));
     gate.open();

@@ -7,20 +7,22 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use whirl_runtime::scheduler::{PrincipalPriority, Ready, Scheduler, Stride};
-use whirl_runtime::{Addr, Ctx, Failure, Handles, Isolated, Message, Principal, Process, Runtime};
+use whirl_runtime::{
+    Addr, Ctx, Failure, Handles, Isolated, Message, Principal, Process, Runtime, SharedClient,
+};
 
-use common::{wait_until, Gate};
+use common::{assert_isolated, flag, to_test, wait_until, Gate, ToTest};
 
 /// Keeps its worker busy: each message spins for `work`, then (unless stopped) posts the next
 /// one to itself, so the process is always ready.
 struct Spinner {
     work: Duration,
-    stop: Arc<AtomicBool>,
+    stop: SharedClient<Arc<AtomicBool>>,
 }
 
 struct Tick;
@@ -28,8 +30,19 @@ struct Tick;
 unsafe impl Isolated for Tick {}
 impl Message for Tick {}
 
-// SAFETY: `work` is a duration; `stop` is a test instrument, a flag only the test thread sets,
-// from outside the runtime, to end the spinning. The message carries no data.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<Duration>;
+    let _ = assert_isolated::<SharedClient<Arc<AtomicBool>>>;
+    let _ = assert_isolated::<ToTest<()>>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<u8>;
+    let _ = assert_isolated::<SharedClient<Arc<Mutex<Vec<u8>>>>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): `work` is a duration, and `stop` a flag
+// the test thread sets to end the spinning, held as a `SharedClient` (a test instrument, see
+// `common::flag`). The message carries no data.
 unsafe impl Process for Spinner {
     type Message = Tick;
 
@@ -53,17 +66,17 @@ impl Handles<Tick> for Spinner {
 
 /// Holds the worker that runs it until the test opens the gate; says when it has started.
 struct Blocker {
-    entered: Sender<()>,
+    entered: ToTest<()>,
 }
 
-struct Hold(Gate);
-// SAFETY: a `Gate`, a test instrument: a latch only the test thread opens, from outside the
-// runtime, to hold the group's worker. `#[derive(Message)]` would rightly refuse it; it is here
-// to test scheduling, not to share application state.
+struct Hold(SharedClient<Gate>);
+// SAFETY: the only field is `Isolated` (asserted above): a gate the test thread opens to hold
+// the group's worker, held as a `SharedClient` (a test instrument, see `common::gate`).
 unsafe impl Isolated for Hold {}
 impl Message for Hold {}
 
-// SAFETY: `entered` is a test instrument, a channel to the test thread. The message is a
+// SAFETY: the only field is `Isolated` (asserted above): `entered`, a channel to the test
+// thread held as a `SharedClient` (a test instrument, see `common::to_test`). The message is a
 // `Hold` (above).
 unsafe impl Process for Blocker {
     type Message = Hold;
@@ -84,7 +97,17 @@ impl Handles<Hold> for Blocker {
 /// Notes its principal's priority in a shared log each time it handles a message.
 struct Recorder {
     priority: u8,
-    log: Arc<Mutex<Vec<u8>>>,
+    log: SharedClient<Arc<Mutex<Vec<u8>>>>,
+}
+
+/// The shared log as a [`Recorder`] holds it.
+fn recording(log: &Arc<Mutex<Vec<u8>>>) -> SharedClient<Arc<Mutex<Vec<u8>>>> {
+    SharedClient::new(
+        Arc::clone(log),
+        "test instrument: the order in which the scheduler ran the recorders, which the test \
+         reads after the fact; recorders only append to it and never read it, so no process's \
+         behaviour depends on what another wrote",
+    )
 }
 
 struct Note;
@@ -92,10 +115,9 @@ struct Note;
 unsafe impl Isolated for Note {}
 impl Message for Note {}
 
-// SAFETY: `priority` is a number; `log` is a test instrument: the order in which the scheduler
-// ran the recorders, which the test reads after the fact. The recorders only append to it and
-// never read it, so no process's behaviour depends on what another wrote. The message carries
-// no data.
+// SAFETY: every field is `Isolated` (asserted above): `priority` is a number, and `log` the
+// order the scheduler ran the recorders in, held as a `SharedClient` (a test instrument, see
+// `recording`). The message carries no data.
 unsafe impl Process for Recorder {
     type Message = Note;
 
@@ -117,11 +139,11 @@ fn block_worker(rt: &Runtime, group: &whirl_runtime::Group) -> Gate {
     let blocker = rt.spawn_in(
         group,
         Blocker {
-            entered: entered_tx,
+            entered: to_test(&entered_tx),
         },
     );
     let gate = Gate::new();
-    blocker.post(Hold(gate.clone())).unwrap();
+    blocker.post(Hold(common::gate(&gate))).unwrap();
     common::recv(&entered);
     gate
 }
@@ -142,7 +164,7 @@ fn stride_shares_handling_time_three_to_one() {
         for _ in 0..4 {
             let state = Spinner {
                 work: Duration::from_micros(200),
-                stop: Arc::clone(&stop),
+                stop: flag(&stop),
             };
             spinners.push(rt.spawn_for(&group, principal.clone(), state));
         }
@@ -199,7 +221,7 @@ fn priority_scheduler_runs_higher_priority_first() {
         let priority = 1 + (id % 2) as u8;
         let state = Recorder {
             priority,
-            log: Arc::clone(&log),
+            log: recording(&log),
         };
         recorders.push(rt.spawn_for(&group, Principal::new(id, priority, 0), state));
     }
@@ -235,7 +257,7 @@ fn priority_scheduler_does_not_starve_low_priority() {
     for _ in 0..4 {
         let state = Spinner {
             work: Duration::from_micros(100),
-            stop: Arc::clone(&stop),
+            stop: flag(&stop),
         };
         rt.spawn_for(&group, high.clone(), state)
             .post(Tick)
@@ -246,7 +268,7 @@ fn priority_scheduler_does_not_starve_low_priority() {
     let log = Arc::new(Mutex::new(Vec::new()));
     let state = Recorder {
         priority: 1,
-        log: Arc::clone(&log),
+        log: recording(&log),
     };
     let recorder = rt.spawn_for(&group, low.clone(), state);
     for _ in 0..LOW_MESSAGES {
@@ -346,7 +368,7 @@ fn a_custom_scheduler_runs_every_message() {
         .map(|_| {
             let state = Recorder {
                 priority: 0,
-                log: Arc::clone(&log),
+                log: recording(&log),
             };
             rt.spawn_in(&group, state)
         })

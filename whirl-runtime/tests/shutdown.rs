@@ -6,44 +6,57 @@
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use common::{events, within_guard, DeadLetters, Event, Gate, Plain};
+use common::{
+    assert_isolated, counter, events, to_test, within_guard, DeadLetters, Event, Gate, Plain,
+    ToTest,
+};
 use whirl_runtime::{
     Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, PostError, Process, Runtime,
+    SharedClient,
 };
 
 /// Counts what it handles and reports its `terminated` hook.
 struct Counter {
     name: usize,
-    handled: Arc<AtomicU64>,
-    hooks: Sender<(usize, ExitReason)>,
+    handled: SharedClient<Arc<AtomicU64>>,
+    hooks: ToTest<(usize, ExitReason)>,
 }
 
 enum CounterMsg {
     Hit,
-    Hold(Gate),
+    Hold(SharedClient<Gate>),
     /// Counts down, passing the rest to `peer`.
     Relay(u64, Addr<Counter>),
 }
 
 struct Hit;
 
-// SAFETY: numbers and process addresses, plus the `Gate`, a test instrument: a latch only the
-// test thread opens, from outside the runtime, to hold a worker. `#[derive(Message)]` would
-// rightly refuse it; it is here to test the runtime, not to share application state.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<usize>;
+    let _ = assert_isolated::<SharedClient<Arc<AtomicU64>>>;
+    let _ = assert_isolated::<ToTest<(usize, ExitReason)>>;
+    let _ = assert_isolated::<ToTest<ExitReason>>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<(u64, Addr<Counter>)>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): numbers, process addresses, and a gate the
+// test thread opens, held as a `SharedClient` (a test instrument, see `common::gate`).
 unsafe impl Isolated for CounterMsg {}
 impl Message for CounterMsg {}
 // SAFETY: no data.
 unsafe impl Isolated for Hit {}
 impl Message for Hit {}
 
-// SAFETY: `name` is a number. `handled` and `hooks` are test instruments: an atomic and a
-// channel shared only with the test thread, which reads them from outside the runtime; no
-// other process's state reaches them. The messages are isolated (see above).
+// SAFETY: every field is `Isolated` (asserted above): `name` is a number, and `handled` and
+// `hooks` are test instruments held as `SharedClient`s with the reason (a counter the test
+// thread reads and a channel to it). The messages are `Isolated` (see above).
 unsafe impl Process for Counter {
     type Message = CounterMsg;
 
@@ -94,8 +107,8 @@ fn fixture(threads: usize, procs: usize) -> Fixture {
         .map(|name| {
             rt.spawn(Counter {
                 name,
-                handled: Arc::clone(&handled),
-                hooks: hooks_tx.clone(),
+                handled: counter(&handled),
+                hooks: to_test(&hooks_tx),
             })
         })
         .collect();
@@ -140,7 +153,7 @@ fn graceful_shutdown_drains_full_inboxes_and_runs_every_hook() {
     // shutdown begins; the gate opens only once shutdown has started.
     let gate = Gate::new();
     for p in workers {
-        p.post(CounterMsg::Hold(gate.clone())).unwrap();
+        p.post(CounterMsg::Hold(common::gate(&gate))).unwrap();
         for _ in 0..PER_PROC {
             p.post(Hit).unwrap();
         }
@@ -187,8 +200,8 @@ fn handlers_may_keep_posting_to_each_other_while_the_runtime_drains() {
 
 /// Keeps `backlog` messages in its inbox forever: each one handled posts one more.
 struct Spinner {
-    handled: Arc<AtomicU64>,
-    hook_ran: Sender<ExitReason>,
+    handled: SharedClient<Arc<AtomicU64>>,
+    hook_ran: ToTest<ExitReason>,
 }
 
 struct Spin;
@@ -196,8 +209,9 @@ struct Spin;
 unsafe impl Isolated for Spin {}
 impl Message for Spin {}
 
-// SAFETY: test instruments only, as for `Counter`: an atomic and a channel read by the test
-// thread. The message carries no data.
+// SAFETY: every field is `Isolated` (asserted above): test instruments held as `SharedClient`s,
+// as for `Counter` (a counter the test thread reads and a channel to it). The message carries
+// no data.
 unsafe impl Process for Spinner {
     type Message = Spin;
 
@@ -228,8 +242,8 @@ fn shutdown_timeout_terminates_a_process_that_never_drains_and_dead_letters_the_
     let spun = Arc::new(AtomicU64::new(0));
     let (hook_tx, hook_rx) = mpsc::channel();
     let spinner = f.rt.spawn(Spinner {
-        handled: Arc::clone(&spun),
-        hook_ran: hook_tx,
+        handled: counter(&spun),
+        hook_ran: to_test(&hook_tx),
     });
     for _ in 0..BACKLOG {
         spinner.post(Spin).unwrap();
@@ -287,8 +301,8 @@ fn dropping_a_runtime_with_pending_work_does_not_hang_and_loses_nothing() {
     let spun = Arc::new(AtomicU64::new(0));
     let (hook_tx, hook_rx) = mpsc::channel();
     let spinner = f.rt.spawn(Spinner {
-        handled: Arc::clone(&spun),
-        hook_ran: hook_tx,
+        handled: counter(&spun),
+        hook_ran: to_test(&hook_tx),
     });
     for _ in 0..100 {
         spinner.post(Spin).unwrap();

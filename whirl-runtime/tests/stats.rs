@@ -9,15 +9,16 @@
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use whirl_runtime::{
     Addr, Ctx, Failure, Group, GroupStats, Handles, Isolated, Message, Principal, Process, Runtime,
+    SharedClient,
 };
 
-use common::Gate;
+use common::{assert_isolated, to_test, Gate, ToTest};
 
 /// How long a wait for something to happen may take before the test fails.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -47,17 +48,23 @@ enum Job {
     Nothing,
     Sleep(Duration),
     /// Tells the test it started, then waits for the gate.
-    Hold(Sender<()>, Gate),
+    Hold(ToTest<()>, SharedClient<Gate>),
     /// Says it is about to take the lock, takes it through `Ctx::lock_timed`, then says it
     /// got it.
-    Lock(Arc<Mutex<()>>, Sender<()>, Sender<()>),
+    Lock(SharedClient<Arc<Mutex<()>>>, ToTest<()>, ToTest<()>),
 }
 
-// SAFETY: durations are owned data. The rest are test instruments, not application state:
-// the `Sender`s and the `Gate` connect a handler to the test thread (which opens the gate and
-// waits on the channels, outside the runtime), and the `Mutex` in `Lock` is the contention
-// whose lock latency the test measures, the `shares_state` case `Ctx::lock_timed` exists for.
-// `#[derive(Message)]` would rightly refuse them.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<Duration>;
+    let _ = assert_isolated::<ToTest<()>>;
+    let _ = assert_isolated::<SharedClient<Gate>>;
+    let _ = assert_isolated::<SharedClient<Arc<Mutex<()>>>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): durations, and test instruments held as
+// `SharedClient`s with the reason: channels to the test thread, a gate it opens, and the lock
+// whose latency the test measures.
 unsafe impl Isolated for Job {}
 impl Message for Job {}
 
@@ -143,7 +150,9 @@ fn hold_then_release(
 ) {
     let (entered_tx, entered) = mpsc::channel();
     let gate = Gate::new();
-    holder.post(Job::Hold(entered_tx, gate.clone())).unwrap();
+    holder
+        .post(Job::Hold(to_test(&entered_tx), common::gate(&gate)))
+        .unwrap();
     common::recv(&entered);
     // The only worker is held: these wait in the queue at least `held`.
     for _ in 0..messages {
@@ -265,7 +274,12 @@ fn lock_waits_reported_by_handlers_are_measured() {
     let (got_tx, got) = mpsc::channel();
     {
         let _held = lock.lock().unwrap();
-        w.post(Job::Lock(Arc::clone(&lock), about_tx, got_tx))
+        let contended = SharedClient::new(
+            Arc::clone(&lock),
+            "test instrument: a lock the test thread holds, the contention whose latency \
+             `Ctx::lock_timed` measures (the `shares_state` case it exists for)",
+        );
+        w.post(Job::Lock(contended, to_test(&about_tx), to_test(&got_tx)))
             .unwrap();
         // The handler is about to wait for the lock the test holds: keep it waiting.
         common::recv(&about);

@@ -10,6 +10,7 @@ mod common;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
+use common::{assert_isolated, to_test, ToTest};
 use whirl_runtime::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime, TimerHandle};
 
 #[derive(Clone, Debug)]
@@ -18,17 +19,60 @@ struct Tick(&'static str);
 unsafe impl Isolated for Tick {}
 impl Message for Tick {}
 
-type Setup = Box<dyn FnOnce(&mut Ticker, &mut Ctx<Ticker>) + Send>;
+/// Code for a ticker to run, in a handler or at start: data plus a function pointer, never a
+/// closure (the compiler cannot check what a closure captures; it checks `Isolated` data).
+trait Code: Isolated {
+    fn run(self: Box<Self>, ticker: &mut Ticker, ctx: &mut Ctx<Ticker>);
+}
+
+type Setup = Box<dyn Code>;
+
+/// `code` called with `data`.
+struct WithData<D> {
+    data: D,
+    code: fn(D, &mut Ticker, &mut Ctx<Ticker>),
+}
+
+// SAFETY: `data` is `Isolated` (the bound), and `code` is a function pointer, which holds no
+// data.
+unsafe impl<D: Isolated> Isolated for WithData<D> {}
+
+impl<D: Isolated> Code for WithData<D> {
+    fn run(self: Box<Self>, ticker: &mut Ticker, ctx: &mut Ctx<Ticker>) {
+        (self.code)(self.data, ticker, ctx)
+    }
+}
+
+/// `code` called without data.
+struct Plain(fn(&mut Ticker, &mut Ctx<Ticker>));
+
+// SAFETY: a function pointer, which holds no data.
+unsafe impl Isolated for Plain {}
+
+impl Code for Plain {
+    fn run(self: Box<Self>, ticker: &mut Ticker, ctx: &mut Ctx<Ticker>) {
+        (self.0)(ticker, ctx)
+    }
+}
 
 enum TickerMsg {
     Tick(&'static str),
     Setup(Setup),
 }
 
-// SAFETY: a `&'static str`, or a `Setup`: the test harness's way to run code inside the
-// ticker, a closure written in these tests that captures only owned data and test instruments
-// (channels to the test thread). The compiler cannot check what a closure captures, which is why
-// application code writes `#[process]` handlers instead.
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<&'static str>;
+    let _ = assert_isolated::<Setup>;
+    let _ = assert_isolated::<Option<Setup>>;
+    let _ = assert_isolated::<ToTest<Seen>>;
+    let _ = assert_isolated::<Option<TimerHandle>>;
+    let _ = assert_isolated::<Option<u64>>;
+    let _ = assert_isolated::<Option<&'static str>>;
+};
+
+// SAFETY: every field is `Isolated` (asserted above): a `&'static str`, or a `Setup`, data and
+// a function pointer (`Code` requires `Isolated`).
 unsafe impl Isolated for TickerMsg {}
 impl Message for TickerMsg {}
 
@@ -40,7 +84,7 @@ type Seen = (&'static str, &'static str, u64);
 /// scheduled after the event they follow, so they are due after any timer due before it.
 struct Ticker {
     name: &'static str,
-    seen: Sender<Seen>,
+    seen: ToTest<Seen>,
     ticks: u64,
     every: Option<TimerHandle>,
     cancel_after: Option<u64>,
@@ -57,7 +101,7 @@ impl Ticker {
     fn new(name: &'static str, seen: &Sender<Seen>) -> Self {
         Ticker {
             name,
-            seen: seen.clone(),
+            seen: to_test(seen),
             ticks: 0,
             every: None,
             cancel_after: None,
@@ -68,23 +112,24 @@ impl Ticker {
     }
 }
 
-// SAFETY: names, numbers and the ticker's own `TimerHandle` (a handle on the runtime's timer
-// service, like an address), a start-up `Setup` (see `TickerMsg`), and `seen`, a test
-// instrument: a channel to the test thread, which receives from it outside the runtime. The
-// messages are isolated (above).
+// SAFETY: every field is `Isolated` (asserted above): names, numbers, the ticker's own
+// `TimerHandle` (a handle on the runtime's timer service, like an address), a start-up `Setup`
+// (data and a function pointer), and `seen`, a channel to the test thread held as a
+// `SharedClient` (a test instrument, see `common::to_test`). The messages are `Isolated`
+// (above).
 unsafe impl Process for Ticker {
     type Message = TickerMsg;
 
     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
         if let Some(setup) = self.on_start.take() {
-            setup(self, ctx);
+            setup.run(self, ctx);
         }
         Ok(())
     }
 
     fn handle(&mut self, msg: TickerMsg, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
         match msg {
-            TickerMsg::Setup(setup) => setup(self, ctx),
+            TickerMsg::Setup(setup) => setup.run(self, ctx),
             TickerMsg::Tick(tag) => {
                 if tag == "t" {
                     self.ticks += 1;
@@ -123,8 +168,14 @@ impl Handles<Tick> for Ticker {
     }
 }
 
-fn setup(f: impl FnOnce(&mut Ticker, &mut Ctx<Ticker>) + Send + 'static) -> TickerMsg {
-    TickerMsg::Setup(Box::new(f))
+/// Runs `code` in the ticker's handler.
+fn setup(code: fn(&mut Ticker, &mut Ctx<Ticker>)) -> TickerMsg {
+    TickerMsg::Setup(Box::new(Plain(code)))
+}
+
+/// Runs `code` with `data` in the ticker's handler.
+fn setup_with<D: Isolated>(data: D, code: fn(D, &mut Ticker, &mut Ctx<Ticker>)) -> TickerMsg {
+    TickerMsg::Setup(Box::new(WithData { data, code }))
 }
 
 /// Waits for `name` to report `tag`; returns everything it reported before that.
@@ -200,7 +251,7 @@ fn a_timer_cancelled_from_outside_never_fires() {
     let (tx, seen) = mpsc::channel();
     let p = rt.spawn(Ticker::new("p", &tx));
     let (handle_tx, handle_rx) = mpsc::channel();
-    p.post(setup(move |_, ctx| {
+    p.post(setup_with(to_test(&handle_tx), |handle_tx, _, ctx| {
         handle_tx
             .send(ctx.post_after(2 * MARKER_DELAY, Tick("never")))
             .unwrap();
@@ -227,7 +278,7 @@ fn a_timer_for_a_terminated_process_is_not_delivered() {
     let doomed = rt.spawn(Ticker::new("doomed", &tx));
     let marker = rt.spawn(Ticker::new("marker", &tx));
     doomed
-        .post(setup(move |_, ctx| {
+        .post(setup_with(to_test(&done_tx), |done_tx, _, ctx| {
             ctx.post_after(MARKER_DELAY, Tick("late"));
             ctx.complete();
             done_tx.send(()).unwrap();
@@ -307,9 +358,9 @@ fn a_process_driven_only_by_its_own_timer_keeps_ticking() {
     let (tx, seen) = mpsc::channel();
     drop(rt.spawn(Ticker {
         cancel_after: Some(3),
-        on_start: Some(Box::new(|t, ctx| {
+        on_start: Some(Box::new(Plain(|t, ctx| {
             t.every = Some(ctx.post_every(Duration::from_millis(1), Tick("t")));
-        })),
+        }))),
         ..Ticker::new("orphan", &tx)
     }));
     let log = until(&seen, "orphan", "m2");
@@ -323,7 +374,7 @@ fn pending_timers_do_not_keep_the_runtime_busy_or_delay_shutdown() {
     let (tx, seen) = mpsc::channel();
     let (done_tx, done_rx) = mpsc::channel();
     let p = rt.spawn(Ticker::new("p", &tx));
-    p.post(setup(move |_, ctx| {
+    p.post(setup_with(to_test(&done_tx), |done_tx, _, ctx| {
         ctx.post_after(Duration::from_secs(3_600), Tick("in an hour"));
         ctx.post_every(Duration::from_secs(3_600), Tick("t"));
         done_tx.send(()).unwrap();

@@ -26,6 +26,10 @@ pub struct SocketLimits {
     pub close_above: usize,
 }
 
+// SAFETY: plain numbers.
+#[diagnostic::do_not_recommend]
+unsafe impl crate::isolated::Isolated for SocketLimits {}
+
 impl Default for SocketLimits {
     fn default() -> Self {
         SocketLimits {
@@ -85,6 +89,10 @@ pub enum CloseReason {
     /// The owner terminated.
     OwnerGone,
 }
+
+// SAFETY: plain data: a variant and an owned `String`.
+#[diagnostic::do_not_recommend]
+unsafe impl crate::isolated::Isolated for CloseReason {}
 
 /// A process owning one TCP stream.
 ///

@@ -5,13 +5,14 @@
 #![allow(dead_code)]
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, Once};
 use std::time::Duration;
 
 use whirl_runtime::{
-    Addr, Ctx, DeadLetter, Down, ExitReason, Failure, MessageCounts, PostError, Process, ProcessId,
-    ReplyTo, Runtime,
+    Addr, Ctx, DeadLetter, Down, ExitReason, Failure, Isolated, MessageCounts, PostError, Process,
+    ProcessId, ReplyTo, Runtime, SharedClient,
 };
 
 /// How long any wait may take before the test is declared hung. Generous on purpose: it is a
@@ -110,6 +111,68 @@ impl fmt::Debug for Gate {
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Test instruments, as processes hold them.
+//
+// A test watches and steers the processes it runs through a few instruments: channels that
+// carry reports out to the test thread, gates the test thread opens, counters and flags it
+// reads or sets from outside the runtime. They are shared with the test thread on purpose and
+// are thread-safe, so a process holds them the sanctioned way, as `SharedClient`s with the
+// reason; never as shared application state another process of the system under test reads.
+// ---------------------------------------------------------------------------------------------
+
+/// Compiles only for `Isolated` types: name `assert_isolated::<T>` in a `const` block to have
+/// the compiler check a field's type (the check `#[derive(Isolated)]` would make).
+pub fn assert_isolated<T: ?Sized + Isolated>() {}
+
+/// A channel to the test thread, as a process holds it.
+pub type ToTest<T> = SharedClient<Sender<T>>;
+
+/// Wraps a channel to the test thread for a process to hold.
+pub fn to_test<T: Send + 'static>(tx: &Sender<T>) -> ToTest<T> {
+    SharedClient::new(
+        tx.clone(),
+        "test instrument: a channel to the test thread, which receives on it outside the \
+         runtime; it only carries owned reports out of the process",
+    )
+}
+
+/// Wraps a gate for a process to hold (see [`Gate`]).
+pub fn gate(gate: &Gate) -> SharedClient<Gate> {
+    SharedClient::new(
+        gate.clone(),
+        "test instrument: a gate only the test thread opens, from outside the runtime, to hold \
+         a handler mid-run",
+    )
+}
+
+/// Wraps a counter for a process to hold.
+pub fn counter(counter: &Arc<AtomicU64>) -> SharedClient<Arc<AtomicU64>> {
+    SharedClient::new(
+        Arc::clone(counter),
+        "test instrument: a counter the process bumps and the test thread reads from outside \
+         the runtime",
+    )
+}
+
+/// Wraps a `usize` counter for a process to hold.
+pub fn counter_usize(counter: &Arc<AtomicUsize>) -> SharedClient<Arc<AtomicUsize>> {
+    SharedClient::new(
+        Arc::clone(counter),
+        "test instrument: a counter the process bumps and the test thread reads from outside \
+         the runtime",
+    )
+}
+
+/// Wraps a flag for a process to hold.
+pub fn flag(flag: &Arc<AtomicBool>) -> SharedClient<Arc<AtomicBool>> {
+    SharedClient::new(
+        Arc::clone(flag),
+        "test instrument: a flag only the test thread sets, from outside the runtime, to stop \
+         a handler's loop",
+    )
+}
+
 /// Dead letters collected by a runtime's sink.
 #[derive(Clone, Default)]
 pub struct DeadLetters {
@@ -178,8 +241,27 @@ pub enum Event {
     },
 }
 
-/// Code to run inside a node's handler.
-pub type Job<P> = Box<dyn FnOnce(&mut P, &mut Ctx<P>) -> Result<(), Failure> + Send>;
+/// Code to run inside a node's handler: a closure the test thread writes and hands one node to
+/// run once, held as a `SharedClient` (see [`job`]).
+pub type Job<P> =
+    SharedClient<Box<dyn FnOnce(&mut P, &mut Ctx<P>) -> Result<(), Failure> + Send + Sync>>;
+
+// A job stays a closure rather than data plus a function pointer (as the timers tests' `Setup`
+// is) because `run` and `post_job` take closures and other test files, among them
+// supervisor_dynamic.rs, call them with capturing ones. The compiler checks only that a job is
+// `Send + Sync`; that it captures nothing but addresses, reply handles, owned values and other
+// test instruments is the declared intent, and this reason is where it is declared.
+const JOB: &str = "test instrument: a job, code the test thread hands one node to run once in its \
+     handler (the harness's remote control of a process, not an observer); it moves what it \
+     captures (addresses, reply handles, owned values, other test instruments) into that \
+     process, and must be thread-safe";
+
+/// Wraps `f` as a [`Job`] (the reason is `JOB`).
+pub fn job<P: Process>(
+    f: impl FnOnce(&mut P, &mut Ctx<P>) -> Result<(), Failure> + Send + Sync + 'static,
+) -> Job<P> {
+    SharedClient::new(Box::new(f), JOB)
+}
 
 /// A [`Node`]'s messages.
 pub enum NodeMsg<const SYSTEM: bool> {
@@ -200,7 +282,7 @@ impl<const SYSTEM: bool> fmt::Debug for NodeMsg<SYSTEM> {
 /// `terminated` hook to the test. `SYSTEM` decides whether it is a system process.
 pub struct Node<const SYSTEM: bool> {
     pub name: &'static str,
-    events: Sender<Event>,
+    events: ToTest<Event>,
     /// Whatever a test wants to keep between jobs.
     pub log: Vec<u64>,
 }
@@ -211,7 +293,7 @@ pub type Plain = Node<false>;
 pub type System = Node<true>;
 
 impl<const SYSTEM: bool> Node<SYSTEM> {
-    pub fn new(name: &'static str, events: &Sender<Event>) -> Self {
+    pub fn new(name: &'static str, events: &ToTest<Event>) -> Self {
         Node {
             name,
             events: events.clone(),
@@ -220,24 +302,20 @@ impl<const SYSTEM: bool> Node<SYSTEM> {
     }
 }
 
-// SAFETY: the test harness's way to run code inside a process. A `Job` is a closure written in
-// these tests; it captures only process addresses, reply handles, owned data and test
-// instruments (channels to the test thread, gates the test thread opens, counters it reads
-// from outside the runtime), never state another process mutates. `Down` is isolated. The
-// compiler cannot check what a closure captures, which is why application code writes
-// `#[process]` handlers instead.
+// SAFETY: every field is `Isolated` (asserted below): a `Job`, a closure held as a
+// `SharedClient` with the reason (`JOB`), or a `Down`, an isolated runtime value.
 unsafe impl<const SYSTEM: bool> whirl_runtime::Isolated for NodeMsg<SYSTEM> {}
 impl<const SYSTEM: bool> whirl_runtime::Message for NodeMsg<SYSTEM> {}
 
-// SAFETY: `name` is a `&'static str` and `log` owned numbers; `events` is a test instrument,
-// a channel to the test thread, which receives from it outside the runtime. The messages are
-// `NodeMsg`s (see above).
+// SAFETY: the state is `Isolated`, field by field (asserted below): `name` is a `&'static str`,
+// `log` owned numbers and `events` a channel to the test thread held as a `SharedClient`
+// (`to_test`). The messages are `NodeMsg`s, `Isolated` (above).
 unsafe impl<const SYSTEM: bool> Process for Node<SYSTEM> {
     type Message = NodeMsg<SYSTEM>;
 
     fn handle(&mut self, msg: NodeMsg<SYSTEM>, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
         match msg {
-            NodeMsg::Run(job) => job(self, ctx),
+            NodeMsg::Run(job) => SharedClient::into_inner(job)(self, ctx),
             NodeMsg::Down(notice) => {
                 let _ = self.events.send(Event::Down {
                     by: self.name,
@@ -260,6 +338,16 @@ unsafe impl<const SYSTEM: bool> Process for Node<SYSTEM> {
     }
 }
 
+const _: () = {
+    // Never called: naming the instances makes the compiler check each field's type.
+    let _ = assert_isolated::<&'static str>;
+    let _ = assert_isolated::<ToTest<Event>>;
+    let _ = assert_isolated::<Vec<u64>>;
+    let _ = assert_isolated::<Job<Plain>>;
+    let _ = assert_isolated::<Job<System>>;
+    let _ = assert_isolated::<Down>;
+};
+
 impl<const SYSTEM: bool> whirl_runtime::Handles<NodeMsg<SYSTEM>> for Node<SYSTEM> {
     fn into_message(msg: NodeMsg<SYSTEM>) -> NodeMsg<SYSTEM> {
         msg
@@ -270,10 +358,10 @@ impl<const SYSTEM: bool> whirl_runtime::Handles<NodeMsg<SYSTEM>> for Node<SYSTEM
 #[track_caller]
 pub fn run<const S: bool, R: whirl_runtime::Isolated>(
     node: &Addr<Node<S>>,
-    f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> R + Send + 'static,
+    f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> R + Send + Sync + 'static,
 ) -> R {
     node.call(|reply: ReplyTo<R>| {
-        NodeMsg::Run(Box::new(move |n, ctx| {
+        NodeMsg::Run(job(move |n, ctx| {
             let _ = reply.send(f(n, ctx));
             Ok(())
         }))
@@ -284,9 +372,9 @@ pub fn run<const S: bool, R: whirl_runtime::Isolated>(
 /// Posts a job to `node` without waiting.
 pub fn post_job<const S: bool>(
     node: &Addr<Node<S>>,
-    f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> Result<(), Failure> + Send + 'static,
+    f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> Result<(), Failure> + Send + Sync + 'static,
 ) -> Result<(), PostError<NodeMsg<S>>> {
-    node.post(NodeMsg::Run(Box::new(f)))
+    node.post(NodeMsg::Run(job(f)))
 }
 
 /// Makes `node` fail with `reason` (a handler returning `Err`).
@@ -322,10 +410,10 @@ pub struct Events {
 }
 
 /// A fresh event channel: give the sender to nodes, keep the `Events`.
-pub fn events() -> (Sender<Event>, Events) {
+pub fn events() -> (ToTest<Event>, Events) {
     let (tx, rx) = mpsc::channel();
     (
-        tx,
+        to_test(&tx),
         Events {
             rx,
             backlog: Vec::new(),
