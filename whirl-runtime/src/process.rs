@@ -55,6 +55,12 @@ use crate::ctx::Ctx;
 /// counter.post(Add(2)).unwrap();
 /// rt.block_until_idle();
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a process",
+    label = "only a process's state can be spawned",
+    note = "declare it with `#[process]` on the type and on the impl block of its handlers: the macro checks that the state shares no mutable state with other processes",
+    note = "a hand-written `unsafe impl Process` must say in a `// SAFETY:` comment why the state and the messages are `Isolated`"
+)]
 pub unsafe trait Process: Sized + Send + 'static {
     /// Everything this process accepts, usually an enum with one variant per handled type.
     type Message: Send + 'static;

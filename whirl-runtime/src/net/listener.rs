@@ -187,6 +187,7 @@ impl Acceptor {
 //   the poller does with them is post `AcceptorMsg::Ready` to this process;
 // * `accepted` is a counter.
 // The only message, `AcceptorMsg`, is plain data.
+#[diagnostic::do_not_recommend]
 unsafe impl Process for Acceptor {
     type Message = AcceptorMsg;
 

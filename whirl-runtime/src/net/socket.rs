@@ -322,6 +322,7 @@ impl SocketConnection {
 // * the rest is owned data: the outgoing byte queue, counters, flags, the close reason.
 // The messages, `SocketMsg` (bytes by value, a `Recipient`, readiness flags), are isolated, and
 // so are the `SocketEvent`s sent to the owner.
+#[diagnostic::do_not_recommend]
 unsafe impl Process for SocketConnection {
     type Message = SocketMsg;
 

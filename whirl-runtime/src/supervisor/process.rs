@@ -221,6 +221,7 @@ impl Supervisor {
 //   `ManualClock`, a metrics counter): observers and policies, not process state. The
 //   supervisor only reads the clock and hands the sink copies of its events; neither reaches
 //   a child's state, and the spec holds them as `SharedClient`s, with the reason.
+#[diagnostic::do_not_recommend]
 unsafe impl Process for Supervisor {
     type Message = SupervisorMsg;
 
