@@ -607,6 +607,13 @@ pub mod __private {
         system || !T::__IS_DOWN
     }
 
+    /// Whether a process declared with `#[process]` is a system process; requiring the
+    /// declaration is the point (an undeclared state type is reported here).
+    #[inline]
+    pub const fn declared_system<P: crate::DeclaredProcess>() -> bool {
+        P::SYSTEM
+    }
+
     /// Asserts a `#[process(system)]` process handles `Down`.
     pub fn system_process_must_handle_down<P: Handles<Down>>() {}
 }
