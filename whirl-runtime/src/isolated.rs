@@ -322,7 +322,10 @@ isolated_higher_ranked_fn_pointers! {
 
 // SAFETY: the runtime's own values. `ProcessId`, `FailureKind` and `MessageCounts` are plain
 // data; `Failure`, `ExitReason` and `Down` hold an immutable `Arc<str>`; a `Principal` is an
-// immutable `Arc` shared on purpose so schedulers can classify work consistently.
+// `Arc` shared on purpose so schedulers can classify work consistently: its identity, priority,
+// utility and estimator are immutable (the estimator is `Isolated`, see `Estimate`), and its two
+// counters (handled, handling time) are written only by the runtime's workers, never by a
+// process, which can only read them, like any statistic.
 isolated! {
     ProcessId, Failure, FailureKind, ExitReason, Down, Principal, MessageCounts,
 }
