@@ -50,6 +50,8 @@ mod registry;
 mod reply;
 mod runtime;
 pub mod scheduler;
+#[cfg(unix)]
+pub mod signal;
 mod spawn;
 pub mod stats;
 pub mod supervisor;

@@ -336,6 +336,32 @@ impl Runtime {
         self.shutdown(Some(timeout), SHUTDOWN_PATIENCE)
     }
 
+    /// Blocks until the process receives SIGINT or SIGTERM, then shuts down: like
+    /// [`Runtime::shutdown_timeout`] with `grace` for draining. Returns the signal and whether
+    /// the inboxes drained in time. The one call a long-running service's `main` ends with; to
+    /// do something between the signal and the shutdown (stop accepting connections), call
+    /// [`signal::wait_for_signal`](crate::signal::wait_for_signal) and then shut down.
+    ///
+    /// # Errors
+    ///
+    /// If the signal handlers cannot be installed; the runtime is then shut down at once.
+    #[cfg(unix)]
+    pub fn shutdown_on_signal(
+        self,
+        grace: Duration,
+    ) -> std::io::Result<(crate::signal::ShutdownSignal, bool)> {
+        match crate::signal::wait_for_signal() {
+            Ok(signal) => {
+                let drained = self.shutdown_timeout(grace);
+                Ok((signal, drained))
+            }
+            Err(e) => {
+                self.shutdown_timeout(Duration::ZERO);
+                Err(e)
+            }
+        }
+    }
+
     /// `patience` bounds each of the two waits after draining: for processes to run their
     /// termination, and for workers to exit.
     fn shutdown(&self, drain_timeout: Option<Duration>, patience: Duration) -> bool {

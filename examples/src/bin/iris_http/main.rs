@@ -27,7 +27,6 @@ mod tests;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use whirl::Runtime;
@@ -101,13 +100,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (stop_tx, stop_rx) = mpsc::channel();
-    if let Err(e) = ctrlc::set_handler(move || {
-        let _ = stop_tx.send(());
-    }) {
-        eprintln!("iris_http: cannot catch Ctrl-C: {e}");
-        return ExitCode::FAILURE;
-    }
     let rt = Runtime::builder().threads(1).build();
     let root = args.options.root.display().to_string();
     let predicates = args.options.predicates;
@@ -124,9 +116,11 @@ fn main() -> ExitCode {
         server.addr,
         if predicates { "on" } else { "off" }
     );
-    println!("  Ctrl-C stops");
-    let _ = stop_rx.recv();
-    println!("iris_http: shutting down");
+    println!("  Ctrl-C (or SIGTERM) stops");
+    match whirl::signal::wait_for_signal() {
+        Ok(signal) => println!("iris_http: {signal}, shutting down"),
+        Err(e) => eprintln!("iris_http: cannot wait for signals ({e}); shutting down"),
+    }
     server.stop_accepting();
     let drained = rt.shutdown_timeout(Duration::from_secs(5));
     if !drained {
