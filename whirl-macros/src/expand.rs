@@ -406,6 +406,10 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             .chain(std::iter::once(declared_bound.clone()))
             .collect::<Vec<_>>(),
     );
+    let name_arms = handlers.iter().filter_map(|h| {
+        let (name, message) = (h.ident, h.message()?);
+        Some(quote!(#enum_ident::#name(_) => ::core::any::type_name::<#message>,))
+    });
     let cost_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (h.ident, h.message()?);
         Some(quote!(#enum_ident::#name(ref msg) => <#message as ::whirl::__private::Message>::cost(msg),))
@@ -528,6 +532,16 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
                     match msg {
                         #(#arms)*
                         #phantom_arm
+                    }
+                }
+
+                #[inline]
+                fn __message_type(
+                    msg: &<Self as ::whirl::__private::Process>::Message,
+                ) -> fn() -> &'static ::core::primitive::str {
+                    match *msg {
+                        #(#name_arms)*
+                        #phantom_ref_arm
                     }
                 }
 

@@ -26,6 +26,7 @@ use crate::group::GroupShared;
 use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
 use crate::observe;
 use crate::principal::Principal;
+use crate::probe::TurnProbe;
 use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
 use crate::sync::UnsafeCell;
 use crate::worker;
@@ -34,14 +35,21 @@ use crate::worker;
 pub(crate) trait Runnable: Send + Sync + 'static {
     /// Runs one turn; returns the messages handled. A `sampled` turn is timed and records its
     /// messages' queue latencies (`stats.rs`). The caller passes the token it holds (the `Arc`
-    /// in the run queue).
-    fn run(self: Arc<Self>, sampled: bool) -> usize;
+    /// in the run queue), and the probe where the turn publishes what it is running.
+    fn run(self: Arc<Self>, sampled: bool, probe: &TurnProbe) -> usize;
+    /// Terminates the process on the calling thread without running any handler: its pending
+    /// kill reason (or a normal exit), the `terminated` hook, monitors told, the inbox
+    /// dead-lettered. For a runtime that shuts down while its workers cannot run the process.
+    /// The caller holds the token.
+    fn abandon(self: Arc<Self>);
     /// Asks the process to terminate with `reason` at its next turn.
     fn kill(self: Arc<Self>, reason: ExitReason);
     /// The process's id.
     fn id(&self) -> ProcessId;
     /// The principal the process serves, if any.
     fn principal(&self) -> Option<&Principal>;
+    /// The name of the process's group.
+    fn group_name(&self) -> &str;
 }
 
 /// A run-queue entry: one strong reference, owned by whoever holds the token.
@@ -162,7 +170,7 @@ impl<P: Process> ProcessCell<P> {
     /// termination included, is done. Runs without a message (the start hook, a kill
     /// request) are counted as activations when requested and as deactivations here, when
     /// consumed.
-    fn run_turn<const SAMPLED: bool>(self: Arc<Self>) -> usize {
+    fn run_turn<const SAMPLED: bool>(self: Arc<Self>, probe: &TurnProbe) -> usize {
         if self.mailbox.is_closed() {
             // Re-scheduled only to drain messages that raced with termination.
             let reason = self.control().lock().exit.clone();
@@ -185,6 +193,7 @@ impl<P: Process> ProcessCell<P> {
         let _ = inbox.has_messages();
         let mut refreshes = inbox.refreshes();
 
+        probe.begin(cell_ref.id);
         let mut consumed_activations = 0;
         let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
         if !body.started {
@@ -216,7 +225,18 @@ impl<P: Process> ProcessCell<P> {
                 break;
             };
             handled += 1;
+            probe.handling(P::__message_type(&msg));
             exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
+            if exit.is_none() && cell_ref.group.is_stopped() {
+                // The runtime finished shutting down while this handler ran (it was reported
+                // as abandoned): terminate now, so the rest of the inbox is dead-lettered and
+                // the hook runs, instead of handling messages nobody waits for.
+                exit = Some(
+                    cell_ref
+                        .take_kill_request(&mut consumed_activations)
+                        .unwrap_or(ExitReason::Normal),
+                );
+            }
             if count_each {
                 cell_ref.group.counters.add(Event::Handled, 1);
             }
@@ -231,6 +251,7 @@ impl<P: Process> ProcessCell<P> {
             worker::record_timed_turn(handled, at.elapsed(), cell_ref.principal.as_ref());
         }
         let more = exit.is_none() && handled == budget && inbox.has_messages();
+        probe.end();
         drop(inbox);
         let cell = ctx.into_cell();
         let uncounted = if count_each { 0 } else { handled as u64 };
@@ -370,15 +391,36 @@ fn invoke<P: Process>(
 }
 
 impl<P: Process> Runnable for ProcessCell<P> {
-    fn run(self: Arc<Self>, sampled: bool) -> usize {
+    fn run(self: Arc<Self>, sampled: bool, probe: &TurnProbe) -> usize {
         // Two copies of the turn: the unsampled one, run by almost every turn, has no
         // statistics code in its message loop. Every turn of a process serving a principal
         // is measured (per-principal accounting).
         if sampled || self.principal.is_some() {
-            self.run_turn::<true>()
+            self.run_turn::<true>(probe)
         } else {
-            self.run_turn::<false>()
+            self.run_turn::<false>(probe)
         }
+    }
+
+    fn abandon(self: Arc<Self>) {
+        if self.mailbox.is_closed() {
+            let reason = self.control().lock().exit.clone();
+            self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
+            return;
+        }
+        let mut consumed_activations = 0;
+        let reason = self
+            .take_kill_request(&mut consumed_activations)
+            .unwrap_or(ExitReason::Normal);
+        // SAFETY: the caller holds the token; the reference ends in this statement.
+        let never_started = self
+            .body
+            .with_mut(|b| unsafe { !std::mem::replace(&mut (*b).started, true) });
+        if never_started {
+            // The start, counted as an activation at spawn, is consumed without running.
+            consumed_activations += 1;
+        }
+        self.terminate(reason, 0, consumed_activations);
     }
 
     fn id(&self) -> ProcessId {
@@ -387,6 +429,10 @@ impl<P: Process> Runnable for ProcessCell<P> {
 
     fn principal(&self) -> Option<&Principal> {
         self.principal.as_ref()
+    }
+
+    fn group_name(&self) -> &str {
+        &self.group.name
     }
 
     fn kill(self: Arc<Self>, reason: ExitReason) {

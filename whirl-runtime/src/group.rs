@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_deque::{Injector, Stealer};
+use crossbeam_deque::{Injector, Steal, Stealer};
 use parking_lot::{Mutex, RwLock};
 
 use crate::cell::Task;
@@ -125,6 +125,8 @@ impl GroupShared {
 
     fn push_scheduled(&self, scheduler: &dyn Scheduler, task: Task, yielded: bool) {
         if self.is_stopped() {
+            // No worker will run it: terminate it here (see `push_remote`).
+            task.abandon();
             return;
         }
         scheduler.push(Ready::new(task, yielded));
@@ -133,8 +135,10 @@ impl GroupShared {
 
     pub(crate) fn push_remote(&self, task: Task) {
         if self.is_stopped() {
-            // Workers are gone; the task (a reference to the process) is simply dropped. The
-            // process was already terminated by shutdown, or will be found by it.
+            // The runtime has shut down and no worker will run the process (a monitor told of
+            // a termination after shutdown, a message racing with it): terminate it on this
+            // thread, so its hook runs and what it was sent is dead-lettered, not dropped.
+            task.abandon();
             return;
         }
         self.injector.push(task);
@@ -149,17 +153,61 @@ impl GroupShared {
         !self.injector.is_empty() || self.stealers.read().iter().flatten().any(|s| !s.is_empty())
     }
 
-    /// Stops the workers once they are idle; returns their join handles.
+    /// Stops the workers once they are idle; returns their join handles. Whatever is still
+    /// queued is terminated on the calling thread ([`GroupShared::rescue`]).
     pub(crate) fn stop(&self) -> Vec<JoinHandle<()>> {
         self.stopped.store(true, Ordering::Release);
         self.idle.notify_all();
-        // Drop whatever is still queued: those are references to processes that shutdown
-        // has already terminated or could not reach.
-        while !self.injector.steal().is_empty() {}
-        if let Some(scheduler) = &self.scheduler {
-            while scheduler.pop(0).is_some() {}
-        }
+        self.rescue();
         self.pool.take_handles()
+    }
+
+    /// What this group's workers are running now.
+    pub(crate) fn running(&self) -> Vec<crate::probe::Running> {
+        self.pool
+            .slots
+            .read()
+            .iter()
+            .filter_map(|slot| slot.probe.read())
+            .collect()
+    }
+
+    /// Takes every process queued in this group (the injector, the group's scheduler, and
+    /// the workers' local queues, which can be stolen from even while their worker is stuck in
+    /// a handler) and terminates each on the calling thread with
+    /// [`Runnable::abandon`](crate::cell::Runnable::abandon): its pending kill, its hook, its
+    /// inbox dead-lettered. Shutdown calls it when workers cannot run them. Returns how many
+    /// it took.
+    pub(crate) fn rescue(&self) -> usize {
+        let mut taken = 0;
+        let mut abandon = |task: Task| {
+            task.abandon();
+            taken += 1;
+        };
+        loop {
+            match self.injector.steal() {
+                Steal::Success(task) => abandon(task),
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
+        if let Some(scheduler) = &self.scheduler {
+            while let Some(ready) = scheduler.pop(0) {
+                abandon(ready.into_task());
+            }
+        }
+        // Cloned out of the lock: abandoning a process can schedule others.
+        let stealers: Vec<_> = self.stealers.read().iter().flatten().cloned().collect();
+        for stealer in stealers {
+            loop {
+                match stealer.steal() {
+                    Steal::Success(task) => abandon(task),
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+        }
+        taken
     }
 
     /// A snapshot of the group's statistics.

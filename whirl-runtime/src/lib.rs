@@ -45,11 +45,13 @@ mod park;
 mod pool;
 mod predicate;
 mod principal;
+mod probe;
 mod process;
 mod registry;
 mod reply;
 mod runtime;
 pub mod scheduler;
+mod shutdown;
 #[cfg(unix)]
 pub mod signal;
 mod spawn;
@@ -80,6 +82,7 @@ pub use principal::Principal;
 pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};
 pub use reply::ReplyTo;
 pub use runtime::{Runtime, RuntimeBuilder};
+pub use shutdown::{AbandonedProcess, ShutdownReport};
 pub use stats::{GroupStats, LatencySummary, PrincipalCounts, RuntimeStats};
 pub use supervisor::{
     ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart,

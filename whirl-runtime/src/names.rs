@@ -95,6 +95,15 @@ impl Names {
         }
     }
 
+    /// The name `id` is registered under, if any.
+    pub(crate) fn name_of(&self, id: ProcessId) -> Option<String> {
+        self.entries
+            .lock()
+            .iter()
+            .find(|(_, entry)| entry.id == id)
+            .map(|(name, _)| name.clone())
+    }
+
     /// The live process registered as `name`, if it is a `P`.
     pub(crate) fn whereis<P: Process>(&self, name: &str) -> Option<Addr<P>> {
         let mut entries = self.entries.lock();

@@ -19,6 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::clock::Clock;
 use crate::group::GroupShared;
 use crate::predicate::shared_clock;
+use crate::probe::TurnProbe;
 use crate::stats::SlotStats;
 use crate::worker::WorkerThread;
 
@@ -86,6 +87,8 @@ impl From<RangeInclusive<usize>> for ThreadRange {
 pub(crate) struct Slot {
     occupied: AtomicBool,
     pub(crate) stats: SlotStats,
+    /// What the slot's worker is running now.
+    pub(crate) probe: TurnProbe,
 }
 
 pub(crate) struct Pool {
@@ -157,6 +160,7 @@ impl Pool {
         let slot = Arc::new(Slot {
             occupied: AtomicBool::new(true),
             stats: SlotStats::new(),
+            probe: TurnProbe::default(),
         });
         slots.push(Arc::clone(&slot));
         (slots.len() - 1, slot)

@@ -91,6 +91,16 @@ pub unsafe trait Process: Sized + Send + 'static {
         None
     }
 
+    /// The type of the message `msg` carries, as a function naming it: how a report of a
+    /// handler that does not return says what it is handling. `#[process]` names each handler's
+    /// message type; the default names [`Process::Message`] itself.
+    #[doc(hidden)]
+    #[inline]
+    fn __message_type(msg: &Self::Message) -> fn() -> &'static str {
+        let _ = msg;
+        std::any::type_name::<Self::Message>
+    }
+
     /// The group this process runs in when spawned without naming one (`Runtime::spawn`,
     /// `Ctx::spawn`), by name. A group of that name must have been built; if none exists the
     /// process fails as it is spawned, saying so. `None` (the default): the runtime's default

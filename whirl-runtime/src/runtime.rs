@@ -16,16 +16,20 @@ use crate::dead_letter::{default_sink, DeadLetter, DeadLetterSink};
 use crate::group::{default_threads, Group, GroupBuilder, GroupShared, DEFAULT_BUDGET};
 use crate::names::{NameError, Names};
 use crate::principal::Principal;
+use crate::probe::Running;
 use crate::process::{ExitReason, Process, ProcessId};
 use crate::registry::Registry;
+use crate::shutdown::{AbandonedProcess, ShutdownReport};
 use crate::spawn::{spawn, Placement};
 use crate::stats::{GroupStats, RuntimeStats};
 use crate::timer::Timers;
 
-/// How long an explicit shutdown waits for terminations and for workers, after draining.
-const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(5);
-/// The same for a dropped runtime, which should not hold its owner up.
-const DROP_PATIENCE: Duration = Duration::from_secs(1);
+/// How long a graceful shutdown waits, after draining, for handlers still running to return
+/// before it reports their processes as abandoned (and for their workers to exit).
+const GRACEFUL_PATIENCE: Duration = Duration::from_secs(5);
+/// The same for a shutdown with a deadline and for a dropped runtime: the bound, beyond the
+/// deadline, documented on [`Runtime::shutdown_timeout`].
+pub(crate) const ABANDON_GRACE: Duration = Duration::from_millis(100);
 
 pub(crate) struct RuntimeShared {
     groups: Mutex<Vec<Arc<GroupShared>>>,
@@ -324,93 +328,132 @@ impl Runtime {
     /// (running its `terminated` hook), then joins the workers.
     ///
     /// Waits as long as the processes keep working; see [`Runtime::shutdown_timeout`] for a
-    /// bounded version.
-    pub fn shutdown_graceful(self) {
-        self.shutdown(None, SHUTDOWN_PATIENCE);
+    /// bounded version. A handler still running once everything else is done gets 5 s to
+    /// return; after that its process is reported as abandoned (see [`ShutdownReport`]).
+    pub fn shutdown_graceful(self) -> ShutdownReport {
+        self.shutdown(None, GRACEFUL_PATIENCE)
     }
 
     /// Like [`Runtime::shutdown_graceful`], but after `timeout` of draining, terminates the
-    /// remaining processes anyway (their queued messages go to the dead-letter sink). Returns
-    /// whether the inboxes drained in time.
-    pub fn shutdown_timeout(self, timeout: Duration) -> bool {
-        self.shutdown(Some(timeout), SHUTDOWN_PATIENCE)
+    /// remaining processes anyway: their `terminated` hooks run and their queued messages go
+    /// to the dead-letter sink, on the calling thread if no worker is free to do it.
+    ///
+    /// Returns within `timeout` plus 100 ms (the grace a running handler gets to return) plus
+    /// the time the hooks and the dead-letter sink take. A process whose handler has not
+    /// returned by then is abandoned: listed in the report with the message it is handling,
+    /// and terminated (hook run, inbox dead-lettered) as soon as that handler returns. Every
+    /// message accepted is handled, rejected or dead-lettered; none is dropped.
+    pub fn shutdown_timeout(self, timeout: Duration) -> ShutdownReport {
+        self.shutdown(Some(timeout), ABANDON_GRACE)
     }
 
-    /// Blocks until the process receives SIGINT or SIGTERM, then shuts down: like
-    /// [`Runtime::shutdown_timeout`] with `grace` for draining. Returns the signal and whether
-    /// the inboxes drained in time. The one call a long-running service's `main` ends with; to
-    /// do something between the signal and the shutdown (stop accepting connections), call
-    /// [`signal::wait_for_signal`](crate::signal::wait_for_signal) and then shut down.
-    ///
-    /// # Errors
-    ///
-    /// If the signal handlers cannot be installed; the runtime is then shut down at once.
-    #[cfg(unix)]
-    pub fn shutdown_on_signal(
-        self,
-        grace: Duration,
-    ) -> std::io::Result<(crate::signal::ShutdownSignal, bool)> {
-        match crate::signal::wait_for_signal() {
-            Ok(signal) => {
-                let drained = self.shutdown_timeout(grace);
-                Ok((signal, drained))
-            }
-            Err(e) => {
-                self.shutdown_timeout(Duration::ZERO);
-                Err(e)
-            }
-        }
-    }
-
-    /// `patience` bounds each of the two waits after draining: for processes to run their
-    /// termination, and for workers to exit.
-    fn shutdown(&self, drain_timeout: Option<Duration>, patience: Duration) -> bool {
+    /// `grace` bounds each of the waits after draining: for running handlers to return, and
+    /// for workers to exit.
+    fn shutdown(&self, drain_timeout: Option<Duration>, grace: Duration) -> ShutdownReport {
+        let began = Instant::now();
         if self.shut_down.swap(true, Ordering::AcqRel) {
-            return true;
+            return ShutdownReport {
+                drained: true,
+                ..ShutdownReport::default()
+            };
         }
+        let groups = self.shared.groups();
+        let count = || -> MessageCounts { groups.iter().map(|g| g.counters.snapshot()).sum() };
+        let before = count();
         self.shared.closing.store(true, Ordering::Relaxed);
         let drained = self.wait_until(drain_timeout, || self.shared.is_quiescent());
         self.shared.timers.stop();
         self.shared.control.stop();
-        self.terminate_all(patience);
+        let abandoned = self.terminate_all(grace);
         #[cfg(feature = "net")]
         if let Some(net) = self.shared.net.lock().take() {
             net.stop();
         }
-        self.stop_workers(patience);
-        drained
+        self.stop_workers(grace);
+        let after = count();
+        let report = ShutdownReport {
+            drained,
+            handled: after.handled - before.handled,
+            dead_lettered: after.dead_lettered - before.dead_lettered,
+            terminated: after.terminated - before.terminated,
+            abandoned,
+            elapsed: began.elapsed(),
+        };
+        if !report.abandoned.is_empty() {
+            tracing::warn!("{report}");
+        }
+        report
     }
 
-    /// Asks every live process to terminate normally and waits (bounded) until they have.
-    fn terminate_all(&self, patience: Duration) {
+    /// Asks every live process to terminate normally, terminates on this thread those no
+    /// worker runs, and waits (at most `grace` without progress) for handlers that are still
+    /// running. Returns the processes left running.
+    fn terminate_all(&self, grace: Duration) -> Vec<AbandonedProcess> {
+        let registry = &self.shared.registry;
         let kill_all = || {
-            for process in self.shared.registry.live() {
+            for process in registry.live() {
                 process.kill(ExitReason::Normal);
             }
         };
         kill_all();
-        // Terminating processes may spawn others (a supervisor restarting a child). Quiet
-        // with processes still alive means none of them has a kill pending: those are new.
-        let all_gone = self.wait_until(Some(patience), || {
-            if !self.shared.is_quiescent() {
-                return false;
+        let mut stalled_since: Option<Instant> = None;
+        loop {
+            // Killing an idle process queues it; so do monitors told of a termination. Take
+            // whatever is queued, wherever, and terminate it here: workers stuck in a handler
+            // would never get to it.
+            let rescued: usize = self.shared.groups().iter().map(|g| g.rescue()).sum();
+            if registry.len() == 0 {
+                return Vec::new();
             }
-            if self.shared.registry.len() == 0 {
-                return true;
+            if rescued > 0 {
+                stalled_since = None;
+                continue;
             }
+            // Nothing queued: what is left is running on a worker (or was spawned meanwhile,
+            // by a terminating supervisor: kill it too).
+            let now = Instant::now();
+            if now.duration_since(*stalled_since.get_or_insert(now)) >= grace {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
             kill_all();
-            false
-        });
-        if !all_gone {
-            tracing::warn!(
-                remaining = self.shared.registry.len(),
-                "processes still running at shutdown (a handler that never returns?)"
-            );
         }
+        self.abandoned()
     }
 
-    /// Stops every group's workers, joining those that finish within `patience` and leaving
-    /// any stuck in a never-ending handler detached, so shutdown cannot hang.
+    /// The live processes, with what each is running according to the workers' probes.
+    fn abandoned(&self) -> Vec<AbandonedProcess> {
+        let groups = self.shared.groups();
+        let running: Vec<(String, Running)> = groups
+            .iter()
+            .flat_map(|g| g.running().into_iter().map(move |r| (g.name.clone(), r)))
+            .collect();
+        let mut abandoned: Vec<AbandonedProcess> = self
+            .shared
+            .registry
+            .live()
+            .into_iter()
+            .map(|process| {
+                let id = process.id();
+                let found = running.iter().find(|(_, r)| r.process == id);
+                AbandonedProcess {
+                    id,
+                    name: self.shared.names.name_of(id),
+                    group: found
+                        .map(|(g, _)| g.clone())
+                        .unwrap_or_else(|| process.group_name().to_owned()),
+                    message_type: found.and_then(|(_, r)| r.message),
+                    running_for: found.map_or(Duration::ZERO, |(_, r)| r.for_how_long),
+                }
+            })
+            .collect();
+        abandoned.sort_by_key(|p| p.id);
+        abandoned
+    }
+
+    /// Stops every group's workers (terminating what is still queued), joining those that
+    /// finish within `patience` and leaving any stuck in a never-ending handler detached, so
+    /// shutdown cannot hang.
     fn stop_workers(&self, patience: Duration) {
         let groups = std::mem::take(&mut *self.shared.groups.lock());
         let handles: Vec<JoinHandle<()>> = groups.iter().flat_map(|g| g.stop()).collect();
@@ -427,8 +470,11 @@ impl Runtime {
 }
 
 impl Drop for Runtime {
+    /// A dropped runtime shuts down like [`Runtime::shutdown_timeout`] with a zero timeout:
+    /// nothing accepted is lost, and processes stuck in a handler are reported (a `tracing`
+    /// warning) and abandoned.
     fn drop(&mut self) {
-        self.shutdown(Some(Duration::ZERO), DROP_PATIENCE);
+        self.shutdown(Some(Duration::ZERO), ABANDON_GRACE);
     }
 }
 

@@ -84,7 +84,7 @@ pub(crate) fn spawn<P: Process>(
             // The caller holds the new cell's token: terminate it right here, before it
             // runs any of its own code.
             Arc::clone(&cell).kill(ExitReason::Failed(Failure::new(problem)));
-            let _ = (Arc::clone(&cell) as Task).run(false);
+            (Arc::clone(&cell) as Task).abandon();
         }
     }
     Addr::from_cell(cell)

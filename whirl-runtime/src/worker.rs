@@ -224,7 +224,7 @@ impl WorkerThread {
     /// Runs one turn (sampled one time in [`SAMPLE_EVERY`]); returns the messages handled.
     #[inline]
     fn run_task(&self, task: Task) -> usize {
-        task.run(self.tick.get() % SAMPLE_EVERY == 0)
+        task.run(self.tick.get() % SAMPLE_EVERY == 0, &self.slot.probe)
     }
 
     fn publish_stats(&self) {

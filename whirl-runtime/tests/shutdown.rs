@@ -254,10 +254,11 @@ fn shutdown_timeout_terminates_a_process_that_never_drains_and_dead_letters_the_
         }
     }
     let rt = f.rt;
-    let drained = within_guard("shutdown_timeout", move || {
+    let report = within_guard("shutdown_timeout", move || {
         rt.shutdown_timeout(Duration::from_millis(100))
     });
-    assert!(!drained, "the spinner never drains");
+    assert!(!report.drained, "the spinner never drains");
+    assert!(report.abandoned.is_empty(), "{report}");
 
     assert_eq!(common::recv(&hook_rx), ExitReason::Normal);
     assert!(hook_rx.try_recv().is_err(), "hook ran once");
@@ -285,10 +286,11 @@ fn shutdown_timeout_reports_a_full_drain() {
         }
     }
     let rt = f.rt;
-    let drained = within_guard("shutdown_timeout", move || {
+    let report = within_guard("shutdown_timeout", move || {
         rt.shutdown_timeout(common::HANG_GUARD)
     });
-    assert!(drained);
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.terminated, 4);
     assert_eq!(f.handled.load(SeqCst), 4_000);
     assert_eq!(f.dead.len(), 0);
     assert_hooks_ran_once(&f.hooks, 4);
@@ -327,6 +329,127 @@ fn dropping_a_runtime_with_pending_work_does_not_hang_and_loses_nothing() {
     );
     assert!(f.procs.iter().all(Addr::is_terminated));
     assert!(spinner.is_terminated());
+}
+
+/// Both workers stuck in handlers, a backlog queued behind them: the forced shutdown of issue
+/// 13 that used to lose every queued message.
+struct Stuck {
+    dead: DeadLetters,
+    handled: Arc<AtomicU64>,
+    hooks: mpsc::Receiver<(usize, ExitReason)>,
+    procs: Vec<Addr<Counter>>,
+    gate: Gate,
+    holders: Vec<Addr<Counter>>,
+}
+
+const QUEUED_PER_PROCESS: u64 = 1_000;
+const BEHIND_EACH_HOLDER: u64 = 10;
+const FIRST_HOLDER: usize = 1_000;
+
+fn stuck_workers(procs: usize) -> (Runtime, Stuck) {
+    let (rt, dead) = common::runtime_with_dead_letters(2);
+    let handled = Arc::new(AtomicU64::new(0));
+    let (hooks_tx, hooks) = mpsc::channel();
+    let spawn = |name| {
+        rt.spawn(Counter {
+            name,
+            handled: counter(&handled),
+            hooks: to_test(&hooks_tx),
+        })
+    };
+    let procs: Vec<_> = (0..procs).map(spawn).collect();
+    let holders: Vec<_> = (FIRST_HOLDER..FIRST_HOLDER + 2).map(spawn).collect();
+    let gate = Gate::new();
+    for holder in &holders {
+        holder.post(CounterMsg::Hold(common::gate(&gate))).unwrap();
+    }
+    // Both workers are inside a `Hold` before anything else is posted.
+    common::wait_until("both workers held", || handled.load(SeqCst) == 2);
+    for holder in &holders {
+        for _ in 0..BEHIND_EACH_HOLDER {
+            holder.post(Hit).unwrap();
+        }
+    }
+    for p in &procs {
+        for _ in 0..QUEUED_PER_PROCESS {
+            p.post(Hit).unwrap();
+        }
+    }
+    let stuck = Stuck {
+        dead,
+        handled,
+        hooks,
+        procs,
+        gate,
+        holders,
+    };
+    (rt, stuck)
+}
+
+/// What must hold once a shutdown with stuck workers has returned (checking its report, if
+/// the caller got one), and again once the stuck handlers have returned.
+fn check_stuck_shutdown(s: Stuck, report: Option<whirl_runtime::ShutdownReport>) {
+    let procs = s.procs.len() as u64;
+    if let Some(report) = &report {
+        // The two holders are reported, with what they are handling.
+        let ids: Vec<_> = report.abandoned.iter().map(|p| p.id).collect();
+        assert_eq!(
+            ids,
+            s.holders.iter().map(Addr::id).collect::<Vec<_>>(),
+            "{report}"
+        );
+        for abandoned in &report.abandoned {
+            assert_eq!(
+                abandoned.message_type,
+                Some(std::any::type_name::<CounterMsg>())
+            );
+            assert_eq!(abandoned.group, "default");
+        }
+        assert!(!report.drained);
+        assert_eq!(report.dead_lettered, procs * QUEUED_PER_PROCESS);
+        assert_eq!(report.terminated, procs);
+    }
+    // Every other process ran its hook, once, before the call returned, and nothing queued
+    // for it was lost: none of it could be handled, so all of it is a dead letter.
+    assert_hooks_ran_once(&s.hooks, s.procs.len());
+    assert_eq!(s.dead.len() as u64, procs * QUEUED_PER_PROCESS);
+    assert_eq!(s.handled.load(SeqCst), 2);
+    assert!(s.procs.iter().all(Addr::is_terminated));
+    assert!(s.holders.iter().all(|h| !h.is_terminated()));
+
+    // When the stuck handlers return, their processes terminate at once: hooks run, the
+    // messages behind them are dead-lettered, not handled.
+    s.gate.open();
+    let mut hooks = vec![common::recv(&s.hooks), common::recv(&s.hooks)];
+    hooks.sort_by_key(|(name, _)| *name);
+    assert_eq!(
+        hooks,
+        vec![
+            (FIRST_HOLDER, ExitReason::Normal),
+            (FIRST_HOLDER + 1, ExitReason::Normal)
+        ]
+    );
+    common::wait_until("the holders' backlog is dead-lettered", || {
+        s.dead.len() as u64 == procs * QUEUED_PER_PROCESS + 2 * BEHIND_EACH_HOLDER
+    });
+    assert_eq!(s.handled.load(SeqCst), 2);
+    assert!(s.holders.iter().all(Addr::is_terminated));
+}
+
+#[test]
+fn a_forced_shutdown_with_every_worker_stuck_loses_nothing_and_reports_the_stuck() {
+    let (rt, stuck) = stuck_workers(100);
+    let report = within_guard("shutdown_timeout", move || {
+        rt.shutdown_timeout(Duration::from_millis(50))
+    });
+    check_stuck_shutdown(stuck, Some(report));
+}
+
+#[test]
+fn dropping_a_runtime_whose_workers_are_stuck_loses_nothing() {
+    let (rt, stuck) = stuck_workers(20);
+    within_guard("dropping the runtime", move || drop(rt));
+    check_stuck_shutdown(stuck, None);
 }
 
 #[test]

@@ -146,8 +146,12 @@ pub(crate) mod testing {
     }
 
     impl Runnable for Fake {
-        fn run(self: Arc<Self>, _: bool) -> usize {
+        fn run(self: Arc<Self>, _: bool, _: &crate::probe::TurnProbe) -> usize {
             0
+        }
+        fn abandon(self: Arc<Self>) {}
+        fn group_name(&self) -> &str {
+            "test"
         }
         fn kill(self: Arc<Self>, _: ExitReason) {}
         fn id(&self) -> ProcessId {

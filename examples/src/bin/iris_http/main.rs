@@ -122,9 +122,12 @@ fn main() -> ExitCode {
         Err(e) => eprintln!("iris_http: cannot wait for signals ({e}); shutting down"),
     }
     server.stop_accepting();
-    let drained = rt.shutdown_timeout(Duration::from_secs(5));
-    if !drained {
+    let report = rt.shutdown_timeout(Duration::from_secs(5));
+    if !report.drained {
         eprintln!("iris_http: connections still open after 5 s were closed");
+    }
+    if !report.abandoned.is_empty() {
+        eprintln!("iris_http: {report}");
     }
     ExitCode::SUCCESS
 }
