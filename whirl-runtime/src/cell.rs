@@ -68,7 +68,12 @@ struct Control {
     watchers: Vec<Weak<dyn Watcher>>,
     pending_kill: Option<ExitReason>,
     exit: Option<ExitReason>,
+    /// Called once the `started` hook has returned `Ok` (a supervisor's synchronous start).
+    on_started: Option<OnStarted>,
 }
+
+/// What [`ProcessCell::set_on_started`] runs, given the process's id.
+pub(crate) type OnStarted = Box<dyn FnOnce(ProcessId) + Send>;
 
 /// What only the token holder touches.
 struct Body<P> {
@@ -163,6 +168,30 @@ impl<P: Process> ProcessCell<P> {
         }
     }
 
+    /// Runs `f` once the `started` hook has returned `Ok` (not if the process terminates
+    /// before or in it: its monitors see that). Set before the process is scheduled.
+    pub(crate) fn set_on_started(&self, f: OnStarted) {
+        self.control().lock().on_started = Some(f);
+    }
+
+    /// The start hook succeeded: runs the callback, if one was set (no `Control` is
+    /// allocated for a process nobody asked about).
+    fn notify_started(&self) {
+        let callback = self.control.get().and_then(|c| c.lock().on_started.take());
+        if let Some(f) = callback {
+            f(self.id);
+        }
+    }
+
+    /// Removes `watcher` (every registration of it); returns whether there was one, i.e.
+    /// whether this process had not yet terminated and notified it.
+    pub(crate) fn remove_watcher(&self, watcher: &Weak<dyn Watcher>) -> bool {
+        let mut control = self.control().lock();
+        let before = control.watchers.len();
+        control.watchers.retain(|w| !Weak::ptr_eq(w, watcher));
+        control.watchers.len() != before
+    }
+
     /// One turn. The caller holds the token.
     ///
     /// Accounting for quiescence (`Runtime::block_until_idle`): a run caused by messages is
@@ -201,6 +230,9 @@ impl<P: Process> ProcessCell<P> {
             consumed_activations += 1;
             if exit.is_none() {
                 exit = invoke(body, &mut ctx, |p, ctx| p.started(ctx));
+                if exit.is_none() {
+                    cell_ref.notify_started();
+                }
             }
         }
         let mut handled = 0;
@@ -329,7 +361,16 @@ impl<P: Process> ProcessCell<P> {
             std::mem::take(&mut control.watchers)
         };
         if let ExitReason::Failed(f) = &reason {
-            tracing::debug!(process = %self.id, failure = %f, "process failed");
+            if *f.kind() == FailureKind::Error {
+                crate::failures::report(crate::failures::FailureReport::ProcessFailed {
+                    id: self.id,
+                    group: self.group.name.clone(),
+                    failure: f.clone(),
+                });
+            } else {
+                // A panic (std's hook printed it) or a linked failure (its cause is reported).
+                tracing::debug!(process = %self.id, failure = %f, "process failed");
+            }
         }
         for watcher in watchers.into_iter().filter_map(|w| w.upgrade()) {
             watcher.notify_down(Down {
@@ -458,7 +499,7 @@ impl<P: Process> Watcher for ProcessCell<P> {
                 FailureKind::Linked(notice.id),
                 f.reason(),
             )),
-            ExitReason::Normal => None,
+            ExitReason::Normal | ExitReason::Shutdown => None,
         };
         // `down_message` is user code, running on the terminating process's thread: a panic
         // in it fails the watcher (as a panic in its handler would), not that thread.

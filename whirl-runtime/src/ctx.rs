@@ -5,12 +5,13 @@ use std::time::{Duration, Instant};
 
 use crate::addr::Addr;
 use crate::cell::{ProcessCell, Watcher};
+use crate::error::SpawnError;
 use crate::group::Group;
 use crate::isolated::Message;
 use crate::observe;
 use crate::principal::Principal;
 use crate::process::{ExitReason, Failure, Handles, Process, ProcessId};
-use crate::spawn::{spawn, Placement};
+use crate::spawn::{spawn, try_spawn, Placement};
 use crate::timer::TimerHandle;
 use crate::worker::record_lock_wait;
 
@@ -88,6 +89,23 @@ impl<P: Process> Ctx<P> {
         spawn(placement, state, self.cell.principal.clone())
     }
 
+    /// Like [`Ctx::spawn`], but a child that cannot run where it was asked to is not created:
+    /// the error says why and hands its state back (see [`Runtime::try_spawn`](crate::Runtime::try_spawn)).
+    pub fn try_spawn<Q: Process>(&self, state: Q) -> Result<Addr<Q>, SpawnError<Q>> {
+        let placement = Placement::Default(&self.cell.group);
+        try_spawn(placement, state, self.cell.principal.clone())
+    }
+
+    /// Like [`Ctx::spawn_in`], refusing as [`Ctx::try_spawn`] does.
+    pub fn try_spawn_in<Q: Process>(
+        &self,
+        group: &Group,
+        state: Q,
+    ) -> Result<Addr<Q>, SpawnError<Q>> {
+        let placement = Placement::Explicit(group.shared());
+        try_spawn(placement, state, self.cell.principal.clone())
+    }
+
     /// Spawns a child serving `principal` instead of this process's.
     pub fn spawn_for<Q: Process>(&self, group: &Group, principal: Principal, state: Q) -> Addr<Q> {
         spawn(Placement::Explicit(group.shared()), state, Some(principal))
@@ -128,6 +146,12 @@ impl<P: Process> Ctx<P> {
         self.exit.get_or_insert(ExitReason::Normal);
     }
 
+    /// Terminates this process with `reason` once the current handler returns (a supervisor
+    /// exits `Shutdown` after an ordered stop).
+    pub(crate) fn exit_with(&mut self, reason: ExitReason) {
+        self.exit.get_or_insert(reason);
+    }
+
     /// Terminates this process with a failure once the current handler returns. Monitors
     /// see the reason.
     pub fn fail(&mut self, reason: impl Into<std::borrow::Cow<'static, str>>) {
@@ -141,6 +165,21 @@ impl<P: Process> Ctx<P> {
     pub fn monitor<Q: Process>(&self, other: &Addr<Q>) {
         let me: Arc<dyn Watcher> = Arc::clone(&self.cell) as Arc<dyn Watcher>;
         other.cell().add_watcher(Arc::downgrade(&me));
+    }
+
+    /// Stops watching `other` (Erlang's `demonitor`): every monitor this process placed on it
+    /// with [`Ctx::monitor`] (or the half of a [`Ctx::link`] that watches `other`) is removed.
+    /// Returns whether one was removed before `other` terminated. If it returns `false` and
+    /// `other` has terminated, the notice was already given: a system process may still find
+    /// the `Down` in its mailbox (there is no `flush`), as after Erlang's `demonitor/1`.
+    pub fn demonitor<Q: Process>(&self, other: &Addr<Q>) -> bool {
+        other.cell().remove_watcher(&self.watcher())
+    }
+
+    /// This process as a watcher of others (what `monitor` registers).
+    pub(crate) fn watcher(&self) -> std::sync::Weak<dyn Watcher> {
+        let me: Arc<dyn Watcher> = Arc::clone(&self.cell) as Arc<dyn Watcher>;
+        Arc::downgrade(&me)
     }
 
     /// Monitors in both directions: peers that share a goal fail together.

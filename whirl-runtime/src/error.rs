@@ -82,3 +82,87 @@ impl<M> fmt::Debug for CallError<M> {
         }
     }
 }
+
+/// Why a process could not be spawned where it was asked to run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnRefusal {
+    /// The process declares a group ([`Process::GROUP`](crate::Process::GROUP)) that the
+    /// runtime does not have.
+    #[error(
+        "process `{process}` declares group `{group}`, but the runtime has no group of that \
+         name; build it with `rt.group(\"{group}\")` first"
+    )]
+    NoSuchGroup {
+        /// The process type.
+        process: &'static str,
+        /// The group it declares.
+        group: &'static str,
+    },
+    /// A process that shares state was spawned into a group that does not declare shared
+    /// state.
+    #[error(
+        "process `{process}` shares state (\"{reason}\") but was spawned into group `{group}`, \
+         which does not declare shared state (`GroupBuilder::shares_state`)"
+    )]
+    SharesStateOutsideItsGroup {
+        /// The process type.
+        process: &'static str,
+        /// Why it shares state.
+        reason: &'static str,
+        /// Where it was spawned.
+        group: String,
+    },
+    /// A process that shares state and names its group was spawned into another one.
+    #[error(
+        "process `{process}` shares state (\"{reason}\") and is confined to group `{wanted}`, \
+         but was spawned into group `{group}`"
+    )]
+    SharesStateInAnotherGroup {
+        /// The process type.
+        process: &'static str,
+        /// Why it shares state.
+        reason: &'static str,
+        /// The group it is confined to.
+        wanted: &'static str,
+        /// Where it was spawned.
+        group: String,
+    },
+    /// The runtime has shut down.
+    #[error("spawned after the runtime shut down")]
+    ShutDown,
+}
+
+/// A refused spawn ([`Runtime::try_spawn`](crate::Runtime::try_spawn) and friends): why, and
+/// the process's state, handed back untouched.
+#[derive(thiserror::Error)]
+#[error("{refusal}")]
+pub struct SpawnError<P> {
+    refusal: SpawnRefusal,
+    state: P,
+}
+
+impl<P> SpawnError<P> {
+    pub(crate) fn new(refusal: SpawnRefusal, state: P) -> Self {
+        SpawnError { refusal, state }
+    }
+
+    /// Why the spawn was refused.
+    pub fn refusal(&self) -> &SpawnRefusal {
+        &self.refusal
+    }
+
+    /// The state that was not spawned.
+    pub fn into_state(self) -> P {
+        self.state
+    }
+}
+
+impl<P> fmt::Debug for SpawnError<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpawnError")
+            .field("refusal", &self.refusal)
+            .field("state", &std::any::type_name::<P>())
+            .finish()
+    }
+}

@@ -30,6 +30,7 @@ mod counters;
 mod ctx;
 mod dead_letter;
 mod error;
+pub mod failures;
 mod group;
 mod idle;
 mod inbox;
@@ -67,7 +68,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use counters::MessageCounts;
 pub use ctx::Ctx;
 pub use dead_letter::{DeadLetter, DeadLetterSink};
-pub use error::{CallError, PostError};
+pub use error::{CallError, PostError, SpawnError, SpawnRefusal};
 pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
 #[doc(hidden)]
 pub use isolated::{Isolated, Message, SharesState};
@@ -85,8 +86,8 @@ pub use runtime::{Runtime, RuntimeBuilder};
 pub use shutdown::{AbandonedProcess, ShutdownReport};
 pub use stats::{GroupStats, LatencySummary, PrincipalCounts, RuntimeStats};
 pub use supervisor::{
-    ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart,
-    Shutdown, Strategy, Supervisor, SupervisorError, SupervisorEvent, SupervisorMsg,
-    SupervisorSpec,
+    AutoShutdown, ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind,
+    NoTemplate, Restart, Shutdown, StartDynamic, Strategy, Supervisor, SupervisorError,
+    SupervisorEvent, SupervisorMsg, SupervisorSpec,
 };
 pub use timer::TimerHandle;

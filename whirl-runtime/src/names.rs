@@ -67,12 +67,35 @@ impl Names {
         Ok(())
     }
 
-    /// Registers `addr` under `name`, taking the name from whoever holds it (a supervisor
-    /// re-pointing a name at a new incarnation).
-    pub(crate) fn replace<P: Process>(&self, name: &str, addr: &Addr<P>) {
-        self.entries
-            .lock()
-            .insert(name.to_owned(), Self::entry(addr));
+    /// Registers `addr` under `name`, unless a live process other than `addr` and
+    /// `previous` holds it: a supervisor re-pointing a child's name at a new incarnation
+    /// takes it from the old one (which may still be finishing a handler after its shutdown
+    /// timed out), never from an unrelated process.
+    pub(crate) fn register_succeeding<P: Process>(
+        &self,
+        name: &str,
+        addr: &Addr<P>,
+        previous: Option<ProcessId>,
+    ) -> Result<(), NameError> {
+        let mut entries = self.entries.lock();
+        if let Some(entry) = entries.get(name) {
+            let ours = entry.id == addr.id() || Some(entry.id) == previous;
+            if !ours && !(entry.terminated)(&*entry.addr) {
+                return Err(NameError::Taken {
+                    name: name.to_owned(),
+                    holder: entry.id,
+                });
+            }
+        }
+        entries.insert(name.to_owned(), Self::entry(addr));
+        Ok(())
+    }
+
+    /// The live process holding `name`, if any.
+    pub(crate) fn holder(&self, name: &str) -> Option<ProcessId> {
+        let entries = self.entries.lock();
+        let entry = entries.get(name)?;
+        (!(entry.terminated)(&*entry.addr)).then_some(entry.id)
     }
 
     fn entry<P: Process>(addr: &Addr<P>) -> Entry {

@@ -162,16 +162,25 @@ impl fmt::Display for ProcessId {
 }
 
 /// Why a process terminated.
+///
+/// Non-exhaustive: match the variants you act on and treat the rest as "not a failure"
+/// with [`ExitReason::is_failure`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExitReason {
     /// `complete()`, or the runtime shutting down: not an error.
     Normal,
+    /// Stopped by its supervisor (OTP's `shutdown`): not an error, and not the process's own
+    /// doing. A supervisor stops its children with it, and exits with it after an ordered
+    /// shutdown; a transient child stopped this way is not restarted.
+    Shutdown,
     /// Anything else: `fail()`, a handler `Err`, a panic, a linked failure.
     Failed(Failure),
 }
 
 impl ExitReason {
-    /// Whether this is a failure (a *non-normal* termination in the paper's words).
+    /// Whether this is a failure (a *non-normal* termination in the paper's words);
+    /// `Normal` and `Shutdown` are not.
     pub fn is_failure(&self) -> bool {
         matches!(self, ExitReason::Failed(_))
     }
@@ -181,6 +190,7 @@ impl fmt::Display for ExitReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExitReason::Normal => f.write_str("normal"),
+            ExitReason::Shutdown => f.write_str("shutdown"),
             ExitReason::Failed(failure) => write!(f, "failed: {failure}"),
         }
     }

@@ -13,6 +13,7 @@ use crate::addr::Addr;
 use crate::control_thread::ControlThread;
 use crate::counters::MessageCounts;
 use crate::dead_letter::{default_sink, DeadLetter, DeadLetterSink};
+use crate::error::SpawnError;
 use crate::group::{default_threads, Group, GroupBuilder, GroupShared, DEFAULT_BUDGET};
 use crate::names::{NameError, Names};
 use crate::principal::Principal;
@@ -20,7 +21,7 @@ use crate::probe::Running;
 use crate::process::{ExitReason, Process, ProcessId};
 use crate::registry::Registry;
 use crate::shutdown::{AbandonedProcess, ShutdownReport};
-use crate::spawn::{spawn, Placement};
+use crate::spawn::{spawn, try_spawn, Placement};
 use crate::stats::{GroupStats, RuntimeStats};
 use crate::timer::Timers;
 
@@ -255,6 +256,32 @@ impl Runtime {
         spawn(Placement::Explicit(group.shared()), state, Some(principal))
     }
 
+    /// Like [`Runtime::spawn`], but a process that cannot run where it was asked to (its
+    /// declared group does not exist, it shares state outside a group that allows it, the
+    /// runtime has shut down) is not created: the error says why and hands the state back.
+    pub fn try_spawn<P: Process>(&self, state: P) -> Result<Addr<P>, SpawnError<P>> {
+        try_spawn(Placement::Default(self.default_group.shared()), state, None)
+    }
+
+    /// Like [`Runtime::spawn_in`], refusing as [`Runtime::try_spawn`] does.
+    pub fn try_spawn_in<P: Process>(
+        &self,
+        group: &Group,
+        state: P,
+    ) -> Result<Addr<P>, SpawnError<P>> {
+        try_spawn(Placement::Explicit(group.shared()), state, None)
+    }
+
+    /// Like [`Runtime::spawn_for`], refusing as [`Runtime::try_spawn`] does.
+    pub fn try_spawn_for<P: Process>(
+        &self,
+        group: &Group,
+        principal: Principal,
+        state: P,
+    ) -> Result<Addr<P>, SpawnError<P>> {
+        try_spawn(Placement::Explicit(group.shared()), state, Some(principal))
+    }
+
     /// The live process registered as `name`, if it is a `P` (`None` for an unknown name, a
     /// terminated holder, or another process type). Supervisors register their named children
     /// here at every (re)start, so a name reaches the current incarnation; see
@@ -380,7 +407,9 @@ impl Runtime {
             elapsed: began.elapsed(),
         };
         if !report.abandoned.is_empty() {
-            tracing::warn!("{report}");
+            crate::failures::report(crate::failures::FailureReport::ShutdownAbandoned {
+                report: report.to_string(),
+            });
         }
         report
     }

@@ -234,7 +234,7 @@ fn leftovers_of_a_panicked_process_are_dead_lettered_with_the_panic() {
             assert_eq!(f.kind(), &FailureKind::Panic);
             assert_eq!(f.reason(), "[expected] holder panicked");
         }
-        ExitReason::Normal => panic!("a panic is a failure"),
+        other => panic!("a panic is a failure, not {other}"),
     }
     assert_eq!(work_items(letters, id, &reason), vec![1, 2, 3, 4, 5]);
 }
@@ -279,7 +279,7 @@ fn leftovers_of_a_process_killed_by_a_link_carry_the_linked_reason() {
             assert_eq!(f.kind(), &FailureKind::Linked(failed.id()));
             assert_eq!(f.reason(), "root");
         }
-        ExitReason::Normal => panic!("a linked failure is a failure"),
+        other => panic!("a linked failure is a failure, not {other}"),
     }
     assert_eq!(work_items(letters, victim.id(), &reason), vec![1, 2, 3]);
     common::assert_balanced(&rt.counts());

@@ -247,6 +247,38 @@ fn monitoring_is_one_way() {
     rt.shutdown_graceful();
 }
 
+#[test]
+fn demonitor_stops_the_notices() {
+    let rt = runtime();
+    let (tx, mut ev) = events();
+    let system = rt.spawn(System::new("system", &tx));
+    let plain = rt.spawn(Plain::new("plain", &tx));
+    let target = rt.spawn(Plain::new("target", &tx));
+    monitor(&system, &target);
+    monitor(&plain, &target);
+    let t = target.clone();
+    assert!(run(&system, move |_, ctx| ctx.demonitor(&t)));
+    let t = target.clone();
+    assert!(run(&plain, move |_, ctx| ctx.demonitor(&t)));
+    let t = target.clone();
+    assert!(
+        !run(&system, move |_, ctx| ctx.demonitor(&t)),
+        "nothing left to remove"
+    );
+    make_fail(&target, "gone");
+    ev.terminated("target");
+    rt.block_until_idle();
+    assert!(
+        ev.rest().is_empty(),
+        "no Down for the system process, no linked failure for the plain one"
+    );
+    assert!(!plain.is_terminated());
+    // Too late: the notice was given.
+    let t = target.clone();
+    assert!(!run(&system, move |_, ctx| ctx.demonitor(&t)));
+    rt.shutdown_graceful();
+}
+
 // --- Already terminated ----------------------------------------------------------------------
 
 #[test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::{assert_isolated, counter_usize};
 use whirl_runtime::{
     Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime,
-    SharedClient,
+    SharedClient, SpawnRefusal,
 };
 
 /// Reports the group it runs in; counts its start hooks.
@@ -181,5 +181,43 @@ fn shared_state_is_confined_to_the_declaring_group() {
 
     rt.block_until_idle();
     common::assert_balanced(&rt.counts());
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn try_spawn_refuses_with_a_typed_error_and_hands_the_state_back() {
+    let rt = Runtime::builder().threads(1).build();
+    let plain = rt.group("plain").threads(1).build();
+    let before = rt.counts();
+
+    // A declared group that does not exist.
+    let (p, starts, terminations) = probe::<DECLARES_DB>();
+    let error = rt.try_spawn(p).expect_err("no group `db`");
+    assert!(matches!(
+        error.refusal(),
+        SpawnRefusal::NoSuchGroup { group: "db", .. }
+    ));
+    assert!(error.to_string().contains("rt.group(\"db\")"), "{error}");
+
+    // Shared state outside a group that declares it.
+    let (p, _, _) = probe::<SHARING>();
+    let error = rt.try_spawn_in(&plain, p).expect_err("plain group");
+    assert!(matches!(
+        error.refusal(),
+        SpawnRefusal::SharesStateOutsideItsGroup { .. }
+    ));
+
+    // The state comes back untouched and can be spawned where it belongs.
+    let db = rt.group("db").threads(1).shares_state("test").build();
+    let placed = rt
+        .try_spawn_in(&db, error.into_state())
+        .expect("its own group");
+    assert_eq!(placed.call(WhereAmI).unwrap(), "db");
+
+    // Refused processes were never created: no hook, no count.
+    assert_eq!(starts.load(SeqCst), 0);
+    assert_eq!(terminations.load(SeqCst), 0);
+    rt.block_until_idle();
+    assert_eq!(rt.counts().spawned, before.spawned + 1);
     rt.shutdown_graceful();
 }

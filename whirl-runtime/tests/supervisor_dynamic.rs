@@ -24,12 +24,18 @@ fn children_are_started_terminated_restarted_and_deleted_at_run_time() {
     let b = sup.start_child(log.worker("b")).unwrap();
     assert_eq!(pid_of(&sup, "b"), b);
     match sup.start_child(log.worker("b")) {
-        Err(SupervisorError::AlreadyPresent(spec)) => assert_eq!(spec.id(), "b"),
+        Err(SupervisorError::AlreadyStarted(pid, spec)) => {
+            assert_eq!((pid, spec.id()), (b, "b"))
+        }
         other => panic!("{other:?}"),
     }
 
     sup.terminate_child("b").unwrap();
     assert_eq!(running(&sup, "b"), Some(false), "stopped, still known");
+    match sup.start_child(log.worker("b")) {
+        Err(SupervisorError::AlreadyPresent(spec)) => assert_eq!(spec.id(), "b"),
+        other => panic!("{other:?}"),
+    }
     assert!(matches!(
         sup.delete_child("a"),
         Err(SupervisorError::Running(id)) if id == "a"
@@ -57,7 +63,7 @@ fn children_are_started_terminated_restarted_and_deleted_at_run_time() {
             restarts: 0
         }
     );
-    // Stopped on request: a normal exit, whatever the child was doing.
+    // Stopped on request: a shutdown, whatever the child was doing.
     let exited = log.event(
         "sup",
         |k| matches!(k, EventKind::ChildExited { id, .. } if id == "b"),
@@ -65,7 +71,7 @@ fn children_are_started_terminated_restarted_and_deleted_at_run_time() {
     assert!(matches!(
         exited,
         EventKind::ChildExited {
-            reason: ExitReason::Normal,
+            reason: ExitReason::Shutdown,
             ..
         }
     ));
@@ -110,7 +116,7 @@ fn transient_connection(client: Client) -> ChildSpec {
 }
 
 /// A simple-one-for-one pool of connection handlers made by `template`.
-fn connections(log: &Log, template: fn(Client) -> ChildSpec) -> SupervisorSpec {
+fn connections(log: &Log, template: fn(Client) -> ChildSpec) -> SupervisorSpec<Client> {
     log.spec("pool")
         .strategy(Strategy::SimpleOneForOne)
         .intensity(10, Duration::from_secs(5))
@@ -145,10 +151,8 @@ fn simple_one_for_one_starts_children_of_its_template_on_demand() {
     pool.terminate_child(bob).unwrap();
     assert_eq!(pool.count_children().unwrap().specs, 1);
 
-    assert!(matches!(
-        pool.start_dynamic(42_u32),
-        Err(SupervisorError::WrongArgument { given: "u32", .. })
-    ));
+    // An argument of another type than the template's does not compile (see the
+    // `compile_fail` example of `ChildTemplate`).
     assert!(matches!(
         pool.start_child(log.worker("static")),
         Err(SupervisorError::WrongStrategy {

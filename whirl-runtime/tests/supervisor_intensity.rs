@@ -46,9 +46,9 @@ fn more_restarts_than_the_intensity_within_the_period_fail_the_supervisor() {
     assert!(failure(&reason)
         .reason()
         .contains("maximum restart intensity"));
-    // The remaining children were stopped (normally) before the supervisor failed.
+    // The remaining children were stopped (shut down) before the supervisor failed.
     let (_, other) = log.child_stopped("other");
-    assert_eq!(other, ExitReason::Normal);
+    assert_eq!(other, ExitReason::Shutdown);
     rt.block_until_idle();
     assert!(sup.is_terminated());
     assert_eq!(rt.live_processes(), 0);
@@ -205,7 +205,7 @@ fn escalation_through_two_levels_ends_in_a_reported_root_failure() {
     let reason = log.sup_terminated("root");
     assert!(failure(&reason).reason().contains("`root`"));
     let (_, peer) = log.child_stopped("peer");
-    assert_eq!(peer, ExitReason::Normal);
+    assert_eq!(peer, ExitReason::Shutdown);
 
     // Nothing hangs: the runtime goes idle with the whole tree gone, and shuts down.
     rt.block_until_idle();

@@ -25,7 +25,7 @@ fn children_stop_in_reverse_start_order() {
     log.rest();
 
     sup.shutdown().unwrap();
-    assert_eq!(log.sup_terminated("sup"), ExitReason::Normal);
+    assert_eq!(log.sup_terminated("sup"), ExitReason::Shutdown);
     assert_eq!(log.stop_order(), ["c", "b", "a"]);
     rt.block_until_idle();
     assert_eq!(rt.live_processes(), 0);
@@ -51,8 +51,8 @@ fn a_supervisors_shutdown_stops_its_subtree_in_order() {
     log.rest();
 
     root.shutdown().unwrap();
-    assert_eq!(log.sup_terminated("root"), ExitReason::Normal);
-    // The mid supervisor inherited the root's event sink, and stopped normally, after its
+    assert_eq!(log.sup_terminated("root"), ExitReason::Shutdown);
+    // The mid supervisor inherited the root's event sink, and was shut down, after its
     // own children and before `a`.
     let seen = log.rest();
     let order: Vec<&str> = seen
@@ -88,13 +88,13 @@ fn a_child_past_its_shutdown_timeout_is_reported_and_left_to_finish() {
     // `fast`, and terminates, all while `slow` is still blocked.
     let timed_out = log.event("sup", |k| matches!(k, EventKind::ShutdownTimedOut { .. }));
     assert!(matches!(timed_out, EventKind::ShutdownTimedOut { id, .. } if id == "slow"));
-    assert_eq!(log.sup_terminated("sup"), ExitReason::Normal);
+    assert_eq!(log.sup_terminated("sup"), ExitReason::Shutdown);
     assert_eq!(log.stop_order(), ["fast"]);
 
     // Once its handler returns, the exit request takes effect.
     gate.open();
     let (_, reason) = log.child_stopped("slow");
-    assert_eq!(reason, ExitReason::Normal);
+    assert_eq!(reason, ExitReason::Shutdown);
     rt.block_until_idle();
     assert_eq!(rt.live_processes(), 0);
 }
@@ -211,7 +211,7 @@ fn one_worker_thread_is_enough_to_restart_and_stop_a_tree() {
     assert_eq!(sup.count_children().unwrap().active, 3);
     log.rest();
     sup.shutdown().unwrap();
-    assert_eq!(log.sup_terminated("sup"), ExitReason::Normal);
+    assert_eq!(log.sup_terminated("sup"), ExitReason::Shutdown);
     assert_eq!(log.stop_order(), ["b", "x", "a"]);
     within_guard("runtime shutdown", move || rt.shutdown_graceful());
 }

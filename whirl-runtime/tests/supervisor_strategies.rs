@@ -215,7 +215,7 @@ fn temporary_children_under_one_for_all_are_stopped_and_not_restarted() {
     let (_, reason) = log.child_stopped("tmp");
     assert_eq!(
         reason,
-        whirl_runtime::ExitReason::Normal,
+        whirl_runtime::ExitReason::Shutdown,
         "stopped, not failed"
     );
     rt.block_until_idle();

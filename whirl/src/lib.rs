@@ -459,7 +459,16 @@
 //!
 //! A restarted child is a new process: the old address returns your message
 //! ([`PostError::Terminated`]), and a name ([`ChildSpec::named`]) reaches the new one through
-//! [`Runtime::whereis`]. The [`supervisor`] module documents the semantics, and
+//! [`Runtime::whereis`] (a supervisor never takes a name from another live process). The
+//! children a supervisor stops exit [`ExitReason::Shutdown`], which is not a failure.
+//!
+//! The dynamic API on the supervisor's address is OTP's: `start_child` (which waits for the
+//! child's `started` hook and returns its failure), `terminate_child`, `restart_child`,
+//! `which_children` (with [`ChildInfo::addr`] for a child's typed address), `child_spec`,
+//! `count_children`. A simple-one-for-one supervisor starts children of a
+//! [`ChildTemplate<A>`] with `start_dynamic(arg: A)`: the argument type is part of the
+//! supervisor's type (`Supervisor<A>`), so a wrong one does not compile. The [`supervisor`]
+//! module documents the semantics and where whirl differs from OTP, and
 //! `cargo run -p examples --bin supervision_tree` shows a tree surviving failures.
 //!
 //! ```

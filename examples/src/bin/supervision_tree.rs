@@ -14,8 +14,8 @@
 //! its user, another logs out and is gone; the reader crashes and takes the writer with it
 //! (rest-for-one); the writer crashes twice, one restart too many for the pipeline within
 //! its period, so the pipeline supervisor gives up and the root restarts the whole pipeline
-//! (escalation). Finally the tree shuts down in
-//! reverse start order.
+//! (escalation). Finally the tree shuts down in reverse start order: every child exits
+//! `shutdown`, the reason a supervisor stops its children with.
 //!
 //! ```text
 //! cargo run -p examples --bin supervision_tree
@@ -192,7 +192,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         other => println!("  unexpected: {other:?}"),
     }
-    let registry = rt.whereis::<Registry>("registry").ok_or("no registry")?;
+    // The supervisor hands out typed addresses too, checked against the child's type.
+    let registry = root
+        .which_child("registry")?
+        .addr::<Registry>()
+        .ok_or("no registry")?;
     let answer = registry.call(|r| Get("answer".into(), r))?;
     println!("  the new registry starts from a known good state (empty): answer = {answer:?}");
     registry.post(Put("answer".into(), 43))?;
@@ -200,7 +204,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("  and takes the put again: answer = {answer:?}");
 
     println!("two users log in; alice's session crashes, bob logs out:");
-    let sessions = rt.whereis::<Supervisor>("sessions").ok_or("no sessions")?;
+    // The sessions supervisor's type says what its template takes (`String`), so
+    // `start_dynamic` is checked by the compiler; a lookup with another type finds nothing.
+    let sessions = rt
+        .whereis::<Supervisor<String>>("sessions")
+        .ok_or("no sessions")?;
     sessions.start_dynamic(String::from("alice"))?;
     sessions.start_dynamic(String::from("bob"))?;
     rt.block_until_idle();

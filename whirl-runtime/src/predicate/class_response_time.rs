@@ -1,12 +1,12 @@
 //! SEDA's class-based response-time controller (dissertation chapter 7, section 2.3).
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::feedback::{ControllerParams, Window};
+use super::feedback::{ControllerParams, Run, Window};
 use super::token_bucket::Bucket;
 use super::CoarseClock;
 use super::{Completion, MessagePredicate, Offer};
@@ -21,6 +21,26 @@ struct Class {
     over_target: AtomicBool,
     /// SEDA's `lc`: runs over target with every lower class already at `rate_min`.
     lc: AtomicU32,
+    /// Work of this class admitted before this instant is not judged (nanos; a higher class
+    /// that cuts this one sets it, the class's own `observe` applies it to its window).
+    horizon: AtomicU64,
+    /// The class's completion rate (`f64` bits, 0 until measured), for a higher class
+    /// cutting this one.
+    throughput: AtomicU64,
+    /// The completion rate measured at this class's last cut (`f64` bits, 0 for none): the
+    /// scale of its additive increase and, after a cut of its own, divided by `adj_d`, the
+    /// rate it starts from (a cut by a higher class drops that floor).
+    anchor: AtomicU64,
+    /// Whether the increase starts from `anchor / adj_d`.
+    floor: AtomicBool,
+    /// After cuts by higher classes (`f64` bits, 0 for none): the rate of the first of them,
+    /// which the class gets back as soon as the class that cut it is under target again.
+    restore: AtomicU64,
+}
+
+fn load_f64(a: &AtomicU64) -> Option<f64> {
+    let v = f64::from_bits(a.load(Relaxed));
+    (v > 0.0).then_some(v)
 }
 
 /// SEDA's multiclass overload controller: one [`ResponseTime`](super::ResponseTime)
@@ -38,12 +58,23 @@ struct Class {
 /// Rates increase as in the single-class controller, except that a class may not increase
 /// while a higher class is over its target. Defaults: [`ControllerParams::seda`].
 ///
+/// With the single-class controller's departures from the dissertation (see
+/// [`ControllerParams`]' module docs): a cut divides the lower of a class's rate and its
+/// measured completion rate; after any cut a class's own decisions wait for its work
+/// admitted after the cut (and so do those of the lower classes it cut); the additive
+/// increase is scaled to the class's throughput, and a class that cut its own rate starts
+/// increasing from that cut's rate. Likewise, once a class that cut the classes below it is
+/// under target again, they get back the rate of the first of those cuts (the further ones
+/// drained the backlog that built while the response times lagged; without this, a start-up
+/// overload left them at `rate_min`, where they see too few completions to climb back), and
+/// climb additively from there.
+///
 /// ```
 /// use std::time::Duration;
 /// use whirl_runtime::{ClassResponseTime, Completion, ControllerParams, ManualClock,
 ///                     MessagePredicate, Principal};
 ///
-/// let params = ControllerParams::seda(Duration::from_millis(100));
+/// let params = ControllerParams::seda(Duration::from_millis(100)).bounds(0.05, 5000.0);
 /// let ctl = ClassResponseTime::with_clock(2, params, ManualClock::new());
 /// let gold = Principal::new(1, 0, 1);
 /// // Gold misses its target: bronze (class 0) pays first.
@@ -80,11 +111,16 @@ impl<C: Clock> ClassResponseTime<C> {
         let rate = params.clamp(params.initial_rate);
         let classes = (0..classes.max(1))
             .map(|_| Class {
-                bucket: Bucket::new(rate, params.depth),
+                bucket: Bucket::adaptive(rate, params.depth),
                 window: Mutex::new(Window::new(&params)),
                 target: params.target,
                 over_target: AtomicBool::new(false),
                 lc: AtomicU32::new(0),
+                horizon: AtomicU64::new(0),
+                throughput: AtomicU64::new(0),
+                anchor: AtomicU64::new(0),
+                floor: AtomicBool::new(false),
+                restore: AtomicU64::new(0),
             })
             .collect();
         ClassResponseTime {
@@ -123,35 +159,87 @@ impl<C: Clock> ClassResponseTime<C> {
         &self.classes[self.index(class)]
     }
 
-    /// One controller run for class `c` with relative error `err`.
-    fn run(&self, c: usize, err: f64, at: u64) {
+    /// Class `c` cuts its own rate by `adj_d` from its effective rate.
+    fn cut_own(&self, me: &Class, run: &Run, at: u64) {
+        let p = &self.params;
+        let rate = me.bucket.rate();
+        if let Some(thr) = run.throughput {
+            me.anchor.store(thr.to_bits(), Relaxed);
+            me.floor.store(true, Relaxed);
+        }
+        me.bucket
+            .set_rate(p.clamp(p.effective(rate, run.throughput) / p.adj_d), at);
+    }
+
+    /// One controller run for class `c`; returns whether it cut a rate (the caller then stops
+    /// judging class `c`'s work admitted before the cut took effect).
+    fn run(&self, c: usize, run: &Run, at: u64) -> bool {
         let p = &self.params;
         let me = &self.classes[c];
-        if err > p.err_d {
+        if run.err > p.err_d {
             me.over_target.store(true, Relaxed);
             let lower = &self.classes[..c];
             if lower.is_empty() {
-                me.bucket.set_rate(p.clamp(me.bucket.rate() / p.adj_d), at);
-            } else if lower
+                self.cut_own(me, run, at);
+                return true;
+            }
+            if lower
                 .iter()
                 .any(|l| l.bucket.rate() > p.rate_min * (1.0 + 1e-9))
             {
+                let until = at.saturating_add(run.samp);
                 for l in lower {
-                    l.bucket.set_rate(p.clamp(l.bucket.rate() / p.adjlo_d), at);
+                    let rate = l.bucket.rate();
+                    let thr = load_f64(&l.throughput);
+                    let cut = p.clamp(p.effective(rate, thr) / p.adjlo_d);
+                    l.bucket.set_rate(cut, at);
+                    let _ = l
+                        .restore
+                        .compare_exchange(0, cut.to_bits(), Relaxed, Relaxed);
+                    if let Some(thr) = thr {
+                        l.anchor.store(thr.to_bits(), Relaxed);
+                    }
+                    l.floor.store(false, Relaxed);
+                    l.horizon.fetch_max(until, Relaxed);
                 }
                 me.lc.store(0, Relaxed);
-            } else if me.lc.fetch_add(1, Relaxed) + 1 >= p.lc_thresh {
-                me.lc.store(0, Relaxed);
-                me.bucket.set_rate(p.clamp(me.bucket.rate() / p.adj_d), at);
+                return true;
             }
+            if me.lc.fetch_add(1, Relaxed) + 1 >= p.lc_thresh {
+                me.lc.store(0, Relaxed);
+                self.cut_own(me, run, at);
+                return true;
+            }
+            false
         } else {
             me.over_target.store(false, Relaxed);
+            // Under target again: the lower classes get back the rate of the first cut this
+            // class made them take. The further cuts drained the backlog that lagging
+            // response times let build (as for a class's own cuts, the floor below).
+            for l in &self.classes[..c] {
+                if let Some(rate) = load_f64(&l.restore) {
+                    l.restore.store(0, Relaxed);
+                    if l.bucket.rate() < rate {
+                        l.bucket.set_rate(rate, at);
+                    }
+                }
+            }
             let higher_over = self.classes[c + 1..]
                 .iter()
                 .any(|h| h.over_target.load(Relaxed));
-            if let Some(rate) = p.adjust(me.bucket.rate(), err, !higher_over) {
+            if higher_over {
+                return false;
+            }
+            let rate = me.bucket.rate();
+            let anchor = load_f64(&me.anchor);
+            let floor = match anchor {
+                Some(a) if me.floor.load(Relaxed) => a / p.adj_d,
+                _ => 0.0,
+            };
+            if let Some(rate) = p.raise(rate, run.err, anchor, floor, run.span) {
                 me.bucket.set_rate(rate, at);
             }
+            false
         }
     }
 }
@@ -180,10 +268,19 @@ impl<C: Clock> MessagePredicate for ClassResponseTime<C> {
             params.to_mut().target = class.target;
         }
         // The class's window lock is held across the run so that one class's runs are
-        // sequential; other classes' rates are only touched through atomics.
+        // sequential; other classes' state is only touched through atomics.
         let mut window = class.window.lock();
-        if let Some(err) = window.record(&params, sample, now) {
-            self.run(c, err, now);
+        window.defer(class.horizon.load(Relaxed));
+        let run = window.observe(&params, sample, now);
+        if let Some(thr) = window.throughput_at(now) {
+            class.throughput.store(thr.to_bits(), Relaxed);
+        }
+        if let Some(run) = run {
+            if self.run(c, &run, now) {
+                let until = now.saturating_add(run.samp);
+                class.horizon.fetch_max(until, Relaxed);
+                window.defer(until);
+            }
         }
     }
 
@@ -214,43 +311,91 @@ mod tests {
         Duration::from_millis(n)
     }
 
-    fn three_classes() -> ClassResponseTime<ManualClock> {
-        let mut p = ControllerParams::seda(ms(100));
+    fn three_classes() -> (ClassResponseTime<ManualClock>, ManualClock) {
+        let mut p = ControllerParams::seda(ms(100)).bounds(0.05, 5000.0);
         p.nreq = 1;
-        ClassResponseTime::with_clock(3, p, ManualClock::new())
+        let clock = ManualClock::new();
+        (ClassResponseTime::with_clock(3, p, clock.clone()), clock)
     }
 
-    fn feed(ctl: &ClassResponseTime<ManualClock>, who: &Principal, rt: Duration, runs: usize) {
+    /// `runs` completions for `who` taking `rt`, one a second (each judged: its work was
+    /// admitted after any cut the previous one caused took effect).
+    fn feed(
+        ctl: &ClassResponseTime<ManualClock>,
+        clock: &ManualClock,
+        who: &Principal,
+        rt: Duration,
+        runs: usize,
+    ) {
         for _ in 0..runs {
+            clock.advance(Duration::from_secs(1));
             ctl.observe(&Completion::handled(Some(who), 1, rt));
         }
     }
 
     #[test]
     fn lower_classes_are_cut_first_by_adjlo_d() {
-        let ctl = three_classes();
+        let (ctl, clock) = three_classes();
         let gold = Principal::new(1, 0, 2);
-        feed(&ctl, &gold, ms(500), 1);
+        feed(&ctl, &clock, &gold, ms(500), 1);
         assert_eq!(ctl.rate(0), 500.0);
         assert_eq!(ctl.rate(1), 500.0);
         assert_eq!(ctl.rate(2), 5000.0);
         // Until every lower class is at rate_min, gold keeps its rate.
-        feed(&ctl, &gold, ms(500), 4);
+        feed(&ctl, &clock, &gold, ms(500), 4);
         assert!((ctl.rate(0) - 0.05).abs() < 1e-12);
         assert!((ctl.rate(1) - 0.05).abs() < 1e-12);
         assert_eq!(ctl.rate(2), 5000.0);
-        // Then lc_thresh (20) runs over target before gold cuts its own rate by adj_d.
-        feed(&ctl, &gold, ms(500), 19);
+        // Then lc_thresh (20) runs over target before gold cuts its own rate by adj_d, from
+        // its effective rate: gold completes one message a second.
+        feed(&ctl, &clock, &gold, ms(500), 19);
         assert_eq!(ctl.rate(2), 5000.0);
-        feed(&ctl, &gold, ms(500), 1);
-        assert!((ctl.rate(2) - 5000.0 / 1.2).abs() < 1e-6);
+        feed(&ctl, &clock, &gold, ms(500), 1);
+        assert!((ctl.rate(2) - 1.0 / 1.2).abs() < 1e-6, "{}", ctl.rate(2));
+    }
+
+    #[test]
+    fn cuts_are_judged_on_work_admitted_after_them() {
+        let (ctl, clock) = three_classes();
+        let gold = Principal::new(1, 0, 2);
+        feed(&ctl, &clock, &gold, ms(500), 1);
+        assert_eq!(ctl.rate(0), 500.0);
+        // Gold's work admitted before the cut took effect (500 ms later) drains: slow, but
+        // it does not cut the lower classes again.
+        for _ in 0..10 {
+            clock.advance(ms(10));
+            ctl.observe(&Completion::handled(Some(&gold), 1, ms(600)));
+        }
+        assert_eq!(ctl.rate(0), 500.0);
+        // Nor does bronze's own backlog from before the cut make bronze cut itself.
+        let bronze = Principal::new(2, 0, 0);
+        ctl.observe(&Completion::handled(Some(&bronze), 1, ms(700)));
+        assert_eq!(ctl.rate(0), 500.0);
+        // Gold's work admitted after it, still slow: cut again.
+        feed(&ctl, &clock, &gold, ms(500), 1);
+        assert_eq!(ctl.rate(0), 50.0);
+    }
+
+    #[test]
+    fn lower_classes_get_the_first_cut_back_when_the_higher_class_recovers() {
+        let (ctl, clock) = three_classes();
+        let gold = Principal::new(1, 0, 2);
+        // Three runs of gold over target (each on work admitted after the last cut): 500,
+        // 50, then 5 per second for the classes below.
+        feed(&ctl, &clock, &gold, ms(500), 3);
+        assert_eq!(ctl.rate(0), 5.0);
+        // Gold is under target again: the backlog those cuts drained is gone, and the lower
+        // classes go back to the first cut's rate.
+        feed(&ctl, &clock, &gold, ms(1), 1);
+        assert_eq!(ctl.rate(0), 500.0);
+        assert_eq!(ctl.rate(1), 500.0);
     }
 
     #[test]
     fn lowest_class_cuts_itself_and_leaves_others() {
-        let ctl = three_classes();
+        let (ctl, clock) = three_classes();
         let bronze = Principal::new(1, 0, 0);
-        feed(&ctl, &bronze, ms(500), 1);
+        feed(&ctl, &clock, &bronze, ms(500), 1);
         assert!((ctl.rate(0) - 5000.0 / 1.2).abs() < 1e-6);
         assert_eq!(ctl.rate(1), 5000.0);
         assert_eq!(ctl.rate(2), 5000.0);
@@ -258,17 +403,19 @@ mod tests {
 
     #[test]
     fn no_increase_while_a_higher_class_is_over_target() {
-        let ctl = three_classes();
+        let (ctl, clock) = three_classes();
         let bronze = Principal::new(1, 0, 0);
         let gold = Principal::new(2, 0, 2);
-        feed(&ctl, &gold, ms(500), 1); // bronze down to 500, gold over target
+        feed(&ctl, &clock, &gold, ms(500), 1); // bronze down to 500, gold over target
         let cut = ctl.rate(0);
-        feed(&ctl, &bronze, ms(1), 5); // bronze is fast, but gold is over target
+        feed(&ctl, &clock, &bronze, ms(1), 5); // bronze is fast, but gold is over target
         assert_eq!(ctl.rate(0), cut);
-        feed(&ctl, &gold, ms(1), 10); // gold's smoothed estimate falls under target
+        feed(&ctl, &clock, &gold, ms(1), 1); // gold's estimate falls under target
         let cut = ctl.rate(0);
-        feed(&ctl, &bronze, ms(1), 1);
+        feed(&ctl, &clock, &bronze, ms(1), 1);
         assert!(ctl.rate(0) > cut);
+        // Cut by a higher class, bronze climbs back additively, not to where it was.
+        assert!(ctl.rate(0) < 5000.0 / 1.2, "{}", ctl.rate(0));
     }
 
     #[test]

@@ -22,21 +22,33 @@ pub(crate) struct Bucket {
     /// bucket holds `depth - (tat - now) / interval` tokens. Written by every admission from
     /// any sender: on a cache line of its own.
     tat: CachePadded<AtomicU64>,
-    /// Nanoseconds per token (1 / rate).
+    /// Nanoseconds per token (1 / rate), rounded: what admission uses.
     interval: AtomicU64,
+    /// The rate as set (`f64` bits), unrounded: what [`Bucket::rate`] reports, so that a
+    /// controller's small steps accumulate. (Read back from `interval` alone, a rate cut
+    /// by 1.2 at 10^9/s, or an additive step of 2/s at 10^5/s, rounds to the same interval
+    /// and is lost: the controller would be stuck.)
+    rate: AtomicU64,
     depth: u64,
+    /// The least the bucket holds, in nanoseconds of tokens at the current rate, whatever
+    /// the depth (0 for a plain token bucket).
+    min_span: u64,
 }
 
 /// The interval between tokens for `rate` tokens per second; rates are clamped to
 /// [1e-6, 1e9] per second (non-finite or non-positive rates become the minimum).
 fn interval_for(rate: f64) -> u64 {
-    let rate = if rate.is_finite() && rate > 0.0 {
+    // In range by the clamp: at most 1e15 ns.
+    (NANOS_PER_SEC / sanitize(rate)).round().max(1.0) as u64
+}
+
+/// `rate` clamped to [1e-6, 1e9] per second (non-finite or non-positive: the minimum).
+fn sanitize(rate: f64) -> f64 {
+    if rate.is_finite() && rate > 0.0 {
         rate.clamp(1e-6, NANOS_PER_SEC)
     } else {
         1e-6
-    };
-    // In range by the clamp: at most 1e15 ns.
-    (NANOS_PER_SEC / rate).round().max(1.0) as u64
+    }
 }
 
 impl Bucket {
@@ -44,7 +56,20 @@ impl Bucket {
         Bucket {
             tat: CachePadded::new(AtomicU64::new(0)),
             interval: AtomicU64::new(interval_for(rate)),
+            rate: AtomicU64::new(sanitize(rate).to_bits()),
             depth: depth.max(1),
+            min_span: 0,
+        }
+    }
+
+    /// A bucket whose rate a controller moves: it holds `depth` tokens or 1 ms of them at the
+    /// current rate, whichever is more, so that any rate can be reached on a clock that
+    /// ticks every millisecond (the shared [`CoarseClock`]): with a fixed depth of 100, the
+    /// bucket could not admit more than 100,000/s, whatever its rate.
+    pub(crate) fn adaptive(rate: f64, depth: u64) -> Self {
+        Bucket {
+            min_span: 1_000_000,
+            ..Bucket::new(rate, depth)
         }
     }
 
@@ -53,7 +78,7 @@ impl Bucket {
     pub(crate) fn try_take(&self, now: u64, n: u64) -> bool {
         let interval = self.interval.load(Relaxed);
         let cost = interval.saturating_mul(n.min(self.depth));
-        let limit = interval.saturating_mul(self.depth);
+        let limit = interval.saturating_mul(self.depth).max(self.min_span);
         let mut tat = self.tat.load(Relaxed);
         loop {
             let next = tat.max(now).saturating_add(cost);
@@ -78,15 +103,17 @@ impl Bucket {
             .fetch_update(Relaxed, Relaxed, |t| Some(t.saturating_sub(back)));
     }
 
-    /// Tokens per second.
+    /// Tokens per second, as last set (admission runs at the nearest whole-nanosecond
+    /// interval).
     pub(crate) fn rate(&self) -> f64 {
-        NANOS_PER_SEC / self.interval.load(Relaxed) as f64
+        f64::from_bits(self.rate.load(Relaxed))
     }
 
     /// Changes the rate at `now`, keeping the tokens in the bucket: the debt ahead of `now`
     /// is rescaled to the new interval, so a cut does not refill the bucket. (A concurrent
     /// take may still see the old interval: a one-token approximation.)
     pub(crate) fn set_rate(&self, rate: f64, now: u64) {
+        self.rate.store(sanitize(rate).to_bits(), Relaxed);
         let new = interval_for(rate);
         let old = self.interval.swap(new, Relaxed);
         if old == new {
@@ -299,6 +326,19 @@ mod tests {
         clock.advance(Duration::from_secs(10));
         b.set_rate(100.0);
         assert_eq!(admitted(&b, 10), 5);
+    }
+
+    #[test]
+    fn small_rate_steps_are_kept_at_high_rates() {
+        let clock = ManualClock::new();
+        let b = TokenBucket::with_clock(1e9, 100, clock);
+        // 1e9 / 1.2 and 1e5 + 2 both round to the interval of the old rate; the rate as set
+        // must still move, or a controller stepping it would be stuck.
+        b.set_rate(1e9 / 1.2);
+        assert!((b.rate() - 1e9 / 1.2).abs() < 1e-3, "{}", b.rate());
+        b.set_rate(1e5);
+        b.set_rate(b.rate() + 2.0);
+        assert_eq!(b.rate(), 100_002.0);
     }
 
     #[test]

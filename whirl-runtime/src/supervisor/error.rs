@@ -1,24 +1,60 @@
 //! What the dynamic API can refuse.
 
 use crate::isolated::Isolated;
+use crate::process::{ExitReason, ProcessId};
 
 use super::message::ChildRef;
 use super::spec::{ChildSpec, Strategy};
 
-/// Why a request to a supervisor was refused. Each variant carries back what was rejected.
+/// Why a request to a supervisor was refused, or a child it was asked to start did not
+/// start. A refused spec comes back with the refusal.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SupervisorError {
     /// No child with this id (or process id).
     #[error("no child {0}")]
     NotFound(ChildRef),
-    /// A child with this spec's id already exists; the spec comes back.
-    #[error("a child with id `{}` already exists", .0.id())]
+    /// A stopped child with this spec's id exists (OTP's `already_present`): restart it with
+    /// `restart_child`, or delete it first. The spec comes back.
+    #[error("a stopped child with id `{}` already exists", .0.id())]
     AlreadyPresent(ChildSpec),
+    /// A running child with this spec's id exists (OTP's `{already_started, Pid}`); the spec
+    /// comes back.
+    #[error("child `{}` is already running as {}", .1.id(), .0)]
+    AlreadyStarted(ProcessId, ChildSpec),
     /// The child is running; stop it first (`terminate_child`).
     #[error("child `{0}` is running")]
     Running(String),
+    /// The child's name is registered to another live process, `holder` (OTP's
+    /// `{already_started, Pid}` from a named start). Nothing was started and the name was
+    /// left with its holder.
+    #[error("child `{id}` cannot be started: the name `{name}` is registered to {holder}")]
+    NameTaken {
+        /// The child's id.
+        id: String,
+        /// Its name.
+        name: String,
+        /// The live process that holds the name.
+        holder: ProcessId,
+    },
+    /// The child's `started` hook failed (or it terminated before the hook returned), so a
+    /// synchronous start (`start_child`, `restart_child`, `start_dynamic`) failed, as OTP's
+    /// does when `init` fails. The child is not restarted for it: a new child is forgotten,
+    /// a restarted one stays stopped.
+    #[error("child `{id}` failed to start: {reason}")]
+    StartFailed {
+        /// The child's id.
+        id: String,
+        /// How it terminated.
+        reason: ExitReason,
+    },
+    /// The spec cannot run under this supervisor (for example a significant child under a
+    /// supervisor whose auto-shutdown is `Never`); the spec comes back, with the reason.
+    #[error("invalid child spec `{}`: {}", .0.id(), .1)]
+    InvalidSpec(ChildSpec, String),
     /// The operation does not apply to this supervisor's strategy (for example `start_child`
-    /// on a simple-one-for-one supervisor, or `start_dynamic` on any other).
+    /// on a simple-one-for-one supervisor, or a child named by id there: its children share
+    /// the template's id, so they are named by process id; OTP's `simple_one_for_one`).
     #[error("`{operation}` is not available under strategy {strategy:?}")]
     WrongStrategy {
         /// The refused operation.
@@ -26,7 +62,9 @@ pub enum SupervisorError {
         /// The supervisor's strategy.
         strategy: Strategy,
     },
-    /// `start_dynamic` was given an argument of another type than the template takes.
+    /// `start_dynamic` reached a supervisor whose template takes another argument type.
+    /// The typed API (`Addr<Supervisor<A>>`, [`StartDynamic<A>`](crate::StartDynamic)) rules
+    /// this out at compile time; the supervisor still checks rather than trusting it.
     #[error("the child template takes `{expected}`, not `{given}`")]
     WrongArgument {
         /// The template's argument type.
@@ -45,8 +83,9 @@ pub enum SupervisorError {
 }
 
 // SAFETY: every variant holds only `Isolated` values (asserted below): a `ChildRef`, a
-// `String`, `&'static str`s, a `Strategy`, and a `ChildSpec`, which is data (an initial state,
-// or a function pointer and its arguments, or a supervisor spec; see its impl).
+// `String`, `&'static str`s, a `Strategy`, process ids, an `ExitReason`, and a `ChildSpec`,
+// which is data (an initial state, or a function pointer and its arguments, or a supervisor
+// spec; see its impl).
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for SupervisorError {}
 
@@ -58,4 +97,6 @@ const _: () = {
     let _ = assert_isolated::<String>;
     let _ = assert_isolated::<Strategy>;
     let _ = assert_isolated::<&'static str>;
+    let _ = assert_isolated::<ProcessId>;
+    let _ = assert_isolated::<ExitReason>;
 };

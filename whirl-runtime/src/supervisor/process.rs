@@ -1,10 +1,10 @@
 //! The supervisor process: its state, how it starts a child, and its message loop.
 //!
 //! A reader follows a failure through the files: `restart.rs` decides what a child's `Down`
-//! leads to (restart type, intensity, strategy); `stop.rs` stops children in reverse order
-//! without blocking the worker, then restarts them, answers, or ends the supervisor;
-//! `requests.rs` answers the dynamic API. [`Supervisor::dispatch`] defers requests while a stop
-//! operation runs and replays them after, in order.
+//! leads to (restart type, intensity, strategy, auto-shutdown); `stop.rs` stops children in
+//! reverse order without blocking the worker, then restarts them, answers, or ends the
+//! supervisor; `requests.rs` answers the dynamic API. [`Supervisor::dispatch`] defers requests
+//! while a stop operation runs and replays them after, in order.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -12,18 +12,25 @@ use std::sync::Arc;
 use crate::client::SharedClient;
 use crate::clock::{Clock, SystemClock};
 use crate::ctx::Ctx;
+use crate::observe;
 use crate::process::{Down, ExitReason, Failure, Process, ProcessId};
 
-use super::child::{RunningChild, StartCx};
+use super::child::{RunningChild, StartCx, StartError};
+use super::error::SupervisorError;
 use super::event::{emit, EventKind, EventSink, SupervisorEvent};
 use super::intensity::Intensity;
-use super::message::{ChildRef, Msg, SupervisorMsg};
-use super::spec::{ChildSpec, ChildTemplate, Restart, Strategy, SupervisorSpec};
+use super::message::{ChildRef, Msg, Reply, SupervisorMsg};
+use super::spec::{
+    AutoShutdown, ChildSpec, ChildTemplate, NoTemplate, Restart, Strategy, SupervisorSpec,
+};
 use super::stop::{StopOp, Then};
 
 /// A supervisor (OTP's `supervisor` behaviour): a system process that starts children from
 /// [`ChildSpec`]s, monitors them, and restarts them by its [`Strategy`], within its restart
 /// intensity. See the [module documentation](crate::supervisor) for the semantics.
+///
+/// `A` is the argument type of its [`ChildTemplate`] (a simple-one-for-one supervisor), or
+/// [`NoTemplate`]: `Addr<Supervisor<A>>::start_dynamic` takes an `A`.
 ///
 /// ```
 /// use whirl_runtime::{ChildSpec, Ctx, Failure, Isolated, Process};
@@ -47,15 +54,18 @@ use super::stop::{StopOp, Then};
 /// ));
 /// let children = sup.which_children().unwrap();
 /// assert_eq!(children[0].id, "worker");
-/// assert!(children[0].pid.is_some());
+/// let worker = children[0].addr::<Worker>().expect("a running `Worker`");
+/// assert_eq!(Some(worker.id()), children[0].pid);
+/// assert!(children[0].addr::<Supervisor>().is_none(), "checked, not trusted");
 /// ```
-pub struct Supervisor {
+pub struct Supervisor<A = NoTemplate> {
     pub(super) name: Arc<str>,
     pub(super) strategy: Strategy,
     pub(super) intensity: Intensity,
+    pub(super) auto_shutdown: AutoShutdown,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) events: Option<EventSink>,
-    pub(super) template: Option<ChildTemplate>,
+    pub(super) template: Option<ChildTemplate<A>>,
     /// The spec's children, until `started` starts them; the spec's problem, if any.
     pub(super) initial: Vec<ChildSpec>,
     pub(super) problem: Option<String>,
@@ -79,6 +89,16 @@ pub(super) struct Entry {
     pub(super) last_pid: Option<ProcessId>,
     pub(super) restarts: u64,
     pub(super) dynamic: bool,
+    /// A synchronous start waiting for the running incarnation's `started` hook.
+    pub(super) awaiting: Option<Awaiting>,
+}
+
+/// A caller waiting for a child's start to be confirmed.
+pub(super) struct Awaiting {
+    pub(super) reply: Reply<ProcessId>,
+    /// A new child (`start_child`, `start_dynamic`) is forgotten if its start fails; a
+    /// restarted one (`restart_child`) stays, stopped.
+    pub(super) forget_on_failure: bool,
 }
 
 impl Entry {
@@ -90,17 +110,29 @@ impl Entry {
     pub(super) fn removed_when_stopped(&self) -> bool {
         self.dynamic || self.spec.restart == Restart::Temporary
     }
+
+    /// Answers a caller waiting for this child's start, now that it has terminated.
+    pub(super) fn start_failed(&mut self, reason: &ExitReason) {
+        if let Some(awaiting) = self.awaiting.take() {
+            let _ = awaiting.reply.send(Err(SupervisorError::StartFailed {
+                id: self.spec.id.clone(),
+                reason: reason.clone(),
+            }));
+        }
+    }
 }
 
-impl Supervisor {
+impl<A: 'static> Supervisor<A> {
     /// A supervisor that will run `spec` once spawned. An invalid spec (duplicate ids, a
-    /// template without [`Strategy::SimpleOneForOne`]...) makes it fail at start, saying why.
-    pub fn new(spec: SupervisorSpec) -> Self {
+    /// template without [`Strategy::SimpleOneForOne`], a zero intensity period...) makes it
+    /// fail at start, saying why.
+    pub fn new(spec: SupervisorSpec<A>) -> Self {
         let problem = spec.problem();
         Supervisor {
             name: Arc::from(spec.name.as_str()),
             strategy: spec.strategy,
             intensity: Intensity::new(spec.max_restarts, spec.period),
+            auto_shutdown: spec.auto_shutdown,
             clock: match spec.clock {
                 Some(clock) => SharedClient::into_inner(clock),
                 None => Arc::new(SystemClock),
@@ -153,25 +185,63 @@ impl Supervisor {
             last_pid: None,
             restarts: 0,
             dynamic,
+            awaiting: None,
         });
         self.children.len() - 1
     }
 
-    /// Starts a new incarnation of child `index`.
-    pub(super) fn start(&mut self, index: usize, restarting: bool, ctx: &Ctx<Self>) -> ProcessId {
-        let spec = &self.children[index].spec;
+    /// Starts a new incarnation of child `index`. With `confirm`, the child reports when its
+    /// `started` hook has succeeded (a [`Msg::Started`]): for a synchronous start, whose
+    /// caller the requester records in the entry's `awaiting` (answered with the failure
+    /// instead if the child terminates first).
+    pub(super) fn start(
+        &mut self,
+        index: usize,
+        restarting: bool,
+        confirm: bool,
+        ctx: &Ctx<Self>,
+    ) -> Result<ProcessId, SupervisorError> {
+        let on_started = confirm.then(|| {
+            let me = Arc::downgrade(ctx.cell());
+            Box::new(move |pid| {
+                if let Some(cell) = me.upgrade() {
+                    if !cell.mailbox.is_closed() {
+                        cell.deliver(SupervisorMsg(Msg::Started(pid)), observe::UNOBSERVED);
+                    }
+                }
+            }) as crate::cell::OnStarted
+        });
+        let entry = &self.children[index];
+        let spec = &entry.spec;
         let mut cx = StartCx {
-            ctx,
+            home: &ctx.cell().group,
+            principal: ctx.principal().cloned(),
+            watcher: ctx.watcher(),
             group: spec.group.as_ref(),
             name: spec.name.as_deref(),
+            previous: entry.last_pid,
+            on_started,
             clock: &self.clock,
             events: self.events.as_ref(),
         };
-        let child = spec.start.start(&mut cx);
+        let child = spec.start.start(&mut cx).map_err(|e| match e {
+            StartError::NameTaken(crate::NameError::Taken { name, holder }) => {
+                SupervisorError::NameTaken {
+                    id: spec.id.clone(),
+                    name,
+                    holder,
+                }
+            }
+            StartError::Spent => SupervisorError::StartFailed {
+                id: spec.id.clone(),
+                reason: ExitReason::Failed(Failure::new(StartError::Spent.to_string())),
+            },
+        })?;
         let pid = child.id();
         let entry = &mut self.children[index];
         entry.running = Some(child);
         entry.last_pid = Some(pid);
+        entry.spec.spend_if_temporary();
         let id = entry.spec.id.clone();
         if restarting {
             entry.restarts += 1;
@@ -180,21 +250,43 @@ impl Supervisor {
         } else {
             self.emit(EventKind::ChildStarted { id, pid });
         }
-        pid
+        Ok(pid)
+    }
+
+    /// Restarts child `index` for the strategy; if it cannot start (its name is held by
+    /// another process), tries again later, each attempt a restart against the intensity.
+    pub(super) fn restart(&mut self, index: usize, ctx: &Ctx<Self>) {
+        if let Err(error) = self.start(index, true, false, ctx) {
+            tracing::warn!(supervisor = %self.name, %error, "restart failed; trying again");
+            let key = self.children[index].key;
+            let _ = ctx.myself().post(SupervisorMsg(Msg::Retry(key)));
+        }
     }
 
     pub(super) fn dispatch(&mut self, msg: Msg, ctx: &mut Ctx<Self>) {
         match msg {
             Msg::Down(down) => self.on_down(down, ctx),
+            Msg::Started(pid) => self.on_started(pid),
             Msg::StopTimeout(epoch) => self.on_stop_timeout(epoch, ctx),
             // Dropped once exiting: the callers' reply handles drop with them (`NoReply`).
             _ if self.exiting => {}
             msg if self.op.is_some() => self.deferred.push_back(msg),
             Msg::Shutdown => {
                 let all = self.children.iter().map(|e| e.key).collect();
-                self.stop(all, Then::Exit(ExitReason::Normal), ctx);
+                self.stop(all, Then::Exit(ExitReason::Shutdown), ctx);
             }
+            Msg::Retry(key) => self.on_retry(key, ctx),
             Msg::Request(request) => self.on_request(request, ctx),
+        }
+    }
+
+    /// A child started synchronously has run its `started` hook: answer the caller.
+    fn on_started(&mut self, pid: ProcessId) {
+        let Some(index) = self.index_of_pid(pid) else {
+            return; // stopped (and answered) meanwhile
+        };
+        if let Some(awaiting) = self.children[index].awaiting.take() {
+            let _ = awaiting.reply.send(Ok(pid));
         }
     }
 
@@ -211,8 +303,8 @@ impl Supervisor {
 
 // SAFETY: the message is `SupervisorMsg`, `Isolated` (see its impl). The state is
 // * owned data: the name (an immutable `Arc<str>`), strategy, intensity window, counters,
-//   keys, the spec's problem, deferred messages (`SupervisorMsg`s) and the stop operation's
-//   queue and reply handle;
+//   keys, the spec's problem, deferred messages (`SupervisorMsg`s), reply handles of callers
+//   waiting for a start, and the stop operation's queue and reply handle;
 // * child specs and the template: data (initial states, function pointers and arguments,
 //   supervisor specs), `Isolated` by their impls; children are spawned from clones of them;
 // * the running children as `Addr`s (inside `Box<dyn RunningChild>`) and the shutdown timer's
@@ -222,11 +314,13 @@ impl Supervisor {
 //   supervisor only reads the clock and hands the sink copies of its events; neither reaches
 //   a child's state, and the spec holds them as `SharedClient`s, with the reason.
 #[diagnostic::do_not_recommend]
-unsafe impl Process for Supervisor {
+unsafe impl<A: 'static> Process for Supervisor<A> {
     type Message = SupervisorMsg;
 
     /// Starts the children in order (each spawn returns at once; their `started` hooks run
-    /// on workers, possibly side by side).
+    /// on workers, possibly side by side). A child that cannot be spawned at all (its name
+    /// is held by another process) fails the supervisor's start, as in OTP, after stopping
+    /// the children already started.
     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
         self.pid = Some(ctx.id());
         if let Some(problem) = self.problem.take() {
@@ -234,7 +328,15 @@ unsafe impl Process for Supervisor {
         }
         for spec in std::mem::take(&mut self.initial) {
             let index = self.add(spec, false);
-            self.start(index, false, ctx);
+            if let Err(error) = self.start(index, false, false, ctx) {
+                let failure = Failure::new(format!(
+                    "supervisor `{}` failed to start its children: {error}",
+                    self.name
+                ));
+                let all = self.children.iter().map(|e| e.key).collect();
+                self.stop(all, Then::Exit(ExitReason::Failed(failure)), ctx);
+                break;
+            }
         }
         Ok(())
     }

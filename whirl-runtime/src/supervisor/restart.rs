@@ -1,5 +1,7 @@
-//! What a child's termination leads to: its restart type decides whether it is restarted,
-//! the restart intensity whether the supervisor may, and the strategy which siblings go with it.
+//! What a child's termination leads to: a synchronous start that failed is answered; else its
+//! restart type decides whether it is restarted, the restart intensity whether the supervisor
+//! may, the strategy which siblings go with it, and, for a significant child that is not
+//! restarted, the auto-shutdown policy whether the supervisor shuts down.
 
 use crate::ctx::Ctx;
 use crate::process::{Down, ExitReason, Failure};
@@ -7,10 +9,10 @@ use crate::process::{Down, ExitReason, Failure};
 use super::event::EventKind;
 use super::message::Msg;
 use super::process::Supervisor;
-use super::spec::{Restart, Strategy};
+use super::spec::{AutoShutdown, Restart, Strategy};
 use super::stop::Then;
 
-impl Supervisor {
+impl<A: 'static> Supervisor<A> {
     /// A child (or an incarnation already let go of) terminated.
     pub(super) fn on_down(&mut self, down: Down, ctx: &mut Ctx<Self>) {
         let Some(index) = self.index_of_pid(down.id) else {
@@ -33,6 +35,16 @@ impl Supervisor {
             self.advance(ctx);
             return;
         }
+        let awaiting = self.children[index].awaiting.as_ref();
+        if let Some(forget) = awaiting.map(|a| a.forget_on_failure) {
+            // A synchronous start that failed: `exited` tells the caller, as OTP's
+            // `start_child` returns `init`'s error; it is not a crash to restart.
+            self.exited(index, down);
+            if forget || self.children[index].removed_when_stopped() {
+                self.children.remove(index);
+            }
+            return;
+        }
         let restart = match self.children[index].spec.restart {
             Restart::Permanent => true,
             Restart::Transient => down.reason.is_failure(),
@@ -40,31 +52,24 @@ impl Supervisor {
         };
         self.exited(index, down);
         // During a runtime shutdown every process is being terminated: restart nothing.
-        if !restart || self.exiting || ctx.cell().group.runtime.is_closing() {
+        let closing = self.exiting || ctx.cell().group.runtime.is_closing();
+        if !restart || closing {
+            let significant = self.children[index].spec.significant;
             if self.children[index].removed_when_stopped() {
                 self.children.remove(index);
             }
+            if significant && !closing {
+                self.auto_shutdown(ctx);
+            }
             return;
         }
-        if !self.intensity.record(self.clock.now()) {
-            let (max_restarts, period) = (self.intensity.max_restarts, self.intensity.period);
-            self.emit(EventKind::IntensityExceeded {
-                max_restarts,
-                period,
-            });
-            let failure = Failure::new(format!(
-                "supervisor `{}` reached its maximum restart intensity ({max_restarts} in \
-                 {period:?})",
-                self.name
-            ));
-            let all = self.children.iter().map(|e| e.key).collect();
-            self.stop(all, Then::Exit(ExitReason::Failed(failure)), ctx);
+        if !self.within_intensity(ctx) {
             return;
         }
         self.restarts += 1;
         let affected: Vec<u64> = match self.strategy {
             Strategy::OneForOne | Strategy::SimpleOneForOne => {
-                self.start(index, true, ctx);
+                self.restart(index, ctx);
                 return;
             }
             Strategy::OneForAll => self.children.iter().map(|e| e.key).collect(),
@@ -85,10 +90,63 @@ impl Supervisor {
         self.stop(affected, Then::Restart(restart), ctx);
     }
 
-    /// Records that child `index`'s running incarnation terminated.
+    /// Records a restart against the intensity; if it is one too many, stops every child and
+    /// fails (escalation), and returns `false`.
+    fn within_intensity(&mut self, ctx: &mut Ctx<Self>) -> bool {
+        if self.intensity.record(self.clock.now()) {
+            return true;
+        }
+        let (max_restarts, period) = (self.intensity.max_restarts, self.intensity.period);
+        self.emit(EventKind::IntensityExceeded {
+            max_restarts,
+            period,
+        });
+        let failure = Failure::new(format!(
+            "supervisor `{}` reached its maximum restart intensity ({max_restarts} in \
+             {period:?})",
+            self.name
+        ));
+        let all = self.children.iter().map(|e| e.key).collect();
+        self.stop(all, Then::Exit(ExitReason::Failed(failure)), ctx);
+        false
+    }
+
+    /// A restart that could not start is tried again (OTP's `try_again_restart`), as one more
+    /// restart against the intensity.
+    pub(super) fn on_retry(&mut self, key: u64, ctx: &mut Ctx<Self>) {
+        let Some(index) = self.index_of_key(key) else {
+            return;
+        };
+        if self.children[index].running.is_some() || !self.within_intensity(ctx) {
+            return;
+        }
+        self.restarts += 1;
+        self.restart(index, ctx);
+    }
+
+    /// A significant child terminated on its own and is not restarted: OTP 24's
+    /// `auto_shutdown`. The supervisor stops the others and exits `Shutdown`.
+    fn auto_shutdown(&mut self, ctx: &mut Ctx<Self>) {
+        let shut_down = match self.auto_shutdown {
+            AutoShutdown::Never => false,
+            AutoShutdown::AnySignificant => true,
+            AutoShutdown::AllSignificant => !self
+                .children
+                .iter()
+                .any(|e| e.spec.significant && e.running.is_some()),
+        };
+        if shut_down {
+            let all = self.children.iter().map(|e| e.key).collect();
+            self.stop(all, Then::Exit(ExitReason::Shutdown), ctx);
+        }
+    }
+
+    /// Records that child `index`'s running incarnation terminated (answering a caller still
+    /// waiting for its start).
     pub(super) fn exited(&mut self, index: usize, down: Down) {
         let entry = &mut self.children[index];
         entry.running = None;
+        entry.start_failed(&down.reason);
         let id = entry.spec.id.clone();
         self.emit(EventKind::ChildExited {
             id,

@@ -26,6 +26,7 @@
 
 use std::any::Any;
 use std::fmt;
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,7 +36,7 @@ use crate::group::Group;
 use crate::isolated::Isolated;
 use crate::process::Process;
 
-use super::child::{RunningChild, StartCx, SupervisedSupervisor, Worker};
+use super::child::{RunningChild, StartCx, StartError, SupervisedSupervisor, Worker};
 use super::event::{EventSink, SupervisorEvent};
 use super::process::Supervisor;
 
@@ -69,7 +70,7 @@ pub enum Restart {
 /// How a child is stopped (OTP's `shutdown`).
 ///
 /// Whirl never interrupts a handler: stopping a worker is
-/// [`Addr::exit`](crate::Addr::exit)`(ExitReason::Normal)`, which takes effect at the child's
+/// [`Addr::exit`](crate::Addr::exit)`(ExitReason::Shutdown)`, which takes effect at the child's
 /// next message boundary (a handler already running finishes first; its `terminated` hook
 /// runs). There is no "forced" kill, so the timeout bounds how long the *supervisor* waits:
 /// when it expires the supervisor reports [`EventKind::ShutdownTimedOut`](super::EventKind),
@@ -82,6 +83,19 @@ pub enum Shutdown {
     Timeout(Duration),
     /// Wait as long as it takes (the default for supervisors, whose subtree stops in order).
     Infinity,
+}
+
+/// When a supervisor shuts itself down because its *significant* children have terminated
+/// on their own (OTP 24's `auto_shutdown`; see [`ChildSpec::significant`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum AutoShutdown {
+    /// Never (the default); significant children are then a spec error.
+    #[default]
+    Never,
+    /// As soon as any significant child terminates and is not restarted.
+    AnySignificant,
+    /// Once every significant child has terminated and none is restarted.
+    AllSignificant,
 }
 
 /// Whether a child is a worker or a supervisor (OTP's `type`).
@@ -105,6 +119,9 @@ unsafe impl Isolated for Shutdown {}
 // SAFETY: as above.
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for ChildKind {}
+// SAFETY: as above.
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for AutoShutdown {}
 
 /// How to start one incarnation of a child: data the supervisor keeps, and runs at every
 /// (re)start on its own worker.
@@ -113,7 +130,7 @@ unsafe impl Isolated for ChildKind {}
 /// implementation below is a function pointer and `Isolated` values, nothing else.
 pub(super) trait Start: Isolated {
     /// Spawns (and monitors, and names) a fresh incarnation.
-    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild>;
+    fn start(&self, cx: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError>;
 
     /// A copy of the recipe, for a cloned [`ChildSpec`].
     fn clone_box(&self) -> Box<dyn Start>;
@@ -127,8 +144,8 @@ struct Initial<P>(P);
 unsafe impl<P: Isolated> Isolated for Initial<P> {}
 
 impl<P: Process + Isolated + Clone> Start for Initial<P> {
-    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild> {
-        Box::new(Worker(cx.spawn(self.0.clone())))
+    fn start(&self, cx: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError> {
+        Ok(Box::new(Worker(cx.spawn(|| self.0.clone())?)))
     }
 
     fn clone_box(&self) -> Box<dyn Start> {
@@ -148,8 +165,10 @@ struct Apply<A, P> {
 unsafe impl<A: Isolated, P: 'static> Isolated for Apply<A, P> {}
 
 impl<A: Isolated + Clone, P: Process> Start for Apply<A, P> {
-    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild> {
-        Box::new(Worker(cx.spawn((self.start)(self.args.clone()))))
+    fn start(&self, cx: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError> {
+        Ok(Box::new(Worker(
+            cx.spawn(|| (self.start)(self.args.clone()))?,
+        )))
     }
 
     fn clone_box(&self) -> Box<dyn Start> {
@@ -161,14 +180,14 @@ impl<A: Isolated + Clone, P: Process> Start for Apply<A, P> {
 }
 
 /// [`ChildSpec::supervisor`]: every incarnation runs a clone of the spec.
-struct Nested(SupervisorSpec);
+struct Nested<A>(SupervisorSpec<A>);
 
 // SAFETY: the one field is a `SupervisorSpec`, which is `Isolated` (see its impl).
 #[diagnostic::do_not_recommend]
-unsafe impl Isolated for Nested {}
+unsafe impl<A: 'static> Isolated for Nested<A> {}
 
-impl Start for Nested {
-    fn start(&self, cx: &mut StartCx<'_>) -> Box<dyn RunningChild> {
+impl<A: 'static> Start for Nested<A> {
+    fn start(&self, cx: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError> {
         let mut spec = self.0.clone();
         // Inherited observers are shared on purpose, as the parent's were.
         spec.clock = spec
@@ -178,11 +197,32 @@ impl Start for Nested {
             cx.events
                 .map(|sink| SharedClient::new(sink.clone(), EVENTS_SHARED))
         });
-        Box::new(SupervisedSupervisor(cx.spawn(Supervisor::new(spec))))
+        Ok(Box::new(SupervisedSupervisor(
+            cx.spawn(|| Supervisor::new(spec))?,
+        )))
     }
 
     fn clone_box(&self) -> Box<dyn Start> {
         Box::new(Nested(self.0.clone()))
+    }
+}
+
+/// What is left of a temporary child's recipe once it has started: nothing. OTP keeps no start
+/// arguments for a temporary child (it is never restarted), and neither does whirl: the
+/// initial state or arguments are dropped as soon as the child is running.
+struct Spent;
+
+// SAFETY: no fields.
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for Spent {}
+
+impl Start for Spent {
+    fn start(&self, _: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError> {
+        Err(StartError::Spent)
+    }
+
+    fn clone_box(&self) -> Box<dyn Start> {
+        Box::new(Spent)
     }
 }
 
@@ -225,6 +265,7 @@ pub struct ChildSpec {
     pub(super) kind: ChildKind,
     pub(super) group: Option<Group>,
     pub(super) name: Option<String>,
+    pub(super) significant: bool,
     pub(super) start: Box<dyn Start>,
 }
 
@@ -244,6 +285,7 @@ const _: () = {
     let _ = assert_isolated::<ChildKind>;
     let _ = assert_isolated::<Option<Group>>;
     let _ = assert_isolated::<Option<String>>;
+    let _ = assert_isolated::<bool>;
     let _ = assert_isolated::<Box<dyn Start>>;
 };
 
@@ -259,6 +301,7 @@ impl ChildSpec {
             kind,
             group: None,
             name: None,
+            significant: false,
             start,
         }
     }
@@ -338,7 +381,7 @@ impl ChildSpec {
     /// A permanent child supervisor, with an infinite shutdown timeout: stopping it stops its
     /// subtree in order first. Every (re)start runs a clone of `spec`; a spec that sets no
     /// clock or event sink inherits the parent's.
-    pub fn supervisor(id: impl Into<String>, spec: SupervisorSpec) -> Self {
+    pub fn supervisor<A: 'static>(id: impl Into<String>, spec: SupervisorSpec<A>) -> Self {
         ChildSpec::new(id, ChildKind::Supervisor, Box::new(Nested(spec)))
     }
 
@@ -363,9 +406,38 @@ impl ChildSpec {
 
     /// Registers every incarnation as `name`, so clients reach the current one with
     /// [`Runtime::whereis`](crate::Runtime::whereis) (the name is re-pointed at each restart).
+    ///
+    /// The supervisor never takes a name from another live process: if one holds it, the
+    /// start fails with [`SupervisorError::NameTaken`](crate::SupervisorError::NameTaken),
+    /// which carries the holder's id (OTP's `{already_started, Pid}`), and the name stays
+    /// where it is.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
+    }
+
+    /// Marks the child *significant* (OTP 24): when it terminates on its own and is not
+    /// restarted, the supervisor's [`AutoShutdown`] policy may shut the supervisor down.
+    /// Only a transient or temporary child can be significant, and only under a supervisor
+    /// whose policy is not [`AutoShutdown::Never`]; anything else is a spec error.
+    pub fn significant(mut self, significant: bool) -> Self {
+        self.significant = significant;
+        self
+    }
+
+    /// Whether the child is significant.
+    pub fn is_significant(&self) -> bool {
+        self.significant
+    }
+
+    /// The name every incarnation is registered under, if any.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The shutdown policy.
+    pub fn shutdown_policy(&self) -> Shutdown {
+        self.shutdown
     }
 
     /// The child's id, unique among its supervisor's static children.
@@ -393,6 +465,7 @@ impl Clone for ChildSpec {
             kind: self.kind,
             group: self.group.clone(),
             name: self.name.clone(),
+            significant: self.significant,
             start: self.start.clone_box(),
         }
     }
@@ -406,17 +479,48 @@ impl fmt::Debug for ChildSpec {
             .field("shutdown", &self.shutdown)
             .field("kind", &self.kind)
             .field("name", &self.name)
+            .field("significant", &self.significant)
             .finish_non_exhaustive()
     }
 }
 
-/// An [`Isolated`] value whose type is known only at run time: the argument of
-/// [`Addr::start_dynamic`](crate::Addr::start_dynamic) on its way to a [`ChildTemplate`].
+impl ChildSpec {
+    /// Drops a temporary child's recipe once the child runs (see [`Spent`]).
+    pub(super) fn spend_if_temporary(&mut self) {
+        if self.restart == Restart::Temporary {
+            self.start = Box::new(Spent);
+        }
+    }
+
+    /// What is wrong with this child under a supervisor with `auto_shutdown`, if anything.
+    pub(super) fn problem(&self, auto_shutdown: AutoShutdown) -> Option<String> {
+        let id = &self.id;
+        if !self.significant {
+            return None;
+        }
+        if self.restart == Restart::Permanent {
+            return Some(format!(
+                "child `{id}` is significant and permanent; only transient and temporary \
+                 children can be significant"
+            ));
+        }
+        if auto_shutdown == AutoShutdown::Never {
+            return Some(format!(
+                "child `{id}` is significant, but the supervisor's auto-shutdown is `Never`"
+            ));
+        }
+        None
+    }
+}
+
+/// An [`Isolated`] value whose type is erased on its way through the supervisor's message
+/// queue: the argument of [`StartDynamic`](crate::StartDynamic). The typed API guarantees it
+/// is of the template's argument type; the supervisor downcasts it back.
 ///
 /// `Isolated` is a supertrait, so a `Box<dyn IsolatedAny>` is `Isolated` by the impl for `Box`,
 /// and a message carrying one honestly is.
 pub(super) trait IsolatedAny: Isolated {
-    /// For the template's downcast to its argument type.
+    /// For the downcast to the template's argument type.
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
 }
 
@@ -426,25 +530,12 @@ impl<T: Isolated> IsolatedAny for T {
     }
 }
 
-/// A template's start function, type-erased: `fn(A) -> ChildSpec` behind a downcast.
-pub(super) trait MakeChild: Isolated + Sync {
-    /// The child spec for `arg`, or `None` if `arg` is not an `A`.
-    fn make(&self, arg: Box<dyn IsolatedAny>) -> Option<ChildSpec>;
-}
-
-struct TemplateFn<A>(fn(A) -> ChildSpec);
-
-// SAFETY: a function pointer holds no data (`fn(A) -> ChildSpec` is `Send`, `Sync`, and
-// `'static` with `A`).
-#[diagnostic::do_not_recommend]
-unsafe impl<A: 'static> Isolated for TemplateFn<A> {}
-
-impl<A: Isolated> MakeChild for TemplateFn<A> {
-    fn make(&self, arg: Box<dyn IsolatedAny>) -> Option<ChildSpec> {
-        let arg = arg.into_any().downcast::<A>().ok()?;
-        Some((self.0)(*arg))
-    }
-}
+/// The type argument of a [`SupervisorSpec`] and a [`Supervisor`] that have no
+/// [`ChildTemplate`]: static children only. It has no values and is not [`Isolated`], so
+/// `start_dynamic` cannot be called on such a supervisor (a compile error, not a run-time
+/// refusal).
+#[derive(Debug)]
+pub enum NoTemplate {}
 
 /// The one child spec of a [`Strategy::SimpleOneForOne`] supervisor: turns the argument given
 /// to [`Addr::start_dynamic`](crate::Addr::start_dynamic) into a child spec.
@@ -453,6 +544,11 @@ impl<A: Isolated> MakeChild for TemplateFn<A> {
 /// that captures nothing coerces to one). The argument moves into the spec it returns (as the
 /// worker's initial state, or as the arguments of [`ChildSpec::worker_with`]), and the spec
 /// is what restarts the child, so a restarted child is rebuilt from the same argument.
+///
+/// The argument type is part of the supervisor's type: a spec with a `ChildTemplate<A>` is a
+/// `SupervisorSpec<A>`, it runs as a `Supervisor<A>`, and `Addr<Supervisor<A>>::start_dynamic`
+/// takes an `A`, checked by the compiler. A child supervisor started by a parent is found by
+/// name with that type too: `rt.whereis::<Supervisor<String>>("sessions")`.
 ///
 /// ```
 /// use whirl_runtime::{ChildSpec, ChildTemplate, Ctx, Failure, Isolated, Process};
@@ -487,39 +583,68 @@ impl<A: Isolated> MakeChild for TemplateFn<A> {
 /// assert!(rt.whereis::<Session>("session:alice").is_some());
 /// rt.shutdown_graceful();
 /// ```
-#[derive(Clone)]
-pub struct ChildTemplate {
-    pub(super) make: Arc<dyn MakeChild>,
-    pub(super) argument: &'static str,
+///
+/// An argument of another type does not compile:
+///
+/// ```compile_fail,E0308
+/// # use whirl_runtime::{ChildSpec, ChildTemplate, Ctx, Failure, Isolated, Process};
+/// # use whirl_runtime::{Runtime, Strategy, Supervisor, SupervisorSpec};
+/// # #[derive(Clone)]
+/// # struct Counter(u64);
+/// # // SAFETY: a `u64`.
+/// # unsafe impl Isolated for Counter {}
+/// # // SAFETY: as above; the message is `()`.
+/// # unsafe impl Process for Counter {
+/// #     type Message = ();
+/// #     fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> { Ok(()) }
+/// # }
+/// let rt = Runtime::new();
+/// let counters = rt.spawn(Supervisor::new(
+///     SupervisorSpec::new("counters")
+///         .strategy(Strategy::SimpleOneForOne)
+///         .template(ChildTemplate::new(|start: u64| ChildSpec::worker("c", Counter(start)))),
+/// ));
+/// counters.start_dynamic(7_i32); // error: expected `u64`, found `i32`
+/// ```
+///
+/// Nor does `start_dynamic` on a supervisor without a template:
+///
+/// ```compile_fail,E0599
+/// # use whirl_runtime::{Runtime, Supervisor, SupervisorSpec};
+/// let rt = Runtime::new();
+/// let sup = rt.spawn(Supervisor::new(SupervisorSpec::new("static")));
+/// sup.start_dynamic(7_u64); // error: `NoTemplate` is not `u64`
+/// ```
+pub struct ChildTemplate<A> {
+    pub(super) make: fn(A) -> ChildSpec,
 }
 
-// SAFETY: an `Arc` of a `MakeChild`, which is `Isolated + Sync` (a function pointer, immutable),
-// and a `&'static str` (asserted below).
+impl<A> Clone for ChildTemplate<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<A> Copy for ChildTemplate<A> {}
+
+// SAFETY: a function pointer holds no data (`fn(A) -> ChildSpec` is `Send`, `Sync`, and
+// `'static` with `A`).
 #[diagnostic::do_not_recommend]
-unsafe impl Isolated for ChildTemplate {}
+unsafe impl<A: 'static> Isolated for ChildTemplate<A> {}
 
-const _: () = {
-    fn assert_isolated<T: ?Sized + Isolated>() {}
-    let _ = assert_isolated::<Arc<dyn MakeChild>>;
-    let _ = assert_isolated::<&'static str>;
-};
-
-impl ChildTemplate {
+impl<A: Isolated> ChildTemplate<A> {
     /// A template taking arguments of type `A`; `start` makes the child spec for each one.
     ///
     /// `A: Isolated` because the argument travels in a message to the supervisor and then
     /// into the child it starts.
-    pub fn new<A: Isolated>(start: fn(A) -> ChildSpec) -> Self {
-        ChildTemplate {
-            make: Arc::new(TemplateFn(start)),
-            argument: std::any::type_name::<A>(),
-        }
+    pub fn new(start: fn(A) -> ChildSpec) -> Self {
+        ChildTemplate { make: start }
     }
 }
 
-impl fmt::Debug for ChildTemplate {
+impl<A> fmt::Debug for ChildTemplate<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ChildTemplate({})", self.argument)
+        write!(f, "ChildTemplate<{}>", std::any::type_name::<A>())
     }
 }
 
@@ -539,26 +664,30 @@ pub(super) const EVENTS_SHARED: &str = "a supervisor's event sink: an observer t
 /// at every restart of the child supervisor. Its clock and event sink are the exception, and
 /// are shared with every clone on purpose (see [`SupervisorSpec::clock`] and
 /// [`SupervisorSpec::on_event`]).
+///
+/// `A` is the argument type of its [`ChildTemplate`], if it has one (see
+/// [`SupervisorSpec::template`]); [`NoTemplate`] otherwise.
 #[must_use = "a supervisor spec does nothing until a `Supervisor` is spawned from it"]
-#[derive(Clone)]
-pub struct SupervisorSpec {
+pub struct SupervisorSpec<A = NoTemplate> {
     pub(super) name: String,
     pub(super) strategy: Strategy,
     pub(super) max_restarts: u32,
     pub(super) period: Duration,
+    pub(super) auto_shutdown: AutoShutdown,
     pub(super) clock: Option<SharedClient<Arc<dyn Clock>>>,
     pub(super) events: Option<SharedClient<EventSink>>,
     pub(super) children: Vec<ChildSpec>,
-    pub(super) template: Option<ChildTemplate>,
+    pub(super) template: Option<ChildTemplate<A>>,
+    pub(super) argument: PhantomData<fn() -> A>,
 }
 
 // SAFETY: every field is `Isolated` (asserted below): owned data, child specs and a template
-// (data, see their impls), and the clock and event sink as `SharedClient`s. Those two are
-// shared on purpose: observers and policies the user chose to share, which the supervisor
-// only reads or calls and which never reach a child's state (see `CLOCK_SHARED` and
-// `EVENTS_SHARED`).
+// (data, see their impls), a `PhantomData` of a function pointer type (no data), and the clock
+// and event sink as `SharedClient`s. Those two are shared on purpose: observers and policies
+// the user chose to share, which the supervisor only reads or calls and which never reach a
+// child's state (see `CLOCK_SHARED` and `EVENTS_SHARED`).
 #[diagnostic::do_not_recommend]
-unsafe impl Isolated for SupervisorSpec {}
+unsafe impl<A: 'static> Isolated for SupervisorSpec<A> {}
 
 const _: () = {
     fn assert_isolated<T: ?Sized + Isolated>() {}
@@ -566,11 +695,29 @@ const _: () = {
     let _ = assert_isolated::<Strategy>;
     let _ = assert_isolated::<u32>;
     let _ = assert_isolated::<Duration>;
+    let _ = assert_isolated::<AutoShutdown>;
     let _ = assert_isolated::<Option<SharedClient<Arc<dyn Clock>>>>;
     let _ = assert_isolated::<Option<SharedClient<EventSink>>>;
     let _ = assert_isolated::<Vec<ChildSpec>>;
-    let _ = assert_isolated::<Option<ChildTemplate>>;
+    let _ = assert_isolated::<Option<ChildTemplate<u64>>>;
 };
+
+impl<A> Clone for SupervisorSpec<A> {
+    fn clone(&self) -> Self {
+        SupervisorSpec {
+            name: self.name.clone(),
+            strategy: self.strategy,
+            max_restarts: self.max_restarts,
+            period: self.period,
+            auto_shutdown: self.auto_shutdown,
+            clock: self.clock.clone(),
+            events: self.events.clone(),
+            children: self.children.clone(),
+            template: self.template,
+            argument: PhantomData,
+        }
+    }
+}
 
 impl SupervisorSpec {
     /// A one-for-one supervisor called `name` (for events and logs) with OTP's default
@@ -581,13 +728,17 @@ impl SupervisorSpec {
             strategy: Strategy::OneForOne,
             max_restarts: 1,
             period: Duration::from_secs(5),
+            auto_shutdown: AutoShutdown::Never,
             clock: None,
             events: None,
             children: Vec::new(),
             template: None,
+            argument: PhantomData,
         }
     }
+}
 
+impl<A> SupervisorSpec<A> {
     /// Sets the restart strategy.
     pub fn strategy(mut self, strategy: Strategy) -> Self {
         self.strategy = strategy;
@@ -595,10 +746,22 @@ impl SupervisorSpec {
     }
 
     /// At most `max_restarts` restarts within any `period`; one more and the supervisor stops
-    /// its children and fails (escalating to its own supervisor).
+    /// its children and fails (escalating to its own supervisor). `period` must be positive
+    /// (as in OTP): a zero period would make every restart the only one in its period, that is
+    /// unlimited restarts, so the supervisor refuses it at start.
     pub fn intensity(mut self, max_restarts: u32, period: Duration) -> Self {
         self.max_restarts = max_restarts;
         self.period = period;
+        self
+    }
+
+    /// When the supervisor shuts itself down because its significant children terminated
+    /// (OTP 24's `auto_shutdown`; default [`AutoShutdown::Never`]). It stops its other
+    /// children in reverse order and exits [`ExitReason::Shutdown`](crate::ExitReason), which
+    /// its own supervisor does not treat as a failure (a transient parent entry is not
+    /// restarted).
+    pub fn auto_shutdown(mut self, auto_shutdown: AutoShutdown) -> Self {
+        self.auto_shutdown = auto_shutdown;
         self
     }
 
@@ -633,15 +796,32 @@ impl SupervisorSpec {
         self
     }
 
-    /// The template of a [`Strategy::SimpleOneForOne`] supervisor.
-    pub fn template(mut self, template: ChildTemplate) -> Self {
-        self.template = Some(template);
-        self
+    /// The template of a [`Strategy::SimpleOneForOne`] supervisor. Its argument type becomes
+    /// the spec's (and the supervisor's) type argument, so `start_dynamic` is typed.
+    pub fn template<B: Isolated>(self, template: ChildTemplate<B>) -> SupervisorSpec<B> {
+        SupervisorSpec {
+            name: self.name,
+            strategy: self.strategy,
+            max_restarts: self.max_restarts,
+            period: self.period,
+            auto_shutdown: self.auto_shutdown,
+            clock: self.clock,
+            events: self.events,
+            children: self.children,
+            template: Some(template),
+            argument: PhantomData,
+        }
     }
 
     /// Checks the spec; the supervisor fails at start with this reason if it is invalid.
     pub(super) fn problem(&self) -> Option<String> {
         let name = &self.name;
+        if self.period.is_zero() {
+            return Some(format!(
+                "supervisor `{name}` has a restart intensity period of zero; it must be \
+                 positive (a zero period would allow unlimited restarts)"
+            ));
+        }
         if self.strategy == Strategy::SimpleOneForOne {
             if !self.children.is_empty() {
                 return Some(format!(
@@ -668,18 +848,22 @@ impl SupervisorSpec {
                     child.id
                 ));
             }
+            if let Some(problem) = child.problem(self.auto_shutdown) {
+                return Some(format!("supervisor `{name}`: {problem}"));
+            }
         }
         None
     }
 }
 
-impl fmt::Debug for SupervisorSpec {
+impl<A> fmt::Debug for SupervisorSpec<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SupervisorSpec")
             .field("name", &self.name)
             .field("strategy", &self.strategy)
             .field("max_restarts", &self.max_restarts)
             .field("period", &self.period)
+            .field("auto_shutdown", &self.auto_shutdown)
             .field("children", &self.children)
             .field("template", &self.template)
             .finish_non_exhaustive()

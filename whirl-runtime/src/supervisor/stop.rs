@@ -43,7 +43,7 @@ pub(super) enum Then {
     Exit(ExitReason),
 }
 
-impl Supervisor {
+impl<A: 'static> Supervisor<A> {
     /// The shutdown timer of the child being stopped expired: report it and move on.
     pub(super) fn on_stop_timeout(&mut self, epoch: u64, ctx: &mut Ctx<Self>) {
         let Some(op) = &mut self.op else { return };
@@ -51,9 +51,13 @@ impl Supervisor {
             return;
         };
         if let Some(index) = self.index_of_key(waiting.key) {
-            // Let it go: its exit request stays, but its `Down` will match nothing.
-            self.children[index].running = None;
-            let id = self.children[index].spec.id.clone();
+            // Let it go: its exit request stays, but the supervisor no longer watches it.
+            let entry = &mut self.children[index];
+            if let Some(child) = entry.running.take() {
+                child.demonitor(&ctx.watcher());
+            }
+            entry.start_failed(&ExitReason::Shutdown);
+            let id = entry.spec.id.clone();
             self.emit(EventKind::ShutdownTimedOut {
                 id,
                 pid: waiting.pid,
@@ -119,8 +123,7 @@ impl Supervisor {
 
     pub(super) fn finish(&mut self, then: Then, ctx: &mut Ctx<Self>) {
         match then {
-            Then::Exit(ExitReason::Normal) => ctx.complete(),
-            Then::Exit(ExitReason::Failed(failure)) => ctx.fail(failure.reason().to_owned()),
+            Then::Exit(reason) => ctx.exit_with(reason),
             Then::Reply(key, reply) => {
                 if let Some(index) = self.index_of_key(key) {
                     if self.children[index].removed_when_stopped() {
@@ -140,7 +143,7 @@ impl Supervisor {
                 };
                 for key in keys {
                     if let Some(index) = self.index_of_key(key) {
-                        self.start(index, true, ctx);
+                        self.restart(index, ctx);
                     }
                 }
             }

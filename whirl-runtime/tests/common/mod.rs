@@ -468,7 +468,7 @@ impl Events {
 pub fn failure(reason: &ExitReason) -> &Failure {
     match reason {
         ExitReason::Failed(f) => f,
-        ExitReason::Normal => panic!("expected a failure, got a normal exit"),
+        other => panic!("expected a failure, got a {other} exit"),
     }
 }
 

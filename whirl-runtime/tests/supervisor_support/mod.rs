@@ -330,7 +330,7 @@ pub fn runtime() -> Runtime {
 }
 
 /// Starts a root supervisor and waits until its children's start hooks have run.
-pub fn start(rt: &Runtime, spec: SupervisorSpec) -> Addr<Supervisor> {
+pub fn start<A: 'static>(rt: &Runtime, spec: SupervisorSpec<A>) -> Addr<Supervisor<A>> {
     let sup = rt.spawn(Supervisor::new(spec));
     rt.block_until_idle();
     sup
@@ -338,7 +338,7 @@ pub fn start(rt: &Runtime, spec: SupervisorSpec) -> Addr<Supervisor> {
 
 /// The pid of child `id` of `sup`, failing the test if it is not running.
 #[track_caller]
-pub fn pid_of(sup: &Addr<Supervisor>, id: &str) -> ProcessId {
+pub fn pid_of<A: 'static>(sup: &Addr<Supervisor<A>>, id: &str) -> ProcessId {
     sup.which_children()
         .expect("supervisor unavailable")
         .into_iter()
@@ -348,7 +348,7 @@ pub fn pid_of(sup: &Addr<Supervisor>, id: &str) -> ProcessId {
 }
 
 /// Whether child `id` of `sup` is known and running.
-pub fn running(sup: &Addr<Supervisor>, id: &str) -> Option<bool> {
+pub fn running<A: 'static>(sup: &Addr<Supervisor<A>>, id: &str) -> Option<bool> {
     sup.which_children()
         .expect("supervisor unavailable")
         .into_iter()
