@@ -20,7 +20,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::process::{Failure, ProcessId};
 
-/// A failure reported to the failure hook. See the [module docs](self).
+/// A failure reported to the failure hook (see [`set_failure_hook`]).
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum FailureReport {
@@ -68,7 +68,8 @@ pub fn set_failure_hook(hook: impl Fn(&FailureReport) + Send + Sync + 'static) {
     *HOOK.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(hook));
 }
 
-/// Restores the default hook (see the [module docs](self)) and returns the one that was set,
+/// Restores the default hook (a `tracing` event if a subscriber is installed, else a line on
+/// standard error) and returns the one that was set,
 /// if any.
 pub fn take_failure_hook() -> Option<FailureHook> {
     HOOK.write().unwrap_or_else(|e| e.into_inner()).take()

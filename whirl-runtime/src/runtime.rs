@@ -374,6 +374,29 @@ impl Runtime {
         self.shutdown(Some(timeout), ABANDON_GRACE)
     }
 
+    /// Blocks until the process receives SIGINT or SIGTERM, then shuts down: like
+    /// [`Runtime::shutdown_timeout`] with `grace` for draining. Returns the signal and the
+    /// report. The one call a long-running service's `main` ends with; to do something between
+    /// the signal and the shutdown (stop accepting connections), call
+    /// [`signal::wait_for_signal`](crate::signal::wait_for_signal) and then shut down.
+    ///
+    /// # Errors
+    ///
+    /// If the signal handlers cannot be installed; the runtime is then shut down at once.
+    #[cfg(unix)]
+    pub fn shutdown_on_signal(
+        self,
+        grace: Duration,
+    ) -> std::io::Result<(crate::signal::ShutdownSignal, ShutdownReport)> {
+        match crate::signal::wait_for_signal() {
+            Ok(signal) => Ok((signal, self.shutdown_timeout(grace))),
+            Err(e) => {
+                self.shutdown_timeout(Duration::ZERO);
+                Err(e)
+            }
+        }
+    }
+
     /// `grace` bounds each of the waits after draining: for running handlers to return, and
     /// for workers to exit.
     fn shutdown(&self, drain_timeout: Option<Duration>, grace: Duration) -> ShutdownReport {

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use crate::process::ProcessId;
 
-/// What a shutdown did. See the [module docs](self).
+/// What a shutdown did. Every path that ends a runtime accounts for every accepted message;
+/// processes whose handler does not return are listed in [`abandoned`](Self::abandoned).
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct ShutdownReport {

@@ -42,7 +42,7 @@ const SHORT: Sizes = Sizes {
 };
 
 const LONG: Sizes = Sizes {
-    panics: 1_000_000,
+    panics: 10_000_000,
     stuck_processes: 100,
     stuck_backlog_per_process: 10_000,
     overload_for: Duration::from_secs(30),

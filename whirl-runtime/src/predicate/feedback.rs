@@ -3,74 +3,14 @@
 //! [`ClassResponseTime`](super::ClassResponseTime) and the adaptive
 //! [`CostBudget`](super::CostBudget).
 //!
-//! # Where the rate controllers depart from the dissertation, and why
-//!
-//! SEDA's algorithm as written over-sheds a stage that is fast compared with the rates it was
-//! tuned for (issue 13: 100 µs handlers on one worker, 10x overload, a 50 ms target; it
-//! admitted half of the stage's capacity, and, with its cap raised, under 3% of it). The
-//! structure is kept: the 90th percentile of a window of `nreq` samples (or `timeout`), the
-//! EWMA `alpha`, the thresholds `err_d` and `err_i`, multiplicative decrease by `adj_d`,
-//! additive increase by `adj_i * -(err - c_i)`, the bounds. What
-//! [`ResponseTime`](super::ResponseTime) and [`ClassResponseTime`](super::ClassResponseTime)
-//! do differently, each for a failure measured on a simulated 10,000/s stage
-//! (`tests/predicates.rs`):
-//!
-//! 1. **`rate_max` is unbounded by default** (10^9/s, the token bucket's largest rate, not
-//!    5000/s). Figure 50's cap is an absolute rate for 2001 hardware; on a stage that serves
-//!    10,000/s it *is* the admission rate (the controller, always under target, holds it
-//!    there: half the capacity). Set `rate_max` to bound a stage on purpose.
-//! 2. **A cut is judged only on work admitted after it.** A sample's work was admitted
-//!    `response_time` before it completed. After a cut, samples of work admitted before
-//!    `cut + samp` (`samp`: the window's 90th percentile, about the backlog the cut found, so
-//!    about when the cut starts to show) count for the throughput but are not recorded, and
-//!    the EWMA is seeded afresh by the first window after that. As written, a cut is
-//!    followed by a backlog's worth of completions that queued before it, every window of
-//!    them over target and cutting again by `adj_d` (and the EWMA carries the backlog for a
-//!    few windows more): capped at 20,000/s, one overload took the rate to 180/s.
-//! 3. **A cut divides the effective rate**: the lower of the bucket's rate and the measured
-//!    completion rate (the median of the rates of the last eight runs of `nreq` completions,
-//!    so that neither a moment with the worker descheduled nor a burst of completions
-//!    stamped together after a stall passes for the stage's speed). A bucket rate above what the stage completes does not
-//!    bind: dividing it changes nothing (from 10^9/s, 63 cuts before the first that admits
-//!    less), while a fraction of the throughput is sure to drain the backlog.
-//! 4. **The additive increase is scaled to the stage**, by `max(1, anchor * window /
-//!    increase_unit)` (`anchor`: the completion rate measured at the last cut; `window`: the
-//!    run's duration; `increase_unit`: 10 completions), and it **starts from
-//!    `anchor / adj_d`**. As written, the step is an absolute 1.8/s at most per run, and
-//!    runs come every `nreq` completions, so the rate grows by 1.8% per second at most, at
-//!    any speed: a 10,000/s stage takes 11 s to win back one cut of 1.2, and minutes after
-//!    the several cuts that drain the backlog of a sudden overload. Scaled, it grows by up to
-//!    18% of the anchor per second (one cut is won back in about a second); the floor undoes,
-//!    once the backlog is gone, the extra cuts made to drain it. Between cuts the step is
-//!    constant (additive); on a stage with fewer than `increase_unit` completions per window
-//!    it is the dissertation's.
-//! 5. The rate is kept as set, not read back from the bucket's whole-nanosecond interval,
-//!    where a cut by 1.2 at 10^9/s, or a step of 1.8/s above about 60,000/s, rounds away
-//!    (the controller was stuck at 10^9/s). And the buckets hold at least 1 ms of tokens at
-//!    the current rate (the shared clock's tick), so that a rate above `depth` per
-//!    millisecond can be reached.
-//!
-//! The class-based controller also gives the classes below a class the rate of the first cut
-//! it made them take once it is under target again (see
-//! [`ClassResponseTime`](super::ClassResponseTime)).
-//!
-//! With these, the simulated stage at 10x overload admits 97% of its capacity, and the 90th
-//! percentile of what it admits is 45 ms for a 50 ms target. The adaptive
-//! [`CostBudget`](super::CostBudget) still follows the dissertation as written
-//! ([`Window::record`], [`ControllerParams::adjust`]).
-//!
-//! Known limit: when an overload starts with the rate wide open, the backlog the first cut
-//! finds is about `offered / capacity` times the target (the response times that reveal it
-//! lag behind it), and since each cut is judged only on work queued behind that backlog, it
-//! takes a few cuts, one per backlog's duration, to drain: two to three seconds for a 50 ms
-//! target at 10x overload, proportionally longer for longer targets. The stage stays busy
-//! meanwhile, but responses are over target.
+//! Where the controllers depart from the dissertation, and why, is documented on
+//! [`ControllerParams`].
 
 use std::time::Duration;
 
 /// Parameters of SEDA's response-time controller. [`ControllerParams::seda`] gives the
 /// defaults of the dissertation's figure 50 (and section 2.3 for the class-based ones), except
-/// `rate_max` (see the [module docs](self)); every field can be changed afterwards.
+/// `rate_max` (see below); every field can be changed afterwards.
 ///
 /// ```
 /// use std::time::Duration;
@@ -82,6 +22,69 @@ use std::time::Duration;
 /// params.rate_max = 20_000.0;
 /// ```
 #[derive(Clone, Debug, PartialEq)]
+///
+/// # Where the rate controllers depart from the dissertation, and why
+///
+/// SEDA's algorithm as written over-sheds a stage that is fast compared with the rates it was
+/// tuned for (issue 13: 100 µs handlers on one worker, 10x overload, a 50 ms target; it
+/// admitted half of the stage's capacity, and, with its cap raised, under 3% of it). The
+/// structure is kept: the 90th percentile of a window of `nreq` samples (or `timeout`), the
+/// EWMA `alpha`, the thresholds `err_d` and `err_i`, multiplicative decrease by `adj_d`,
+/// additive increase by `adj_i * -(err - c_i)`, the bounds. What
+/// [`ResponseTime`](super::ResponseTime) and [`ClassResponseTime`](super::ClassResponseTime)
+/// do differently, each for a failure measured on a simulated 10,000/s stage
+/// (`tests/predicates.rs`):
+///
+/// 1. **`rate_max` is unbounded by default** (10^9/s, the token bucket's largest rate, not
+///    5000/s). Figure 50's cap is an absolute rate for 2001 hardware; on a stage that serves
+///    10,000/s it *is* the admission rate (the controller, always under target, holds it
+///    there: half the capacity). Set `rate_max` to bound a stage on purpose.
+/// 2. **A cut is judged only on work admitted after it.** A sample's work was admitted
+///    `response_time` before it completed. After a cut, samples of work admitted before
+///    `cut + samp` (`samp`: the window's 90th percentile, about the backlog the cut found, so
+///    about when the cut starts to show) count for the throughput but are not recorded, and
+///    the EWMA is seeded afresh by the first window after that. As written, a cut is
+///    followed by a backlog's worth of completions that queued before it, every window of
+///    them over target and cutting again by `adj_d` (and the EWMA carries the backlog for a
+///    few windows more): capped at 20,000/s, one overload took the rate to 180/s.
+/// 3. **A cut divides the effective rate**: the lower of the bucket's rate and the measured
+///    completion rate (the median of the rates of the last eight runs of `nreq` completions,
+///    so that neither a moment with the worker descheduled nor a burst of completions
+///    stamped together after a stall passes for the stage's speed). A bucket rate above what the stage completes does not
+///    bind: dividing it changes nothing (from 10^9/s, 63 cuts before the first that admits
+///    less), while a fraction of the throughput is sure to drain the backlog.
+/// 4. **The additive increase is scaled to the stage**, by `max(1, anchor * window /
+///    increase_unit)` (`anchor`: the completion rate measured at the last cut; `window`: the
+///    run's duration; `increase_unit`: 10 completions), and it **starts from
+///    `anchor / adj_d`**. As written, the step is an absolute 1.8/s at most per run, and
+///    runs come every `nreq` completions, so the rate grows by 1.8% per second at most, at
+///    any speed: a 10,000/s stage takes 11 s to win back one cut of 1.2, and minutes after
+///    the several cuts that drain the backlog of a sudden overload. Scaled, it grows by up to
+///    18% of the anchor per second (one cut is won back in about a second); the floor undoes,
+///    once the backlog is gone, the extra cuts made to drain it. Between cuts the step is
+///    constant (additive); on a stage with fewer than `increase_unit` completions per window
+///    it is the dissertation's.
+/// 5. The rate is kept as set, not read back from the bucket's whole-nanosecond interval,
+///    where a cut by 1.2 at 10^9/s, or a step of 1.8/s above about 60,000/s, rounds away
+///    (the controller was stuck at 10^9/s). And the buckets hold at least 1 ms of tokens at
+///    the current rate (the shared clock's tick), so that a rate above `depth` per
+///    millisecond can be reached.
+///
+/// The class-based controller also gives the classes below a class the rate of the first cut
+/// it made them take once it is under target again (see
+/// [`ClassResponseTime`](super::ClassResponseTime)).
+///
+/// With these, the simulated stage at 10x overload admits 97% of its capacity, and the 90th
+/// percentile of what it admits is 45 ms for a 50 ms target. The adaptive
+/// [`CostBudget`](super::CostBudget) still follows the dissertation as written
+/// (`Window::record`, `ControllerParams::adjust`).
+///
+/// Known limit: when an overload starts with the rate wide open, the backlog the first cut
+/// finds is about `offered / capacity` times the target (the response times that reveal it
+/// lag behind it), and since each cut is judged only on work queued behind that backlog, it
+/// takes a few cuts, one per backlog's duration, to drain: two to three seconds for a 50 ms
+/// target at 10x overload, proportionally longer for longer targets. The stage stays busy
+/// meanwhile, but responses are over target.
 #[non_exhaustive]
 pub struct ControllerParams {
     /// The 90th-percentile response-time target (SEDA: "set by administrator").
@@ -117,7 +120,7 @@ pub struct ControllerParams {
     /// [`CostBudget`](super::CostBudget), the minimum budget.
     pub rate_min: f64,
     /// Maximum rate, per second (SEDA `rate_max`: 5000; default here 10^9, unbounded: see the
-    /// [module docs](self)). For an adaptive [`CostBudget`](super::CostBudget), the maximum
+    /// [`ControllerParams`] docs). For an adaptive [`CostBudget`](super::CostBudget), the maximum
     /// budget.
     pub rate_max: f64,
     /// The rate the controller starts from (not in SEDA; default `rate_max`: admit freely
