@@ -358,8 +358,8 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
         Some(quote!(#[doc = #doc] #name(#message),))
     });
     let arms = handlers.iter().map(|h| dispatch_arm(&enum_ident, h));
-    let uses_ctx = handlers.iter().any(|h| h.takes_ctx());
-    let silence_ctx = (!uses_ctx).then(|| quote!(let _ = ctx;));
+    // Every arm publishes its message type through `ctx`; with no handler, nothing uses it.
+    let silence_ctx = handlers.is_empty().then(|| quote!(let _ = ctx;));
 
     let started = started_fn(imp);
     let terminated = terminated_fn(imp);
@@ -406,10 +406,6 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             .chain(std::iter::once(declared_bound.clone()))
             .collect::<Vec<_>>(),
     );
-    let name_arms = handlers.iter().filter_map(|h| {
-        let (name, message) = (h.ident, h.message()?);
-        Some(quote!(#enum_ident::#name(_) => ::core::any::type_name::<#message>,))
-    });
     let cost_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (h.ident, h.message()?);
         Some(quote!(#enum_ident::#name(ref msg) => <#message as ::whirl::__private::Message>::cost(msg),))
@@ -517,6 +513,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             #[automatically_derived]
             unsafe impl #impl_generics ::whirl::__private::Process for #self_ty #process_where {
                 type Message = #message_ty;
+                const __PUBLISHES_MESSAGE_TYPE: ::core::primitive::bool = true;
                 const GROUP: ::core::option::Option<&'static ::core::primitive::str> =
                     #declared::GROUP;
                 const SHARES_STATE: ::core::option::Option<&'static ::core::primitive::str> =
@@ -532,16 +529,6 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
                     match msg {
                         #(#arms)*
                         #phantom_arm
-                    }
-                }
-
-                #[inline]
-                fn __message_type(
-                    msg: &<Self as ::whirl::__private::Process>::Message,
-                ) -> fn() -> &'static ::core::primitive::str {
-                    match *msg {
-                        #(#name_arms)*
-                        #phantom_ref_arm
                     }
                 }
 
@@ -622,7 +609,13 @@ fn dispatch_arm(enum_ident: &Ident, handler: &Method) -> TokenStream {
         .map(|p| quote_spanned!(p.ty.span()=> , ctx));
     let call = quote!(Self::#name(self, msg #ctx));
     let result = handler_result(handler, call);
-    quote!(#enum_ident::#name(msg) => #result,)
+    let message = handler.message();
+    // Publishes which message type is being handled, for reports of handlers that do not
+    // return: one store, in the arm where the variant is already known.
+    quote!(#enum_ident::#name(msg) => {
+        ctx.__handling(::core::any::type_name::<#message>);
+        #result
+    })
 }
 
 /// Converts what a handler or hook returned into `Result<(), Failure>`. The result is bound

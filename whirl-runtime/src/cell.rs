@@ -26,7 +26,7 @@ use crate::group::GroupShared;
 use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
 use crate::observe;
 use crate::principal::Principal;
-use crate::probe::TurnProbe;
+use crate::probe::{self, TurnProbe};
 use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
 use crate::sync::UnsafeCell;
 use crate::worker;
@@ -209,7 +209,7 @@ impl<P: Process> ProcessCell<P> {
         let budget = self.group.budget();
         // Sampled turns are timed (see `stats.rs`).
         let started_at = SAMPLED.then(Instant::now);
-        let mut ctx = Ctx::new(self);
+        let mut ctx = Ctx::new(self, probe);
         // SAFETY: we hold the token, so no other thread touches the body until we release it.
         let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
 
@@ -222,7 +222,10 @@ impl<P: Process> ProcessCell<P> {
         let _ = inbox.has_messages();
         let mut refreshes = inbox.refreshes();
 
-        probe.begin(cell_ref.id);
+        // A hook runs before any handler: name the process's message type until one does.
+        let messages: probe::TypeNameFn = std::any::type_name::<P::Message>;
+        let publishes = P::__PUBLISHES_MESSAGE_TYPE && body.started;
+        probe.begin(cell_ref.id, (!publishes).then_some(messages));
         let mut consumed_activations = 0;
         let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
         if !body.started {
@@ -257,7 +260,6 @@ impl<P: Process> ProcessCell<P> {
                 break;
             };
             handled += 1;
-            probe.handling(P::__message_type(&msg));
             exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
             if exit.is_none() && cell_ref.group.is_stopped() {
                 // The runtime finished shutting down while this handler ran (it was reported

@@ -10,6 +10,7 @@ use crate::group::Group;
 use crate::isolated::Message;
 use crate::observe;
 use crate::principal::Principal;
+use crate::probe::TurnProbe;
 use crate::process::{ExitReason, Failure, Handles, Process, ProcessId};
 use crate::spawn::{spawn, try_spawn, Placement};
 use crate::timer::TimerHandle;
@@ -20,11 +21,30 @@ use crate::worker::record_lock_wait;
 pub struct Ctx<P: Process> {
     cell: Arc<ProcessCell<P>>,
     exit: Option<ExitReason>,
+    /// The probe of the worker running this turn (`probe.rs`), where the message being handled
+    /// is published. Valid for the whole turn: it points into the caller's `&TurnProbe`, and a
+    /// `Ctx` lives only inside `ProcessCell::run_turn` (handlers get it by `&mut`).
+    probe: *const TurnProbe,
 }
 
 impl<P: Process> Ctx<P> {
-    pub(crate) fn new(cell: Arc<ProcessCell<P>>) -> Self {
-        Ctx { cell, exit: None }
+    /// The context of a turn run by a worker that publishes into `probe`.
+    pub(crate) fn new(cell: Arc<ProcessCell<P>>, probe: &TurnProbe) -> Self {
+        Ctx {
+            cell,
+            exit: None,
+            probe,
+        }
+    }
+
+    /// Publishes the type of the message about to be handled (`#[process]`'s dispatch calls it
+    /// in each arm, where the variant is already known, so it costs one store).
+    #[doc(hidden)]
+    #[inline]
+    pub fn __handling(&self, message_type: fn() -> &'static str) {
+        // SAFETY: `probe` was a valid reference when the turn began and outlives the turn (see
+        // the field); this runs inside the turn.
+        unsafe { &*self.probe }.handling(message_type);
     }
 
     pub(crate) fn cell(&self) -> &Arc<ProcessCell<P>> {

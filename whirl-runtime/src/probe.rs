@@ -23,9 +23,10 @@ pub(crate) type TypeNameFn = fn() -> &'static str;
 pub(crate) struct TurnProbe {
     /// The process's id plus one; 0 between turns.
     process: AtomicU64,
-    /// A [`TypeNameFn`] cast to a pointer, or null while a lifecycle hook runs.
+    /// A [`TypeNameFn`] cast to a pointer: the message type being handled, or the process's
+    /// whole message type when its handlers do not say (hand-written processes, hooks).
     message: AtomicPtr<()>,
-    /// When the current message (or hook) began, on the shared coarse millisecond clock.
+    /// When the current turn began, on the shared coarse millisecond clock.
     since_millis: AtomicU32,
 }
 
@@ -33,24 +34,29 @@ pub(crate) struct TurnProbe {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Running {
     pub(crate) process: ProcessId,
-    /// The type of the message being handled; `None` while a `started` hook runs.
+    /// The type of the message being handled (or the process's message type, see
+    /// `TurnProbe::message`).
     pub(crate) message: Option<&'static str>,
     pub(crate) for_how_long: Duration,
 }
 
 impl TurnProbe {
-    /// A turn of `process` begins.
+    /// A turn of `process` begins; `messages`, if given, names its message type (for a
+    /// process whose handlers do not say which one they handle, [`TurnProbe::handling`]).
     #[inline]
-    pub(crate) fn begin(&self, process: ProcessId) {
-        self.message.store(std::ptr::null_mut(), Relaxed);
+    pub(crate) fn begin(&self, process: ProcessId, messages: Option<TypeNameFn>) {
+        if let Some(messages) = messages {
+            self.message.store(messages as *mut (), Relaxed);
+        }
         self.since_millis.store(shared_millis(), Relaxed);
         self.process.store(process.0 + 1, Relaxed);
     }
 
-    /// The turn's process starts handling a message of the type `name` returns.
+    /// The turn's process handles a message of the type `name` returns. One store: the time
+    /// kept is the turn's start (a stuck handler is the turn's last message, and a turn's
+    /// earlier messages take microseconds).
     #[inline]
     pub(crate) fn handling(&self, name: TypeNameFn) {
-        self.since_millis.store(shared_millis(), Relaxed);
         self.message.store(name as *mut (), Relaxed);
     }
 
@@ -88,10 +94,10 @@ mod tests {
     fn a_probe_reports_what_runs_and_nothing_between_turns() {
         let probe = TurnProbe::default();
         assert!(probe.read().is_none());
-        probe.begin(ProcessId(7));
+        probe.begin(ProcessId(7), Some(std::any::type_name::<u8>));
         let running = probe.read().expect("a turn is running");
         assert_eq!(running.process, ProcessId(7));
-        assert_eq!(running.message, None);
+        assert_eq!(running.message, Some("u8"));
         probe.handling(std::any::type_name::<Vec<u8>>);
         assert_eq!(
             probe.read().and_then(|r| r.message),

@@ -91,15 +91,11 @@ pub unsafe trait Process: Sized + Send + 'static {
         None
     }
 
-    /// The type of the message `msg` carries, as a function naming it: how a report of a
-    /// handler that does not return says what it is handling. `#[process]` names each handler's
-    /// message type; the default names [`Process::Message`] itself.
+    /// Whether the process's handlers publish the type of each message they handle (through
+    /// `Ctx::__handling`, as `#[process]`'s dispatch does); otherwise a turn publishes the
+    /// whole [`Process::Message`] type. Set by `#[process]`.
     #[doc(hidden)]
-    #[inline]
-    fn __message_type(msg: &Self::Message) -> fn() -> &'static str {
-        let _ = msg;
-        std::any::type_name::<Self::Message>
-    }
+    const __PUBLISHES_MESSAGE_TYPE: bool = false;
 
     /// The group this process runs in when spawned without naming one (`Runtime::spawn`,
     /// `Ctx::spawn`), by name. A group of that name must have been built; if none exists the
