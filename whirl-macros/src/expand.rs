@@ -391,21 +391,14 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
         }
     };
 
-    let enum_where = generics::where_clause(
-        generics,
-        &messages
-            .iter()
-            .map(|m| quote!(for<'__whirl> #m: ::whirl::__private::Message))
-            .collect::<Vec<_>>(),
-    );
-    let handles_enum_where = generics::where_clause(
-        generics,
-        &messages
-            .iter()
-            .map(|m| quote!(for<'__whirl> #m: ::whirl::__private::Message))
-            .chain(std::iter::once(declared_bound.clone()))
-            .collect::<Vec<_>>(),
-    );
+    // Each handled type is a `Message`, under a binder (reported once, by the checks below).
+    let mut message_bounds: Vec<TokenStream> = messages
+        .iter()
+        .map(|m| quote!(for<'__whirl> #m: ::whirl::__private::Message))
+        .collect();
+    let enum_where = generics::where_clause(generics, &message_bounds);
+    message_bounds.push(declared_bound.clone());
+    let handles_enum_where = generics::where_clause(generics, &message_bounds);
     let cost_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (h.ident, h.message()?);
         Some(quote!(#enum_ident::#name(ref msg) => <#message as ::whirl::__private::Message>::cost(msg),))
@@ -513,7 +506,6 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             #[automatically_derived]
             unsafe impl #impl_generics ::whirl::__private::Process for #self_ty #process_where {
                 type Message = #message_ty;
-                const __PUBLISHES_MESSAGE_TYPE: ::core::primitive::bool = true;
                 const GROUP: ::core::option::Option<&'static ::core::primitive::str> =
                     #declared::GROUP;
                 const SHARES_STATE: ::core::option::Option<&'static ::core::primitive::str> =

@@ -26,7 +26,7 @@ use crate::group::GroupShared;
 use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
 use crate::observe;
 use crate::principal::Principal;
-use crate::probe::{self, TurnProbe};
+use crate::probe::TurnProbe;
 use crate::process::{Down, ExitReason, Failure, FailureKind, Process, ProcessId};
 use crate::sync::UnsafeCell;
 use crate::worker;
@@ -137,15 +137,7 @@ impl<P: Process> ProcessCell<P> {
         match after {
             AfterPush::Nothing => {}
             AfterPush::Schedule => self.group.schedule(Arc::clone(self) as Task),
-            AfterPush::Drain => {
-                let reason = self
-                    .control()
-                    .lock()
-                    .exit
-                    .clone()
-                    .unwrap_or(ExitReason::Normal);
-                self.drain_to_dead_letters(&reason);
-            }
+            AfterPush::Drain => self.drain_after_exit(),
         }
     }
 
@@ -202,8 +194,7 @@ impl<P: Process> ProcessCell<P> {
     fn run_turn<const SAMPLED: bool>(self: Arc<Self>, probe: &TurnProbe) -> usize {
         if self.mailbox.is_closed() {
             // Re-scheduled only to drain messages that raced with termination.
-            let reason = self.control().lock().exit.clone();
-            self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
+            self.drain_after_exit();
             return 0;
         }
         let budget = self.group.budget();
@@ -222,10 +213,8 @@ impl<P: Process> ProcessCell<P> {
         let _ = inbox.has_messages();
         let mut refreshes = inbox.refreshes();
 
-        // A hook runs before any handler: name the process's message type until one does.
-        let messages: probe::TypeNameFn = std::any::type_name::<P::Message>;
-        let publishes = P::__PUBLISHES_MESSAGE_TYPE && body.started;
-        probe.begin(cell_ref.id, (!publishes).then_some(messages));
+        // The process's message type, until a handler says which one it handles.
+        probe.begin(cell_ref.id, std::any::type_name::<P::Message>);
         let mut consumed_activations = 0;
         let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
         if !body.started {
@@ -389,6 +378,13 @@ impl<P: Process> ProcessCell<P> {
         drop(registered);
     }
 
+    /// For a terminated process whose token the caller holds (messages that raced with its
+    /// termination): dead-letters them with the exit reason and releases the token.
+    fn drain_after_exit(&self) {
+        let reason = self.control().lock().exit.clone();
+        self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
+    }
+
     /// Gives every queued message to the dead-letter sink and releases the token.
     fn drain_to_dead_letters(&self, reason: &ExitReason) {
         let mut count = 0;
@@ -447,8 +443,7 @@ impl<P: Process> Runnable for ProcessCell<P> {
 
     fn abandon(self: Arc<Self>) {
         if self.mailbox.is_closed() {
-            let reason = self.control().lock().exit.clone();
-            self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
+            self.drain_after_exit();
             return;
         }
         let mut consumed_activations = 0;

@@ -184,13 +184,7 @@ impl GroupShared {
             task.abandon();
             taken += 1;
         };
-        loop {
-            match self.injector.steal() {
-                Steal::Success(task) => abandon(task),
-                Steal::Empty => break,
-                Steal::Retry => {}
-            }
-        }
+        take_all(|| self.injector.steal(), &mut abandon);
         if let Some(scheduler) = &self.scheduler {
             while let Some(ready) = scheduler.pop(0) {
                 abandon(ready.into_task());
@@ -199,13 +193,7 @@ impl GroupShared {
         // Cloned out of the lock: abandoning a process can schedule others.
         let stealers: Vec<_> = self.stealers.read().iter().flatten().cloned().collect();
         for stealer in stealers {
-            loop {
-                match stealer.steal() {
-                    Steal::Success(task) => abandon(task),
-                    Steal::Empty => break,
-                    Steal::Retry => {}
-                }
-            }
+            take_all(|| stealer.steal(), &mut abandon);
         }
         taken
     }
@@ -240,6 +228,17 @@ impl GroupShared {
                 .map(|c| c.controller().describe())
                 .collect(),
             principals: merged.principals,
+        }
+    }
+}
+
+/// Hands every task `steal` yields to `each`, until the queue is empty.
+fn take_all(steal: impl Fn() -> Steal<Task>, mut each: impl FnMut(Task)) {
+    loop {
+        match steal() {
+            Steal::Success(task) => each(task),
+            Steal::Empty => return,
+            Steal::Retry => {}
         }
     }
 }

@@ -41,13 +41,11 @@ pub(crate) struct Running {
 }
 
 impl TurnProbe {
-    /// A turn of `process` begins; `messages`, if given, names its message type (for a
-    /// process whose handlers do not say which one they handle, [`TurnProbe::handling`]).
+    /// A turn of `process` begins; `messages` names its message type until a handler says
+    /// which one it handles ([`TurnProbe::handling`]; hand-written processes never do).
     #[inline]
-    pub(crate) fn begin(&self, process: ProcessId, messages: Option<TypeNameFn>) {
-        if let Some(messages) = messages {
-            self.message.store(messages as *mut (), Relaxed);
-        }
+    pub(crate) fn begin(&self, process: ProcessId, messages: TypeNameFn) {
+        self.message.store(messages as *mut (), Relaxed);
         self.since_millis.store(shared_millis(), Relaxed);
         self.process.store(process.0 + 1, Relaxed);
     }
@@ -94,7 +92,7 @@ mod tests {
     fn a_probe_reports_what_runs_and_nothing_between_turns() {
         let probe = TurnProbe::default();
         assert!(probe.read().is_none());
-        probe.begin(ProcessId(7), Some(std::any::type_name::<u8>));
+        probe.begin(ProcessId(7), std::any::type_name::<u8>);
         let running = probe.read().expect("a turn is running");
         assert_eq!(running.process, ProcessId(7));
         assert_eq!(running.message, Some("u8"));

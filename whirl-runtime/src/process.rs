@@ -91,12 +91,6 @@ pub unsafe trait Process: Sized + Send + 'static {
         None
     }
 
-    /// Whether the process's handlers publish the type of each message they handle (through
-    /// `Ctx::__handling`, as `#[process]`'s dispatch does); otherwise a turn publishes the
-    /// whole [`Process::Message`] type. Set by `#[process]`.
-    #[doc(hidden)]
-    const __PUBLISHES_MESSAGE_TYPE: bool = false;
-
     /// The group this process runs in when spawned without naming one (`Runtime::spawn`,
     /// `Ctx::spawn`), by name. A group of that name must have been built; if none exists the
     /// process fails as it is spawned, saying so. `None` (the default): the runtime's default
