@@ -1,5 +1,8 @@
 //! A small model of what the user wrote: a data type (message, isolated data or process
 //! state) or a `#[process]` impl block of handlers.
+//!
+//! Parsing (phase 1): built from the user's tokens with `attr`, then checked by `valid` and
+//! turned into code by `expand`. Uses `attr` and `errors`.
 
 use syn::{
     Attribute, Data as SynData, DeriveInput, Fields, FnArg, Generics, Ident, ImplItem, ImplItemFn,
@@ -7,7 +10,7 @@ use syn::{
 };
 
 use crate::attr::{self, MessageAttrs, ProcessOptions, Role};
-use crate::valid::Errors;
+use crate::errors::Errors;
 
 /// Which derive is running.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -141,6 +144,7 @@ pub struct ProcessImpl<'a> {
 }
 
 /// A method marked `#[handle]`, `#[started]` or `#[terminated]`.
+#[derive(Clone)]
 pub struct Method<'a> {
     pub original: &'a ImplItemFn,
     pub ident: &'a Ident,
@@ -203,6 +207,23 @@ impl<'a> ProcessImpl<'a> {
             self_ty: &original.self_ty,
             generics: &original.generics,
             methods,
+        }
+    }
+
+    /// The same block with only the methods `keep` marks (after validation errors: the sound
+    /// ones).
+    pub fn keeping(&self, keep: &[bool]) -> ProcessImpl<'a> {
+        ProcessImpl {
+            original: self.original,
+            self_ty: self.self_ty,
+            generics: self.generics,
+            methods: self
+                .methods
+                .iter()
+                .zip(keep)
+                .filter(|(_, keep)| **keep)
+                .map(|(m, _)| m.clone())
+                .collect(),
         }
     }
 

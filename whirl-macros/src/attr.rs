@@ -1,12 +1,14 @@
 //! whirl's own attributes: `#[process(...)]` options, `#[message(...)]`, `#[shared]`, and the
 //! method roles `#[handle]`, `#[started]`, `#[terminated]`.
+//!
+//! The first step of parsing (phase 1): `ast` reads items with it. Uses only `errors`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::parse::Parser;
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, LitStr, Meta};
 
-use crate::valid::Errors;
+use crate::errors::Errors;
 
 /// What a method marked inside a `#[process]` impl block is for.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,5 @@
-//! Code generation from a valid model.
+//! Code generation (phase 3) from a model `valid` accepted. Uses `ast`, `attr`, `generics`,
+//! `valid` and `errors`; only `lib.rs` uses it.
 //!
 //! Everything is named by absolute path (`::core::...`, `::whirl::...`) so that user code with
 //! `#![no_implicit_prelude]` or its own `Result` in scope cannot change what the generated code
@@ -12,8 +13,9 @@ use syn::{DeriveInput, GenericParam, Ident, ImplItem, Item, ItemImpl, Type};
 
 use crate::ast::{Data, Derive, Method, ProcessImpl, Purpose, Shape};
 use crate::attr::{ProcessOptions, Role};
+use crate::errors::Errors;
 use crate::generics;
-use crate::valid::{self, Errors};
+use crate::valid;
 
 /// `#[derive(Message)]` and `#[derive(Isolated)]`.
 pub fn derive(input: &DeriveInput, which: Derive) -> syn::Result<TokenStream> {
@@ -48,7 +50,7 @@ fn isolated_impl(data: &Data) -> TokenStream {
     quote! {
         // SAFETY: every field is `Isolated` whenever the type parameters are: the function
         // below asserts each field's type under exactly these bounds. So the value owns its
-        // data, shares it immutably, or holds process addresses.
+        // data, shares it immutably, or holds process addresses. (I8)
         #[automatically_derived]
         unsafe impl #impl_generics ::whirl::__private::Isolated for #ident #ty_generics #where_clause {}
         #assertions
@@ -211,7 +213,7 @@ fn declare_state(data: &Data) -> TokenStream {
         let send_where = generics::where_clause(bounded, &checks.send_bounds);
         quote! {
             // SAFETY: every field is `Isolated` whenever the type parameters are, as asserted
-            // below under exactly these bounds.
+            // below under exactly these bounds. (I8)
             #[automatically_derived]
             unsafe impl #bounded_impl_generics ::whirl::__private::Isolated for #ident #ty_generics #send_where {}
         }
@@ -220,7 +222,7 @@ fn declare_state(data: &Data) -> TokenStream {
         quote! {
             // SAFETY: declared with `#[process(unsafe(shares_state = ...))]`; the runtime only runs the
             // process in a group built with `shares_state` (checked at spawn, through
-            // `Process::SHARES_STATE`).
+            // `Process::SHARES_STATE`) (I8).
             #[automatically_derived]
             unsafe impl #impl_generics ::whirl::SharesState for #ident #ty_generics #where_clause {
                 const REASON: &'static ::core::primitive::str = #reason;
@@ -231,7 +233,7 @@ fn declare_state(data: &Data) -> TokenStream {
         // SAFETY: every field not marked `#[shared]` is `Isolated` whenever the type parameters
         // are, as the function below asserts under exactly these bounds.
         // `#[shared]` fields exist only with `shares_state`, which confines the process to a
-        // group that declares shared state.
+        // group that declares shared state (I8).
         #[automatically_derived]
         unsafe impl #bounded_impl_generics ::whirl::DeclaredProcess for #ident #ty_generics #bounded_where {
             const SYSTEM: ::core::primitive::bool = #system;
@@ -257,17 +259,24 @@ fn handlers(args: TokenStream, imp: ItemImpl) -> TokenStream {
         );
     }
     let model = ProcessImpl::new(&imp);
-    valid::process_impl(&model, &mut errors);
+    let sound = valid::process_impl(&model, &mut errors);
     let item = strip_roles(imp.clone());
-    match errors.finish() {
-        Err(err) => {
+    match (errors.finish(), sound) {
+        (Ok(()), _) => {
+            let generated = implement_process(&model);
+            quote!(#item #generated)
+        }
+        // A wrong method: the process is generated from the sound ones, so the error is
+        // reported once, not again by every use of the messages it does handle.
+        (Err(err), Some(sound)) => {
+            let err = err.to_compile_error();
+            let generated = implement_process(&model.keeping(&sound));
+            quote!(#item #err #generated)
+        }
+        (Err(err), None) => {
             let err = err.to_compile_error();
             let stub = stub_process(&model);
             quote!(#item #err #stub)
-        }
-        Ok(()) => {
-            let generated = implement_process(&model);
-            quote!(#item #generated)
         }
     }
 }
@@ -283,7 +292,7 @@ fn stub_process(imp: &ProcessImpl) -> TokenStream {
     let self_ty = imp.self_ty;
     let (impl_generics, _, where_clause) = imp.generics.split_for_impl();
     quote! {
-        // SAFETY: accepts no message at all; only emitted next to a compile error.
+        // SAFETY: accepts no message at all; only emitted next to a compile error (I8).
         unsafe impl #impl_generics ::whirl::__private::Process for #self_ty #where_clause {
             type Message = ::core::convert::Infallible;
 
@@ -326,6 +335,13 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     let process_where = generics::where_clause(generics, std::slice::from_ref(&declared_bound));
     let handlers: Vec<&Method> = imp.handlers().collect();
     let messages: Vec<&Type> = handlers.iter().filter_map(|h| h.message()).collect();
+    let variant_names = variant_names(&handlers);
+    let variant = |h: &Method| -> Ident {
+        handlers
+            .iter()
+            .position(|other| std::ptr::eq(*other, h))
+            .map_or_else(|| h.ident.clone(), |i| variant_names[i].clone())
+    };
 
     let enum_ident = enum_name(imp, &messages);
     let message_ty = quote!(#enum_ident #enum_generics);
@@ -352,12 +368,43 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     let phantom_arm = (!type_params.is_empty())
         .then(|| quote!(#enum_ident::__Phantom(_, never) => match never {},));
 
+    let self_name = type_name(self_ty);
     let variants = handlers.iter().filter_map(|h| {
-        let (name, message) = (h.ident, h.message()?);
-        let doc = format!("Handled by `{name}`.");
+        let (name, message) = (variant(h), h.message()?);
+        let doc = format!(
+            "A `{}`, handled by [`{self_name}::{}`].",
+            type_text(message),
+            h.ident
+        );
         Some(quote!(#[doc = #doc] #name(#message),))
     });
-    let arms = handlers.iter().map(|h| dispatch_arm(&enum_ident, h));
+    let arms = handlers
+        .iter()
+        .map(|h| dispatch_arm(&enum_ident, &variant(h), h));
+    // A message left in the inbox becomes a dead letter holding the posted value itself.
+    let dead_letter_arms = handlers.iter().filter_map(|h| {
+        let name = variant(h);
+        h.message()?;
+        Some(quote! {
+            // SAFETY: `msg` was held by this process's message enum, every variant of which
+            // holds a `Message` (I8).
+            #enum_ident::#name(msg) => unsafe { ::whirl::__private::posted(msg) },
+        })
+    });
+    let dead_letter = quote! {
+        #[inline]
+        fn __dead_letter(
+            msg: <Self as ::whirl::__private::Process>::Message,
+        ) -> (
+            &'static ::core::primitive::str,
+            ::std::boxed::Box<dyn ::core::any::Any + ::core::marker::Send>,
+        ) {
+            match msg {
+                #(#dead_letter_arms)*
+                #phantom_arm
+            }
+        }
+    };
     // Every arm publishes its message type through `ctx`; with no handler, nothing uses it.
     let silence_ctx = handlers.is_empty().then(|| quote!(let _ = ctx;));
 
@@ -367,7 +414,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     // variant of the handler whose message type *is* `Down` (compared by `TypeId`, never by
     // how the type is written). A non-system process never receives them.
     let down_arms = handlers.iter().filter_map(|h| {
-        let (name, message) = (h.ident, h.message()?);
+        let (name, message) = (variant(h), h.message()?);
         Some(quote! {
             if let ::core::option::Option::Some(notice) =
                 ::whirl::__private::take_if::<#message>(&mut notice)
@@ -400,12 +447,12 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     message_bounds.push(declared_bound.clone());
     let handles_enum_where = generics::where_clause(generics, &message_bounds);
     let cost_arms = handlers.iter().filter_map(|h| {
-        let (name, message) = (h.ident, h.message()?);
+        let (name, message) = (variant(h), h.message()?);
         Some(quote!(#enum_ident::#name(ref msg) => <#message as ::whirl::__private::Message>::cost(msg),))
     });
 
     let conversions = handlers.iter().filter_map(|h| {
-        let (name, message) = (h.ident, h.message()?);
+        let (name, message) = (variant(h), h.message()?);
         // Bounded (under a binder, so a false bound is not an error of its own) by the
         // message being a `Message`: a type that is not is reported once, by `__whirl_check`.
         let where_clause = generics::where_clause(
@@ -455,7 +502,6 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     // a `const` for impl blocks without parameters (so the `Down` rule is evaluated at compile
     // time), a call in a generic function otherwise (a `const` item cannot name a parameter;
     // there the `Down` rule is not checked).
-    let self_name = type_name(self_ty);
     let generic = !generics.params.is_empty();
     let message_checks = messages.iter().filter(|_| generic).map(|m| {
         quote_spanned!(m.span()=> let _ = ::whirl::__private::handler_parameter_must_be_a_message::<#m>(true);)
@@ -485,7 +531,13 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
         }
     });
     // Spanned at the user's type, so "not declared with `#[process]`" points there.
-    let enum_doc = format!("Every message `{self_name}` handles; generated by `#[process]`.");
+    let enum_doc = format!(
+        "Every message `{self_name}` handles: its `Process::Message`, generated by `#[process]`, \
+         with one variant per handler, named after the message type it holds.\n\n\
+         You rarely name it: post the message types themselves (`addr.post(msg)`; each has a \
+         `From` conversion into this enum), and a dead letter left by `{self_name}` holds the \
+         posted message itself (`letter.downcast::<M>()`)."
+    );
     quote! {
         const _: () = {
             fn __whirl_check #impl_generics () #where_clause {
@@ -502,7 +554,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
 
             // SAFETY: the state is checked by `#[process]` on its type (`DeclaredProcess`, named
             // below, exists only then), and every variant of the message enum holds a
-            // `Message`, as `__whirl_check` asserts.
+            // `Message`, as `__whirl_check` asserts (I8).
             #[automatically_derived]
             unsafe impl #impl_generics ::whirl::__private::Process for #self_ty #process_where {
                 type Message = #message_ty;
@@ -527,6 +579,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
                 #started
                 #terminated
                 #down_message
+                #dead_letter
             }
 
             // The enum itself can be posted too (what `From` conversions produce). With this
@@ -541,14 +594,14 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             }
 
             // SAFETY: each variant holds one handler's message, which `__whirl_check` asserts is
-            // a `Message`; the bounds say so again for the impl.
+            // a `Message`; the bounds say so again for the impl. (I8)
             #[automatically_derived]
             unsafe impl #impl_generics ::whirl::__private::Isolated for #message_ty #enum_where {}
 
             // SAFETY: every variant holds a `Message`, which is `Send`: `__whirl_check` asserts
             // it under the enum's own bounds, so a program where a variant is not `Send` does
             // not compile. Written out so that such a program gets that one error, not a second
-            // one from the `Process` impl.
+            // one from the `Process` impl. (I8)
             #[automatically_derived]
             unsafe impl #impl_generics ::core::marker::Send for #message_ty #where_clause {}
 
@@ -566,6 +619,80 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             #(#conversions)*
         };
     }
+}
+
+/// The message enum's variant for each handler: named after the message type it holds (the
+/// last segment of its path: `Ping` for `msgs::Ping`, `Wrapper` for `Wrapper<T>`). Where two
+/// handled types end in the same name, or a type is not a path, the variant is named after
+/// the handler instead (`on_ping` gives `OnPing`), so every valid program gets distinct
+/// names.
+fn variant_names(handlers: &[&Method]) -> Vec<Ident> {
+    let by_type: Vec<Option<String>> = handlers
+        .iter()
+        .map(|h| match h.message() {
+            Some(Type::Path(p)) if p.qself.is_none() => {
+                p.path.segments.last().map(|s| s.ident.to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut names: Vec<String> = by_type
+        .iter()
+        .zip(handlers)
+        .map(|(name, h)| match name {
+            Some(n)
+                if n != "__Phantom"
+                    && by_type.iter().filter(|o| o.as_ref() == Some(n)).count() == 1 =>
+            {
+                n.clone()
+            }
+            _ => camel_case(&h.ident.to_string()),
+        })
+        .collect();
+    // A handler-named variant may still meet a type-named one: number the later ones.
+    for i in 0..names.len() {
+        let mut n = 2;
+        while names[..i].contains(&names[i]) {
+            names[i] = format!(
+                "{}{n}",
+                names[i].trim_end_matches(|c: char| c.is_ascii_digit())
+            );
+            n += 1;
+        }
+    }
+    names.iter().map(|n| format_ident!("{}", n)).collect()
+}
+
+/// `on_ping` → `OnPing`.
+fn camel_case(snake: &str) -> String {
+    let camel: String = snake
+        .split('_')
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or_else(String::new, |first| {
+                first.to_uppercase().chain(chars).collect()
+            })
+        })
+        .collect();
+    if camel.is_empty() {
+        "Handler".to_owned()
+    } else {
+        camel
+    }
+}
+
+/// A type as written, for docs: `Vec<u8>`, not `Vec < u8 >`.
+fn type_text(ty: &Type) -> String {
+    ty.to_token_stream()
+        .to_string()
+        .replace(" < ", "<")
+        .replace(" <", "<")
+        .replace("< ", "<")
+        .replace(" >", ">")
+        .replace(" ,", ",")
+        .replace(" :: ", "::")
+        .replace(":: ", "::")
 }
 
 /// `CounterMessage`, unless a handled type mentions that name.
@@ -593,7 +720,7 @@ fn type_name(ty: &Type) -> String {
     }
 }
 
-fn dispatch_arm(enum_ident: &Ident, handler: &Method) -> TokenStream {
+fn dispatch_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStream {
     let name = handler.ident;
     let ctx = handler
         .params
@@ -604,7 +731,7 @@ fn dispatch_arm(enum_ident: &Ident, handler: &Method) -> TokenStream {
     let message = handler.message();
     // Publishes which message type is being handled, for reports of handlers that do not
     // return: one store, in the arm where the variant is already known.
-    quote!(#enum_ident::#name(msg) => {
+    quote!(#enum_ident::#variant(msg) => {
         ctx.__handling(::core::any::type_name::<#message>);
         #result
     })

@@ -12,6 +12,8 @@
 //!
 //! Each field is asserted through a function of its own, named after the field and bounded at
 //! the field's name, so an error says which field holds the offending type.
+//!
+//! Used by validation and expansion; uses `ast` (the data model) only.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned, ToTokens};

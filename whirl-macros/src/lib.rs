@@ -13,6 +13,10 @@
 //! 3. `expand` generates code from a valid model only, with the bounds computed in
 //!    `generics`.
 //!
+//! Imports point one way, down this list: `lib` → `expand` → `valid` → `generics` → `ast` →
+//! `attr` → `errors` (`errors` collects the spanned errors of every phase). `cargo test -p
+//! architecture` checks that there is no cycle.
+//!
 //! Whatever the compiler checks better than a macro can (that a field's type is `Isolated`,
 //! that a handler's parameter is a `Message`), the expansion turns into trait bounds spanned at
 //! the user's tokens, and the traits' `#[diagnostic::on_unimplemented]` messages explain the
@@ -20,6 +24,7 @@
 
 mod ast;
 mod attr;
+mod errors;
 mod expand;
 mod generics;
 mod valid;
@@ -67,8 +72,16 @@ pub fn derive_isolated(input: TokenStream) -> TokenStream {
 /// On the impl block, methods marked `#[handle]` become handlers, one per message type, with
 /// the signature `fn name(&mut self, msg: M, ctx: &mut Ctx<Self>) -> Result<(), Failure>` (the
 /// context may be left out; the result may be `()` or any `Result<(), E>` whose `E` converts
-/// into `Failure`). `#[started]` and `#[terminated]` mark the lifecycle hooks. It generates the
-/// message enum, the dispatch `match`, `Handles<M>` and `From<M>` impls and the `Process` impl.
+/// into `Failure`). `#[started]` and `#[terminated]` mark the lifecycle hooks (see their
+/// signatures there).
+///
+/// It generates the message enum, the process's `Process::Message` (reachable only as
+/// `<Counter as Process>::Message`: one variant per handler, named after the message type it
+/// holds — `Ping` for a handler of `msgs::Ping` — or, where two handled types end in the same
+/// name, after the handler in CamelCase), the dispatch
+/// `match`, `Handles<M>` and `From<M>` impls, and the `Process` impl. A method whose signature
+/// is wrong is reported at its token and left out of the generated process, so the rest of
+/// the program is not flooded with follow-on errors.
 #[proc_macro_attribute]
 pub fn process(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::process(args.into(), item.into())
@@ -83,12 +96,34 @@ pub fn handle(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Marks the hook run before a process's first message, inside a `#[process]` impl block.
+///
+/// Accepted signatures (one such hook per process):
+///
+/// ```text
+/// #[started] fn open(&mut self)
+/// #[started] fn open(&mut self, ctx: &mut Ctx<Self>)
+/// #[started] fn open(&mut self, ctx: &mut Ctx<Self>) -> Result<(), E>   // E: Into<Failure>
+/// ```
+///
+/// An `Err` fails the process before it handles anything (its monitors are told, its
+/// supervisor restarts it as its restart type says).
 #[proc_macro_attribute]
 pub fn started(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::stray_role(attr::Role::Started, args.into(), item.into()).into()
 }
 
 /// Marks the hook run once when a process terminates, inside a `#[process]` impl block.
+///
+/// Accepted signatures (one such hook per process; it cannot fail: the process is already
+/// terminating):
+///
+/// ```text
+/// #[terminated] fn close(&mut self)
+/// #[terminated] fn close(&mut self, reason: &ExitReason)
+/// ```
+///
+/// It runs exactly once, whatever ended the process (a normal exit, a failure, a panic, a
+/// supervisor's shutdown, the runtime's shutdown), the place to release sockets and files.
 #[proc_macro_attribute]
 pub fn terminated(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::stray_role(attr::Role::Terminated, args.into(), item.into()).into()

@@ -1,48 +1,17 @@
-//! Checks on the model. Each check reports every problem it finds, spanned at the user's
-//! token, so one compile shows them all; `expand` runs only on a model that passed.
+//! Validation, the second phase: checks on the model `ast` parsed. Each check reports every
+//! problem it finds, spanned at the user's token and saying what to do, so one compile shows
+//! them all; `expand` runs only on a model that passed. Uses `errors`, `attr`, `ast` and
+//! `generics`.
 
 use std::collections::BTreeMap;
-use std::fmt::Display;
 
-use proc_macro2::Span;
 use quote::ToTokens;
 use syn::{GenericParam, Type};
 
 use crate::ast::{Data, Method, ProcessImpl, Purpose, Shape};
 use crate::attr::{self, Role};
+use crate::errors::Errors;
 use crate::generics::normalized;
-
-/// Collects errors so that all of them are reported at once.
-#[derive(Default)]
-pub struct Errors(Option<syn::Error>);
-
-impl Errors {
-    /// Adds an error.
-    pub fn push(&mut self, err: syn::Error) {
-        match &mut self.0 {
-            Some(first) => first.combine(err),
-            None => self.0 = Some(err),
-        }
-    }
-
-    /// Adds an error spanned at `tokens`.
-    pub fn spanned(&mut self, tokens: impl ToTokens, message: impl Display) {
-        self.push(syn::Error::new_spanned(tokens, message));
-    }
-
-    /// Adds an error at `span`.
-    pub fn at(&mut self, span: Span, message: impl Display) {
-        self.push(syn::Error::new(span, message));
-    }
-
-    /// `Ok` if nothing was reported.
-    pub fn finish(self) -> syn::Result<()> {
-        match self.0 {
-            Some(err) => Err(err),
-            None => Ok(()),
-        }
-    }
-}
 
 /// Checks a data type: a message, isolated data, or process state.
 pub fn data(data: &Data, errors: &mut Errors) {
@@ -168,9 +137,16 @@ fn options(data: &Data, errors: &mut Errors) {
 }
 
 /// Checks a `#[process]` impl block.
-pub fn process_impl(imp: &ProcessImpl, errors: &mut Errors) {
+///
+/// Returns what generation may still use after an error: `None` if the impl block itself is
+/// wrong (no process can be generated from it), else, per method, whether it is sound. The
+/// expansion then generates the process from the sound methods only, so that a wrong hook or
+/// handler is reported once, not again by every post of a message the process does handle.
+pub fn process_impl(imp: &ProcessImpl, errors: &mut Errors) -> Option<Vec<bool>> {
+    let mut block_ok = true;
     let original = imp.original;
     if let Some((_, path, _)) = &original.trait_ {
+        block_ok = false;
         errors.spanned(
             path,
             "`#[process]` goes on the inherent impl block holding the handlers \
@@ -178,18 +154,23 @@ pub fn process_impl(imp: &ProcessImpl, errors: &mut Errors) {
         );
     }
     if let Some(unsafety) = &original.unsafety {
+        block_ok = false;
         errors.spanned(unsafety, "a `#[process]` impl block cannot be `unsafe`");
     }
     for param in &imp.generics.params {
         match param {
-            GenericParam::Lifetime(l) => errors.spanned(
-                &l.lifetime,
-                "a process is `'static`: its impl block cannot have lifetime parameters",
-            ),
+            GenericParam::Lifetime(l) => {
+                block_ok = false;
+                errors.spanned(
+                    &l.lifetime,
+                    "a process is `'static`: its impl block cannot have lifetime parameters",
+                );
+            }
             GenericParam::Const(_) | GenericParam::Type(_) => {}
         }
     }
     if !matches!(imp.self_ty, Type::Path(_)) {
+        block_ok = false;
         errors.spanned(
             imp.self_ty,
             "`#[process]` implements a named state type (a struct or enum marked `#[process]`)",
@@ -197,43 +178,56 @@ pub fn process_impl(imp: &ProcessImpl, errors: &mut Errors) {
     }
     let mut handled: BTreeMap<String, &Method> = BTreeMap::new();
     let mut hooks: BTreeMap<&str, &Method> = BTreeMap::new();
+    let mut sound = Vec::with_capacity(imp.methods.len());
     for method in &imp.methods {
-        signature(method, errors);
+        let mut own = Errors::default();
+        signature(method, &mut own);
+        let mut ok = own.is_empty();
+        errors.append(own);
         match method.role {
             Role::Handle => {
                 let Some(message) = method.message() else {
+                    sound.push(false);
                     continue;
                 };
                 match handled.get(&normalized(message)) {
-                    Some(first) => errors.spanned(
-                        message,
-                        format_args!(
-                            "`{}` is already handled by `{}`: a process has one handler per \
+                    Some(first) => {
+                        ok = false;
+                        errors.spanned(
+                            message,
+                            format_args!(
+                                "`{}` is already handled by `{}`: a process has one handler per \
                              message type",
-                            type_text(message),
-                            first.ident
-                        ),
-                    ),
+                                type_text(message),
+                                first.ident
+                            ),
+                        );
+                    }
                     None => {
                         handled.insert(normalized(message), method);
                     }
                 }
             }
             Role::Started | Role::Terminated => match hooks.get(method.role.name()) {
-                Some(first) => errors.spanned(
-                    method.role_attr,
-                    format_args!(
-                        "`#[{}]` is already on `{}`: a process has one such hook",
-                        method.role.name(),
-                        first.ident
-                    ),
-                ),
+                Some(first) => {
+                    ok = false;
+                    errors.spanned(
+                        method.role_attr,
+                        format_args!(
+                            "`#[{}]` is already on `{}`: a process has one such hook",
+                            method.role.name(),
+                            first.ident
+                        ),
+                    );
+                }
                 None => {
                     hooks.insert(method.role.name(), method);
                 }
             },
         }
+        sound.push(ok);
     }
+    block_ok.then_some(sound)
 }
 
 /// Checks one method's attributes and signature against its role.
@@ -335,7 +329,15 @@ fn signature(method: &Method, errors: &mut Errors) {
         }
         Role::Started => {
             if let Some(ctx) = params.first() {
-                ctx_param(&ctx.ty, &expected, errors);
+                if !is_ref_to(&ctx.ty, "Ctx", true) {
+                    errors.spanned(
+                        &ctx.ty,
+                        format_args!(
+                            "`#[started]` takes the process context, `ctx: &mut Ctx<Self>`, or \
+                             nothing; expected `{expected}`"
+                        ),
+                    );
+                }
             }
         }
         Role::Terminated => {

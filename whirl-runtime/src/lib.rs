@@ -2,92 +2,97 @@
 //! processes with FIFO inboxes, run by per-group worker pools.
 //!
 //! Most users depend on the `whirl` crate, which re-exports this one together with the
-//! `#[process]` and `#[derive(Message)]` macros. The pieces, in the order a message meets
-//! them:
+//! `#[process]` and `#[derive(Message)]` macros; the examples here are written against it.
 //!
-//! * [`Addr::post`] — liveness check, the group's [`MessagePredicate`], then the process's
-//!   lock-free inbox (`inbox.rs`). Never blocks; failures return the message.
-//! * The scheduling token (`mailbox.rs`) — at most one thread runs a process at a time.
-//! * The group's scheduler (`group.rs`, `worker.rs`, `idle.rs`) — crossbeam-deque work
-//!   stealing with a LIFO slot, idle workers parked without lost wake-ups.
-//! * The process turn (`cell.rs`) — up to the group's budget of messages, panics contained,
-//!   termination with monitors, links and dead letters; completions reported to predicates
-//!   that learn from them (`observe.rs`).
+//! The crate is built in layers; each folder is one concept, and a module only uses the layers
+//! below it (ARCHITECTURE.md at the repository root has the map, the post → schedule → handle
+//! path, and the numbered invariants that comments cite):
 //!
-//! Around that path: the predicate library (`predicate/`: queue length, cost budget, utility
-//! per cost, token bucket, per-priority thresholds, SEDA's response-time controllers,
-//! combinators), principals, OTP-style supervisors (`supervisor/`) with a names registry,
-//! timers, request/reply, and an injectable [`Clock`] for everything that depends on time.
+//! | layer | module | what it is |
+//! |---|---|---|
+//! | 9 | `runtime` | [`Runtime`], its builder, shutdown and signals |
+//! | 8 | [`supervision`], [`net`] | supervisors; sockets as processes |
+//! | 7 | `process` | [`Process`], [`Ctx`], [`Addr`]: the process, its inbox and its turn |
+//! | 6 | `group` | groups, their worker pools and schedulers ([`scheduler`]) |
+//! | 5 | `io` | the socket poller (feature `net`) |
+//! | 4 | [`admission`] | message predicates |
+//! | 3 | [`control`] | counters, statistics, concurrency controllers |
+//! | 2 | `principal` | [`Principal`]: the unit of work seen from outside |
+//! | 1 | `lifecycle` | process ids, exit reasons, failures, dead letters ([`failures`]) |
+//! | 0 | `isolation`, [`time`], `sync` | what may cross a process boundary; clocks and timers |
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod addr;
-mod cell;
-mod client;
-mod clock;
-mod control_thread;
-pub mod controller;
-mod counters;
-mod ctx;
-mod dead_letter;
-mod error;
-pub mod failures;
+mod sync;
+
+pub mod time;
+
+mod isolation;
+
+mod lifecycle;
+
+mod principal;
+
+pub mod control;
+
+pub mod admission;
+
+#[cfg(feature = "net")]
+mod io;
+
 mod group;
-mod idle;
-mod inbox;
-mod isolated;
-#[cfg(all(test, loom))]
-mod loom_tests;
-mod mailbox;
-mod names;
+
+mod process;
+
+pub mod supervision;
+
 #[cfg(feature = "net")]
 pub mod net;
-mod observe;
-mod park;
-mod pool;
-mod predicate;
-mod principal;
-mod probe;
-mod process;
-mod registry;
-mod reply;
-mod runtime;
-pub mod scheduler;
-mod shutdown;
-#[cfg(unix)]
-pub mod signal;
-mod spawn;
-pub mod stats;
-pub mod supervisor;
-mod sync;
-mod timer;
-mod worker;
 
-pub use addr::{Addr, Recipient};
-pub use client::SharedClient;
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use counters::MessageCounts;
-pub use ctx::Ctx;
-pub use dead_letter::{DeadLetter, DeadLetterSink};
-pub use error::{CallError, PostError, SpawnError, SpawnRefusal};
-pub use group::{Group, GroupBuilder, DEFAULT_BUDGET};
+mod runtime;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use group::{Group, GroupBuilder, GroupError, NameError, ThreadRange, DEFAULT_BUDGET};
+pub use isolation::SharedClient;
 #[doc(hidden)]
-pub use isolated::{Isolated, Message, SharesState};
-pub use names::NameError;
-pub use pool::ThreadRange;
-pub use predicate::{
-    And, ClassResponseTime, CoarseClock, Completion, ControllerParams, CostBudget, Estimate,
-    MessagePredicate, Not, Offer, Or, PredicateExt, PriorityThresholds, QueueLength, ResponseTime,
-    SessionConsistent, TokenBucket, UtilityPerCost,
+pub use isolation::{Isolated, Message, SharesState};
+#[doc(hidden)]
+pub use lifecycle::posted as __posted;
+pub use lifecycle::{
+    DeadLetter, DeadLetterSink, Down, ExitReason, Failure, FailureKind, ProcessId,
 };
-pub use principal::Principal;
-pub use process::{Down, ExitReason, Failure, FailureKind, Handles, Process, ProcessId};
-pub use reply::ReplyTo;
-pub use runtime::{Runtime, RuntimeBuilder};
-pub use shutdown::{AbandonedProcess, ShutdownReport};
-pub use stats::{GroupStats, LatencySummary, PrincipalCounts, RuntimeStats};
-pub use supervisor::{
-    AutoShutdown, ChildCounts, ChildInfo, ChildKind, ChildRef, ChildSpec, ChildTemplate, EventKind,
-    NoTemplate, Restart, Shutdown, StartDynamic, Strategy, Supervisor, SupervisorError,
-    SupervisorEvent, SupervisorMsg, SupervisorSpec,
+pub use principal::{Principal, PrincipalBuilder};
+pub use process::{
+    Addr, CallError, Ctx, Handles, PostError, Process, Recipient, ReplyTo, SpawnError, SpawnRefusal,
 };
-pub use timer::TimerHandle;
+pub use runtime::{AbandonedProcess, Runtime, RuntimeBuilder, ShutdownReport};
+
+pub mod scheduler {
+    //! Schedulers: the policy that picks which ready process of a group runs next.
+    //!
+    //! A group without one uses the built-in work-stealing FIFO. A [`Scheduler`] sees each
+    //! [`Ready`] process, with its principal, and hands them back to workers in its own order:
+    //! [`PrincipalPriority`] (strict priority with quotas) and [`Stride`] (proportional share)
+    //! are the library.
+
+    pub use crate::group::scheduler::{PrincipalPriority, Ready, Scheduler, Stride, TurnReport};
+}
+
+pub mod failures {
+    //! Reporting process failures and abandoned processes to the application
+    //! ([`set_failure_hook`]).
+
+    pub use crate::lifecycle::failures::{
+        set_failure_hook, take_failure_hook, FailureHook, FailureReport,
+    };
+}
+
+#[cfg(unix)]
+pub mod signal {
+    //! Shutting down on SIGINT or SIGTERM ([`wait_for_signal`],
+    //! [`Runtime::shutdown_on_signal`](crate::Runtime::shutdown_on_signal)).
+
+    pub use crate::runtime::signal::{wait_for_signal, ShutdownSignal};
+}

@@ -17,9 +17,9 @@ fn spawn(f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
         .expect("loom thread")
 }
 
-use crate::idle::{Idle, SleepDecision};
-use crate::mailbox::{AfterPush, AfterRelease, Mailbox};
-use crate::park::Parker;
+use crate::group::Parker;
+use crate::group::{Idle, SleepDecision};
+use crate::process::{AfterPush, AfterRelease, Mailbox};
 
 /// What happened to each message: handled by the token holder, or dead-lettered.
 #[derive(Default)]
@@ -38,12 +38,12 @@ fn run_turns(mb: &Mailbox<u32>, out: &Outcomes) {
             0,
             "two turns at once"
         );
-        // SAFETY: the caller holds the token (it got Schedule or Reschedule).
+        // SAFETY: the caller holds the token (it got Schedule or Reschedule). (I9)
         while unsafe { mb.pop() }.is_some() {
             out.handled.fetch_add(1, SeqCst);
         }
         out.turns_running.fetch_sub(1, SeqCst);
-        // SAFETY: as above.
+        // SAFETY: as above. (I9)
         match unsafe { mb.release() } {
             AfterRelease::Idle => return,
             AfterRelease::Reschedule => continue,
@@ -53,7 +53,7 @@ fn run_turns(mb: &Mailbox<u32>, out: &Outcomes) {
 
 fn idle_mailbox() -> Mailbox<u32> {
     let mb = Mailbox::new_scheduled();
-    // SAFETY: a new mailbox's token belongs to its creator.
+    // SAFETY: a new mailbox's token belongs to its creator. (I9)
     assert_eq!(unsafe { mb.release() }, AfterRelease::Idle);
     mb
 }
@@ -113,8 +113,8 @@ fn loom_post_vs_terminate_accounts_for_every_message() {
                     }
                     match mb.push(i, 0) {
                         AfterPush::Nothing => {}
+                        // SAFETY: Drain means we took the token of a closed mailbox (I9).
                         AfterPush::Drain => unsafe {
-                            // SAFETY: Drain means we took the token of a closed mailbox.
                             mb.drain_closed(|_, _| {
                                 out.dead.fetch_add(1, SeqCst);
                             })
@@ -125,7 +125,7 @@ fn loom_post_vs_terminate_accounts_for_every_message() {
             })
         };
         // The creator holds the token: it terminates the process.
-        // SAFETY: token held since creation.
+        // SAFETY: token held since creation. (I9)
         unsafe {
             mb.close();
             mb.drain_closed(|_, _| {
@@ -153,7 +153,7 @@ fn loom_kill_vs_release_is_seen() {
                 }
             })
         };
-        // SAFETY: token held since creation.
+        // SAFETY: token held since creation. (I9)
         if unsafe { mb.release() } == AfterRelease::Reschedule {
             assert!(mb.kill_requested());
             seen.fetch_add(1, SeqCst);

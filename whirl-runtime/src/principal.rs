@@ -7,13 +7,77 @@
 //! The application-specific part of admission control, estimating what a message will cost
 //! and what it is worth, lives here (Whirlwind's "template methods ... on the principal and
 //! message classes"): a principal carries a base [utility](Principal::utility) and,
-//! optionally, an [`Estimate`] that refines cost and utility per message type.
+//! optionally, an [`Estimate`] that refines cost and utility per [`MessageType`].
+//!
+//! Layer 2: uses `isolation`.
 
+use std::any::TypeId;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
+
+use crate::isolation::Isolated;
+
+/// The type of a message, as estimators and predicates see it: compared by [`TypeId`], named
+/// for logs.
+///
+/// ```
+/// use whirl::admission::MessageType;
+///
+/// struct Search;
+/// let t = MessageType::of::<Search>();
+/// assert!(t.is::<Search>());
+/// assert!(!t.is::<u32>());
+/// assert!(t.name().ends_with("Search"));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct MessageType {
+    id: TypeId,
+    name: &'static str,
+}
+
+impl MessageType {
+    /// The type `M`.
+    pub fn of<M: ?Sized + 'static>() -> Self {
+        MessageType {
+            id: TypeId::of::<M>(),
+            name: std::any::type_name::<M>(),
+        }
+    }
+
+    /// Whether this is the type `M`.
+    #[inline]
+    pub fn is<M: ?Sized + 'static>(&self) -> bool {
+        self.id == TypeId::of::<M>()
+    }
+
+    /// Its [`TypeId`], for maps keyed by message type.
+    pub fn id(&self) -> TypeId {
+        self.id
+    }
+
+    /// Its Rust name, for logs (not unique, not stable across compiler versions: compare with
+    /// [`is`](MessageType::is) or [`id`](MessageType::id)).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl PartialEq for MessageType {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for MessageType {}
+
+impl std::hash::Hash for MessageType {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
 
 /// Application hooks estimating what a message sent on behalf of a principal costs and what it
 /// is worth. Both methods have defaults, so an implementation overrides only what it knows.
@@ -25,62 +89,67 @@ use std::time::Duration;
 /// carries it, so it must be [`Isolated`](crate::Isolated) (`#[derive(Isolated)]` on a type of
 /// your own): an estimator holding a `Mutex` or an atomic would be state shared by every
 /// process serving the principal. Estimates that learn belong in a process, or in the group's
-/// [`MessagePredicate`](crate::MessagePredicate), which may share state.
+/// [`MessagePredicate`](crate::admission::MessagePredicate), which may share state.
 ///
 /// ```
-/// use whirl_runtime::{Estimate, Principal};
+/// use whirl::admission::{Estimate, MessageType};
+/// use whirl::{Isolated, Message, Principal};
+///
+/// #[derive(Message)]
+/// struct Search(String);
+/// #[derive(Message)]
+/// struct Read(u64);
 ///
 /// /// Searches cost ten times a plain read and are worth less to us.
+/// #[derive(Isolated)]
 /// struct MailCosts;
-/// // SAFETY: no data at all. (Real code writes `#[derive(whirl::Isolated)]`.)
-/// unsafe impl whirl_runtime::Isolated for MailCosts {}
 ///
 /// impl Estimate for MailCosts {
-///     fn cost(&self, _: &Principal, message_type: &'static str, message_cost: u64) -> u64 {
-///         if message_type.ends_with("Search") { message_cost * 10 } else { message_cost }
+///     fn cost(&self, _: &Principal, message: MessageType, message_cost: u64) -> u64 {
+///         if message.is::<Search>() { message_cost * 10 } else { message_cost }
 ///     }
-///     fn utility(&self, principal: &Principal, message_type: &'static str) -> f64 {
+///     fn utility(&self, principal: &Principal, message: MessageType) -> f64 {
 ///         let base = principal.utility();
-///         if message_type.ends_with("Search") { base / 2.0 } else { base }
+///         if message.is::<Search>() { base / 2.0 } else { base }
 ///     }
 /// }
 ///
-/// let gold = Principal::new(7, 2, 1).with_utility(5.0).with_estimator(MailCosts);
-/// assert_eq!(gold.estimate_cost("mail::Search", 3), 30);
-/// assert_eq!(gold.estimate_utility("mail::Search"), 2.5);
-/// assert_eq!(gold.estimate_utility("mail::Read"), 5.0);
+/// let gold = Principal::builder(7).priority(2).class(1).utility(5.0).estimator(MailCosts).build();
+/// assert_eq!(gold.estimate_cost(MessageType::of::<Search>(), 3), 30);
+/// assert_eq!(gold.estimate_utility(MessageType::of::<Search>()), 2.5);
+/// assert_eq!(gold.estimate_utility(MessageType::of::<Read>()), 5.0);
 /// ```
-pub trait Estimate: crate::isolated::Isolated + Sync {
-    /// The estimated cost of handling a message of type `message_type` for `principal`, given
-    /// the message's own estimate `message_cost` ([`Handles::cost`](crate::Handles::cost)).
+pub trait Estimate: Isolated + Sync {
+    /// The estimated cost of handling a message of type `message` for `principal`, given the
+    /// message's own estimate `message_cost` ([`Handles::cost`](crate::Handles::cost)).
     /// Default: `message_cost`.
-    fn cost(&self, principal: &Principal, message_type: &'static str, message_cost: u64) -> u64 {
-        let _ = (principal, message_type);
+    fn cost(&self, principal: &Principal, message: MessageType, message_cost: u64) -> u64 {
+        let _ = (principal, message);
         message_cost
     }
 
-    /// The estimated utility (value to the service) of handling a message of type
-    /// `message_type` for `principal`. Default: the principal's base
-    /// [`utility`](Principal::utility).
-    fn utility(&self, principal: &Principal, message_type: &'static str) -> f64 {
-        let _ = message_type;
+    /// The estimated utility (value to the service) of handling a message of type `message`
+    /// for `principal`. Default: the principal's base [`utility`](Principal::utility).
+    fn utility(&self, principal: &Principal, message: MessageType) -> f64 {
+        let _ = message;
         principal.utility()
     }
 }
 
 /// A cheaply cloned handle on a principal: an id, a priority, a class, a base utility and
-/// optional cost/utility estimation hooks.
+/// optional cost/utility estimation hooks. Built with [`Principal::builder`].
 ///
 /// ```
-/// use whirl_runtime::Principal;
+/// use whirl::admission::MessageType;
+/// use whirl::Principal;
 ///
-/// let session = Principal::new(42, 3, 1).with_utility(2.0);
+/// let session = Principal::builder(42).priority(3).class(1).utility(2.0).build();
 /// let same = session.clone();
 /// assert!(same.same_as(&session));
 /// assert_eq!((session.id(), session.priority(), session.class()), (42, 3, 1));
 /// // Without an estimator, a message's cost is its own estimate.
-/// assert_eq!(session.estimate_cost("Any", 9), 9);
-/// assert_eq!(session.estimate_utility("Any"), 2.0);
+/// assert_eq!(session.estimate_cost(MessageType::of::<u8>(), 9), 9);
+/// assert_eq!(session.estimate_utility(MessageType::of::<u8>()), 2.0);
 /// ```
 #[derive(Clone)]
 pub struct Principal {
@@ -99,58 +168,85 @@ struct PrincipalInner {
     handling_nanos: AtomicU64,
 }
 
-impl Principal {
-    /// A principal with the given id, priority (higher is more important) and class, a base
-    /// utility of 1.0 and no estimator.
-    pub fn new(id: u64, priority: u8, class: u16) -> Self {
+/// Builds a [`Principal`]: `Principal::builder(id)`, then the parameters that differ from the
+/// defaults (priority 0, class 0, utility 1.0, no estimator), then [`build`](Self::build).
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct PrincipalBuilder {
+    id: u64,
+    priority: u8,
+    class: u16,
+    utility: f64,
+    estimator: Option<Arc<dyn Estimate>>,
+}
+
+impl PrincipalBuilder {
+    /// Its priority: higher is more important (default 0).
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Its class, for class-based schedulers and predicates (default 0).
+    pub fn class(mut self, class: u16) -> Self {
+        self.class = class;
+        self
+    }
+
+    /// Its base utility, the value of its work to the service (default 1.0). Non-finite or
+    /// negative values count as 0.
+    pub fn utility(mut self, utility: f64) -> Self {
+        self.utility = if utility.is_finite() && utility > 0.0 {
+            utility
+        } else {
+            0.0
+        };
+        self
+    }
+
+    /// Hooks estimating the cost and utility of each message sent on its behalf.
+    pub fn estimator(mut self, estimator: impl Estimate) -> Self {
+        self.estimator = Some(Arc::new(estimator));
+        self
+    }
+
+    /// The principal.
+    pub fn build(self) -> Principal {
         Principal {
             inner: Arc::new(PrincipalInner {
-                id,
-                priority,
-                class,
-                utility: 1.0,
-                estimator: None,
+                id: self.id,
+                priority: self.priority,
+                class: self.class,
+                utility: self.utility,
+                estimator: self.estimator,
                 handled: AtomicU64::new(0),
                 handling_nanos: AtomicU64::new(0),
             }),
         }
     }
+}
 
-    /// This principal with base utility `utility` (a new principal: handles cloned earlier
-    /// keep the old value and are not [`same_as`](Principal::same_as) the result). Call it
-    /// when creating the principal. Non-finite or negative values count as 0.
-    pub fn with_utility(self, utility: f64) -> Self {
-        let utility = if utility.is_finite() && utility > 0.0 {
-            utility
-        } else {
-            0.0
-        };
-        self.rebuild(|inner| inner.utility = utility)
+impl fmt::Debug for PrincipalBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrincipalBuilder")
+            .field("id", &self.id)
+            .field("priority", &self.priority)
+            .field("class", &self.class)
+            .field("utility", &self.utility)
+            .field("estimator", &self.estimator.is_some())
+            .finish()
     }
+}
 
-    /// This principal with `estimator` as its cost/utility hooks (a new principal, as for
-    /// [`with_utility`](Principal::with_utility)).
-    pub fn with_estimator(self, estimator: impl Estimate) -> Self {
-        let estimator: Arc<dyn Estimate> = Arc::new(estimator);
-        self.rebuild(|inner| inner.estimator = Some(estimator))
-    }
-
-    fn rebuild(self, change: impl FnOnce(&mut PrincipalInner)) -> Self {
-        let mut inner = match Arc::try_unwrap(self.inner) {
-            Ok(inner) => inner,
-            Err(shared) => PrincipalInner {
-                id: shared.id,
-                priority: shared.priority,
-                class: shared.class,
-                utility: shared.utility,
-                estimator: shared.estimator.clone(),
-                handled: AtomicU64::new(0),
-                handling_nanos: AtomicU64::new(0),
-            },
-        };
-        change(&mut inner);
-        Principal {
-            inner: Arc::new(inner),
+impl Principal {
+    /// Starts building the principal the application knows as `id` (a session number, a
+    /// connection number...).
+    pub fn builder(id: u64) -> PrincipalBuilder {
+        PrincipalBuilder {
+            id,
+            priority: 0,
+            class: 0,
+            utility: 1.0,
+            estimator: None,
         }
     }
 
@@ -169,25 +265,25 @@ impl Principal {
         self.inner.class
     }
 
-    /// Its base utility (1.0 unless set with [`with_utility`](Principal::with_utility)).
+    /// Its base utility (1.0 unless [set](PrincipalBuilder::utility) otherwise).
     pub fn utility(&self) -> f64 {
         self.inner.utility
     }
 
-    /// The estimated cost of a message of type `message_type` whose own estimate is
+    /// The estimated cost of a message of type `message` whose own estimate is
     /// `message_cost`: the estimator's answer, or `message_cost` without one.
-    pub fn estimate_cost(&self, message_type: &'static str, message_cost: u64) -> u64 {
+    pub fn estimate_cost(&self, message: MessageType, message_cost: u64) -> u64 {
         match &self.inner.estimator {
-            Some(e) => e.cost(self, message_type, message_cost),
+            Some(e) => e.cost(self, message, message_cost),
             None => message_cost,
         }
     }
 
-    /// The estimated utility of a message of type `message_type`: the estimator's answer, or
-    /// the base [`utility`](Principal::utility) without one.
-    pub fn estimate_utility(&self, message_type: &'static str) -> f64 {
+    /// The estimated utility of a message of type `message`: the estimator's answer, or the
+    /// base [`utility`](Principal::utility) without one.
+    pub fn estimate_utility(&self, message: MessageType) -> f64 {
         match &self.inner.estimator {
-            Some(e) => e.utility(self, message_type),
+            Some(e) => e.utility(self, message),
             None => self.inner.utility,
         }
     }
@@ -232,42 +328,57 @@ impl fmt::Debug for Principal {
     }
 }
 
+// SAFETY: a `Principal` is an `Arc` shared on purpose so schedulers can classify work
+// consistently: its identity, priority, utility and estimator are immutable (the estimator is
+// `Isolated`, see `Estimate`), and its two counters (handled, handling time) are written only by
+// the runtime's workers, never by a process, which can only read them, like any statistic
+// (invariant I8).
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for Principal {}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
     struct Double;
-    // SAFETY: no data at all.
-    unsafe impl crate::isolated::Isolated for Double {}
+    // SAFETY: no data at all. (I8)
+    unsafe impl Isolated for Double {}
 
     impl Estimate for Double {
-        fn cost(&self, _: &Principal, _: &'static str, message_cost: u64) -> u64 {
+        fn cost(&self, _: &Principal, _: MessageType, message_cost: u64) -> u64 {
             message_cost * 2
         }
     }
 
+    fn t() -> MessageType {
+        MessageType::of::<u32>()
+    }
+
     #[test]
     fn defaults_without_estimator() {
-        let p = Principal::new(1, 2, 3);
+        let p = Principal::builder(1).priority(2).class(3).build();
         assert_eq!(p.utility(), 1.0);
-        assert_eq!(p.estimate_cost("T", 5), 5);
-        assert_eq!(p.estimate_utility("T"), 1.0);
+        assert_eq!(p.estimate_cost(t(), 5), 5);
+        assert_eq!(p.estimate_utility(t()), 1.0);
     }
 
     #[test]
     fn estimator_overrides_only_what_it_defines() {
-        let p = Principal::new(1, 2, 3)
-            .with_utility(4.0)
-            .with_estimator(Double);
-        assert_eq!(p.estimate_cost("T", 5), 10);
+        let p = Principal::builder(1)
+            .priority(2)
+            .class(3)
+            .utility(4.0)
+            .estimator(Double)
+            .build();
+        assert_eq!(p.estimate_cost(t(), 5), 10);
         // `utility` not overridden: the base utility.
-        assert_eq!(p.estimate_utility("T"), 4.0);
+        assert_eq!(p.estimate_utility(t()), 4.0);
         assert_eq!((p.id(), p.priority(), p.class()), (1, 2, 3));
     }
 
     #[test]
     fn accounting_is_shared_by_all_handles() {
-        let p = Principal::new(1, 0, 0);
+        let p = Principal::builder(1).build();
         let q = p.clone();
         p.record_handled(1, Duration::from_millis(2));
         q.record_handled(1, Duration::from_millis(3));
@@ -276,13 +387,18 @@ mod tests {
     }
 
     #[test]
-    fn with_utility_on_a_shared_handle_leaves_the_other_alone() {
-        let a = Principal::new(1, 0, 0);
-        let b = a.clone().with_utility(3.0);
-        assert_eq!(a.utility(), 1.0);
-        assert_eq!(b.utility(), 3.0);
-        assert!(!a.same_as(&b));
-        let c = Principal::new(2, 0, 0).with_utility(f64::NAN);
-        assert_eq!(c.utility(), 0.0);
+    fn utility_is_clamped() {
+        assert_eq!(
+            Principal::builder(2).utility(f64::NAN).build().utility(),
+            0.0
+        );
+        assert_eq!(Principal::builder(2).utility(-1.0).build().utility(), 0.0);
+    }
+
+    #[test]
+    fn message_types_compare_by_type_id() {
+        struct A;
+        assert_eq!(MessageType::of::<A>(), MessageType::of::<A>());
+        assert_ne!(MessageType::of::<A>(), MessageType::of::<u32>());
     }
 }

@@ -11,7 +11,11 @@ use whirl_runtime::Runtime;
 #[test]
 fn a_blocked_group_does_not_stall_other_groups() {
     let rt = Runtime::builder().threads(1).build();
-    let blocking = rt.group("blocking").threads(1).build();
+    let blocking = rt
+        .group("blocking")
+        .threads(1)
+        .build()
+        .expect("build group");
     let (tx, _events) = common::events();
 
     // Block the blocking group's only worker.

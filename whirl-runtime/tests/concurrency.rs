@@ -11,13 +11,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use whirl_runtime::controller::{
+use whirl_runtime::admission::QueueLength;
+use whirl_runtime::control::{
     AdaptiveConcurrency, Adjustment, ConcurrencyController, ControllerState, GroupSample,
     SedaBatching, SedaThreadPool,
 };
 use whirl_runtime::{
-    Addr, Ctx, Failure, Group, Handles, Isolated, Message, PostError, Process, QueueLength,
-    ReplyTo, Runtime, SharedClient,
+    Addr, Ctx, Failure, Group, Handles, Isolated, Message, PostError, Process, ReplyTo, Runtime,
+    SharedClient,
 };
 
 use common::{assert_isolated, flag, wait_until, Gate};
@@ -119,7 +120,7 @@ impl Handles<Again> for Busy {
 /// A ping answered within the hang guard: the fast group is alive.
 #[track_caller]
 fn ping(echo: &Addr<Echo>, n: u64) {
-    let answer = echo.call_timeout(common::HANG_GUARD, |reply| Ping(reply, n));
+    let answer = echo.call_timeout(|reply| Ping(reply, n), common::HANG_GUARD);
     assert_eq!(
         answer.ok(),
         Some(n),
@@ -132,7 +133,7 @@ const MESSAGES_EACH: u64 = 20;
 /// Floods `blocking` with sleeping handlers while pinging `fast`; waits until the blocking
 /// group reaches its maximum of 4 threads, then until it drains and shrinks below 4.
 fn grows_under_blocking_load_and_shrinks(rt: &Runtime, blocking: &Group) {
-    let fast = rt.group("fast").threads(1).build();
+    let fast = rt.group("fast").threads(1).build().expect("build group");
     let echo = rt.spawn_in(&fast, Echo);
     assert_eq!(
         blocking.threads(),
@@ -181,7 +182,8 @@ fn a_blocking_group_grows_and_does_not_stall_others() {
         .group("blocking")
         .threads(1..=4)
         .controller(AdaptiveConcurrency::default().period(Duration::from_millis(20)))
-        .build();
+        .build()
+        .expect("build group");
     grows_under_blocking_load_and_shrinks(&rt, &blocking);
     // The adaptive controller keeps shrinking an idle group, one thread per period.
     wait_until("the idle blocking group to shrink back to 1 thread", || {
@@ -202,7 +204,12 @@ fn seda_pool_grows_with_a_backlog() {
         // Throughput over 20 ms periods of 50 ms handlers is noise; this test is about the
         // queue threshold and idle removal.
         .thrashing_detection(false);
-    let blocking = rt.group("blocking").threads(1..=4).controller(pool).build();
+    let blocking = rt
+        .group("blocking")
+        .threads(1..=4)
+        .controller(pool)
+        .build()
+        .expect("build group");
     grows_under_blocking_load_and_shrinks(&rt, &blocking);
     wait_until("the idle blocking group to shrink back to 1 thread", || {
         blocking.threads() == 1
@@ -221,7 +228,8 @@ fn admission_waits_for_the_pool_to_reach_its_maximum() {
         .threads(1..=2)
         .controller(AdaptiveConcurrency::default().period(Duration::from_secs(3600)))
         .predicate(QueueLength::max(0))
-        .build();
+        .build()
+        .expect("build group");
     assert!(!growable.stats().admission_active);
     let p = rt.spawn_in(&growable, Blocking);
     for _ in 0..3 {
@@ -237,7 +245,8 @@ fn admission_waits_for_the_pool_to_reach_its_maximum() {
         .group("fixed")
         .threads(1)
         .predicate(QueueLength::max(0))
-        .build();
+        .build()
+        .expect("build group");
     assert!(fixed.stats().admission_active);
     let q = rt.spawn_in(&fixed, Blocking);
     match q.post(Block::Sleep(Duration::ZERO)) {
@@ -259,7 +268,8 @@ fn admission_waits_for_the_pool_to_reach_its_maximum() {
                 .queue_length_threshold(0),
         )
         .predicate(QueueLength::max(0))
-        .build();
+        .build()
+        .expect("build group");
     assert!(!growing.stats().admission_active);
     let gate = Gate::new();
     let held: Vec<_> = (0..3).map(|_| rt.spawn_in(&growing, Blocking)).collect();
@@ -312,10 +322,7 @@ impl ConcurrencyController for Panicky {
     }
 
     fn describe(&self) -> ControllerState {
-        ControllerState {
-            name: "panicky",
-            detail: String::new(),
-        }
+        ControllerState::new("panicky", String::new())
     }
 }
 
@@ -333,7 +340,8 @@ fn a_panicking_controller_is_removed() {
             calls: Arc::clone(&calls),
         })
         .controller(SedaBatching::new().period(Duration::from_secs(3600)))
-        .build();
+        .build()
+        .expect("build group");
     let names =
         |g: &Group| -> Vec<&'static str> { g.stats().controllers.iter().map(|c| c.name).collect() };
     wait_until("the controller to be consulted", || calls.load(SeqCst) >= 1);
@@ -365,7 +373,8 @@ fn batching_controller_changes_the_budget() {
         .group("batched")
         .threads(1)
         .controller(SedaBatching::new().period(Duration::from_millis(20)))
-        .build();
+        .build()
+        .expect("build group");
     let initial = group.budget();
     assert_eq!(initial, whirl_runtime::DEFAULT_BUDGET);
     let stop = Arc::new(AtomicBool::new(false));

@@ -1,4 +1,4 @@
-//! Invariant 3 for terminated receivers: messages left in the inbox of a process that
+//! Invariant I3 for terminated receivers: messages left in the inbox of a process that
 //! terminates reach the dead-letter sink with the reason and the message itself; later posts
 //! come back to the sender as `PostError::Terminated(msg)`. Nothing is lost, even when posts
 //! race with the termination.
@@ -165,8 +165,8 @@ fn work_items(letters: Vec<DeadLetter>, to: ProcessId, reason: &ExitReason) -> V
                 "{}",
                 letter.type_name()
             );
-            assert!(letter.message().downcast_ref::<Msg>().is_some());
-            match *letter.into_message().downcast::<Msg>().expect("a Msg") {
+            assert!(letter.downcast_ref::<Msg>().is_some());
+            match letter.downcast::<Msg>().expect("a Msg") {
                 Msg::Work(n) => n,
                 other => panic!("unexpected dead letter {other:?}"),
             }
@@ -309,7 +309,7 @@ fn posts_racing_with_termination_are_handled_dead_lettered_or_returned_never_los
                             match p.post(Item(n)) {
                                 Ok(()) => accepted.push(n),
                                 Err(PostError::Terminated(Item(m))) => returned.push(m),
-                                Err(PostError::Rejected(_)) => panic!("no predicate here"),
+                                Err(other) => panic!("no predicate here: {other}"),
                             }
                         }
                         (accepted, returned)
@@ -367,7 +367,7 @@ fn posts_racing_with_termination_are_handled_dead_lettered_or_returned_never_los
 #[test]
 fn a_panicking_dead_letter_sink_does_not_kill_the_worker() {
     // The sink is user code running on a worker, like a handler: a panic in it must not take
-    // the worker down (invariant 4's "workers survive").
+    // the worker down (invariant I4's "workers survive").
     common::quiet_expected_panics();
     let rt = whirl_runtime::Runtime::builder()
         .threads(1)

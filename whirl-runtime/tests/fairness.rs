@@ -204,7 +204,8 @@ fn a_group_budget_applies_to_its_processes() {
         .threads(1)
         .budget(2)
         .lifo_slot(false)
-        .build();
+        .build()
+        .expect("build group");
     assert_eq!(g.budget(), 2);
     let order = handling_order(&rt, &g, 6, From::Inside);
     // Without a LIFO slot the order is plain FIFO: `a` was woken first.

@@ -157,7 +157,8 @@ fn fifo_holds_without_the_lifo_slot_in_a_custom_group() {
         .threads(2)
         .budget(7)
         .lifo_slot(false)
-        .build();
+        .build()
+        .expect("build group");
     let recorders: Vec<_> = (0..3)
         .map(|_| rt.spawn_in(&group, Recorder::default()))
         .collect();
@@ -302,7 +303,7 @@ impl whirl_runtime::Handles<Forward> for Relay {
 fn causally_related_messages_arrive_in_causal_order() {
     let rt = Runtime::builder().threads(2).build();
     // The relay and the recorder live in another group so that they run on other threads.
-    let other = rt.group("other").threads(2).build();
+    let other = rt.group("other").threads(2).build().expect("build group");
     let recorder = rt.spawn_in(
         &other,
         Recorder {

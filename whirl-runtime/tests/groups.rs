@@ -5,7 +5,8 @@
 mod common;
 
 use common::{events, run, Plain};
-use whirl_runtime::{Addr, Offer, PostError, Principal, Runtime};
+use whirl_runtime::admission::Offer;
+use whirl_runtime::{Addr, PostError, Principal, Runtime};
 
 /// Where a process runs and whom it serves, as seen from inside its handler.
 #[derive(Debug)]
@@ -38,11 +39,21 @@ fn groups_are_configured_as_built() {
     assert_eq!(default.name(), "default");
     assert_eq!(default.threads(), 2);
     assert_eq!(default.budget(), 9);
-    let web = rt.group("web").threads(3).budget(5).build();
+    let web = rt
+        .group("web")
+        .threads(3)
+        .budget(5)
+        .build()
+        .expect("build group");
     assert_eq!(web.name(), "web");
     assert_eq!(web.threads(), 3);
     assert_eq!(web.budget(), 5);
-    let tiny = rt.group("tiny").threads(0).budget(0).build();
+    let tiny = rt
+        .group("tiny")
+        .threads(0)
+        .budget(0)
+        .build()
+        .expect("build group");
     assert_eq!(
         (tiny.threads(), tiny.budget()),
         (1, 1),
@@ -54,7 +65,7 @@ fn groups_are_configured_as_built() {
 #[test]
 fn a_process_runs_on_its_own_groups_workers() {
     let rt = Runtime::builder().threads(2).build();
-    let web = rt.group("web").threads(2).build();
+    let web = rt.group("web").threads(2).build().expect("build group");
     let (tx, _ev) = events();
     let in_default = rt.spawn(Plain::new("d", &tx));
     let in_web = rt.spawn_in(&web, Plain::new("w", &tx));
@@ -73,10 +84,10 @@ fn a_process_runs_on_its_own_groups_workers() {
 #[test]
 fn a_spawned_child_inherits_group_and_principal() {
     let rt = Runtime::builder().threads(2).build();
-    let web = rt.group("web").threads(1).build();
-    let db = rt.group("db").threads(1).build();
+    let web = rt.group("web").threads(1).build().expect("build group");
+    let db = rt.group("db").threads(1).build().expect("build group");
     let (tx, _ev) = events();
-    let session = Principal::new(42, 7, 3);
+    let session = Principal::builder(42).priority(7).class(3).build();
     let parent = rt.spawn_for(&web, session.clone(), Plain::new("parent", &tx));
     let p = placement(&parent);
     assert_eq!(p.group, "web");
@@ -111,7 +122,7 @@ fn a_spawned_child_inherits_group_and_principal() {
     assert_serves(&q, &session);
 
     // `spawn_for`: a principal of its own.
-    let admin = Principal::new(1, 255, 0);
+    let admin = Principal::builder(1).priority(255).build();
     let (tx2, admin2, db2) = (tx.clone(), admin.clone(), db.clone());
     let audit = run(&parent, move |_, ctx| {
         ctx.spawn_for(&db2, admin2, Plain::new("audit", &tx2))
@@ -137,11 +148,11 @@ fn a_spawned_child_inherits_group_and_principal() {
 
 #[test]
 fn principals_carry_their_attributes() {
-    let p = Principal::new(42, 7, 3);
+    let p = Principal::builder(42).priority(7).class(3).build();
     assert_eq!((p.id(), p.priority(), p.class()), (42, 7, 3));
     assert!(p.same_as(&p.clone()));
     assert!(
-        !p.same_as(&Principal::new(42, 7, 3)),
+        !p.same_as(&Principal::builder(42).priority(7).class(3).build()),
         "identity, not equal fields"
     );
 }
@@ -154,10 +165,19 @@ fn a_predicate_sees_the_destinations_principal() {
         .group("shedding")
         .threads(1)
         .predicate(|offer: &Offer<'_>| offer.principal().is_some_and(|p| p.priority() >= 5))
-        .build();
+        .build()
+        .expect("build group");
     let (tx, _ev) = events();
-    let vip = rt.spawn_for(&shedding, Principal::new(1, 9, 0), Plain::new("vip", &tx));
-    let guest = rt.spawn_for(&shedding, Principal::new(2, 1, 0), Plain::new("guest", &tx));
+    let vip = rt.spawn_for(
+        &shedding,
+        Principal::builder(1).priority(9).build(),
+        Plain::new("vip", &tx),
+    );
+    let guest = rt.spawn_for(
+        &shedding,
+        Principal::builder(2).priority(1).build(),
+        Plain::new("guest", &tx),
+    );
     let anonymous = rt.spawn_in(&shedding, Plain::new("anonymous", &tx));
     assert_eq!(run(&vip, |n, _| n.name), "vip");
     for p in [&guest, &anonymous] {

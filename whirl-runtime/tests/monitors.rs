@@ -8,7 +8,8 @@ mod common;
 use common::{
     events, failure, link, make_complete, make_fail, monitor, post_job, run, Event, Plain, System,
 };
-use whirl_runtime::{Down, ExitReason, Failure, FailureKind, Offer, Runtime};
+use whirl_runtime::admission::Offer;
+use whirl_runtime::{Down, ExitReason, Failure, FailureKind, Runtime};
 
 fn runtime() -> Runtime {
     common::quiet_expected_panics();
@@ -33,13 +34,7 @@ fn a_system_monitor_gets_down_for_a_normal_exit() {
     let w = rt.spawn(Plain::new("w", &tx));
     monitor(&sup, &w);
     make_complete(&w);
-    assert_eq!(
-        ev.down("sup"),
-        Down {
-            id: w.id(),
-            reason: ExitReason::Normal
-        }
-    );
+    assert_eq!(ev.down("sup"), Down::new(w.id(), ExitReason::Normal));
     rt.block_until_idle();
     assert!(!sup.is_terminated());
     rt.shutdown_graceful();
@@ -95,13 +90,15 @@ fn a_system_monitor_hears_every_one_of_many_processes() {
     let mut expected: Vec<Down> = workers
         .iter()
         .enumerate()
-        .map(|(i, w)| Down {
-            id: w.id(),
-            reason: if i % 2 == 0 {
-                ExitReason::Normal
-            } else {
-                ExitReason::Failed(Failure::new("odd"))
-            },
+        .map(|(i, w)| {
+            Down::new(
+                w.id(),
+                if i % 2 == 0 {
+                    ExitReason::Normal
+                } else {
+                    ExitReason::Failed(Failure::new("odd"))
+                },
+            )
         })
         .collect();
     expected.sort_by_key(|d| d.id);
@@ -149,7 +146,8 @@ fn a_system_monitor_in_a_group_that_rejects_everything_still_gets_notices() {
         .group("closed")
         .threads(1)
         .predicate(|_: &Offer<'_>| false)
-        .build();
+        .build()
+        .expect("build group");
     let (tx, mut ev) = events();
     let w = rt.spawn(Plain::new("w", &tx));
     let sup = rt.spawn_in(&closed, System::new("sup", &tx));
@@ -297,18 +295,12 @@ fn monitoring_a_terminated_process_delivers_the_notice_at_once() {
     monitor(&sup, &completed);
     assert_eq!(
         ev.down("sup"),
-        Down {
-            id: completed.id(),
-            reason: ExitReason::Normal
-        }
+        Down::new(completed.id(), ExitReason::Normal)
     );
     monitor(&sup, &failed);
     assert_eq!(
         ev.down("sup"),
-        Down {
-            id: failed.id(),
-            reason: ExitReason::Failed(Failure::new("gone"))
-        }
+        Down::new(failed.id(), ExitReason::Failed(Failure::new("gone")))
     );
 
     // A non-system monitor: fails at once on the failed one...
@@ -465,7 +457,7 @@ fn a_failure_in_the_middle_of_a_chain_takes_both_ends() {
 #[test]
 fn monitors_work_across_groups() {
     let rt = runtime();
-    let far = rt.group("far").threads(1).build();
+    let far = rt.group("far").threads(1).build().expect("build group");
     let (tx, mut ev) = events();
     let sup = rt.spawn_in(&far, System::new("sup", &tx));
     let w = rt.spawn(Plain::new("w", &tx));
@@ -484,7 +476,7 @@ fn monitors_registered_while_targets_terminate_each_get_exactly_one_notice() {
     // (from the terminating process, or at once to a late monitor).
     const TARGETS: usize = 200;
     let rt = runtime();
-    let sups_group = rt.group("sups").threads(2).build();
+    let sups_group = rt.group("sups").threads(2).build().expect("build group");
     let (tx, mut ev) = events();
     let names = ["s0", "s1", "s2"];
     let sups: Vec<_> = names

@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream as StdStream};
+use std::net::{SocketAddr, TcpStream, TcpStream as StdStream};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,6 @@ use common::{assert_isolated, to_test, ToTest};
 
 use whirl_runtime::net::{
     Accept, AcceptError, Acceptor, SocketConnection, SocketEvent, SocketLimits, SocketMsg,
-    TcpStream,
 };
 use whirl_runtime::{Addr, Ctx, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime};
 
@@ -94,7 +93,7 @@ impl Accept for ServeProbes {
             stream,
             ctx.net()?,
             self.limits,
-        ));
+        )?);
         ctx.spawn(Probe {
             socket,
             events: self.events.clone(),
@@ -159,10 +158,8 @@ fn data_then_eof_then_closed_on_request() {
 #[test]
 fn a_peer_that_never_reads_is_dropped_with_memory_bounded() {
     let rt = Runtime::new();
-    let limits = SocketLimits {
-        close_above: 1024 * 1024,
-        ..SocketLimits::default()
-    };
+    let mut limits = SocketLimits::default();
+    limits.close_above = 1024 * 1024;
     // Far more than the kernel buffers and the limit together can hold.
     let (addr, rx) = serve(&rt, limits, vec![b'x'; 64 * 1024 * 1024]);
     let _client = StdStream::connect(addr).unwrap();
@@ -305,7 +302,7 @@ fn every_connection_is_accepted_even_when_clients_leave_at_once() {
 #[test]
 fn a_plain_function_accepts_connections() {
     fn echo(stream: TcpStream, _: SocketAddr, ctx: &mut Ctx<Acceptor>) -> Result<(), AcceptError> {
-        let socket = ctx.spawn(SocketConnection::new(stream, ctx.net()?));
+        let socket = ctx.spawn(SocketConnection::new(stream, ctx.net()?)?);
         ctx.spawn(Echo { socket });
         Ok(())
     }
@@ -344,7 +341,7 @@ unsafe impl Process for Echo {
                 let _ = self.socket.post(SocketMsg::Close);
             }
             SocketEvent::Closed(_) => ctx.complete(),
-            SocketEvent::Drained => {}
+            _ => {}
         }
         Ok(())
     }

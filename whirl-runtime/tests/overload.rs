@@ -10,9 +10,10 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
 
 use common::{assert_isolated, to_test, ToTest};
+use whirl_runtime::admission::PriorityThresholds;
 use whirl_runtime::{
     Addr, Ctx, Failure, Group, GroupBuilder, Handles, Isolated, Message, PostError, Principal,
-    PriorityThresholds, Process, Runtime, SharedClient,
+    Process, Runtime, SharedClient,
 };
 
 const ROUNDS: u64 = 200;
@@ -92,7 +93,9 @@ struct Outcome {
 
 fn flood(admission: impl FnOnce(GroupBuilder) -> GroupBuilder) -> Outcome {
     let rt = Runtime::builder().threads(1).build();
-    let group: Group = admission(rt.group("service").threads(1)).build();
+    let group: Group = admission(rt.group("service").threads(1))
+        .build()
+        .expect("build group");
     let permits = Arc::new(Permits::default());
     let (served_tx, served) = mpsc::channel();
     let spawn = |priority: u8| -> Addr<Service> {
@@ -107,7 +110,9 @@ fn flood(admission: impl FnOnce(GroupBuilder) -> GroupBuilder) -> Outcome {
         };
         rt.spawn_for(
             &group,
-            Principal::new(u64::from(priority), priority, 0),
+            Principal::builder(u64::from(priority))
+                .priority(priority)
+                .build(),
             state,
         )
     };
@@ -125,7 +130,7 @@ fn flood(admission: impl FnOnce(GroupBuilder) -> GroupBuilder) -> Outcome {
                     assert_eq!(r, round, "the rejected request comes back");
                     out.rejected[p] += 1;
                 }
-                Err(PostError::Terminated(_)) => panic!("the services do not terminate"),
+                Err(other) => panic!("the services do not terminate: {other}"),
             }
         }
         out.max_queued = out.max_queued.max(group.counts().queued());

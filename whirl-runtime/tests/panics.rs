@@ -241,7 +241,7 @@ const _: () = {
 // `SharedClient`s with the reason (a counter the test thread reads and a channel to it). The
 // message is a number.
 unsafe impl Process for Lifecycle {
-    type Message = u32;
+    type Message = Num;
 
     fn started(&mut self, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
         match self.start {
@@ -251,7 +251,7 @@ unsafe impl Process for Lifecycle {
         }
     }
 
-    fn handle(&mut self, _msg: u32, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+    fn handle(&mut self, _msg: Num, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
         self.handled.fetch_add(1, SeqCst);
         Ok(())
     }
@@ -265,8 +265,8 @@ unsafe impl Process for Lifecycle {
 }
 
 impl whirl_runtime::Handles<Num> for Lifecycle {
-    fn into_message(Num(n): Num) -> u32 {
-        n
+    fn into_message(msg: Num) -> Num {
+        msg
     }
 }
 

@@ -110,7 +110,7 @@ fn exit_of<const KIND: u8>(
 #[test]
 fn a_declared_group_is_where_spawn_puts_the_process() {
     let rt = Runtime::builder().threads(1).build();
-    let db = rt.group("db").threads(1).build();
+    let db = rt.group("db").threads(1).build().expect("build group");
     assert_eq!(
         rt.group_named("db").map(|g| g.name().to_owned()),
         Some("db".into())
@@ -155,9 +155,19 @@ fn a_missing_declared_group_fails_the_process_at_once_and_says_so() {
 #[test]
 fn shared_state_is_confined_to_the_declaring_group() {
     let rt = Runtime::builder().threads(1).build();
-    let plain = rt.group("plain").threads(1).build();
-    let other = rt.group("other").threads(1).shares_state("test").build();
-    let db = rt.group("db").threads(1).shares_state("test").build();
+    let plain = rt.group("plain").threads(1).build().expect("build group");
+    let other = rt
+        .group("other")
+        .threads(1)
+        .shares_state("test")
+        .build()
+        .expect("build group");
+    let db = rt
+        .group("db")
+        .threads(1)
+        .shares_state("test")
+        .build()
+        .expect("build group");
     assert_eq!(plain.shared_state_reason(), None);
     assert_eq!(db.shared_state_reason(), Some("test"));
 
@@ -187,7 +197,7 @@ fn shared_state_is_confined_to_the_declaring_group() {
 #[test]
 fn try_spawn_refuses_with_a_typed_error_and_hands_the_state_back() {
     let rt = Runtime::builder().threads(1).build();
-    let plain = rt.group("plain").threads(1).build();
+    let plain = rt.group("plain").threads(1).build().expect("build group");
     let before = rt.counts();
 
     // A declared group that does not exist.
@@ -208,7 +218,12 @@ fn try_spawn_refuses_with_a_typed_error_and_hands_the_state_back() {
     ));
 
     // The state comes back untouched and can be spawned where it belongs.
-    let db = rt.group("db").threads(1).shares_state("test").build();
+    let db = rt
+        .group("db")
+        .threads(1)
+        .shares_state("test")
+        .build()
+        .expect("build group");
     let placed = rt
         .try_spawn_in(&db, error.into_state())
         .expect("its own group");

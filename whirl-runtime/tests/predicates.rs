@@ -13,11 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{assert_isolated, counter, Gate};
+use whirl_runtime::admission::{
+    ClassResponseTime, Completion, ControllerParams, CostBudget, MessagePredicate, Offer,
+    PredicateExt, PriorityThresholds, QueueLength, ResponseTime, TokenBucket, UtilityPerCost,
+};
+use whirl_runtime::time::ManualClock;
 use whirl_runtime::{
-    Addr, ClassResponseTime, Completion, ControllerParams, CostBudget, Ctx, Failure, Group,
-    Handles, Isolated, ManualClock, Message, MessagePredicate, Offer, PostError, PredicateExt,
-    Principal, PriorityThresholds, Process, QueueLength, ResponseTime, Runtime, SharedClient,
-    TokenBucket, UtilityPerCost,
+    Addr, Ctx, Failure, Group, Handles, Isolated, Message, PostError, Principal, Process, Runtime,
+    SharedClient,
 };
 
 /// A unit of work with an id (to check the right message comes back) and a cost.
@@ -87,7 +90,12 @@ impl Handles<Job> for Worker {
 /// A runtime with one single-threaded group guarded by `predicate`.
 fn setup(predicate: impl MessagePredicate) -> (Runtime, Group, Arc<AtomicU64>) {
     let rt = Runtime::builder().threads(1).build();
-    let group = rt.group("guarded").threads(1).predicate(predicate).build();
+    let group = rt
+        .group("guarded")
+        .threads(1)
+        .predicate(predicate)
+        .build()
+        .expect("build group");
     (rt, group, Arc::new(AtomicU64::new(0)))
 }
 
@@ -114,7 +122,7 @@ fn post_jobs(to: &Addr<Worker>, first: u64, n: u64, cost: u64) -> u64 {
         match to.post(Job { id, cost }) {
             Ok(()) => admitted += 1,
             Err(PostError::Rejected(job)) => assert_eq!(job, Job { id, cost }),
-            Err(PostError::Terminated(_)) => panic!("the worker is alive"),
+            Err(other) => panic!("the worker is alive: {other}"),
         }
     }
     admitted
@@ -144,8 +152,13 @@ fn finish(rt: Runtime, group: &Group, handled: &AtomicU64, jobs_admitted: u64, r
 #[test]
 fn per_priority_thresholds_admit_higher_priorities_longer() {
     let (rt, group, handled) = setup(PriorityThresholds::new(5).at_least(1, 10));
-    let low = spawn(&rt, &group, &handled, Some(Principal::new(1, 0, 0)));
-    let high = spawn(&rt, &group, &handled, Some(Principal::new(2, 3, 0)));
+    let low = spawn(&rt, &group, &handled, Some(Principal::builder(1).build()));
+    let high = spawn(
+        &rt,
+        &group,
+        &handled,
+        Some(Principal::builder(2).priority(3).build()),
+    );
     rt.block_until_idle();
     let gate = hold(&low);
     // 1 queued (the hold): low gets 4 more, then high 5 more, then nobody.
@@ -196,13 +209,13 @@ fn utility_per_cost_sheds_the_least_valuable_work_first() {
         &rt,
         &group,
         &handled,
-        Some(Principal::new(1, 0, 0).with_utility(1.0)),
+        Some(Principal::builder(1).utility(1.0).build()),
     );
     let gold = spawn(
         &rt,
         &group,
         &handled,
-        Some(Principal::new(2, 0, 0).with_utility(8.0)),
+        Some(Principal::builder(2).utility(8.0).build()),
     );
     rt.block_until_idle();
     let gate = hold(&cheap);
@@ -257,8 +270,8 @@ fn class_controller_sheds_the_lower_class_and_keeps_the_higher() {
     params.initial_rate = 10.0;
     let ctl = Arc::new(ClassResponseTime::with_clock(2, params, clock.clone()));
     let (rt, group, handled) = setup(Arc::clone(&ctl).or(|o: &Offer<'_>| o.cost() == 0));
-    let gold_p = Principal::new(1, 0, 1);
-    let bronze = spawn(&rt, &group, &handled, Some(Principal::new(2, 0, 0)));
+    let gold_p = Principal::builder(1).class(1).build();
+    let bronze = spawn(&rt, &group, &handled, Some(Principal::builder(2).build()));
     let gold = spawn(&rt, &group, &handled, Some(gold_p.clone()));
     // Gold misses its target: bronze is cut to 1/s, then (judged on gold's work admitted
     // after that cut took effect) to 0.1/s.
@@ -350,7 +363,7 @@ impl Plant {
                 predicate.observe(&Completion::handled(None, 1, Duration::from_millis(rt)));
             }
             for _ in 0..self.offered_per_ms {
-                let mut counts = whirl_runtime::MessageCounts::default();
+                let mut counts = whirl_runtime::control::MessageCounts::default();
                 counts.posted = self.queue.len() as u64;
                 if predicate.admit(&Offer::detached::<Job>(None, 1, counts)) {
                     self.queue.push_back(self.now_ms);

@@ -7,9 +7,10 @@ use std::collections::HashSet;
 use std::thread;
 
 use whirl_runtime::{
-    Addr, Ctx, Failure, Handles, Isolated, Message, Offer, PostError, Process, Recipient, ReplyTo,
-    Runtime,
+    Addr, Ctx, Failure, Handles, Isolated, Message, PostError, Process, Recipient, ReplyTo, Runtime,
 };
+
+use whirl_runtime::admission::Offer;
 
 #[derive(Debug, PartialEq)]
 struct Note(String);
@@ -204,7 +205,8 @@ fn a_recipient_returns_the_message_when_the_group_rejects_it() {
         .group("closed")
         .threads(1)
         .predicate(|_: &Offer<'_>| false)
-        .build();
+        .build()
+        .expect("build group");
     let j = rt.spawn_in(&closed, Journal { notes: Vec::new() });
     let r: Recipient<Note> = j.clone().into();
     assert_eq!(

@@ -13,8 +13,9 @@ use std::thread::{self, Thread};
 use std::time::Duration;
 
 use common::{assert_isolated, to_test, Gate, ToTest};
+use whirl_runtime::admission::Offer;
 use whirl_runtime::{
-    Addr, CallError, Ctx, Failure, Isolated, Message, Offer, PostError, Process, ReplyTo, Runtime,
+    Addr, CallError, Ctx, Failure, Isolated, Message, PostError, Process, ReplyTo, Runtime,
     SharedClient,
 };
 
@@ -85,7 +86,7 @@ unsafe impl Process for Server {
                 let me = ctx.myself();
                 let _ = reply.send(vec![
                     describe(peer.call(|r| Req::Double(1, r))),
-                    describe(peer.call_timeout(common::HANG_GUARD, |r| Req::Double(2, r))),
+                    describe(peer.call_timeout(|r| Req::Double(2, r), common::HANG_GUARD)),
                     describe(me.call(|r| Req::Double(3, r))),
                 ]);
             }
@@ -130,7 +131,7 @@ fn call_from_outside_returns_the_answer() {
     let server = rt.spawn(Server::default());
     assert_eq!(answer(server.call(|r| Req::Double(21, r))), 42);
     assert_eq!(
-        answer(server.call_timeout(common::HANG_GUARD, |r| Req::Double(5, r))),
+        answer(server.call_timeout(|r| Req::Double(5, r), common::HANG_GUARD)),
         10
     );
     rt.shutdown_graceful();
@@ -162,7 +163,7 @@ fn call_reports_no_reply_when_the_reply_handle_is_dropped() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
     assert_no_reply(server.call(Req::Ignore));
-    assert_no_reply(server.call_timeout(common::HANG_GUARD, Req::Ignore));
+    assert_no_reply(server.call_timeout(Req::Ignore, common::HANG_GUARD));
     // The server is fine.
     assert_eq!(answer(server.call(|r| Req::Double(1, r))), 2);
     rt.shutdown_graceful();
@@ -188,7 +189,7 @@ fn call_to_a_terminated_process_returns_the_request() {
         Err(CallError::Post(PostError::Terminated(Req::Double(7, _)))) => {}
         other => panic!("{other:?}"),
     }
-    match server.call_timeout(common::HANG_GUARD, |r| Req::Double(8, r)) {
+    match server.call_timeout(|r| Req::Double(8, r), common::HANG_GUARD) {
         Err(CallError::Post(PostError::Terminated(Req::Double(8, _)))) => {}
         other => panic!("{other:?}"),
     }
@@ -202,7 +203,8 @@ fn call_rejected_by_the_group_predicate_returns_the_request() {
         .group("closed")
         .threads(1)
         .predicate(|_: &Offer<'_>| false)
-        .build();
+        .build()
+        .expect("build group");
     let server = rt.spawn_in(&closed, Server::default());
     match server.call(|r| Req::Double(7, r)) {
         Err(CallError::Post(PostError::Rejected(Req::Double(7, _)))) => {}
@@ -215,7 +217,7 @@ fn call_rejected_by_the_group_predicate_returns_the_request() {
 fn call_timeout_gives_up_when_no_answer_comes() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_timeout(Duration::from_millis(20), Req::Keep));
+    assert_timeout(server.call_timeout(Req::Keep, Duration::from_millis(20)));
     rt.shutdown_graceful();
 }
 
@@ -225,7 +227,7 @@ fn answering_after_the_caller_gave_up_gives_the_value_back() {
     // waiting": after a `call_timeout` timed out, or when the `ask` future was dropped.
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_timeout(Duration::from_millis(20), Req::Keep));
+    assert_timeout(server.call_timeout(Req::Keep, Duration::from_millis(20)));
     let (report, answered) = mpsc::channel();
     server.post(Req::Answer(5, to_test(&report))).unwrap();
     assert_eq!(common::recv(&answered), Err(5));
@@ -240,7 +242,7 @@ fn answering_after_the_caller_gave_up_gives_the_value_back() {
 fn a_late_answer_after_a_timeout_does_not_disturb_the_next_call() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_timeout(Duration::from_millis(20), Req::Keep));
+    assert_timeout(server.call_timeout(Req::Keep, Duration::from_millis(20)));
     let (report, answered) = mpsc::channel();
     server.post(Req::Answer(5, to_test(&report))).unwrap();
     let _ = common::recv(&answered);

@@ -156,9 +156,13 @@ fn stride_shares_handling_time_three_to_one() {
         .threads(1)
         .budget(1)
         .scheduler(Stride::new().tickets(1, 3).tickets(2, 1))
-        .build();
+        .build()
+        .expect("build group");
     let stop = Arc::new(AtomicBool::new(false));
-    let (gold, bronze) = (Principal::new(1, 0, 1), Principal::new(2, 0, 2));
+    let (gold, bronze) = (
+        Principal::builder(1).class(1).build(),
+        Principal::builder(2).class(2).build(),
+    );
     let mut spinners: Vec<Addr<Spinner>> = Vec::new();
     for principal in [&gold, &bronze] {
         for _ in 0..4 {
@@ -213,7 +217,8 @@ fn priority_scheduler_runs_higher_priority_first() {
         .group("priority")
         .threads(1)
         .scheduler(PrincipalPriority::new().quota(2, 100).quota(1, 100))
-        .build();
+        .build()
+        .expect("build group");
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut recorders = Vec::new();
     for id in 0..2 * EACH as u64 {
@@ -223,7 +228,11 @@ fn priority_scheduler_runs_higher_priority_first() {
             priority,
             log: recording(&log),
         };
-        recorders.push(rt.spawn_for(&group, Principal::new(id, priority, 0), state));
+        recorders.push(rt.spawn_for(
+            &group,
+            Principal::builder(id).priority(priority).build(),
+            state,
+        ));
     }
     rt.block_until_idle();
 
@@ -250,10 +259,11 @@ fn priority_scheduler_does_not_starve_low_priority() {
         .threads(1)
         .budget(1)
         .scheduler(PrincipalPriority::new().quota(2, 3).quota(1, 1))
-        .build();
+        .build()
+        .expect("build group");
     let stop = Arc::new(AtomicBool::new(false));
-    let high = Principal::new(1, 2, 0);
-    let low = Principal::new(2, 1, 0);
+    let high = Principal::builder(1).priority(2).build();
+    let low = Principal::builder(2).priority(1).build();
     for _ in 0..4 {
         let state = Spinner {
             work: Duration::from_micros(100),
@@ -362,7 +372,8 @@ fn a_custom_scheduler_runs_every_message() {
         .threads(2)
         .budget(4)
         .scheduler(scheduler)
-        .build();
+        .build()
+        .expect("build group");
     let log = Arc::new(Mutex::new(Vec::new()));
     let recorders: Vec<_> = (0..PROCESSES)
         .map(|_| {
@@ -397,4 +408,83 @@ fn a_custom_scheduler_runs_every_message() {
         "{}",
         stats.scheduler
     );
+}
+
+/// A broken scheduler: it drops every process it is given instead of queueing it.
+struct Forgetful;
+
+impl Scheduler for Forgetful {
+    fn push(&self, ready: Ready) {
+        drop(ready);
+    }
+
+    fn pop(&self, _: usize) -> Option<Ready> {
+        None
+    }
+
+    fn len(&self) -> usize {
+        0
+    }
+
+    fn describe(&self) -> String {
+        "forgetful".into()
+    }
+}
+
+/// Tells the test when it terminates.
+struct Mortal {
+    terminated: ToTest<()>,
+}
+
+// SAFETY: the only field is `Isolated` (asserted above): a channel to the test thread held as
+// a `SharedClient` (a test instrument, see `common::to_test`). The message carries no data
+// (I8).
+unsafe impl Process for Mortal {
+    type Message = Tick;
+
+    fn handle(&mut self, _: Tick, _: &mut Ctx<Self>) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    fn terminated(&mut self, _: &whirl_runtime::ExitReason) {
+        let _ = self.terminated.send(());
+    }
+}
+
+impl Handles<Tick> for Mortal {
+    fn into_message(msg: Tick) -> Tick {
+        msg
+    }
+}
+
+#[test]
+fn a_ready_process_a_scheduler_drops_is_terminated_not_lost() {
+    let (rt, dead) = common::runtime_with_dead_letters(1);
+    let group = rt
+        .group("forgetful")
+        .threads(1)
+        .scheduler(Forgetful)
+        .build()
+        .expect("build group");
+    let (tx, rx) = mpsc::channel();
+    // Its start is dropped by the scheduler: the process is terminated on the spot, its hook
+    // runs, and posts to it are refused from then on.
+    let mortal = rt.spawn_in(
+        &group,
+        Mortal {
+            terminated: to_test(&tx),
+        },
+    );
+    common::recv(&rx);
+    assert!(mortal.is_terminated());
+    assert!(
+        mortal.post(Tick).is_err(),
+        "a terminated process refuses posts"
+    );
+    assert_eq!(
+        dead.len(),
+        0,
+        "nothing was queued, so nothing is dead-lettered"
+    );
+    rt.shutdown_graceful();
 }

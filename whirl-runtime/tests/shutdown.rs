@@ -138,7 +138,7 @@ fn wait_for_shutdown_to_begin(probe: &Addr<Counter>) {
         match probe.post(Hit) {
             Ok(()) => thread::yield_now(),
             Err(PostError::Terminated(Hit)) => return,
-            Err(PostError::Rejected(_)) => unreachable!("no predicate"),
+            Err(other) => panic!("only a refusal by shutdown is expected: {other:?}"),
         }
     }
 }
@@ -269,7 +269,7 @@ fn shutdown_timeout_terminates_a_process_that_never_drains_and_dead_letters_the_
     for letter in &letters {
         assert_eq!(letter.to(), spinner.id());
         assert_eq!(letter.reason(), &ExitReason::Normal);
-        assert!(letter.message().downcast_ref::<Spin>().is_some());
+        assert!(letter.downcast_ref::<Spin>().is_some());
     }
     assert!(spun.load(SeqCst) > 0);
     // The well-behaved processes drained during the grace period.

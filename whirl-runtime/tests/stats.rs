@@ -14,9 +14,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use whirl_runtime::{
-    Addr, Ctx, Failure, Group, GroupStats, Handles, Isolated, Message, Principal, Process, Runtime,
+    Addr, Ctx, Failure, Group, Handles, Isolated, Message, Principal, Process, Runtime,
     SharedClient,
 };
+
+use whirl_runtime::control::GroupStats;
 
 use common::{assert_isolated, to_test, Gate, ToTest};
 
@@ -100,8 +102,12 @@ impl Handles<Job> for Worker {
 #[test]
 fn counts_threads_and_scheduler_are_reported() {
     let rt = Runtime::builder().threads(1).build();
-    let fixed = rt.group("fixed").threads(2).build();
-    let ranged = rt.group("ranged").threads(1..=3).build();
+    let fixed = rt.group("fixed").threads(2).build().expect("build group");
+    let ranged = rt
+        .group("ranged")
+        .threads(1..=3)
+        .build()
+        .expect("build group");
     let workers: Vec<_> = (0..4).map(|_| rt.spawn_in(&fixed, Worker)).collect();
     for _ in 0..25 {
         for w in &workers {
@@ -170,7 +176,12 @@ const QUEUE_LATENCY_SLACK: Duration = Duration::from_millis(3);
 fn queue_latency_is_measured_on_sampled_turns() {
     const HELD: Duration = Duration::from_millis(30);
     let rt = Runtime::builder().threads(1).build();
-    let group = rt.group("latency").threads(1).budget(1).build();
+    let group = rt
+        .group("latency")
+        .threads(1)
+        .budget(1)
+        .build()
+        .expect("build group");
     let holder = rt.spawn_in(&group, Worker);
     let waiter = rt.spawn_in(&group, Worker);
     rt.block_until_idle();
@@ -201,11 +212,16 @@ fn queue_latency_is_measured_on_sampled_turns() {
 fn queue_latency_is_measured_on_every_turn_of_a_principal() {
     const HELD: Duration = Duration::from_millis(30);
     let rt = Runtime::builder().threads(1).build();
-    let group = rt.group("latency").threads(1).budget(1).build();
+    let group = rt
+        .group("latency")
+        .threads(1)
+        .budget(1)
+        .build()
+        .expect("build group");
     // Both serve principals: every one of their turns is timed and, as documented, has its
     // messages' queue latencies recorded, however few turns there are.
-    let holder = rt.spawn_for(&group, Principal::new(1, 0, 0), Worker);
-    let waiter = rt.spawn_for(&group, Principal::new(2, 0, 0), Worker);
+    let holder = rt.spawn_for(&group, Principal::builder(1).build(), Worker);
+    let waiter = rt.spawn_for(&group, Principal::builder(2).build(), Worker);
     rt.block_until_idle();
     hold_then_release(&rt, &holder, &waiter, 3, HELD);
     let stats = wait_for_stats(&group, "queue latency samples", |s| {
@@ -223,8 +239,12 @@ fn handling_time_and_principal_counts() {
     const N: u64 = 10;
     const SLEEP: Duration = Duration::from_millis(2);
     let rt = Runtime::builder().threads(1).build();
-    let group = rt.group("handling").threads(1).build();
-    let session = Principal::new(42, 3, 7);
+    let group = rt
+        .group("handling")
+        .threads(1)
+        .build()
+        .expect("build group");
+    let session = Principal::builder(42).priority(3).class(7).build();
     let w = rt.spawn_for(&group, session.clone(), Worker);
     for _ in 0..N {
         w.post(Job::Sleep(SLEEP)).unwrap();
@@ -252,7 +272,7 @@ fn handling_time_and_principal_counts() {
 #[test]
 fn idle_time_grows_while_there_is_nothing_to_do() {
     let rt = Runtime::builder().threads(1).build();
-    let group = rt.group("idle").threads(1).build();
+    let group = rt.group("idle").threads(1).build().expect("build group");
     let w = rt.spawn_in(&group, Worker);
     w.post(Job::Nothing).unwrap();
     rt.block_until_idle();
@@ -267,7 +287,7 @@ fn idle_time_grows_while_there_is_nothing_to_do() {
 fn lock_waits_reported_by_handlers_are_measured() {
     const HELD: Duration = Duration::from_millis(40);
     let rt = Runtime::builder().threads(1).build();
-    let group = rt.group("locks").threads(1).build();
+    let group = rt.group("locks").threads(1).build().expect("build group");
     let w = rt.spawn_in(&group, Worker);
     let lock = Arc::new(Mutex::new(()));
     let (about_tx, about) = mpsc::channel();
@@ -304,8 +324,8 @@ fn lock_waits_reported_by_handlers_are_measured() {
 #[test]
 fn runtime_stats_list_every_group_and_sum_counts() {
     let rt = Runtime::builder().threads(1).build();
-    let a = rt.group("a").threads(1).build();
-    let b = rt.group("b").threads(1).build();
+    let a = rt.group("a").threads(1).build().expect("build group");
+    let b = rt.group("b").threads(1).build().expect("build group");
     let posted = Arc::new(AtomicU64::new(0));
     for (group, n) in [(rt.default_group(), 3), (&a, 5), (&b, 7)] {
         let w = rt.spawn_in(group, Worker);

@@ -10,10 +10,12 @@ use std::time::Duration;
 
 use common::{failure, runtime_with_dead_letters};
 use supervisor_support::{child, pid_of, running, runtime, start, Child, Do, Log, Observer};
-use whirl_runtime::{
-    ChildCounts, ChildRef, ChildSpec, ChildTemplate, EventKind, ExitReason, ManualClock, NameError,
-    PostError, Restart, Strategy, Supervisor, SupervisorError, SupervisorSpec,
+use whirl_runtime::supervision::{
+    ChildCounts, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart, Strategy, Supervisor,
+    SupervisorError, SupervisorSpec,
 };
+use whirl_runtime::time::ManualClock;
+use whirl_runtime::{ExitReason, NameError, PostError};
 
 #[test]
 fn children_are_started_terminated_restarted_and_deleted_at_run_time() {
@@ -288,7 +290,7 @@ fn the_api_refuses_to_block_a_worker_and_works_from_async_code() {
         .build()
         .unwrap();
     let counts = executor
-        .block_on(sup.ask(whirl_runtime::SupervisorMsg::count_children))
+        .block_on(sup.ask(whirl_runtime::supervision::SupervisorMsg::count_children))
         .unwrap();
     assert_eq!(counts.active, 1);
     // Inside a handler, a name is resolved with `Ctx::whereis`.

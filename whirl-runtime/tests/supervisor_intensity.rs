@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use common::{failure, within_guard};
 use supervisor_support::{child, runtime, start, Child, Do, Log, Seen};
-use whirl_runtime::{ChildSpec, EventKind, ExitReason, ManualClock, Supervisor};
+use whirl_runtime::supervision::{ChildSpec, EventKind, Supervisor};
+use whirl_runtime::time::ManualClock;
+use whirl_runtime::ExitReason;
 
 const PERIOD: Duration = Duration::from_secs(5);
 

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use common::failure;
 use supervisor_support::{child, pid_of, running, runtime, start, Child, Do, Log, Observer};
-use whirl_runtime::{
-    AutoShutdown, ChildCounts, ChildRef, ChildSpec, ChildTemplate, Ctx, EventKind, ExitReason,
-    Failure, Isolated, ManualClock, Process, Restart, SharedClient, StartDynamic, Strategy,
-    Supervisor, SupervisorError, SupervisorSpec,
+use whirl_runtime::supervision::{
+    AutoShutdown, ChildCounts, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart,
+    StartDynamic, Strategy, Supervisor, SupervisorError, SupervisorSpec,
 };
+use whirl_runtime::time::ManualClock;
+use whirl_runtime::{Ctx, ExitReason, Failure, Isolated, Process, SharedClient};
 
 /// The template's argument: a client's name, and the channel its handler reports on.
 type Client = (&'static str, Observer);
@@ -280,9 +281,15 @@ struct Picky {
 // flips between starts; no other process's state).
 unsafe impl Isolated for Picky {}
 
-// SAFETY: the state is a `Picky` (above); the message is `()`.
+/// `Picky` is never sent anything.
+struct Nothing;
+// SAFETY: no data at all.
+unsafe impl Isolated for Nothing {}
+impl whirl_runtime::Message for Nothing {}
+
+// SAFETY: the state is a `Picky` (above); the message is `Nothing`.
 unsafe impl Process for Picky {
-    type Message = ();
+    type Message = Nothing;
 
     fn started(&mut self, _: &mut Ctx<Self>) -> Result<(), Failure> {
         let switched = self
@@ -295,7 +302,7 @@ unsafe impl Process for Picky {
         Ok(())
     }
 
-    fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
+    fn handle(&mut self, _: Nothing, _: &mut Ctx<Self>) -> Result<(), Failure> {
         Ok(())
     }
 }

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use common::{within_guard, Gate};
 use supervisor_support::{block, child, runtime, start, Child, Do, Log, Seen};
-use whirl_runtime::{ChildSpec, EventKind, ExitReason, Shutdown, SupervisorMsg, SupervisorSpec};
+use whirl_runtime::supervision::{ChildSpec, EventKind, Shutdown, SupervisorMsg, SupervisorSpec};
+use whirl_runtime::ExitReason;
 
 #[test]
 fn children_stop_in_reverse_start_order() {
@@ -151,7 +152,7 @@ fn a_supervisor_ended_by_exit_still_stops_every_child() {
 fn children_run_in_the_group_their_spec_names() {
     let rt = runtime();
     let mut log = Log::new();
-    let io = rt.group("io").threads(1).build();
+    let io = rt.group("io").threads(1).build().expect("build group");
     let spec = log.spec("sup").child(log.worker("a").in_group(&io));
     let _sup = start(&rt, spec);
     let a = child(&rt, "a");
@@ -200,7 +201,7 @@ fn one_worker_thread_is_enough_to_restart_and_stop_a_tree() {
     let inner = ChildSpec::supervisor("inner", SupervisorSpec::new("inner").child(x));
     let spec = log
         .spec("sup")
-        .strategy(whirl_runtime::Strategy::OneForAll)
+        .strategy(whirl_runtime::supervision::Strategy::OneForAll)
         .child(log.worker("a"))
         .child(inner)
         .child(log.worker("b"));

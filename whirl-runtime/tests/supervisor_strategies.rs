@@ -9,10 +9,14 @@ mod supervisor_support;
 use std::time::Duration;
 
 use supervisor_support::{child, pid_of, runtime, start, Do, Log, Seen};
-use whirl_runtime::{EventKind, ManualClock, ProcessId, Restart, Strategy};
+use whirl_runtime::supervision::{EventKind, Restart, Strategy};
+use whirl_runtime::time::ManualClock;
+use whirl_runtime::ProcessId;
 
 /// The siblings' and the subject's pids before and after.
-fn pids(sup: &whirl_runtime::Addr<whirl_runtime::Supervisor>) -> Vec<Option<ProcessId>> {
+fn pids(
+    sup: &whirl_runtime::Addr<whirl_runtime::supervision::Supervisor>,
+) -> Vec<Option<ProcessId>> {
     sup.which_children()
         .unwrap()
         .into_iter()

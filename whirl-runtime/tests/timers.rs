@@ -11,7 +11,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
 
 use common::{assert_isolated, to_test, ToTest};
-use whirl_runtime::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime, TimerHandle};
+use whirl_runtime::time::TimerHandle;
+use whirl_runtime::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime};
 
 #[derive(Clone, Debug)]
 struct Tick(&'static str);

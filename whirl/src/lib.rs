@@ -152,16 +152,16 @@
 //! # #[derive(Message)] struct Hit { path: String }
 //! # #[process] struct Counter { hits: u64 }
 //! # #[process] impl Counter { #[handle] fn hit(&mut self, _: Hit) { self.hits += 1; } }
-//! use whirl::QueueLength;
+//! use whirl::admission::QueueLength;
 //!
 //! let rt = Runtime::new();
 //! // `max(0)` admits nothing, to show the path; real groups allow thousands of queued messages.
-//! let web = rt.group("web").threads(1).predicate(QueueLength::max(0)).build();
+//! let web = rt.group("web").threads(1).predicate(QueueLength::max(0)).build().expect("build group");
 //! let counter = rt.spawn_in(&web, Counter { hits: 0 });
 //! match counter.post(Hit { path: "/".into() }) {
 //!     Ok(()) => unreachable!("the group admits nothing"),
 //!     Err(PostError::Rejected(hit)) => assert_eq!(hit.path, "/"), // degrade with `hit`
-//!     Err(PostError::Terminated(_)) => unreachable!("the counter is alive"),
+//!     Err(other) => unreachable!("the counter is alive: {other}"),
 //! }
 //! rt.shutdown_graceful();
 //! ```
@@ -170,19 +170,20 @@
 //!
 //! Each group has its own workers, and four plug-ins: the message predicate above, a
 //! [scheduler] (the order ready processes run in), [concurrency
-//! controllers](controller) (the pool size and run budget, adjusted while it runs) and
-//! [statistics](stats) that all of them, and you, can read. Work is done on behalf of a
+//! controllers](crate::control) (the pool size and run budget, adjusted while it runs) and
+//! [statistics](crate::control) that all of them, and you, can read. Work is done on behalf of a
 //! [`Principal`] (a session, a request): processes spawned for one carry it, and their
 //! children inherit it.
 //!
 //! ```
-//! # use whirl::prelude::*;
-//! # #[derive(Message)] struct Hit { path: String }
-//! # #[process] struct Counter { hits: u64 }
-//! # #[process] impl Counter { #[handle] fn hit(&mut self, _: Hit) { self.hits += 1; } }
-//! use whirl::controller::AdaptiveConcurrency;
+//! use whirl::prelude::*;
+//! #[derive(Message)] struct Hit { path: String }
+//! #[process] struct Counter { hits: u64 }
+//! #[process] impl Counter { #[handle] fn hit(&mut self, _: Hit) { self.hits += 1; } }
+//! use whirl::control::AdaptiveConcurrency;
 //! use whirl::scheduler::PrincipalPriority;
-//! use whirl::{Principal, QueueLength};
+//! use whirl::Principal;
+//! use whirl::admission::QueueLength;
 //!
 //! let rt = Runtime::new();
 //! let web = rt
@@ -191,9 +192,9 @@
 //!     .scheduler(PrincipalPriority::default()) // higher priorities first, quotas per level
 //!     .controller(AdaptiveConcurrency::default()) // the Whirlwind paper's figure 1
 //!     .threads(1..=4)
-//!     .build();
-//! let admin = Principal::new(1, 2, 0); // id, priority (higher first), class
-//! let guest = Principal::new(2, 0, 0);
+//!     .build()?; // a second group named "web" would be refused
+//! let admin = Principal::builder(1).priority(2).build(); // priority: higher first
+//! let guest = Principal::builder(2).build();
 //! let for_admin = rt.spawn_for(&web, admin.clone(), Counter { hits: 0 });
 //! let for_guest = rt.spawn_for(&web, guest, Counter { hits: 0 });
 //! for _ in 0..10 {
@@ -209,6 +210,7 @@
 //! assert_eq!(admin.handled(), 10);
 //! println!("queue latency {}, handling {}", stats.queue_latency, stats.handling_time);
 //! rt.shutdown_graceful();
+//! # Ok::<(), whirl::GroupError>(())
 //! ```
 //!
 //! ## 6. Failures and monitors
@@ -279,9 +281,18 @@
 //! # What `#[process]` generates
 //!
 //! Nothing you could not write by hand, and nothing slower: for the impl block of step 2 it
-//! generates an enum with one variant per handler (`Hit(Hit)`, `Reset(Reset)`), an
+//! generates the process's message type, `<Counter as Process>::Message` (it has no other
+//! name): an enum with one variant per handler, named after the message type it holds
+//! (`Hit(Hit)`, `Reset(Reset)`; where two handled types end in the same name, the variants are
+//! named after the handlers instead), an
 //! `impl Process` whose `handle` is a `match` calling your methods, `impl Handles<Hit>` and
-//! `impl Handles<Reset>` (so `post` accepts exactly those types) and `From` conversions. The
+//! `impl Handles<Reset>` (so `post` accepts exactly those types) and `From` conversions. You
+//! rarely name the enum: you post the message types themselves, and a message left in the inbox
+//! of a terminated process reaches the dead-letter sink as what was posted
+//! (`letter.downcast::<Hit>()`). A method with a wrong signature is reported at its token and
+//! left out of the generated process, so one mistake gives one error. The hooks take
+//! `fn(&mut self)` or `fn(&mut self, ctx: &mut Ctx<Self>)` (`#[started]`, which may return a
+//! `Result`) and `fn(&mut self)` or `fn(&mut self, reason: &ExitReason)` (`#[terminated]`). The
 //! benchmark `cargo run --release -p examples --bin macro_dispatch_bench` runs a macro process
 //! and its hand-written twin side by side; their compiled handler loops are identical. The
 //! generated code names everything by absolute path, so it works under `#![no_implicit_prelude]`
@@ -384,7 +395,7 @@
 //! # #[process] impl Shard { #[handle] fn get(&mut self, _: Get) {} }
 //!
 //! let rt = Runtime::new();
-//! let db = rt.group("db").threads(2).shares_state("shards share the row store").build();
+//! let db = rt.group("db").threads(2).shares_state("shards share the row store").build().expect("build group");
 //! let store = Arc::new(RwLock::new(HashMap::new()));
 //! let shard = rt.spawn_in(&db, Shard { store, served: 0 });
 //! # let _ = shard;
@@ -413,7 +424,7 @@
 //!   message is ever posted.
 //! - Everything else that moves a value into a process requires `Isolated`: replies
 //!   ([`ReplyTo`], `call`, `ask`), [`Recipient<M>`](Recipient), timers (`post_after`,
-//!   `post_every`), a principal's [`Estimate`], supervisor child specs (initial state or
+//!   `post_every`), a principal's [`Estimate`](crate::admission::Estimate), supervisor child specs (initial state or
 //!   `fn` + isolated arguments, never a closure), dynamic start arguments, an acceptor's
 //!   [`Accept`](crate::net::Accept) handler.
 //! - The escape hatches are explicit and greppable: `unsafe impl Isolated`,
@@ -445,29 +456,29 @@
 //!
 //! # Supervision
 //!
-//! A [`Supervisor`] (Erlang/OTP's `supervisor`, the paper's section III-G) starts children
-//! from [`ChildSpec`]s, monitors them, and restarts a failed one in a known good state, by its
-//! [`Strategy`] and [`Restart`] type, at most `max_restarts` times in a period; one more and it
+//! A [`Supervisor`](crate::supervision::Supervisor) (Erlang/OTP's `supervisor`, the paper's section III-G) starts children
+//! from [`ChildSpec`](crate::supervision::ChildSpec)s, monitors them, and restarts a failed one in a known good state, by its
+//! [`Strategy`](crate::supervision::Strategy) and [`Restart`](crate::supervision::Restart) type, at most `max_restarts` times in a period; one more and it
 //! stops its children and fails, so its own supervisor takes over.
 //!
-//! A child spec is data, as in OTP: [`ChildSpec::worker`] keeps an initial state and starts a
-//! clone of it each time; [`ChildSpec::worker_with`] keeps arguments and a plain function,
+//! A child spec is data, as in OTP: [`ChildSpec::worker`](crate::supervision::ChildSpec::worker) keeps an initial state and starts a
+//! clone of it each time; [`ChildSpec::worker_with`](crate::supervision::ChildSpec::worker_with) keeps arguments and a plain function,
 //! OTP's `{Module, Function, Arguments}`. Both must be [`Isolated`], and the function is a `fn`
 //! pointer, so a closure capturing shared state (an `Arc<Mutex<_>>` that every incarnation
 //! would share with you) does not compile. Only observers may share state: a supervisor's
-//! event sink ([`SupervisorSpec::on_event`]) and its [`Clock`].
+//! event sink ([`SupervisorSpec::on_event`](crate::supervision::SupervisorSpec::on_event)) and its [`Clock`](crate::time::Clock).
 //!
 //! A restarted child is a new process: the old address returns your message
-//! ([`PostError::Terminated`]), and a name ([`ChildSpec::named`]) reaches the new one through
+//! ([`PostError::Terminated`]), and a name ([`ChildSpec::named`](crate::supervision::ChildSpec::named)) reaches the new one through
 //! [`Runtime::whereis`] (a supervisor never takes a name from another live process). The
 //! children a supervisor stops exit [`ExitReason::Shutdown`], which is not a failure.
 //!
 //! The dynamic API on the supervisor's address is OTP's: `start_child` (which waits for the
 //! child's `started` hook and returns its failure), `terminate_child`, `restart_child`,
-//! `which_children` (with [`ChildInfo::addr`] for a child's typed address), `child_spec`,
+//! `which_children` (with [`ChildInfo::addr`](crate::supervision::ChildInfo::addr) for a child's typed address), `child_spec`,
 //! `count_children`. A simple-one-for-one supervisor starts children of a
-//! [`ChildTemplate<A>`] with `start_dynamic(arg: A)`: the argument type is part of the
-//! supervisor's type (`Supervisor<A>`), so a wrong one does not compile. The [`supervisor`]
+//! [`ChildTemplate<A>`](crate::supervision::ChildTemplate) with `start_dynamic(arg: A)`: the argument type is part of the
+//! supervisor's type (`Supervisor<A>`), so a wrong one does not compile. The [`supervision`]
 //! module documents the semantics and where whirl differs from OTP, and
 //! `cargo run -p examples --bin supervision_tree` shows a tree surviving failures.
 //!
@@ -553,18 +564,27 @@ pub unsafe trait DeclaredProcess {
 }
 
 /// The names most programs need.
+///
+/// `use whirl::prelude::*;` brings them into scope. Each is documented at its one path (the
+/// crate root, or `whirl::supervision`); the prelude only re-exports it.
 pub mod prelude {
+    #[doc(no_inline)]
     pub use crate::{handle, process, started, terminated, Isolated, Message};
+    #[doc(no_inline)]
+    pub use whirl_runtime::supervision::{
+        ChildSpec, Restart, Strategy, Supervisor, SupervisorSpec,
+    };
+    #[doc(no_inline)]
     pub use whirl_runtime::{
-        Addr, CallError, ChildSpec, Ctx, Down, ExitReason, Failure, Group, Handles, PostError,
-        Principal, Process, ProcessId, Recipient, ReplyTo, Restart, Runtime, Strategy, Supervisor,
-        SupervisorSpec,
+        Addr, CallError, Ctx, Down, ExitReason, Failure, Group, Handles, PostError, Principal,
+        Process, ProcessId, Recipient, ReplyTo, Runtime,
     };
 }
 
 /// Support for the code the macros generate. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use whirl_runtime::__posted as posted;
     pub use whirl_runtime::{Ctx, Down, ExitReason, Failure, Handles, Isolated, Message, Process};
 
     use whirl_runtime::Failure as ProcessFailure;

@@ -1,7 +1,7 @@
 //! A message's `#[message(cost = ...)]` reaches the group's predicate through `Offer::cost`.
 
+use whirl::admission::Offer;
 use whirl::prelude::*;
-use whirl::Offer;
 
 #[derive(Message)]
 #[message(cost = self.rows)]
@@ -35,7 +35,8 @@ fn predicates_see_each_messages_cost() {
         .group("db")
         .threads(1)
         .predicate(|offer: &Offer<'_>| offer.cost() <= 10)
-        .build();
+        .build()
+        .expect("build group");
     let db = rt.spawn_in(&cheap_only, Db { served: 0 });
     assert!(db.post(Query { rows: 10 }).is_ok());
     match db.post(Query { rows: 11 }) {
@@ -80,7 +81,8 @@ fn bypassing_messages_skip_the_predicate() {
         .group("closed")
         .threads(1)
         .predicate(|_: &Offer<'_>| false)
-        .build();
+        .build()
+        .expect("build group");
     let handler = rt.spawn_in(&nothing, Handler { answers: 0 });
     assert!(matches!(
         handler.post(Query { rows: 1 }),

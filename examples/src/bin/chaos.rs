@@ -24,8 +24,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use whirl::admission::QueueLength;
 use whirl::prelude::*;
-use whirl::{QueueLength, SharedClient};
+use whirl::SharedClient;
 
 struct Sizes {
     panics: u64,
@@ -286,7 +287,8 @@ fn overload_memory(run: Duration) -> Result<(), Broken> {
         .group("service")
         .threads(1)
         .predicate(QueueLength::max(1_000))
-        .build();
+        .build()
+        .expect("build group");
     let service = rt.spawn_in(&group, Service);
     let stop = Arc::new(AtomicBool::new(false));
     let offered = Arc::new(AtomicU64::new(0));

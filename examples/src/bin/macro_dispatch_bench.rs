@@ -66,7 +66,7 @@ struct HandAcc {
 }
 
 // SAFETY: one `u64`. (`#[process]` implements this for `MacroAcc`; `Driver` asks it of its
-// target.)
+// target.) (I8)
 unsafe impl Isolated for HandAcc {}
 
 enum HandMsg {
@@ -76,10 +76,14 @@ enum HandMsg {
     Read(Read),
 }
 
+// SAFETY: each variant holds a `#[derive(Message)]` type, checked `Isolated` there (I8).
+unsafe impl Isolated for HandMsg {}
+impl Message for HandMsg {}
+
 // SAFETY: this is the hand-written baseline the bench measures `#[process]` against, so it
 // cannot use the macro's check; it holds what the macro would verify. The state is one `u64`,
 // and every message is a `#[derive(Message)]` type (checked there): numbers and a reply
-// handle for a `u64`. The `Handles` impls below also require each to be a `Message`.
+// handle for a `u64`. The `Handles` impls below also require each to be a `Message`. (I8)
 unsafe impl Process for HandAcc {
     type Message = HandMsg;
 

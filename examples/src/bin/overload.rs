@@ -20,8 +20,9 @@
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use whirl::admission::{ClassResponseTime, PriorityThresholds};
 use whirl::prelude::*;
-use whirl::{ClassResponseTime, GroupBuilder, Principal, PriorityThresholds};
+use whirl::{GroupBuilder, Principal};
 
 const WORK: Duration = Duration::from_micros(100);
 const OFFERED_PER_SECOND: u64 = 100_000;
@@ -96,8 +97,10 @@ struct Tally {
 /// One run; `admission` configures the service group (adds a predicate, or not).
 fn run(title: &str, admission: impl FnOnce(GroupBuilder) -> GroupBuilder) {
     let rt = Runtime::builder().threads(1).build();
-    let service = admission(rt.group("service").threads(1)).build();
-    let stats = rt.group("stats").threads(1).build();
+    let service = admission(rt.group("service").threads(1))
+        .build()
+        .expect("build group");
+    let stats = rt.group("stats").threads(1).build().expect("build group");
     let collector = rt.spawn_in(
         &stats,
         Collector {
@@ -105,7 +108,10 @@ fn run(title: &str, admission: impl FnOnce(GroupBuilder) -> GroupBuilder) {
         },
     );
     let spawn = |priority: u8, id: u64| {
-        let principal = Principal::new(id, priority, u16::from(priority));
+        let principal = Principal::builder(id)
+            .priority(priority)
+            .class(u16::from(priority))
+            .build();
         let state = Service {
             priority,
             collector: collector.clone(),
@@ -133,7 +139,7 @@ fn run(title: &str, admission: impl FnOnce(GroupBuilder) -> GroupBuilder) {
             }) {
                 Ok(()) => t.admitted += 1,
                 Err(PostError::Rejected(_)) => t.rejected += 1,
-                Err(PostError::Terminated(_)) => unreachable!("services do not terminate"),
+                Err(other) => unreachable!("services do not terminate: {other}"),
             }
         }
         tick += 1;

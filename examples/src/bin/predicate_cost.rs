@@ -18,8 +18,10 @@ use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 
+use whirl::admission::{ControllerParams, QueueLength, ResponseTime, TokenBucket};
 use whirl::prelude::*;
-use whirl::{CoarseClock, ControllerParams, Group, QueueLength, ResponseTime, TokenBucket};
+use whirl::time::CoarseClock;
+use whirl::Group;
 
 #[derive(Message)]
 struct Tick;
@@ -82,6 +84,7 @@ fn group(rt: &Runtime, variant: usize) -> Group {
         }
     }
     .build()
+    .expect("a fresh runtime has no group named `bench`")
 }
 
 /// Nanoseconds per post of `n` posts with predicate `variant`.

@@ -14,7 +14,7 @@
 //! after the warm-up, at the end and at its peak (sampled every 100 ms); then the ratio of the
 //! two goodputs. The warm-up (5 s by default) covers the controller's start: it starts wide
 //! open, and the backlog that builds before the first response times reveal the overload
-//! takes two to three seconds to drain (see `whirl::ControllerParams`).
+//! takes two to three seconds to drain (see `whirl::admission::ControllerParams`).
 //!
 //! ```text
 //! cargo run --release -p examples --bin response_time_goodput [-- --secs 10 --warm-up 5]
@@ -25,8 +25,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use whirl::admission::{QueueLength, ResponseTime};
 use whirl::prelude::*;
-use whirl::{GroupBuilder, QueueLength, ResponseTime};
+use whirl::GroupBuilder;
 
 const WORK: Duration = Duration::from_micros(100);
 const OFFERED_PER_SECOND: u64 = 100_000;
@@ -172,7 +173,9 @@ fn run(
 ) -> f64 {
     let rss_start = rss_kib();
     let rt = Runtime::builder().threads(1).build();
-    let group = admission(rt.group("service").threads(1)).build();
+    let group = admission(rt.group("service").threads(1))
+        .build()
+        .expect("build group");
     let start = Instant::now();
     let from = start + settings.warm_up;
     let end = from + settings.measure;
@@ -197,7 +200,7 @@ fn run(
             match service.post(Request { sent }) {
                 Ok(()) => admitted += counted,
                 Err(PostError::Rejected(_)) => rejected += counted,
-                Err(PostError::Terminated(_)) => unreachable!("the service does not terminate"),
+                Err(other) => unreachable!("the service does not terminate: {other}"),
             }
         }
         tick += 1;

@@ -26,7 +26,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use whirl::prelude::*;
-use whirl::{ChildTemplate, EventKind, SupervisorEvent};
+use whirl::supervision::{ChildTemplate, EventKind, SupervisorEvent};
 
 /// Makes a process fail, as a bug would.
 #[derive(Message)]

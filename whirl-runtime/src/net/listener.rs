@@ -4,14 +4,17 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use mio::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
+
+use mio::net::TcpListener;
 use mio::Interest;
 
-use super::poller::{Net, Registration};
-use super::Readiness;
-use crate::ctx::Ctx;
-use crate::isolated::Isolated;
-use crate::process::{ExitReason, Failure, Handles, Process};
+use crate::io::{Net, Readiness, Registration};
+
+use crate::isolation::Isolated;
+use crate::lifecycle::{ExitReason, Failure};
+use crate::process::Ctx;
+use crate::process::{Handles, Process};
 
 /// Connections accepted per turn before yielding to other processes.
 const ACCEPTS_PER_TURN: usize = 64;
@@ -20,6 +23,7 @@ const RETRY_AFTER_ERROR: Duration = Duration::from_millis(20);
 
 /// What an [`Acceptor`] is told.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum AcceptorMsg {
     /// A readiness event from the poller, or a self-posted continuation.
     Ready(Readiness),
@@ -27,11 +31,11 @@ pub enum AcceptorMsg {
     Stop,
 }
 
-// SAFETY: plain data: a `Readiness` is a few `bool`s.
+// SAFETY: plain data: a `Readiness` is a few `bool`s. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for AcceptorMsg {}
 #[diagnostic::do_not_recommend]
-impl crate::isolated::Message for AcceptorMsg {
+impl crate::isolation::Message for AcceptorMsg {
     const BYPASSES_ADMISSION: bool = true;
 }
 
@@ -51,14 +55,13 @@ pub type AcceptError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// ```
 /// use std::net::SocketAddr;
-/// use whirl_runtime::net::{Accept, AcceptError, Acceptor, SocketConnection, TcpStream};
-/// use whirl_runtime::{Ctx, Group, Isolated};
+/// use std::net::TcpStream;
+/// use whirl::net::{Accept, AcceptError, Acceptor, SocketConnection};
+/// use whirl::{Ctx, Group, Isolated};
 ///
 /// /// Puts every connection's socket process in the `sockets` group.
+/// #[derive(Isolated)]
 /// struct IntoGroup { sockets: Group }
-/// // SAFETY: a `Group` is a handle on the runtime's group configuration, isolated by the
-/// // runtime. (Real code writes `#[derive(Isolated)]`, which checks it.)
-/// unsafe impl Isolated for IntoGroup {}
 ///
 /// impl Accept for IntoGroup {
 ///     fn accept(
@@ -67,14 +70,15 @@ pub type AcceptError = Box<dyn std::error::Error + Send + Sync>;
 ///         _peer: SocketAddr,
 ///         ctx: &mut Ctx<Acceptor>,
 ///     ) -> Result<(), AcceptError> {
-///         ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?));
+///         ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?);
 ///         Ok(())
 ///     }
 /// }
 /// ```
 pub trait Accept: Isolated {
-    /// Takes one accepted connection from `peer`. Runs in the acceptor's handler: it must not
-    /// block, and should leave the connection's work to the processes it spawns.
+    /// Takes one accepted connection from `peer` (a non-blocking std stream). Runs in the
+    /// acceptor's handler: it must not block, and should leave the connection's work to the
+    /// processes it spawns.
     fn accept(
         &mut self,
         stream: TcpStream,
@@ -89,7 +93,7 @@ pub type AcceptFn = fn(TcpStream, SocketAddr, &mut Ctx<Acceptor>) -> Result<(), 
 
 // SAFETY: a function pointer holds no data. (The generic impls in `isolated.rs` cover
 // higher-ranked function pointers only when the *first* parameter is the borrowed one; here it
-// is the third, `&mut Ctx<Acceptor>`.)
+// is the third, `&mut Ctx<Acceptor>`.) (I8)
 #[allow(coherence_leak_check)] // a distinct type from `fn(A, B, C) -> R`; see `isolated.rs`
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for AcceptFn {}
@@ -155,7 +159,9 @@ impl Acceptor {
             match self.listener.accept() {
                 Ok((stream, peer)) => {
                     self.accepted += 1;
-                    if let Err(e) = self.on_accept.accept(stream, peer, ctx) {
+                    // Handed over as a std stream, still non-blocking: mio's types stay inside
+                    // the runtime.
+                    if let Err(e) = self.on_accept.accept(TcpStream::from(stream), peer, ctx) {
                         tracing::warn!(%peer, "dropping an accepted connection: {e}");
                     }
                 }
@@ -186,7 +192,7 @@ impl Acceptor {
 //   poll registry and the table of readiness callbacks), never another process's state; what
 //   the poller does with them is post `AcceptorMsg::Ready` to this process;
 // * `accepted` is a counter.
-// The only message, `AcceptorMsg`, is plain data.
+// The only message, `AcceptorMsg`, is plain data. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Process for Acceptor {
     type Message = AcceptorMsg;

@@ -11,44 +11,47 @@
 //!
 //! One poller thread per runtime ([`Net`]) waits on all sockets; each readiness event
 //! becomes a message. There is no thread per connection, and a slow peer cannot make the
-//! server buffer without bound: see [`SocketLimits`].
+//! server buffer without bound: see [`SocketLimits`]. The streams handed to you are
+//! `std::net::TcpStream`s (non-blocking); mio, which the poller runs on, stays inside.
 //!
-//! With the `whirl` crate, `Echo` below is a `#[process]` with one `#[handle]` method; this
-//! crate's own examples write the impls by hand.
+//! Layer 8: uses `process`, `io` and below.
 //!
 //! ```
-//! use std::net::SocketAddr;
-//! use whirl_runtime::net::{AcceptError, Acceptor, SocketConnection, SocketEvent, SocketMsg, TcpStream};
-//! use whirl_runtime::{Addr, Ctx, Failure, Handles, Process, Runtime};
+//! use std::net::{SocketAddr, TcpStream};
+//! use whirl::net::{AcceptError, Acceptor, SocketConnection, SocketEvent, SocketMsg};
+//! use whirl::prelude::*;
 //!
 //! /// Echoes every byte back.
-//! struct Echo { socket: Addr<SocketConnection> }
-//!
-//! // SAFETY: the state is a process address; the message, `SocketEvent`, is isolated (bytes
-//! // by value). (Real code writes `#[process]`, which checks this.)
-//! unsafe impl Process for Echo {
-//!     type Message = SocketEvent;
-//!     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-//!         let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
-//!         Ok(())
-//!     }
-//!     fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-//!         match event {
-//!             SocketEvent::Data(bytes) => { let _ = self.socket.post(SocketMsg::Write(bytes)); }
-//!             SocketEvent::Eof => { let _ = self.socket.post(SocketMsg::Close); }
-//!             SocketEvent::Closed(_) => ctx.complete(),
-//!             SocketEvent::Drained => {}
-//!         }
-//!         Ok(())
-//!     }
+//! #[process]
+//! struct Echo {
+//!     socket: Addr<SocketConnection>,
 //! }
-//! impl Handles<SocketEvent> for Echo {
-//!     fn into_message(event: SocketEvent) -> SocketEvent { event }
+//!
+//! #[process]
+//! impl Echo {
+//!     #[started]
+//!     fn attach(&mut self, ctx: &mut Ctx<Self>) {
+//!         let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
+//!     }
+//!
+//!     #[handle]
+//!     fn event(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) {
+//!         match event {
+//!             SocketEvent::Data(bytes) => {
+//!                 let _ = self.socket.post(SocketMsg::Write(bytes));
+//!             }
+//!             SocketEvent::Eof => {
+//!                 let _ = self.socket.post(SocketMsg::Close);
+//!             }
+//!             SocketEvent::Closed(_) => ctx.complete(),
+//!             _ => {}
+//!         }
+//!     }
 //! }
 //!
 //! /// Serves one accepted connection: a socket process and an `Echo` owning it.
 //! fn echo(stream: TcpStream, _peer: SocketAddr, ctx: &mut Ctx<Acceptor>) -> Result<(), AcceptError> {
-//!     let socket = ctx.spawn(SocketConnection::new(stream, ctx.net()?));
+//!     let socket = ctx.spawn(SocketConnection::new(stream, ctx.net()?)?);
 //!     ctx.spawn(Echo { socket });
 //!     Ok(())
 //! }
@@ -73,38 +76,8 @@
 //! implements [`Accept`] on a struct holding it: see the trait's documentation.
 
 mod listener;
-mod poller;
 mod socket;
 
+pub use crate::io::{Net, Readiness};
 pub use listener::{Accept, AcceptError, AcceptFn, Acceptor, AcceptorMsg};
-pub use mio::net::{TcpListener, TcpStream};
-pub use mio::Interest;
-pub use poller::{Net, Registration};
 pub use socket::{CloseReason, SocketConnection, SocketEvent, SocketLimits, SocketMsg};
-
-/// What a readiness event says about a source.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Readiness {
-    /// Reading may make progress.
-    pub readable: bool,
-    /// Writing may make progress.
-    pub writable: bool,
-    /// The peer will send nothing more.
-    pub read_closed: bool,
-    /// The peer will read nothing more.
-    pub write_closed: bool,
-    /// The source has an error (the next read or write reports it).
-    pub error: bool,
-}
-
-impl Readiness {
-    fn of(event: &mio::event::Event) -> Self {
-        Readiness {
-            readable: event.is_readable(),
-            writable: event.is_writable(),
-            read_closed: event.is_read_closed(),
-            write_closed: event.is_write_closed(),
-            error: event.is_error(),
-        }
-    }
-}

@@ -7,13 +7,16 @@ use std::net::{Shutdown, SocketAddr};
 use mio::net::TcpStream;
 use mio::Interest;
 
-use super::poller::{Net, Registration};
-use crate::addr::Recipient;
-use crate::ctx::Ctx;
-use crate::process::{ExitReason, Failure, Handles, Process};
+use crate::io::{Net, Readiness, Registration};
+use crate::lifecycle::{ExitReason, Failure};
+use crate::process::Ctx;
+use crate::process::Recipient;
+use crate::process::{Handles, Process};
 
-/// Buffer sizes of a [`SocketConnection`].
+/// Buffer sizes of a [`SocketConnection`]: start from the default and set what differs
+/// (`let mut limits = SocketLimits::default(); limits.close_above = 1 << 20;`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SocketLimits {
     /// Bytes asked of the socket per read call (default 16 KiB).
     pub read_chunk: usize,
@@ -26,9 +29,9 @@ pub struct SocketLimits {
     pub close_above: usize,
 }
 
-// SAFETY: plain numbers.
+// SAFETY: plain numbers. (I8)
 #[diagnostic::do_not_recommend]
-unsafe impl crate::isolated::Isolated for SocketLimits {}
+unsafe impl crate::isolation::Isolated for SocketLimits {}
 
 impl Default for SocketLimits {
     fn default() -> Self {
@@ -43,12 +46,13 @@ impl Default for SocketLimits {
 
 /// What a [`SocketConnection`] is told.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum SocketMsg {
     /// Start reading; events go to `owner`. Sent once, by the owner, usually from its
     /// `started` hook. Until then the connection reads nothing.
     Attach(Recipient<SocketEvent>),
     /// A readiness event from the poller.
-    Ready(super::Readiness),
+    Ready(Readiness),
     /// Bytes to send.
     Write(Vec<u8>),
     /// Close once everything queued is written.
@@ -64,6 +68,7 @@ pub enum SocketMsg {
 
 /// What a [`SocketConnection`] tells its owner.
 #[derive(Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SocketEvent {
     /// Bytes the peer sent.
     Data(Vec<u8>),
@@ -78,6 +83,7 @@ pub enum SocketEvent {
 
 /// Why a connection closed.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CloseReason {
     /// The owner sent [`SocketMsg::Close`].
     Requested,
@@ -90,9 +96,9 @@ pub enum CloseReason {
     OwnerGone,
 }
 
-// SAFETY: plain data: a variant and an owned `String`.
+// SAFETY: plain data: a variant and an owned `String`. (I8)
 #[diagnostic::do_not_recommend]
-unsafe impl crate::isolated::Isolated for CloseReason {}
+unsafe impl crate::isolation::Isolated for CloseReason {}
 
 /// A process owning one TCP stream.
 ///
@@ -131,13 +137,21 @@ pub struct SocketConnection {
 
 impl SocketConnection {
     /// A connection over `stream` (already accepted or connected), polled by `net`.
-    pub fn new(stream: TcpStream, net: Net) -> Self {
+    ///
+    /// The stream is switched to non-blocking mode, which is the one way this can fail.
+    pub fn new(stream: std::net::TcpStream, net: Net) -> io::Result<Self> {
         SocketConnection::with_limits(stream, net, SocketLimits::default())
     }
 
     /// The same with explicit buffer limits.
-    pub fn with_limits(stream: TcpStream, net: Net, limits: SocketLimits) -> Self {
-        SocketConnection {
+    pub fn with_limits(
+        stream: std::net::TcpStream,
+        net: Net,
+        limits: SocketLimits,
+    ) -> io::Result<Self> {
+        stream.set_nonblocking(true)?;
+        let stream = TcpStream::from_std(stream);
+        Ok(SocketConnection {
             peer: stream.peer_addr().ok(),
             stream,
             net,
@@ -154,7 +168,7 @@ impl SocketConnection {
             closing: false,
             owe_drained: false,
             closed: None,
-        }
+        })
     }
 
     /// The peer's address, if known.
@@ -321,7 +335,7 @@ impl SocketConnection {
 // * `owner` is a `Recipient`, a process address;
 // * the rest is owned data: the outgoing byte queue, counters, flags, the close reason.
 // The messages, `SocketMsg` (bytes by value, a `Recipient`, readiness flags), are isolated, and
-// so are the `SocketEvent`s sent to the owner.
+// so are the `SocketEvent`s sent to the owner. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Process for SocketConnection {
     type Message = SocketMsg;
@@ -387,18 +401,18 @@ impl std::fmt::Debug for SocketConnection {
     }
 }
 
-// SAFETY: owned data and process addresses only; a socket event carries bytes by value.
+// SAFETY: owned data and process addresses only; a socket event carries bytes by value. (I8)
 #[diagnostic::do_not_recommend]
-unsafe impl crate::isolated::Isolated for SocketEvent {}
+unsafe impl crate::isolation::Isolated for SocketEvent {}
 #[diagnostic::do_not_recommend]
-impl crate::isolated::Message for SocketEvent {
+impl crate::isolation::Message for SocketEvent {
     const BYPASSES_ADMISSION: bool = true;
 }
 
-// SAFETY: as above; `Recipient` is a process address.
+// SAFETY: as above; `Recipient` is a process address. (I8)
 #[diagnostic::do_not_recommend]
-unsafe impl crate::isolated::Isolated for SocketMsg {}
+unsafe impl crate::isolation::Isolated for SocketMsg {}
 #[diagnostic::do_not_recommend]
-impl crate::isolated::Message for SocketMsg {
+impl crate::isolation::Message for SocketMsg {
     const BYPASSES_ADMISSION: bool = true;
 }

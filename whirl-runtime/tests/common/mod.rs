@@ -11,9 +11,11 @@ use std::sync::{Arc, Condvar, Mutex, Once};
 use std::time::Duration;
 
 use whirl_runtime::{
-    Addr, Ctx, DeadLetter, Down, ExitReason, Failure, Isolated, MessageCounts, PostError, Process,
-    ProcessId, ReplyTo, Runtime, SharedClient,
+    Addr, Ctx, DeadLetter, Down, ExitReason, Failure, Isolated, PostError, Process, ProcessId,
+    ReplyTo, Runtime, SharedClient,
 };
+
+use whirl_runtime::control::MessageCounts;
 
 /// How long any wait may take before the test is declared hung. Generous on purpose: it is a
 /// guard, never part of what a test checks.

@@ -15,9 +15,12 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 
 use crate::common::{Gate, HANG_GUARD};
+use whirl_runtime::supervision::{
+    ChildSpec, EventKind, Supervisor, SupervisorEvent, SupervisorSpec,
+};
 use whirl_runtime::{
-    Addr, ChildSpec, Ctx, EventKind, ExitReason, Failure, Handles, Isolated, Message, Process,
-    ProcessId, ReplyTo, Runtime, SharedClient, Supervisor, SupervisorEvent, SupervisorSpec,
+    Addr, Ctx, ExitReason, Failure, Handles, Isolated, Message, Process, ProcessId, ReplyTo,
+    Runtime, SharedClient,
 };
 
 /// The test's observation channel, as children and event sinks hold it.

@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     let server = match Server::start(&rt, args.bind, args.options) {
         Ok(server) => server,
         Err(e) => {
-            eprintln!("iris_http: cannot listen on {}: {e}", args.bind);
+            eprintln!("iris_http: cannot start on {}: {e}", args.bind);
             return ExitCode::FAILURE;
         }
     };

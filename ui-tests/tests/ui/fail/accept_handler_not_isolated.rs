@@ -1,7 +1,8 @@
 //! Class 3: an `Accept` implementation is process state of the acceptor: it must be `Isolated`.
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use whirl::net::{Accept, AcceptError, Acceptor, TcpStream};
+use std::net::TcpStream;
+use whirl::net::{Accept, AcceptError, Acceptor};
 use whirl::prelude::*;
 
 struct Log {

@@ -1,7 +1,7 @@
 //! Class 3: an estimator holding an atomic counter is shared mutable state too.
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use whirl::Estimate;
+use whirl::admission::Estimate;
 
 struct Counting {
     calls: Arc<AtomicU64>,

@@ -1,7 +1,7 @@
 //! Class 3: an estimator travels with its principal into every message and child process, so
 //! it must be `Isolated`: one holding a `Mutex` is refused.
 use std::sync::Mutex;
-use whirl::Estimate;
+use whirl::admission::Estimate;
 
 struct Learning {
     seen: Mutex<Vec<u64>>,

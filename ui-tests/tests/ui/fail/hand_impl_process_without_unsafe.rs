@@ -6,9 +6,12 @@ struct Sneaky {
     shared: Arc<Mutex<u64>>,
 }
 
+#[derive(Message)]
+struct Bump;
+
 impl Process for Sneaky {
-    type Message = ();
-    fn handle(&mut self, _: (), _: &mut Ctx<Self>) -> Result<(), Failure> {
+    type Message = Bump;
+    fn handle(&mut self, _: Bump, _: &mut Ctx<Self>) -> Result<(), Failure> {
         *self.shared.lock().unwrap() += 1;
         Ok(())
     }

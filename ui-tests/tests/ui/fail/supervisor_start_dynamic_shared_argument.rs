@@ -3,7 +3,7 @@
 //! anything else, shared state included, is refused where `start_dynamic` is called.
 use std::sync::{Arc, Mutex};
 use whirl::prelude::*;
-use whirl::ChildTemplate;
+use whirl::supervision::ChildTemplate;
 
 #[process]
 #[derive(Clone)]

@@ -1,7 +1,7 @@
 //! Class 3: a child template's argument type must be `Isolated`.
 use std::sync::{Arc, Mutex};
 use whirl::prelude::*;
-use whirl::ChildTemplate;
+use whirl::supervision::ChildTemplate;
 
 #[process]
 #[derive(Clone)]

@@ -47,7 +47,7 @@ fn main() {
         })
         .unwrap();
     assert_eq!(two, Some(2));
-    let keys = dir.call_timeout(Duration::from_secs(5), Keys).unwrap();
+    let keys = dir.call_timeout(Keys, Duration::from_secs(5)).unwrap();
     assert_eq!(keys, ["one", "two"]);
     rt.shutdown_graceful();
 }

@@ -57,7 +57,7 @@ impl<T: Isolated> Counter<T> {
 
 fn main() {
     let rt = Runtime::builder().threads(1).build();
-    let web = rt.group("web").threads(1).build();
+    let web = rt.group("web").threads(1).build().expect("build group");
     let counter = rt.spawn(Counter::<String> {
         hits: 0,
         last: std::option::Option::None,

@@ -65,7 +65,7 @@ fn main() {
         .group("db")
         .threads(2)
         .shares_state("shards share one in-memory store")
-        .build();
+        .build().expect("build group");
     let store = Arc::new(Store::default());
     let writer = rt.spawn_in(
         &db,

@@ -12,6 +12,7 @@ struct Add(u64);
 #[derive(Message, Debug)]
 struct Get(ReplyTo<u64>);
 
+#[derive(Message)]
 enum TotalMessage {
     Add(Add),
     Get(Get),

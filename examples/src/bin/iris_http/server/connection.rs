@@ -217,7 +217,8 @@ impl HttpConnection {
             Err(PostError::Rejected(_)) => {
                 self.answer(seq, Response::service_unavailable(RETRY_AFTER_SECS));
             }
-            Err(PostError::Terminated(_)) => self.answer(seq, Response::error(500).closing()),
+            // Terminated (the dispatcher failed), or a failure a later version adds.
+            Err(_) => self.answer(seq, Response::error(500).closing()),
         }
     }
 
@@ -237,7 +238,10 @@ impl HttpConnection {
         if let Some(old) = self.current.take() {
             let _ = old.dispatcher.post(Retire);
         }
-        let principal = Principal::new(session.id, session.role.priority(), session.role.class());
+        let principal = Principal::builder(session.id)
+            .priority(session.role.priority())
+            .class(session.role.class())
+            .build();
         let dispatcher = ctx.spawn_for(
             &self.site.dispatcher_group,
             principal,
@@ -332,11 +336,9 @@ impl HttpConnection {
     #[handle]
     fn socket_event(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) {
         match event {
-            SocketEvent::Data(bytes) => {
-                if !self.closing {
-                    self.decode(&bytes);
-                    self.pump(ctx);
-                }
+            SocketEvent::Data(bytes) if !self.closing => {
+                self.decode(&bytes);
+                self.pump(ctx);
             }
             SocketEvent::Eof => {
                 self.eof = true;
@@ -345,8 +347,9 @@ impl HttpConnection {
                     let _ = self.socket.post(SocketMsg::Close);
                 }
             }
-            SocketEvent::Drained => {}
             SocketEvent::Closed(_) => ctx.complete(),
+            // `Drained`, and events a later version adds.
+            _ => {}
         }
     }
 

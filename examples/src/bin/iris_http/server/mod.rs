@@ -23,16 +23,17 @@ mod messages;
 mod session_store;
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use whirl::controller::AdaptiveConcurrency;
-use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection, TcpStream};
+use whirl::admission::{CostBudget, PredicateExt, PriorityThresholds, SessionConsistent};
+use whirl::control::AdaptiveConcurrency;
+use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
 use whirl::prelude::*;
 use whirl::scheduler::PrincipalPriority;
-use whirl::{CostBudget, GroupBuilder, PredicateExt, PriorityThresholds, SessionConsistent};
+use whirl::{GroupBuilder, GroupError};
 
 pub use connection::HttpConnection;
 use session_store::SessionStore;
@@ -115,7 +116,7 @@ impl Accept for Serve {
         _peer: SocketAddr,
         ctx: &mut Ctx<Acceptor>,
     ) -> Result<(), AcceptError> {
-        let socket = ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?));
+        let socket = ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?);
         ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket));
         Ok(())
     }
@@ -127,9 +128,20 @@ pub struct Server {
     acceptor: Addr<Acceptor>,
 }
 
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// One of its groups could not be built.
+    #[error(transparent)]
+    Group(#[from] GroupError),
+    /// The poller or the listening socket failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
 impl Server {
     /// Builds the groups, starts the session store and the acceptor on `bind`.
-    pub fn start(rt: &Runtime, bind: SocketAddr, options: Options) -> io::Result<Server> {
+    pub fn start(rt: &Runtime, bind: SocketAddr, options: Options) -> Result<Server, StartError> {
         let thresholds = |scale: u64| {
             let [anonymous, user, admin] = options.thresholds.map(|t| t * scale);
             SessionConsistent::new(
@@ -143,15 +155,15 @@ impl Server {
             true => builder.predicate(thresholds(scale)),
             false => builder,
         };
-        let sockets = rt.group("sockets").threads(1).build();
-        rt.group("http").threads(1).build();
-        rt.group("sessions").threads(1).build();
-        rt.group("db").threads(1).build();
+        let sockets = rt.group("sockets").threads(1).build()?;
+        rt.group("http").threads(1).build()?;
+        rt.group("sessions").threads(1).build()?;
+        rt.group("db").threads(1).build()?;
         rt.group("files-io")
             .threads(1..=4)
             .controller(AdaptiveConcurrency::default())
-            .build();
-        let dispatcher = shedding(rt.group("dispatcher").threads(1), 4).build();
+            .build()?;
+        let dispatcher = shedding(rt.group("dispatcher").threads(1), 4).build()?;
         let files = rt
             .group("files")
             .threads(1)
@@ -160,14 +172,14 @@ impl Server {
             true => files.predicate(thresholds(1).and(CostBudget::new(options.file_budget))),
             false => files,
         };
-        files.build();
+        files.build()?;
         shedding(
             rt.group("resources")
                 .threads(1)
                 .scheduler(PrincipalPriority::default()),
             1,
         )
-        .build();
+        .build()?;
 
         let sessions = rt.spawn(SessionStore::new(options.users.clone(), MAX_SESSIONS));
         let site = Arc::new(Site {

@@ -1,0 +1,233 @@
+//! Message accounting, cheap enough to leave on.
+//!
+//! Every group counts what happens to the messages posted to its processes. Posts come from
+//! any thread, so a single shared counter would bounce one cache line between cores on every
+//! message; instead each group keeps a few cache-padded *stripes* and each thread adds to its
+//! own. Reading sums the stripes.
+//!
+//! The identity that holds at every quiescent point (invariant I3):
+//! `posted = handled + rejected + dead_lettered + queued`.
+
+use std::cell::Cell;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crossbeam_utils::CachePadded;
+
+const STRIPES: usize = 8;
+
+#[derive(Default)]
+struct Stripe {
+    posted: AtomicU64,
+    handled: AtomicU64,
+    rejected: AtomicU64,
+    dead_lettered: AtomicU64,
+    activations: AtomicU64,
+    deactivations: AtomicU64,
+    spawned: AtomicU64,
+    terminated: AtomicU64,
+}
+
+/// Which counter to bump.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Event {
+    Posted,
+    Handled,
+    Rejected,
+    DeadLettered,
+    /// A run without a message was requested: a process's start hook, a kill request.
+    Activated,
+    /// Such a run happened.
+    Deactivated,
+    Spawned,
+    Terminated,
+}
+
+thread_local! {
+    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+fn my_stripe() -> usize {
+    STRIPE.with(|s| {
+        let mut i = s.get();
+        if i == usize::MAX {
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            i = NEXT.fetch_add(1, Relaxed) % STRIPES;
+            s.set(i);
+        }
+        i
+    })
+}
+
+/// A group's counters.
+pub(crate) struct Counters {
+    stripes: [CachePadded<Stripe>; STRIPES],
+}
+
+impl Counters {
+    pub(crate) fn new() -> Self {
+        Counters {
+            stripes: std::array::from_fn(|_| CachePadded::new(Stripe::default())),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn add(&self, event: Event, n: u64) {
+        let s = &self.stripes[my_stripe()];
+        let counter = match event {
+            Event::Posted => &s.posted,
+            Event::Handled => &s.handled,
+            Event::Rejected => &s.rejected,
+            Event::DeadLettered => &s.dead_lettered,
+            Event::Activated => &s.activations,
+            Event::Deactivated => &s.deactivations,
+            Event::Spawned => &s.spawned,
+            Event::Terminated => &s.terminated,
+        };
+        counter.fetch_add(n, Relaxed);
+    }
+
+    fn sum(&self, f: fn(&Stripe) -> &AtomicU64) -> u64 {
+        self.stripes.iter().map(|s| f(s).load(Relaxed)).sum()
+    }
+
+    /// The counters of events that end something. Read these *before* [`Counters::read_started`]:
+    /// every end event happens after its start event, so a pair of readings with
+    /// `done == started` proves the group was quiescent at some instant in between.
+    pub(crate) fn read_done(&self) -> DoneCounts {
+        DoneCounts {
+            handled: self.sum(|s| &s.handled),
+            rejected: self.sum(|s| &s.rejected),
+            dead_lettered: self.sum(|s| &s.dead_lettered),
+            deactivations: self.sum(|s| &s.deactivations),
+            terminated: self.sum(|s| &s.terminated),
+        }
+    }
+
+    pub(crate) fn read_started(&self) -> StartedCounts {
+        StartedCounts {
+            posted: self.sum(|s| &s.posted),
+            activations: self.sum(|s| &s.activations),
+            spawned: self.sum(|s| &s.spawned),
+        }
+    }
+
+    /// `posted - handled - rejected - dead_lettered`, summed in one pass without a fence: a
+    /// cheap, possibly slightly stale, queue length for admission thresholds.
+    pub(crate) fn queued_estimate(&self) -> u64 {
+        let (mut posted, mut done) = (0u64, 0u64);
+        for s in &self.stripes {
+            done +=
+                s.handled.load(Relaxed) + s.rejected.load(Relaxed) + s.dead_lettered.load(Relaxed);
+            posted += s.posted.load(Relaxed);
+        }
+        posted.saturating_sub(done)
+    }
+
+    pub(crate) fn snapshot(&self) -> MessageCounts {
+        let done = self.read_done();
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let started = self.read_started();
+        MessageCounts {
+            posted: started.posted,
+            handled: done.handled,
+            rejected: done.rejected,
+            dead_lettered: done.dead_lettered,
+            spawned: started.spawned,
+            terminated: done.terminated,
+            pending_lifecycle_runs: started.activations.saturating_sub(done.deactivations),
+        }
+    }
+}
+
+pub(crate) struct DoneCounts {
+    handled: u64,
+    rejected: u64,
+    dead_lettered: u64,
+    deactivations: u64,
+    terminated: u64,
+}
+
+pub(crate) struct StartedCounts {
+    posted: u64,
+    activations: u64,
+    spawned: u64,
+}
+
+impl StartedCounts {
+    pub(crate) fn is_quiescent_with(&self, done: &DoneCounts) -> bool {
+        let _ = done.terminated;
+        self.posted == done.handled + done.rejected + done.dead_lettered
+            && self.activations == done.deactivations
+    }
+}
+
+/// A reading of message and process counters, for a group or the whole runtime.
+///
+/// At a quiescent point, `posted == handled + rejected + dead_lettered + queued()`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MessageCounts {
+    /// Messages that passed the liveness check and were offered to a process (admitted or
+    /// rejected by the group's predicate). Posts to already-terminated processes are not
+    /// counted: they never entered the system and went straight back to the sender.
+    pub posted: u64,
+    /// Messages a handler finished with (successfully, with an error, or by panicking).
+    pub handled: u64,
+    /// Messages the group's predicate returned to their senders.
+    pub rejected: u64,
+    /// Messages left in the inbox of a terminated process, given to the dead-letter sink.
+    pub dead_lettered: u64,
+    /// Processes spawned.
+    pub spawned: u64,
+    /// Processes terminated.
+    pub terminated: u64,
+    /// Start hooks and kill requests not yet carried out at the moment of reading (runs a
+    /// process makes without a message; runs for messages show in [`MessageCounts::queued`]).
+    pub pending_lifecycle_runs: u64,
+}
+
+impl MessageCounts {
+    /// Messages still waiting in inboxes (or being handled) at the moment of reading.
+    pub fn queued(&self) -> u64 {
+        self.posted
+            .saturating_sub(self.handled + self.rejected + self.dead_lettered)
+    }
+
+    /// Processes alive at the moment of reading.
+    pub fn live_processes(&self) -> u64 {
+        self.spawned.saturating_sub(self.terminated)
+    }
+
+    /// Whether nothing is queued or being handled and no start hook or kill is pending.
+    pub fn is_quiescent(&self) -> bool {
+        self.queued() == 0 && self.pending_lifecycle_runs == 0
+    }
+}
+
+/// Sums readings, e.g. of several groups.
+impl std::ops::Add for MessageCounts {
+    type Output = MessageCounts;
+
+    fn add(self, other: MessageCounts) -> MessageCounts {
+        MessageCounts {
+            posted: self.posted + other.posted,
+            handled: self.handled + other.handled,
+            rejected: self.rejected + other.rejected,
+            dead_lettered: self.dead_lettered + other.dead_lettered,
+            spawned: self.spawned + other.spawned,
+            terminated: self.terminated + other.terminated,
+            pending_lifecycle_runs: self.pending_lifecycle_runs + other.pending_lifecycle_runs,
+        }
+    }
+}
+
+impl std::iter::Sum for MessageCounts {
+    fn sum<I: Iterator<Item = MessageCounts>>(iter: I) -> MessageCounts {
+        iter.fold(MessageCounts::default(), |a, b| a + b)
+    }
+}
+
+// SAFETY: a snapshot of numbers (invariant I8).
+#[diagnostic::do_not_recommend]
+unsafe impl crate::isolation::Isolated for MessageCounts {}

@@ -1,0 +1,27 @@
+//! Control: how a group measures itself and how its concurrency is tuned while it runs.
+//!
+//! * Counters (`counters.rs`): a group's striped message counters ([`MessageCounts`]).
+//! * Statistics (`stats.rs`): what [`Group::stats`](crate::Group::stats) and
+//!   [`Runtime::stats`](crate::Runtime::stats) report, collected cheaply enough to leave on.
+//! * Concurrency controllers (`controller/`): what sizes a group's worker pool and run budget
+//!   ([`ConcurrencyController`] and the library: [`AdaptiveConcurrency`],
+//!   [`FixedConcurrency`], [`SedaThreadPool`], [`SedaBatching`]).
+//! * `sampling.rs`: what the controller thread remembers between two samples.
+//!
+//! Layer 3: uses `principal` (statistics per principal) and nothing above. The controller
+//! *thread*, which reads groups and applies adjustments, belongs to the `group` layer.
+
+mod controller;
+mod counters;
+mod sampling;
+mod stats;
+
+pub use controller::{
+    AdaptiveConcurrency, Adjustment, ConcurrencyController, ControllerState, Controls,
+    FixedConcurrency, GroupSample, SedaBatching, SedaThreadPool,
+};
+pub use counters::MessageCounts;
+pub(crate) use counters::{Counters, Event};
+pub(crate) use sampling::{mean, Entry, Reading};
+pub(crate) use stats::{merge, LocalStats, SlotStats, SAMPLE_EVERY};
+pub use stats::{GroupStats, LatencySummary, PrincipalCounts, RuntimeStats};

@@ -1,0 +1,455 @@
+//! Groups measure themselves: what [`Group::stats`](crate::Group::stats) and
+//! [`Runtime::stats`](crate::Runtime::stats) report, and how workers collect it cheaply
+//! enough to leave on.
+//!
+//! * Counters (posted, handled...) are the group's striped counters (`counters.rs`).
+//! * Queue latency comes from the enqueue stamp every message carries in its inbox slot
+//!   (`observe.rs`: a coarse millisecond clock, so 1 ms resolution). Workers record it for the
+//!   messages of *sampled* turns: one turn in 64 per worker, plus every turn of
+//!   a process that serves a principal.
+//! * Handling time is measured on the same sampled turns (two clock reads per turn, not per
+//!   message): the turn's time divided among its messages.
+//! * Idle time is measured per worker from the moment it runs out of work until it finds
+//!   some (searching and parked).
+//! * Lock latency is what handlers report through [`Ctx::lock_timed`](crate::Ctx::lock_timed):
+//!   a whirl process itself is never locked (its scheduling token is taken without waiting),
+//!   so the waits that matter are those for state a `shares_state` group shares.
+//!
+//! Each worker buffers what it records and publishes it to its slot's histograms (under a
+//! lock nobody else takes on the message path) every 32 sampled turns, every 50 ms, when it
+//! runs out of work, and after every turn of a principal's process (so per-principal counts
+//! are exact once the group is idle).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use parking_lot::Mutex;
+
+use super::controller::ControllerState;
+use super::counters::MessageCounts;
+use crate::principal::Principal;
+
+/// One turn in this many is timed and has its messages' queue latencies recorded.
+pub(crate) const SAMPLE_EVERY: u32 = 64;
+/// Sampled turns between publications of a worker's local statistics.
+const PUBLISH_EVERY: u32 = 32;
+/// Longest a busy worker keeps its statistics to itself.
+const PUBLISH_INTERVAL: Duration = Duration::from_millis(50);
+/// Histograms hold microseconds, up to an hour, to two significant digits.
+const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
+const HISTOGRAM_SIGFIG: u8 = 2;
+
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, HISTOGRAM_SIGFIG)
+        .expect("constant histogram bounds are valid")
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros())
+        .unwrap_or(u64::MAX)
+        .clamp(1, HISTOGRAM_MAX_MICROS)
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Percentiles of a latency distribution.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LatencySummary {
+    /// Measurements behind the figures (sampled: see the [module docs](crate::control)).
+    pub samples: u64,
+    /// Mean.
+    pub mean: Duration,
+    /// Median.
+    pub p50: Duration,
+    /// 90th percentile.
+    pub p90: Duration,
+    /// 99th percentile.
+    pub p99: Duration,
+    /// Largest.
+    pub max: Duration,
+}
+
+impl LatencySummary {
+    fn of(h: &Histogram<u64>) -> Self {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        let at = |q: f64| Duration::from_micros(h.value_at_quantile(q));
+        LatencySummary {
+            samples: h.len(),
+            mean: Duration::from_micros(h.mean() as u64),
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            max: Duration::from_micros(h.max()),
+        }
+    }
+}
+
+impl fmt::Display for LatencySummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "p50 {:?} p90 {:?} p99 {:?} max {:?} ({} samples)",
+            self.p50, self.p90, self.p99, self.max, self.samples
+        )
+    }
+}
+
+/// What a group's processes did for one principal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PrincipalCounts {
+    /// The principal's id.
+    pub id: u64,
+    /// Its priority.
+    pub priority: u8,
+    /// Its class.
+    pub class: u16,
+    /// Messages handled for it in this group.
+    pub handled: u64,
+    /// Time spent in this group's handlers for it.
+    pub handling_time: Duration,
+}
+
+/// A snapshot of a group's statistics. See the [module docs](crate::control) for how each
+/// figure is measured.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct GroupStats {
+    /// The group's name.
+    pub name: String,
+    /// Message and process counters.
+    pub counts: MessageCounts,
+    /// Messages queued now.
+    pub queue_length: u64,
+    /// Time messages spent queued before their handler ran.
+    pub queue_latency: LatencySummary,
+    /// Time handlers took per message.
+    pub handling_time: LatencySummary,
+    /// Total time the group's workers have spent waiting for work.
+    pub idle_time: Duration,
+    /// Lock waits reported by handlers ([`Ctx::lock_timed`](crate::Ctx::lock_timed)).
+    pub lock_latency: LatencySummary,
+    /// Worker threads now.
+    pub threads: usize,
+    /// The range the thread count may move in.
+    pub thread_range: (usize, usize),
+    /// Messages a process handles per turn.
+    pub budget: usize,
+    /// Whether the group's predicate is deciding admissions now (see the controller module's
+    /// "Controllers do not fight").
+    pub admission_active: bool,
+    /// The scheduler (`"work-stealing"` for the default).
+    pub scheduler: String,
+    /// The group's controllers and their state.
+    pub controllers: Vec<ControllerState>,
+    /// Per-principal counts, busiest first.
+    pub principals: Vec<PrincipalCounts>,
+}
+
+/// A snapshot of every group's statistics.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RuntimeStats {
+    /// Counters summed over the groups.
+    pub counts: MessageCounts,
+    /// Processes alive now.
+    pub live_processes: usize,
+    /// Each group, in the order they were built.
+    pub groups: Vec<GroupStats>,
+}
+
+/// Statistics a worker has published: merged across workers by readers.
+pub(crate) struct Published {
+    pub(crate) queue_latency: Histogram<u64>,
+    pub(crate) handling: Histogram<u64>,
+    pub(crate) lock_wait: Histogram<u64>,
+    pub(crate) principals: HashMap<u64, PrincipalCounts>,
+}
+
+impl Published {
+    fn new() -> Self {
+        Published {
+            queue_latency: new_histogram(),
+            handling: new_histogram(),
+            lock_wait: new_histogram(),
+            principals: HashMap::new(),
+        }
+    }
+}
+
+/// Sums of what controllers average over a period, readable without a lock.
+#[derive(Default)]
+pub(crate) struct Sums {
+    pub(crate) queue_latency_micros: AtomicU64,
+    pub(crate) queue_latency_count: AtomicU64,
+    pub(crate) lock_wait_nanos: AtomicU64,
+    pub(crate) lock_wait_count: AtomicU64,
+}
+
+/// The shared half of a worker's statistics: one per worker slot, outliving the workers that
+/// occupy the slot in turn (so a retired worker's history stays counted).
+pub(crate) struct SlotStats {
+    pub(crate) published: Mutex<Published>,
+    pub(crate) sums: Sums,
+    /// Completed idle time, nanoseconds.
+    pub(crate) idle_nanos: AtomicU64,
+    /// When the current idle spell began (nanoseconds since the group's epoch, plus one), or
+    /// zero while the worker is busy or the slot empty.
+    pub(crate) idle_since: AtomicU64,
+}
+
+impl SlotStats {
+    pub(crate) fn new() -> Self {
+        SlotStats {
+            published: Mutex::new(Published::new()),
+            sums: Sums::default(),
+            idle_nanos: AtomicU64::new(0),
+            idle_since: AtomicU64::new(0),
+        }
+    }
+
+    /// Idle time so far, counting a spell in progress up to `now` (since the epoch).
+    pub(crate) fn idle_total(&self, now: Duration) -> (Duration, Duration) {
+        let done = Duration::from_nanos(self.idle_nanos.load(Relaxed));
+        let since = self.idle_since.load(Relaxed);
+        let current = if since == 0 {
+            Duration::ZERO
+        } else {
+            now.saturating_sub(Duration::from_nanos(since - 1))
+        };
+        (done + current, current)
+    }
+}
+
+/// What a worker records between publications: raw values, folded into the slot's
+/// histograms at publication (a histogram is tens of kilobytes; clearing one per publication
+/// would cost more than the recording).
+pub(crate) struct LocalStats {
+    /// Microseconds.
+    queue_latency: Vec<u64>,
+    /// (microseconds per message, messages) per timed turn.
+    handling: Vec<(u64, u64)>,
+    /// Microseconds.
+    lock_wait: Vec<u64>,
+    principals: HashMap<u64, PrincipalCounts>,
+    queue_latency_micros: u64,
+    lock_wait_nanos: u64,
+    sampled_since_publish: u32,
+    /// Coarse-clock time of the last publication.
+    last_publish: Option<Duration>,
+}
+
+impl LocalStats {
+    pub(crate) fn new() -> Self {
+        LocalStats {
+            queue_latency: Vec::new(),
+            handling: Vec::new(),
+            lock_wait: Vec::new(),
+            principals: HashMap::new(),
+            queue_latency_micros: 0,
+            lock_wait_nanos: 0,
+            sampled_since_publish: 0,
+            last_publish: None,
+        }
+    }
+
+    /// A message of a sampled turn waited `latency` in its inbox.
+    pub(crate) fn record_queue_latency(&mut self, latency: Duration) {
+        let us = micros(latency);
+        self.queue_latency.push(us);
+        self.queue_latency_micros += us;
+    }
+
+    /// A handler waited `wait` for a lock.
+    pub(crate) fn record_lock_wait(&mut self, wait: Duration) {
+        self.lock_wait.push(micros(wait));
+        self.lock_wait_nanos += nanos(wait);
+    }
+
+    /// A timed turn handled `handled` messages in `elapsed`, for `principal` if any. Returns
+    /// whether it is time to publish.
+    pub(crate) fn record_turn(
+        &mut self,
+        handled: u64,
+        elapsed: Duration,
+        principal: Option<&Principal>,
+        now: Duration,
+    ) -> bool {
+        if handled > 0 {
+            let per_message = elapsed / u32::try_from(handled).unwrap_or(u32::MAX);
+            self.handling.push((micros(per_message), handled));
+        }
+        self.sampled_since_publish += 1;
+        let last = *self.last_publish.get_or_insert(now);
+        let Some(p) = principal else {
+            return self.sampled_since_publish >= PUBLISH_EVERY
+                || now.saturating_sub(last) >= PUBLISH_INTERVAL;
+        };
+        p.record_handled(handled, elapsed);
+        let entry = self.principals.entry(p.id()).or_insert(PrincipalCounts {
+            id: p.id(),
+            priority: p.priority(),
+            class: p.class(),
+            handled: 0,
+            handling_time: Duration::ZERO,
+        });
+        entry.handled += handled;
+        entry.handling_time += elapsed;
+        // Per-principal counts are published at once (one uncontended lock per turn of a
+        // principal's process), so they are exact whenever the counters are.
+        true
+    }
+
+    /// Whether anything was recorded since the last publication.
+    pub(crate) fn is_dirty(&self) -> bool {
+        self.sampled_since_publish > 0
+            || !self.lock_wait.is_empty()
+            || !self.queue_latency.is_empty()
+    }
+
+    /// Moves what was recorded into the slot.
+    pub(crate) fn publish(&mut self, slot: &SlotStats, now: Duration) {
+        let (queued, locks) = (self.queue_latency.len(), self.lock_wait.len());
+        {
+            let mut p = slot.published.lock();
+            for us in self.queue_latency.drain(..) {
+                let _ = p.queue_latency.record(us);
+            }
+            for (us, n) in self.handling.drain(..) {
+                let _ = p.handling.record_n(us, n);
+            }
+            for us in self.lock_wait.drain(..) {
+                let _ = p.lock_wait.record(us);
+            }
+            for (id, counts) in self.principals.drain() {
+                let entry = p.principals.entry(id).or_insert(PrincipalCounts {
+                    handled: 0,
+                    handling_time: Duration::ZERO,
+                    ..counts.clone()
+                });
+                entry.handled += counts.handled;
+                entry.handling_time += counts.handling_time;
+            }
+        }
+        let sums = &slot.sums;
+        sums.queue_latency_micros
+            .fetch_add(std::mem::take(&mut self.queue_latency_micros), Relaxed);
+        sums.queue_latency_count.fetch_add(queued as u64, Relaxed);
+        sums.lock_wait_nanos
+            .fetch_add(std::mem::take(&mut self.lock_wait_nanos), Relaxed);
+        sums.lock_wait_count.fetch_add(locks as u64, Relaxed);
+        self.sampled_since_publish = 0;
+        self.last_publish = Some(now);
+    }
+}
+
+/// The merged view of a group's slots.
+pub(crate) struct Merged {
+    pub(crate) queue_latency: LatencySummary,
+    pub(crate) handling: LatencySummary,
+    pub(crate) lock_wait: LatencySummary,
+    pub(crate) principals: Vec<PrincipalCounts>,
+}
+
+pub(crate) fn merge<'a>(slots: impl Iterator<Item = &'a SlotStats>) -> Merged {
+    let mut all = Published::new();
+    for slot in slots {
+        let p = slot.published.lock();
+        let _ = all.queue_latency.add(&p.queue_latency);
+        let _ = all.handling.add(&p.handling);
+        let _ = all.lock_wait.add(&p.lock_wait);
+        for (id, counts) in &p.principals {
+            let entry = all.principals.entry(*id).or_insert(PrincipalCounts {
+                handled: 0,
+                handling_time: Duration::ZERO,
+                ..counts.clone()
+            });
+            entry.handled += counts.handled;
+            entry.handling_time += counts.handling_time;
+        }
+    }
+    let mut principals: Vec<_> = all.principals.into_values().collect();
+    principals.sort_by(|a, b| b.handled.cmp(&a.handled).then(a.id.cmp(&b.id)));
+    Merged {
+        queue_latency: LatencySummary::of(&all.queue_latency),
+        handling: LatencySummary::of(&all.handling),
+        lock_wait: LatencySummary::of(&all.lock_wait),
+        principals,
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_statistics_merge_across_slots() {
+        let (a, b) = (SlotStats::new(), SlotStats::new());
+        let now = Duration::from_secs(1);
+        let session = Principal::builder(9).priority(2).class(1).build();
+        let mut local = LocalStats::new();
+        for ms in [1, 2, 3, 4, 100] {
+            local.record_queue_latency(Duration::from_millis(ms));
+        }
+        local.record_turn(4, Duration::from_micros(400), Some(&session), now);
+        local.publish(&a, now);
+        assert!(!local.is_dirty());
+        local.record_lock_wait(Duration::from_millis(2));
+        local.record_turn(1, Duration::from_micros(50), Some(&session), now);
+        local.publish(&b, now);
+
+        let merged = merge([&a, &b].into_iter());
+        assert_eq!(merged.queue_latency.samples, 5);
+        // Two significant digits: within 1%.
+        let near =
+            |d: Duration, us: u64| d.as_micros().abs_diff(u128::from(us)) * 100 <= u128::from(us);
+        assert!(
+            near(merged.queue_latency.p50, 3_000),
+            "{:?}",
+            merged.queue_latency
+        );
+        assert!(merged.queue_latency.max >= Duration::from_millis(99));
+        assert_eq!(merged.handling.samples, 5);
+        assert!(near(merged.handling.p50, 100), "{:?}", merged.handling);
+        assert_eq!(merged.lock_wait.samples, 1);
+        assert_eq!(merged.principals.len(), 1);
+        assert_eq!(merged.principals[0].handled, 5);
+        assert_eq!(
+            merged.principals[0].handling_time,
+            Duration::from_micros(450)
+        );
+        assert_eq!(session.handled(), 5);
+        assert_eq!(a.sums.queue_latency_count.load(Relaxed), 5);
+        assert_eq!(b.sums.lock_wait_count.load(Relaxed), 1);
+    }
+
+    #[test]
+    fn idle_time_counts_the_spell_in_progress() {
+        let slot = SlotStats::new();
+        slot.idle_nanos.store(1_000, Relaxed);
+        slot.idle_since.store(5_000 + 1, Relaxed);
+        let (total, current) = slot.idle_total(Duration::from_nanos(8_000));
+        assert_eq!(current, Duration::from_nanos(3_000));
+        assert_eq!(total, Duration::from_nanos(4_000));
+    }
+
+    #[test]
+    fn publishing_is_due_after_enough_sampled_turns() {
+        let mut local = LocalStats::new();
+        let now = Duration::from_secs(1);
+        let due = (0..PUBLISH_EVERY)
+            .map(|_| local.record_turn(1, Duration::from_micros(1), None, now))
+            .collect::<Vec<_>>();
+        assert!(!due[0]);
+        assert!(due[due.len() - 1]);
+    }
+}

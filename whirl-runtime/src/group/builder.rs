@@ -1,0 +1,280 @@
+//! Groups as users see them: a [`Group`] handle, and the [`GroupBuilder`] that creates one
+//! (its pool, scheduler, predicate and controllers) and registers it with the runtime.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::Arc;
+
+use crossbeam_deque::Injector;
+use parking_lot::{Mutex, RwLock};
+
+use super::control_thread::Controlled;
+use super::idle::Idle;
+use super::pool::{Pool, ThreadRange};
+use super::scheduler::Scheduler;
+use super::shared::{GroupShared, Kernel, DEFAULT_BUDGET};
+use crate::admission::MessagePredicate;
+use crate::control::{
+    AdaptiveConcurrency, ConcurrencyController, Controls, Counters, Entry, GroupStats,
+    MessageCounts,
+};
+
+/// A handle on a group: spawn processes into it, read its counters.
+#[derive(Clone)]
+pub struct Group {
+    shared: Arc<GroupShared>,
+}
+
+impl Group {
+    pub(crate) fn from_shared(shared: Arc<GroupShared>) -> Self {
+        Group { shared }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<GroupShared> {
+        &self.shared
+    }
+
+    /// The group's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The group's message counters.
+    pub fn counts(&self) -> MessageCounts {
+        self.shared.counters.snapshot()
+    }
+
+    /// Number of worker threads now.
+    pub fn threads(&self) -> usize {
+        self.shared.pool.live()
+    }
+
+    /// The range the thread count may move in.
+    pub fn thread_range(&self) -> ThreadRange {
+        self.shared.pool.range
+    }
+
+    /// A snapshot of the group's statistics: counters, queue length, queue-latency and
+    /// handling-time percentiles, idle time, lock latency, threads, controller state and
+    /// per-principal counts. See [`stats`](crate::control) for how each is measured.
+    pub fn stats(&self) -> GroupStats {
+        self.shared.stats()
+    }
+
+    /// Why this group hosts processes that share state, if it was built with
+    /// [`GroupBuilder::shares_state`].
+    pub fn shared_state_reason(&self) -> Option<&'static str> {
+        self.shared.shares_state
+    }
+
+    /// Messages a process handles per turn before yielding.
+    pub fn budget(&self) -> usize {
+        self.shared.budget()
+    }
+
+    /// Changes the run budget (at least 1). Takes effect at each process's next turn.
+    pub fn set_budget(&self, budget: usize) {
+        self.shared.set_budget(budget);
+    }
+}
+
+// SAFETY: a handle on a group's configuration, which the runtime synchronises; it grants no
+// access to any process's state (invariant I8).
+unsafe impl crate::isolation::Isolated for Group {}
+
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group")
+            .field("name", &self.shared.name)
+            .field("threads", &self.threads())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures a new group; made by [`Runtime::group`](crate::Runtime::group).
+#[must_use = "a group builder does nothing until `build` is called"]
+pub struct GroupBuilder {
+    kernel: Arc<Kernel>,
+    name: String,
+    threads: ThreadRange,
+    budget: usize,
+    lifo_slot: bool,
+    scheduler: Option<Box<dyn Scheduler>>,
+    predicate: Option<Box<dyn MessagePredicate>>,
+    controllers: Vec<Box<dyn ConcurrencyController>>,
+    shares_state: Option<&'static str>,
+}
+
+impl GroupBuilder {
+    pub(crate) fn new(kernel: Arc<Kernel>, name: String) -> Self {
+        GroupBuilder {
+            kernel,
+            name,
+            threads: ThreadRange::from(default_threads()),
+            budget: DEFAULT_BUDGET,
+            lifo_slot: true,
+            scheduler: None,
+            predicate: None,
+            controllers: Vec::new(),
+            shares_state: None,
+        }
+    }
+
+    /// Number of worker threads: a number (at least 1), or a range such as `1..=8` for a
+    /// [thread controller](Self::controller) to move in (the group starts at the minimum).
+    /// Defaults to the number of cores. With a range and no controller, the group gets
+    /// [`AdaptiveConcurrency`](crate::control::AdaptiveConcurrency), the paper's default.
+    pub fn threads(mut self, threads: impl Into<ThreadRange>) -> Self {
+        self.threads = threads.into();
+        self
+    }
+
+    /// The order in which ready processes run (default: work-stealing FIFO, the fast path).
+    /// See [`scheduler`](crate::scheduler).
+    pub fn scheduler(mut self, scheduler: impl Scheduler) -> Self {
+        self.scheduler = Some(Box::new(scheduler));
+        self
+    }
+
+    /// Adds a concurrency controller, sampled by the runtime's controller thread: one that
+    /// controls the thread count and/or one that controls the run budget (a second of the
+    /// same kind replaces the first). See [`control`](crate::control).
+    pub fn controller(mut self, controller: impl ConcurrencyController) -> Self {
+        let controls = controller.controls();
+        self.controllers.retain(|c| c.controls() != controls);
+        self.controllers.push(Box::new(controller));
+        self
+    }
+
+    /// Messages a process handles per turn before yielding its worker (at least 1).
+    pub fn budget(mut self, budget: usize) -> Self {
+        self.budget = budget.max(1);
+        self
+    }
+
+    /// Whether a process woken by a handler runs next on the same worker (default `true`).
+    /// Good for request/response latency; turn it off to measure or for strict FIFO fairness.
+    pub fn lifo_slot(mut self, enabled: bool) -> Self {
+        self.lifo_slot = enabled;
+        self
+    }
+
+    /// The group's admission control.
+    pub fn predicate(mut self, predicate: impl MessagePredicate) -> Self {
+        self.predicate = Some(Box::new(predicate));
+        self
+    }
+
+    /// Declares, loudly, that this group hosts processes that knowingly share mutable state
+    /// (the Whirlwind paper's section VI-C: processes around an in-memory database that locks
+    /// for itself), and why. Only such a group runs processes declared
+    /// `#[process(unsafe(shares_state = "..."))]`; the sharing stays confined to it.
+    ///
+    /// The reason shows in failures and logs: say what is shared and why isolation was not
+    /// viable.
+    pub fn shares_state(mut self, reason: &'static str) -> Self {
+        self.shares_state = Some(reason);
+        self
+    }
+
+    /// Creates the group and starts its workers.
+    ///
+    /// Group names are unique within a runtime (a process's
+    /// [`Process::GROUP`](crate::Process::GROUP) names one group): a second group with a name
+    /// already built is refused, as is a group whose workers cannot be started.
+    pub fn build(mut self) -> Result<Group, GroupError> {
+        if self.kernel.is_closing() {
+            return Err(GroupError::ShutDown { name: self.name });
+        }
+        if self.kernel.group_named(&self.name).is_some() {
+            return Err(GroupError::NameTaken { name: self.name });
+        }
+        let has_thread_controller = |cs: &[Box<dyn ConcurrencyController>]| {
+            cs.iter().any(|c| c.controls() == Controls::Threads)
+        };
+        if !self.threads.is_fixed() && !has_thread_controller(&self.controllers) {
+            self.controllers
+                .push(Box::new(AdaptiveConcurrency::default()));
+        }
+        let grows = !self.threads.is_fixed() && has_thread_controller(&self.controllers);
+        let shared = Arc::new(GroupShared {
+            name: self.name,
+            kernel: Arc::clone(&self.kernel),
+            injector: Injector::new(),
+            stealers: RwLock::new(Vec::new()),
+            idle: Idle::new(),
+            counters: Counters::new(),
+            pool: Pool::new(self.threads, self.threads.min()),
+            budget: AtomicUsize::new(self.budget),
+            lifo_slot: self.lifo_slot,
+            scheduler: self.scheduler,
+            observes: self.predicate.as_ref().is_some_and(|p| p.observes()),
+            predicate: self.predicate,
+            admission_active: AtomicBool::new(true),
+            grows,
+            controllers: Mutex::new(self.controllers.into_iter().map(Entry::new).collect()),
+            shares_state: self.shares_state,
+            stopped: AtomicBool::new(false),
+        });
+        shared.resize(self.threads.min());
+        if shared.pool.live() < self.threads.min() {
+            let name = shared.name.clone();
+            join_all(shared.stop());
+            return Err(GroupError::StartWorkers {
+                name,
+                started: shared.pool.live(),
+                wanted: self.threads.min(),
+            });
+        }
+        if let Err(shared) = self.kernel.add_group(Arc::clone(&shared)) {
+            // Another builder took the name meanwhile.
+            let name = shared.name.clone();
+            join_all(shared.stop());
+            return Err(GroupError::NameTaken { name });
+        }
+        if !shared.controllers.lock().is_empty() {
+            let watched: Arc<dyn Controlled> = shared.clone();
+            self.kernel.control.watch(Arc::downgrade(&watched));
+        }
+        Ok(Group { shared })
+    }
+}
+
+fn join_all(handles: Vec<std::thread::JoinHandle<()>>) {
+    for handle in handles {
+        let _ = handle.join();
+    }
+}
+
+/// Why a group could not be built ([`GroupBuilder::build`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupError {
+    /// The runtime already has a group of this name.
+    #[error("the runtime already has a group named `{name}`: group names are unique")]
+    NameTaken {
+        /// The name asked for.
+        name: String,
+    },
+    /// The operating system refused to start the group's minimum number of worker threads.
+    #[error("group `{name}`: started {started} of the {wanted} worker threads it needs")]
+    StartWorkers {
+        /// The group's name.
+        name: String,
+        /// Threads that did start (and were stopped again).
+        started: usize,
+        /// The group's minimum.
+        wanted: usize,
+    },
+    /// The runtime is shutting down.
+    #[error("group `{name}` was built after the runtime shut down")]
+    ShutDown {
+        /// The name asked for.
+        name: String,
+    },
+}
+
+pub(crate) fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+}

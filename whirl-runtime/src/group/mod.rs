@@ -1,0 +1,53 @@
+//! Groups: sets of processes sharing a worker pool, a run budget, a message predicate and
+//! optionally a scheduler — the paper's unit of resource control — and the runtime-wide
+//! tables they share.
+//!
+//! This layer schedules [`Task`](task::Task)s and knows nothing of processes: the `process`
+//! layer above implements `Runnable` for its cells. From the bottom up:
+//!
+//! * `park.rs`, `idle.rs`: parking a worker without lost wake-ups.
+//! * `probe.rs`: what each worker is running, readable from any thread (for shutdown reports).
+//! * `pool.rs`: a pool's thread range, target and slots ([`ThreadRange`]).
+//! * `task.rs`: what runs ([`Runnable`](task::Runnable)) and what a turn records into
+//!   ([`Recorder`](task::Recorder)).
+//! * `scheduler/`: the [`Scheduler`](crate::scheduler::Scheduler) trait and the library.
+//! * `registry.rs`, `names.rs`, `control_thread.rs`: the table of live processes, the name
+//!   registry, the controller thread.
+//! * `shared.rs`: a group's state and the runtime's kernel, which hold each other.
+//! * `worker.rs`: the worker loop, and where a scheduled task goes.
+//! * `controllers.rs`: how a group runs its concurrency controllers.
+//! * `observe.rs`: completion reports for predicates that learn.
+//! * `builder.rs`: [`Group`] and [`GroupBuilder`].
+//!
+//! Layer 6: uses `admission`, `control`, `principal`, `lifecycle`, `time`, `sync` and `io`.
+
+mod builder;
+mod control_thread;
+mod controllers;
+mod idle;
+mod names;
+pub(crate) mod observe;
+mod park;
+mod pool;
+mod probe;
+mod registry;
+pub(crate) mod scheduler;
+mod shared;
+mod task;
+mod worker;
+
+pub(crate) use builder::default_threads;
+pub use builder::{Group, GroupBuilder, GroupError};
+pub(crate) use names::Holder;
+pub use names::NameError;
+pub use pool::ThreadRange;
+pub(crate) use probe::{Running, TurnProbe};
+pub use shared::DEFAULT_BUDGET;
+pub(crate) use shared::{GroupShared, Kernel};
+pub(crate) use task::{Recorder, Runnable, Task};
+pub(crate) use worker::on_worker_thread;
+
+#[cfg(all(test, loom))]
+pub(crate) use idle::{Idle, SleepDecision};
+#[cfg(all(test, loom))]
+pub(crate) use park::Parker;

@@ -1,0 +1,360 @@
+//! The state of a group ([`GroupShared`]: a set of processes sharing a worker pool, a run
+//! budget, a message predicate and optionally a scheduler) and of the runtime it belongs to
+//! ([`Kernel`]: what every group of one runtime shares — the list of groups, process ids, the
+//! table of live processes, names, timers, the dead-letter sink, the controller thread and the
+//! socket poller). They are one module because each holds the other: a group reaches its
+//! runtime's tables, and the runtime lists its groups.
+//!
+//! Scheduling within a group is work-stealing on crossbeam-deque: each worker has a local FIFO
+//! queue (bounded: beyond [`LOCAL_QUEUE_CAP`] tasks overflow to the group's injector) and an
+//! optional LIFO slot for the process most recently woken by a handler on that worker, which
+//! keeps request/response pairs on one core. Tasks posted from outside the group go to the
+//! injector. Idle workers steal, then sleep (`idle.rs`).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_deque::{Injector, Steal, Stealer};
+use parking_lot::{Mutex, RwLock};
+
+use super::control_thread::ControlThread;
+use super::idle::Idle;
+use super::names::Names;
+use super::pool::{now, Pool};
+use super::probe::Running;
+use super::registry::Registry;
+use super::scheduler::{Ready, Scheduler};
+use super::task::Task;
+use crate::admission::MessagePredicate;
+use crate::control::{merge, Counters, Entry, Event, GroupStats, MessageCounts, RuntimeStats};
+#[cfg(feature = "net")]
+use crate::io::Net;
+use crate::lifecycle::{DeadLetter, DeadLetterSink, ProcessId};
+use crate::time::Timers;
+
+/// Tasks a worker keeps locally before overflowing to the injector.
+pub(crate) const LOCAL_QUEUE_CAP: usize = 256;
+
+/// Default number of messages a process handles per turn before yielding its worker.
+pub const DEFAULT_BUDGET: usize = 64;
+
+pub(crate) struct GroupShared {
+    pub(crate) name: String,
+    pub(crate) kernel: Arc<Kernel>,
+    pub(crate) injector: Injector<Task>,
+    /// Indexed by worker slot; `None` for a vacant slot.
+    pub(crate) stealers: RwLock<Vec<Option<Stealer<Task>>>>,
+    pub(crate) idle: Idle,
+    pub(crate) counters: Counters,
+    pub(crate) pool: Pool,
+    pub(super) budget: AtomicUsize,
+    pub(crate) lifo_slot: bool,
+    /// `None`: the built-in work-stealing FIFO.
+    pub(crate) scheduler: Option<Box<dyn Scheduler>>,
+    pub(super) predicate: Option<Box<dyn MessagePredicate>>,
+    /// Whether the predicate wants completion reports (cached: asked once, at build).
+    pub(super) observes: bool,
+    /// Whether the predicate decides admissions now (see `update_admission`).
+    pub(super) admission_active: AtomicBool,
+    /// Whether a thread controller may still grow the pool, which holds admission control
+    /// off until the pool is at its maximum.
+    pub(super) grows: bool,
+    pub(crate) controllers: Mutex<Vec<Entry>>,
+    pub(crate) shares_state: Option<&'static str>,
+    pub(super) stopped: AtomicBool,
+}
+
+impl GroupShared {
+    #[inline]
+    pub(crate) fn budget(&self) -> usize {
+        self.budget.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_budget(&self, budget: usize) {
+        self.budget.store(budget.max(1), Ordering::Relaxed);
+    }
+
+    /// The group's predicate, whether or not it is deciding admissions now.
+    #[inline]
+    pub(crate) fn predicate(&self) -> Option<&dyn MessagePredicate> {
+        self.predicate.as_deref()
+    }
+
+    /// The predicate to consult for a post now: none while a thread controller can still
+    /// grow the pool (controllers do not fight; see `controller/mod.rs`).
+    #[inline]
+    pub(crate) fn admission(&self) -> Option<&dyn MessagePredicate> {
+        match &self.predicate {
+            Some(p) if self.admission_active.load(Ordering::Relaxed) => Some(p.as_ref()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn update_admission(&self) {
+        let active = !self.grows || self.pool.target() >= self.pool.range.max();
+        self.admission_active.store(active, Ordering::Relaxed);
+    }
+
+    /// Whether admitted messages report completions to the predicate (see `observe.rs`).
+    #[inline]
+    pub(crate) fn observes(&self) -> bool {
+        self.observes
+    }
+
+    pub(crate) fn count_rejected(&self) {
+        self.counters.add(Event::Posted, 1);
+        self.counters.add(Event::Rejected, 1);
+    }
+
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    pub(super) fn push_scheduled(&self, scheduler: &dyn Scheduler, task: Task, yielded: bool) {
+        if self.is_stopped() {
+            // No worker will run it: terminate it here (see `push_remote`).
+            task.abandon();
+            return;
+        }
+        scheduler.push(Ready::new(task, yielded));
+        self.idle.notify_one();
+    }
+
+    pub(crate) fn push_remote(&self, task: Task) {
+        if self.is_stopped() {
+            // The runtime has shut down and no worker will run the process (a monitor told of
+            // a termination after shutdown, a message racing with it): terminate it on this
+            // thread, so its hook runs and what it was sent is dead-lettered, not dropped.
+            task.abandon();
+            return;
+        }
+        self.injector.push(task);
+        self.idle.notify_one();
+    }
+
+    /// Whether any queue a worker can take from holds work.
+    pub(crate) fn has_visible_work(&self) -> bool {
+        if let Some(scheduler) = &self.scheduler {
+            return !scheduler.is_empty();
+        }
+        !self.injector.is_empty() || self.stealers.read().iter().flatten().any(|s| !s.is_empty())
+    }
+
+    /// Stops the workers once they are idle; returns their join handles. Whatever is still
+    /// queued is terminated on the calling thread ([`GroupShared::rescue`]).
+    pub(crate) fn stop(&self) -> Vec<JoinHandle<()>> {
+        self.stopped.store(true, Ordering::Release);
+        self.idle.notify_all();
+        self.rescue();
+        self.pool.take_handles()
+    }
+
+    /// What this group's workers are running now.
+    pub(crate) fn running(&self) -> Vec<Running> {
+        self.pool
+            .slots
+            .read()
+            .iter()
+            .filter_map(|slot| slot.probe.read())
+            .collect()
+    }
+
+    /// Takes every process queued in this group (the injector, the group's scheduler, and
+    /// the workers' local queues, which can be stolen from even while their worker is stuck in
+    /// a handler) and terminates each on the calling thread with
+    /// `Runnable::abandon`: its pending kill, its hook, its
+    /// inbox dead-lettered. Shutdown calls it when workers cannot run them. Returns how many
+    /// it took.
+    pub(crate) fn rescue(&self) -> usize {
+        let mut taken = 0;
+        let mut abandon = |task: Task| {
+            task.abandon();
+            taken += 1;
+        };
+        take_all(|| self.injector.steal(), &mut abandon);
+        if let Some(scheduler) = &self.scheduler {
+            while let Some(ready) = scheduler.pop(0) {
+                abandon(ready.into_task());
+            }
+        }
+        // Cloned out of the lock: abandoning a process can schedule others.
+        let stealers: Vec<_> = self.stealers.read().iter().flatten().cloned().collect();
+        for stealer in stealers {
+            take_all(|| stealer.steal(), &mut abandon);
+        }
+        taken
+    }
+
+    /// A snapshot of the group's statistics.
+    pub(crate) fn stats(&self) -> GroupStats {
+        let slots: Vec<_> = self.pool.slots.read().clone();
+        let merged = merge(slots.iter().map(|s| &s.stats));
+        let now = now();
+        let idle_time = slots.iter().map(|s| s.stats.idle_total(now).0).sum();
+        GroupStats {
+            name: self.name.clone(),
+            counts: self.counters.snapshot(),
+            queue_length: self.counters.queued_estimate(),
+            queue_latency: merged.queue_latency,
+            handling_time: merged.handling,
+            idle_time,
+            lock_latency: merged.lock_wait,
+            threads: self.pool.live(),
+            thread_range: (self.pool.range.min(), self.pool.range.max()),
+            budget: self.budget(),
+            admission_active: self.predicate.is_some()
+                && self.admission_active.load(Ordering::Relaxed),
+            scheduler: self
+                .scheduler
+                .as_ref()
+                .map_or_else(|| "work-stealing".to_owned(), |s| s.describe()),
+            controllers: self
+                .controllers
+                .lock()
+                .iter()
+                .map(|c| c.controller().describe())
+                .collect(),
+            principals: merged.principals,
+        }
+    }
+}
+
+/// Hands every task `steal` yields to `each`, until the queue is empty.
+fn take_all(steal: impl Fn() -> Steal<Task>, mut each: impl FnMut(Task)) {
+    loop {
+        match steal() {
+            Steal::Success(task) => each(task),
+            Steal::Empty => return,
+            Steal::Retry => {}
+        }
+    }
+}
+
+/// What the groups of one runtime share (see the module docs).
+pub(crate) struct Kernel {
+    groups: Mutex<Vec<Arc<GroupShared>>>,
+    next_id: AtomicU64,
+    closing: AtomicBool,
+    dead_letters: DeadLetterSink,
+    pub(crate) registry: Registry,
+    pub(crate) timers: Timers,
+    pub(crate) names: Names,
+    pub(crate) control: Arc<ControlThread>,
+    #[cfg(feature = "net")]
+    net: Mutex<Option<Net>>,
+}
+
+impl Kernel {
+    /// A kernel with no groups yet, whose dead letters go to `dead_letters`.
+    pub(crate) fn new(dead_letters: DeadLetterSink) -> Self {
+        Kernel {
+            groups: Mutex::new(Vec::new()),
+            next_id: AtomicU64::new(1),
+            closing: AtomicBool::new(false),
+            dead_letters,
+            registry: Registry::new(),
+            timers: Timers::new(),
+            names: Names::default(),
+            control: Arc::default(),
+            #[cfg(feature = "net")]
+            net: Mutex::new(None),
+        }
+    }
+
+    /// Marks the runtime as shutting down (see [`is_closing`](Self::is_closing)); returns
+    /// whether it already was.
+    pub(crate) fn start_closing(&self) -> bool {
+        self.closing.swap(true, Ordering::Relaxed)
+    }
+
+    pub(crate) fn next_process_id(&self) -> ProcessId {
+        ProcessId(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    #[inline]
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing.load(Ordering::Relaxed)
+    }
+
+    /// Hands a letter to the user's sink. The sink runs on a worker (or a poster's thread):
+    /// a panic in it is contained and logged, never allowed to kill the thread.
+    pub(crate) fn dead_letter(&self, letter: DeadLetter) {
+        let sink = &self.dead_letters;
+        if catch_unwind(AssertUnwindSafe(|| sink(letter))).is_err() {
+            tracing::error!("the dead-letter sink panicked; the letter is dropped");
+        }
+    }
+
+    /// Adds `group`, unless a group of that name exists: names are unique within a runtime,
+    /// so a process's `#[process(group = "...")]` names one group.
+    pub(crate) fn add_group(&self, group: Arc<GroupShared>) -> Result<(), Arc<GroupShared>> {
+        let mut groups = self.groups.lock();
+        if groups.iter().any(|g| g.name == group.name) {
+            return Err(group);
+        }
+        groups.push(group);
+        Ok(())
+    }
+
+    /// The first group built with `name`.
+    pub(crate) fn group_named(&self, name: &str) -> Option<Arc<GroupShared>> {
+        self.groups.lock().iter().find(|g| g.name == name).cloned()
+    }
+
+    /// The runtime's poller, started on first use.
+    #[cfg(feature = "net")]
+    pub(crate) fn net(&self) -> std::io::Result<Net> {
+        let mut net = self.net.lock();
+        if let Some(n) = &*net {
+            return Ok(n.clone());
+        }
+        if self.is_closing() {
+            return Err(std::io::Error::other("the runtime is shutting down"));
+        }
+        let started = Net::start()?;
+        *net = Some(started.clone());
+        Ok(started)
+    }
+
+    pub(crate) fn stats(&self) -> RuntimeStats {
+        let groups: Vec<GroupStats> = self.groups().iter().map(|g| g.stats()).collect();
+        RuntimeStats {
+            counts: groups.iter().map(|g| g.counts).sum(),
+            live_processes: self.registry.len(),
+            groups,
+        }
+    }
+
+    pub(crate) fn groups(&self) -> Vec<Arc<GroupShared>> {
+        self.groups.lock().clone()
+    }
+
+    /// Removes every group (shutdown stops them).
+    pub(crate) fn take_groups(&self) -> Vec<Arc<GroupShared>> {
+        std::mem::take(&mut *self.groups.lock())
+    }
+
+    /// Removes the poller, if it was started (shutdown stops it).
+    #[cfg(feature = "net")]
+    pub(crate) fn take_net(&self) -> Option<Net> {
+        self.net.lock().take()
+    }
+
+    pub(crate) fn counts(&self) -> MessageCounts {
+        self.groups().iter().map(|g| g.counters.snapshot()).sum()
+    }
+
+    /// Whether the whole runtime was quiescent at one instant during the reading: all
+    /// groups' "done" counters are read before any "started" counter.
+    pub(crate) fn is_quiescent(&self) -> bool {
+        let groups = self.groups();
+        let done: Vec<_> = groups.iter().map(|g| g.counters.read_done()).collect();
+        std::sync::atomic::fence(Ordering::SeqCst);
+        groups
+            .iter()
+            .zip(done)
+            .all(|(g, done)| g.counters.read_started().is_quiescent_with(&done))
+    }
+}

@@ -1,0 +1,94 @@
+//! What a group schedules: a [`Task`], a type-erased process its workers run one turn at a
+//! time, and the [`Recorder`] a worker lends to each turn it runs.
+//!
+//! The group layer knows nothing of processes: the `process` layer implements [`Runnable`]
+//! for its cells. Data flows one way: a turn reports what it is running and how long it took
+//! into the recorder it was given (its worker's probe and statistics), and never calls back
+//! into the worker.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::pool::{now, Slot};
+use super::probe::TurnProbe;
+use crate::control::LocalStats;
+use crate::lifecycle::{ExitReason, ProcessId};
+use crate::principal::Principal;
+
+/// A type-erased process the scheduler can run and the runtime can stop.
+pub(crate) trait Runnable: Send + Sync + 'static {
+    /// Runs one turn, recording into `recorder`; returns the messages handled. A `sampled`
+    /// turn is timed and records its messages' queue latencies (`control/stats.rs`). The
+    /// caller passes the token it holds (the `Arc` in the run queue).
+    fn run(self: Arc<Self>, sampled: bool, recorder: &Recorder) -> usize;
+    /// Terminates the process on the calling thread without running any handler: its pending
+    /// kill reason (or a normal exit), the `terminated` hook, monitors told, the inbox
+    /// dead-lettered. For a runtime that shuts down while its workers cannot run the process.
+    /// The caller holds the token.
+    fn abandon(self: Arc<Self>);
+    /// Asks the process to terminate with `reason` at its next turn.
+    fn kill(self: Arc<Self>, reason: ExitReason);
+    /// The process's id.
+    fn id(&self) -> ProcessId;
+    /// The principal the process serves, if any.
+    fn principal(&self) -> Option<&Principal>;
+    /// The name of the process's group.
+    fn group_name(&self) -> &str;
+}
+
+/// A run-queue entry: one strong reference, owned by whoever holds the token.
+pub(crate) type Task = Arc<dyn Runnable>;
+
+/// Where the turns a worker runs report: the probe of its pool slot (what runs now, readable
+/// from any thread) and its local statistics, published to the slot now and then. One per
+/// worker, lent by reference to every turn (nothing is built per turn).
+pub(crate) struct Recorder {
+    pub(super) slot: Arc<Slot>,
+    pub(super) stats: RefCell<LocalStats>,
+}
+
+impl Recorder {
+    /// The recorder of a worker holding `slot`.
+    pub(crate) fn new(slot: Arc<Slot>) -> Self {
+        Recorder {
+            slot,
+            stats: RefCell::new(LocalStats::new()),
+        }
+    }
+
+    /// Where a turn publishes the process and message it is running.
+    #[inline]
+    pub(crate) fn probe(&self) -> &TurnProbe {
+        &self.slot.probe
+    }
+
+    fn record(&self, f: impl FnOnce(&mut LocalStats)) {
+        // Borrowed only for the length of one record, never across a handler.
+        if let Ok(mut stats) = self.stats.try_borrow_mut() {
+            f(&mut stats);
+        }
+    }
+
+    /// A message handled in a sampled turn had waited `millis` in its inbox.
+    #[cold]
+    pub(crate) fn queue_latency(&self, millis: u16) {
+        self.record(|stats| stats.record_queue_latency(Duration::from_millis(u64::from(millis))));
+    }
+
+    /// A timed turn (sampled, or serving a principal) handled `handled` messages in `elapsed`.
+    #[cold]
+    pub(crate) fn timed(&self, handled: usize, elapsed: Duration, principal: Option<&Principal>) {
+        self.record(|stats| {
+            let now = now();
+            if stats.record_turn(handled as u64, elapsed, principal, now) {
+                stats.publish(&self.slot.stats, now);
+            }
+        });
+    }
+
+    /// A handler waited `wait` for a lock (`Ctx::lock_timed`).
+    pub(crate) fn lock_wait(&self, wait: Duration) {
+        self.record(|stats| stats.record_lock_wait(wait));
+    }
+}

@@ -1,0 +1,453 @@
+//! A worker thread's run loop: take a ready process, run one turn of it, repeat; steal when
+//! out of local work; sleep when there is none anywhere. Also where a group's tasks go
+//! ([`GroupShared::schedule`]): to the current worker's LIFO slot or queue, a scheduler, or the
+//! injector; and how the pool's workers are started ([`GroupShared::resize`]).
+
+use std::cell::Cell;
+use std::ptr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::{Steal, Stealer, Worker};
+
+use super::idle::SleepDecision;
+use super::park::{Parker, Unparker};
+use super::pool::{now, Slot};
+use super::scheduler::{Scheduler, TurnReport};
+use super::shared::{GroupShared, LOCAL_QUEUE_CAP};
+use super::task::{Recorder, Task};
+use crate::control::SAMPLE_EVERY;
+
+/// How often (in turns) a worker looks at the injector before its own queue, so tasks posted
+/// from outside are not starved by a worker that always has local work. The value tokio and Go
+/// use.
+const INJECTOR_CHECK_INTERVAL: u32 = 61;
+
+/// Consecutive turns the LIFO slot may win before its task goes to the back of the queue;
+/// bounds how long a ping-ponging pair can hold a worker.
+const MAX_LIFO_STREAK: u32 = 16;
+
+/// Failed search rounds (each a `yield_now`) before a worker parks.
+const SEARCH_ROUNDS_BEFORE_SLEEP: u32 = 32;
+
+thread_local! {
+    static CURRENT: Cell<*const WorkerThread> = const { Cell::new(ptr::null()) };
+}
+
+/// Whether the calling thread is a whirl worker (that is, we are inside a handler).
+pub(crate) fn on_worker_thread() -> bool {
+    CURRENT.with(|c| !c.get().is_null())
+}
+
+/// Schedules `task` on the calling thread's worker if it belongs to `group`; otherwise hands
+/// the task back.
+#[inline]
+fn schedule_on_current_worker(
+    group: &Arc<GroupShared>,
+    task: Task,
+    lifo: bool,
+) -> Result<(), Task> {
+    CURRENT.with(|c| {
+        let current = c.get();
+        if current.is_null() {
+            return Err(task);
+        }
+        // SAFETY: `CURRENT` is non-null only while `WorkerThread::run` is executing on this
+        // thread, and it points at that function's own `self`, which outlives the call
+        // (invariant I10 in ARCHITECTURE.md).
+        let worker = unsafe { &*current };
+        if !Arc::ptr_eq(&worker.group, group) {
+            return Err(task);
+        }
+        worker.schedule_local(task, lifo);
+        Ok(())
+    })
+}
+
+/// Where a group's tasks go: the half of a group that knows its workers.
+impl GroupShared {
+    /// Puts a process whose token the caller holds on a run queue. From one of this group's
+    /// workers it goes to that worker (LIFO slot first); from anywhere else, to the injector.
+    #[inline]
+    pub(crate) fn schedule(self: &Arc<Self>, task: Task) {
+        if let Some(scheduler) = &self.scheduler {
+            self.push_scheduled(scheduler.as_ref(), task, false);
+        } else if let Err(task) = schedule_on_current_worker(self, task, true) {
+            self.push_remote(task);
+        }
+    }
+
+    /// Re-queues a process that used up its budget, behind the others (no LIFO slot).
+    pub(crate) fn yield_now(self: &Arc<Self>, task: Task) {
+        if let Some(scheduler) = &self.scheduler {
+            self.push_scheduled(scheduler.as_ref(), task, true);
+        } else if let Err(task) = schedule_on_current_worker(self, task, false) {
+            self.push_remote(task);
+        }
+    }
+
+    /// Moves the pool toward `threads` (clamped to the range): starts workers now, or lets
+    /// the surplus retire. Returns the new target.
+    pub(crate) fn resize(self: &Arc<Self>, threads: usize) -> usize {
+        let target = self.pool.resize(
+            threads,
+            || self.is_stopped(),
+            |index, slot| {
+                let (thread, stealer, unparker) = WorkerThread::new(Arc::clone(self), index, slot);
+                self.idle.register(index, unparker);
+                {
+                    let mut stealers = self.stealers.write();
+                    if stealers.len() <= index {
+                        stealers.resize_with(index + 1, || None);
+                    }
+                    stealers[index] = Some(stealer);
+                }
+                let spawned = std::thread::Builder::new()
+                    .name(format!("whirl-{}-{index}", self.name))
+                    .spawn(move || thread.run());
+                if spawned.is_err() {
+                    self.stealers.write()[index] = None;
+                }
+                spawned
+            },
+        );
+        if self.pool.live() > target {
+            // Sleepers wake, find the pool too big, and retire.
+            self.idle.notify_all();
+        }
+        self.update_admission();
+        target
+    }
+}
+
+pub(crate) struct WorkerThread {
+    group: Arc<GroupShared>,
+    index: usize,
+    recorder: Recorder,
+    local: Worker<Task>,
+    lifo: Cell<Option<Task>>,
+    lifo_streak: Cell<u32>,
+    tick: Cell<u32>,
+    rng: Cell<u32>,
+    parker: Parker,
+}
+
+/// How a search for work ended.
+enum Found {
+    Task(Task),
+    Stop,
+    Retire,
+}
+
+/// Clears `CURRENT` when the run loop exits, however it exits.
+struct CurrentGuard;
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(ptr::null()));
+    }
+}
+
+impl WorkerThread {
+    pub(crate) fn new(
+        group: Arc<GroupShared>,
+        index: usize,
+        slot: Arc<Slot>,
+    ) -> (Self, Stealer<Task>, Unparker) {
+        let local = Worker::new_fifo();
+        let stealer = local.stealer();
+        let (parker, unparker) = Parker::new();
+        let worker = WorkerThread {
+            group,
+            index,
+            recorder: Recorder::new(slot),
+            local,
+            lifo: Cell::new(None),
+            lifo_streak: Cell::new(0),
+            tick: Cell::new(0),
+            rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
+            parker,
+        };
+        (worker, stealer, unparker)
+    }
+
+    pub(crate) fn run(self) {
+        CURRENT.with(|c| c.set(&self));
+        let _guard = CurrentGuard;
+        let group = Arc::clone(&self.group);
+        let ended = match group.scheduler.as_deref() {
+            None => self.run_work_stealing(),
+            Some(scheduler) => self.run_scheduled(scheduler),
+        };
+        if let Found::Retire = ended {
+            self.retire();
+        }
+        self.publish_stats();
+    }
+
+    /// The built-in scheduler: local queue and LIFO slot, the injector, stealing.
+    fn run_work_stealing(&self) -> Found {
+        loop {
+            let tick = self.tick.get().wrapping_add(1);
+            self.tick.set(tick);
+            if tick % INJECTOR_CHECK_INTERVAL == 0 && self.group.pool.try_retire() {
+                return Found::Retire;
+            }
+            if let Some(task) = self.next_local_task(tick) {
+                let _ = self.run_task(task);
+                continue;
+            }
+            let found = self.search(|| {
+                self.steal_from_injector()
+                    .or_else(|| self.steal_from_peers())
+            });
+            match found {
+                Found::Task(task) => {
+                    let _ = self.run_task(task);
+                }
+                ended => return ended,
+            }
+        }
+    }
+
+    /// A group with its own [`Scheduler`]: ask it for every turn.
+    fn run_scheduled(&self, scheduler: &dyn Scheduler) -> Found {
+        let find = || scheduler.pop(self.index).map(|ready| ready.into_task());
+        loop {
+            self.tick.set(self.tick.get().wrapping_add(1));
+            if self.group.pool.try_retire() {
+                return Found::Retire;
+            }
+            let task = match find() {
+                Some(task) => task,
+                None => match self.search(find) {
+                    Found::Task(task) => task,
+                    ended => return ended,
+                },
+            };
+            let principal = task.principal().cloned();
+            let start = scheduler.wants_turn_times().then(Instant::now);
+            let handled = self.run_task(task);
+            scheduler.turn_finished(&TurnReport {
+                principal: principal.as_ref(),
+                handled,
+                elapsed: start.map_or(Duration::ZERO, |s| s.elapsed()),
+            });
+        }
+    }
+
+    /// Runs one turn (sampled one time in [`SAMPLE_EVERY`]); returns the messages handled.
+    #[inline]
+    fn run_task(&self, task: Task) -> usize {
+        let sampled = self.tick.get() % SAMPLE_EVERY == 0;
+        task.run(sampled, &self.recorder)
+    }
+
+    fn publish_stats(&self) {
+        let mut stats = self.recorder.stats.borrow_mut();
+        if stats.is_dirty() {
+            stats.publish(&self.recorder.slot.stats, now());
+        }
+    }
+
+    /// Leaves the pool: queued processes go to the injector for the others, the slot is
+    /// freed for the next worker started.
+    fn retire(&self) {
+        let mut handed_over = false;
+        if let Some(task) = self.lifo.take() {
+            self.group.injector.push(task);
+            handed_over = true;
+        }
+        while let Some(task) = self.local.pop() {
+            self.group.injector.push(task);
+            handed_over = true;
+        }
+        if let Some(stealer) = self.group.stealers.write().get_mut(self.index) {
+            *stealer = None;
+        }
+        if handed_over {
+            self.group.idle.notify_one();
+        }
+        self.publish_stats();
+        self.group.pool.vacate(self.index);
+    }
+
+    pub(crate) fn schedule_local(&self, task: Task, lifo: bool) {
+        if lifo && self.group.lifo_slot {
+            match self.lifo.replace(Some(task)) {
+                // The slot was empty: this worker runs the task next; nobody else to wake.
+                None => return,
+                Some(displaced) => self.push_queue(displaced),
+            }
+        } else if !lifo && self.local.is_empty() && !self.group.injector.is_empty() {
+            // A process yielding its budget goes behind everything waiting, and when this
+            // worker has nothing local, what waits is in the injector: queueing locally would
+            // run it again before them (for up to INJECTOR_CHECK_INTERVAL turns).
+            self.group.injector.push(task);
+            self.group.idle.notify_one();
+            return;
+        } else {
+            self.push_queue(task);
+        }
+        // Wake a sleeper only if this worker now has more than the one task it will run
+        // next: a lone process yielding its budget would otherwise wake a thread that finds
+        // nothing to steal, or steals the process and moves it to a cold cache.
+        let pending = self.local.len() + usize::from(self.has_lifo_task());
+        if pending > 1 {
+            self.group.idle.notify_one();
+        }
+    }
+
+    fn has_lifo_task(&self) -> bool {
+        let task = self.lifo.take();
+        let occupied = task.is_some();
+        self.lifo.set(task);
+        occupied
+    }
+
+    fn push_queue(&self, task: Task) {
+        if self.local.len() >= LOCAL_QUEUE_CAP {
+            self.group.injector.push(task);
+        } else {
+            self.local.push(task);
+        }
+    }
+
+    fn next_local_task(&self, tick: u32) -> Option<Task> {
+        if tick % INJECTOR_CHECK_INTERVAL == 0 {
+            if let Some(task) = self.steal_from_injector() {
+                return Some(task);
+            }
+        }
+        if let Some(task) = self.lifo.take() {
+            let streak = self.lifo_streak.get();
+            if streak < MAX_LIFO_STREAK {
+                self.lifo_streak.set(streak + 1);
+                return Some(task);
+            }
+            self.push_queue(task);
+        }
+        self.lifo_streak.set(0);
+        self.local.pop()
+    }
+
+    fn steal_from_injector(&self) -> Option<Task> {
+        loop {
+            match self.group.injector.steal_batch_and_pop(&self.local) {
+                Steal::Success(task) => return Some(task),
+                Steal::Empty => return None,
+                Steal::Retry => continue,
+            }
+        }
+    }
+
+    fn steal_from_peers(&self) -> Option<Task> {
+        let stealers = self.group.stealers.read();
+        let n = stealers.len();
+        if n <= 1 {
+            return None;
+        }
+        let start = self.next_random() as usize % n;
+        for i in 0..n {
+            let victim = (start + i) % n;
+            if victim == self.index {
+                continue;
+            }
+            let Some(stealer) = &stealers[victim] else {
+                continue;
+            };
+            loop {
+                match stealer.steal_batch_and_pop(&self.local) {
+                    Steal::Success(task) => return Some(task),
+                    Steal::Empty => break,
+                    Steal::Retry => continue,
+                }
+            }
+        }
+        None
+    }
+
+    fn next_random(&self) -> u32 {
+        // xorshift32: only spreads thieves over victims, quality does not matter.
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng.set(x);
+        x
+    }
+
+    /// Looks for work with `find`, sleeping when there is none; also ends when the group
+    /// stops or the pool has a worker too many.
+    fn search(&self, find: impl Fn() -> Option<Task>) -> Found {
+        let idle = &self.group.idle;
+        let pool = &self.group.pool;
+        idle.start_searching();
+        self.begin_idle();
+        let mut rounds = 0;
+        let found = loop {
+            if let Some(task) = find() {
+                idle.stop_searching_found_work();
+                break Found::Task(task);
+            }
+            if self.group.is_stopped() {
+                break Found::Stop;
+            }
+            if pool.try_retire() {
+                idle.stop_searching_retired();
+                break Found::Retire;
+            }
+            // Search a little longer before sleeping: while this worker counts as searching,
+            // posts skip the wake-up system call, which is most of the cost of a process
+            // that drains its inbox faster than a steady sender fills it. Yielding (not
+            // busy-spinning) leaves the core to that sender when cores are scarce.
+            if rounds < SEARCH_ROUNDS_BEFORE_SLEEP {
+                rounds += 1;
+                std::thread::yield_now();
+                continue;
+            }
+            let decision = idle.prepare_to_sleep(self.index, || {
+                self.group.is_stopped()
+                    || self.group.has_visible_work()
+                    || pool.live() > pool.target()
+            });
+            if decision == SleepDecision::Park {
+                loop {
+                    self.parker.park(None);
+                    if self.group.is_stopped() {
+                        self.end_idle();
+                        return Found::Stop;
+                    }
+                    if !idle.is_sleeping(self.index) {
+                        break;
+                    }
+                }
+            }
+        };
+        self.end_idle();
+        found
+    }
+
+    /// Marks the start of an idle spell (publishing what the last turns recorded).
+    fn begin_idle(&self) {
+        self.publish_stats();
+        let since = now().as_nanos() as u64;
+        self.recorder
+            .slot
+            .stats
+            .idle_since
+            .store(since + 1, Relaxed);
+    }
+
+    fn end_idle(&self) {
+        let stats = &self.recorder.slot.stats;
+        let since = stats.idle_since.swap(0, Relaxed);
+        if since != 0 {
+            let now = now().as_nanos() as u64;
+            stats
+                .idle_nanos
+                .fetch_add(now.saturating_sub(since - 1), Relaxed);
+        }
+    }
+}

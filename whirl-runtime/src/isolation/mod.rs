@@ -1,0 +1,18 @@
+//! Isolation: what may cross a process boundary.
+//!
+//! [`Isolated`] is whirl's compile-time replacement for Whirlwind's bytecode validator: a
+//! message, and every field of a process's state, must be `Isolated`, so no two processes can
+//! reach the same mutable memory (invariant I8 in ARCHITECTURE.md). [`Message`] is `Isolated`
+//! data with a cost; [`SharesState`] marks the paper's section VI-C exception, confined to a
+//! group that declares it; [`SharedClient`] holds a thread-safe client of an external system
+//! with a stated reason.
+//!
+//! Layer 0: uses nothing else in the crate. Each runtime type that may be posted (an address,
+//! a principal, a failure) carries its own `unsafe impl Isolated` next to its definition, with
+//! the reason.
+
+mod client;
+mod isolated;
+
+pub use client::SharedClient;
+pub use isolated::{Isolated, Message, SharesState};

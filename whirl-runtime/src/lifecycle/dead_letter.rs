@@ -1,0 +1,137 @@
+//! The dead-letter sink: where messages go that were accepted but can no longer be handled,
+//! because their process terminated first. Nothing posted is dropped silently (invariant I3).
+
+use std::any::Any;
+use std::fmt;
+
+use super::{ExitReason, ProcessId};
+
+/// A message that was queued for a process that terminated before handling it.
+///
+/// It holds the value that was posted: a message to a `#[process]` process comes back as its
+/// own type (`Ping`, not the generated message enum), so [`downcast`](DeadLetter::downcast)
+/// recovers it without naming the enum.
+///
+/// ```
+/// use whirl::prelude::*;
+/// use whirl::DeadLetter;
+///
+/// #[derive(Message, Debug)]
+/// struct Order(u64);
+///
+/// let rt = Runtime::builder()
+///     .dead_letters(|letter: DeadLetter| match letter.downcast::<Order>() {
+///         Ok(Order(n)) => eprintln!("order {n} was not handled; retrying it elsewhere"),
+///         Err(other) => eprintln!("dead letter: {other:?}"),
+///     })
+///     .build();
+/// # drop(rt);
+/// ```
+pub struct DeadLetter {
+    to: ProcessId,
+    reason: ExitReason,
+    type_name: &'static str,
+    message: Box<dyn Any + Send>,
+}
+
+impl DeadLetter {
+    /// A letter for `to`, holding a `message` already unwrapped to the value that was posted
+    /// (`Process::__dead_letter`), named `type_name`.
+    pub(crate) fn new(
+        to: ProcessId,
+        reason: ExitReason,
+        (type_name, message): (&'static str, Box<dyn Any + Send>),
+    ) -> Self {
+        DeadLetter {
+            to,
+            reason,
+            type_name,
+            message,
+        }
+    }
+
+    /// The process it was meant for.
+    pub fn to(&self) -> ProcessId {
+        self.to
+    }
+
+    /// Why that process terminated.
+    pub fn reason(&self) -> &ExitReason {
+        &self.reason
+    }
+
+    /// The Rust type of the message that was posted.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    /// Whether the message is an `M`.
+    pub fn is<M: Any>(&self) -> bool {
+        self.message.is::<M>() || self.message.is::<Posted<M>>()
+    }
+
+    /// The message, by reference, if it is an `M`.
+    pub fn downcast_ref<M: Any>(&self) -> Option<&M> {
+        self.message
+            .downcast_ref::<M>()
+            .or_else(|| self.message.downcast_ref::<Posted<M>>().map(|p| &p.0))
+    }
+
+    /// The message as the `M` that was posted, or the letter back if it holds another type.
+    pub fn downcast<M: Any>(self) -> Result<M, DeadLetter> {
+        let message = match self.message.downcast::<M>() {
+            Ok(message) => return Ok(*message),
+            Err(message) => message,
+        };
+        match message.downcast::<Posted<M>>() {
+            Ok(posted) => Ok(posted.0),
+            Err(message) => Err(DeadLetter { message, ..self }),
+        }
+    }
+}
+
+/// A message unwrapped from a `#[process]` process's message enum, on its way into a
+/// [`DeadLetter`] (which hands it out as the `M` inside).
+pub(crate) struct Posted<M>(M);
+
+// SAFETY: a `Posted<M>` is only made by `posted`, whose contract is that the `M` came out of a
+// process's `Message` enum: every variant of which holds a `Message`, which is `Isolated` and so
+// `Send` (`#[process]` asserts it for each handled type) (I8).
+unsafe impl<M> Send for Posted<M> {}
+
+/// The content of one variant of a `#[process]` message enum, for a dead letter: what the
+/// generated `Process::__dead_letter` returns.
+///
+/// # Safety
+///
+/// `message` must have been held by a value of a process's `Message` type (a variant of the
+/// enum `#[process]` generates), so that it is `Send` even where the bounds in scope cannot say
+/// so.
+#[doc(hidden)]
+pub unsafe fn posted<M: 'static>(message: M) -> (&'static str, Box<dyn Any + Send>) {
+    (std::any::type_name::<M>(), Box::new(Posted(message)))
+}
+
+impl fmt::Debug for DeadLetter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeadLetter")
+            .field("to", &self.to)
+            .field("reason", &self.reason)
+            .field("type_name", &self.type_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Receives dead letters. Runs on whichever thread terminated the process; keep it short.
+pub type DeadLetterSink = Box<dyn Fn(DeadLetter) + Send + Sync>;
+
+pub(crate) fn default_sink() -> DeadLetterSink {
+    Box::new(|letter: DeadLetter| {
+        tracing::debug!(
+            to = %letter.to,
+            reason = %letter.reason,
+            message = letter.type_name,
+            "dead letter"
+        );
+    })
+}

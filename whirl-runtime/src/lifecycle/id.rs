@@ -1,0 +1,24 @@
+//! Process identity.
+
+use std::fmt;
+
+/// A runtime-unique process identifier, stable for the process's whole life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessId(pub(crate) u64);
+
+impl ProcessId {
+    /// The raw number, for logs and maps.
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ProcessId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{}>", self.0)
+    }
+}
+
+// SAFETY: a number (invariant I8 in ARCHITECTURE.md: plain owned data).
+#[diagnostic::do_not_recommend]
+unsafe impl crate::isolation::Isolated for ProcessId {}

@@ -1,0 +1,20 @@
+//! Lifecycle: how processes are named and how they end.
+//!
+//! * [`ProcessId`] (`id.rs`): a process's runtime-unique id.
+//! * [`ExitReason`], [`Failure`], [`FailureKind`], [`Down`] (`exit.rs`): why a process
+//!   terminated and the notice its monitors get.
+//! * [`DeadLetter`] (`dead_letter.rs`): a message accepted for a process that terminated
+//!   before handling it; nothing posted is dropped silently (invariant I3).
+//! * `failures.rs`: the application's hook for failures and abandoned processes.
+//!
+//! Layer 1: uses `isolation` only.
+
+mod dead_letter;
+mod exit;
+pub(crate) mod failures;
+mod id;
+
+pub(crate) use dead_letter::default_sink;
+pub use dead_letter::{posted, DeadLetter, DeadLetterSink};
+pub use exit::{Down, ExitReason, Failure, FailureKind};
+pub use id::ProcessId;

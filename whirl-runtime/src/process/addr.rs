@@ -1,0 +1,311 @@
+//! Addresses: how anyone, inside or outside the runtime, posts to a process.
+
+use std::fmt;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::error::{CallError, PostError};
+use super::model::{Handles, Process, ProcessCell};
+use super::reply::{reply_channel, Pending, ReplyTo};
+use crate::admission::Offer;
+use crate::group::{observe, on_worker_thread, Holder, Runnable};
+use crate::isolation::{Isolated, Message};
+use crate::lifecycle::{ExitReason, ProcessId};
+
+/// The typed address of a process. Cheap to clone; posting never blocks.
+pub struct Addr<P: Process> {
+    cell: Arc<ProcessCell<P>>,
+}
+
+impl<P: Process> Addr<P> {
+    pub(crate) fn from_cell(cell: Arc<ProcessCell<P>>) -> Self {
+        Addr { cell }
+    }
+
+    pub(crate) fn cell(&self) -> &Arc<ProcessCell<P>> {
+        &self.cell
+    }
+
+    /// The process's id.
+    pub fn id(&self) -> ProcessId {
+        self.cell.id()
+    }
+
+    /// Whether the process has terminated. A `false` can be stale by the time you act on it;
+    /// `post` is the authority.
+    pub fn is_terminated(&self) -> bool {
+        self.cell.mailbox.is_closed()
+    }
+
+    /// Asks the process to terminate with `reason` (Erlang's `exit(Pid, Reason)`), before it
+    /// handles another message. A handler already running finishes first: processes are
+    /// never interrupted mid-message. Its `terminated` hook runs, monitors are told `reason`,
+    /// and messages left in its inbox go to the dead-letter sink. The first reason wins;
+    /// asking a terminated process does nothing.
+    pub fn exit(&self, reason: ExitReason) {
+        Runnable::kill(Arc::clone(&self.cell), reason);
+    }
+
+    /// Posts `msg`. Never blocks and never waits for the receiver.
+    ///
+    /// On failure the message comes back: [`PostError::Terminated`] if the process has
+    /// terminated (or the runtime is shutting down and the caller is outside it),
+    /// [`PostError::Rejected`] if the group's message predicate turned it away (never for a
+    /// message that [bypasses admission](crate::Message::BYPASSES_ADMISSION)).
+    #[inline]
+    pub fn post<M>(&self, msg: M) -> Result<(), PostError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+    {
+        let cell = &*self.cell;
+        if cell.mailbox.is_closed() || (cell.group.kernel.is_closing() && !on_worker_thread()) {
+            return Err(PostError::Terminated(msg));
+        }
+        let cost = P::cost(&msg);
+        let admission = match <P as Handles<M>>::BYPASSES_ADMISSION {
+            true => None,
+            false => cell.group.admission(),
+        };
+        if let Some(predicate) = admission {
+            let offer = Offer::new::<M>(
+                cell.id(),
+                cell.principal.as_ref(),
+                cost,
+                &cell.group.counters,
+            );
+            if !predicate.admit(&offer) {
+                cell.group.count_rejected();
+                return Err(PostError::Rejected(msg));
+            }
+        }
+        // Every posted message carries its enqueue time and cost: for the group's statistics
+        // and for predicates that learn from completions.
+        let meta = observe::stamp(cost);
+        self.cell.deliver(P::into_message(msg), meta);
+        Ok(())
+    }
+
+    /// Sends a request built by `make` around a fresh reply handle, and blocks until the
+    /// process answers.
+    ///
+    /// For code outside processes (tests, `main`, blocking threads). Inside a handler it
+    /// returns [`CallError::WouldBlockWorker`] instead of stalling a worker.
+    pub fn call<M, R>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+        R: Isolated,
+    {
+        call(|m| self.post(m), make, None)
+    }
+
+    /// Like [`Addr::call`], giving up after `timeout` ([`CallError::Timeout`]).
+    pub fn call_timeout<M, R>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+        timeout: Duration,
+    ) -> Result<R, CallError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+        R: Isolated,
+    {
+        call(|m| self.post(m), make, Some(timeout))
+    }
+
+    /// The asynchronous request/reply: posts now, and the returned future resolves with the
+    /// answer. Works on any executor (tokio, async-std, a hand-rolled `block_on`).
+    pub fn ask<M, R>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
+    where
+        P: Handles<M>,
+        M: Message,
+        R: Isolated,
+    {
+        let (reply, pending) = reply_channel();
+        answer(self.post(make(reply)), pending)
+    }
+
+    /// A type-erased handle that accepts `M`, for code that should not know the process type.
+    pub fn recipient<M>(&self) -> Recipient<M>
+    where
+        P: Handles<M>,
+        M: Message,
+    {
+        Recipient::from(self.clone())
+    }
+}
+
+impl<P: Process> Clone for Addr<P> {
+    fn clone(&self) -> Self {
+        Addr {
+            cell: Arc::clone(&self.cell),
+        }
+    }
+}
+
+impl<P: Process> PartialEq for Addr<P> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.cell, &other.cell)
+    }
+}
+
+impl<P: Process> Eq for Addr<P> {}
+
+impl<P: Process> Hash for Addr<P> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id().hash(state);
+    }
+}
+
+impl<P: Process> fmt::Debug for Addr<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Addr<{}>({})", std::any::type_name::<P>(), self.id())
+    }
+}
+
+/// "Anyone who handles `M`": an address with the process type erased.
+pub struct Recipient<M> {
+    target: Arc<dyn PostTarget<M>>,
+}
+
+impl<M: Message> Recipient<M> {
+    /// Posts `msg`, with the same guarantees and errors as [`Addr::post`].
+    pub fn post(&self, msg: M) -> Result<(), PostError<M>> {
+        self.target.post_erased(msg)
+    }
+
+    /// Request/reply, blocking: as [`Addr::call`].
+    pub fn call<R: Isolated>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>> {
+        call(|m| self.post(m), make, None)
+    }
+
+    /// Request/reply, blocking at most `timeout`: as [`Addr::call_timeout`].
+    pub fn call_timeout<R: Isolated>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+        timeout: Duration,
+    ) -> Result<R, CallError<M>> {
+        call(|m| self.post(m), make, Some(timeout))
+    }
+
+    /// Request/reply, asynchronous: as [`Addr::ask`].
+    pub fn ask<R: Isolated>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static {
+        let (reply, pending) = reply_channel();
+        answer(self.post(make(reply)), pending)
+    }
+
+    /// The receiving process's id.
+    pub fn id(&self) -> ProcessId {
+        self.target.target_id()
+    }
+}
+
+impl<M> Clone for Recipient<M> {
+    fn clone(&self) -> Self {
+        Recipient {
+            target: Arc::clone(&self.target),
+        }
+    }
+}
+
+impl<M> fmt::Debug for Recipient<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Recipient<{}>({})",
+            std::any::type_name::<M>(),
+            self.target.target_id()
+        )
+    }
+}
+
+impl<P, M> From<Addr<P>> for Recipient<M>
+where
+    P: Handles<M>,
+    M: Message,
+{
+    fn from(addr: Addr<P>) -> Self {
+        Recipient {
+            target: Arc::new(addr),
+        }
+    }
+}
+
+trait PostTarget<M>: Send + Sync {
+    fn post_erased(&self, msg: M) -> Result<(), PostError<M>>;
+    fn target_id(&self) -> ProcessId;
+}
+
+impl<P, M> PostTarget<M> for Addr<P>
+where
+    P: Handles<M>,
+    M: Message,
+{
+    fn post_erased(&self, msg: M) -> Result<(), PostError<M>> {
+        self.post(msg)
+    }
+
+    fn target_id(&self) -> ProcessId {
+        self.id()
+    }
+}
+
+// SAFETY: a process address. Posting through it moves the message into the inbox; it grants
+// no access to the process's state (invariant I8).
+unsafe impl<P: Process> Isolated for Addr<P> {}
+
+// SAFETY: a type-erased process address, as above. `M: Message` because only messages can be
+// posted (a `Recipient` of anything else could never be built, and must not be named either). (I8)
+unsafe impl<M: Message> Isolated for Recipient<M> {}
+
+/// The blocking request/reply behind [`Addr::call`] and [`Recipient::call`]: builds the request
+/// around a fresh reply handle, posts it with `post`, waits for the answer.
+fn call<M: Message, R: Isolated>(
+    post: impl FnOnce(M) -> Result<(), PostError<M>>,
+    make: impl FnOnce(ReplyTo<R>) -> M,
+    timeout: Option<Duration>,
+) -> Result<R, CallError<M>> {
+    let (reply, pending) = reply_channel();
+    let request = make(reply);
+    if on_worker_thread() {
+        return Err(CallError::WouldBlockWorker(request));
+    }
+    post(request).map_err(CallError::Post)?;
+    pending.wait(timeout)
+}
+
+/// The answer to an asynchronous request ([`Addr::ask`], [`Recipient::ask`]) whose post
+/// returned `posted`.
+async fn answer<M: Message, R: Isolated>(
+    posted: Result<(), PostError<M>>,
+    pending: Pending<R>,
+) -> Result<R, CallError<M>> {
+    match posted {
+        Err(e) => Err(CallError::Post(e)),
+        Ok(()) => pending.await.map_err(|_| CallError::NoReply),
+    }
+}
+
+/// An address is what the name registry holds (`group/names.rs`).
+impl<P: Process> Holder for Addr<P> {
+    fn id(&self) -> ProcessId {
+        self.cell.id()
+    }
+
+    fn is_terminated(&self) -> bool {
+        self.cell.mailbox.is_closed()
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}

@@ -1,0 +1,167 @@
+//! A live process's post side: delivering a message into its mailbox and scheduling it,
+//! monitors and the start callback, kill requests, and draining a terminated process's inbox
+//! to the dead-letter sink. Running a turn is `turn.rs`.
+//!
+//! The post → schedule → handle path (ARCHITECTURE.md has it on one page):
+//!
+//! 1. `Addr::post` checks liveness and admission, then [`ProcessCell::deliver`] pushes the
+//!    message into the mailbox and, if that took the token, hands the cell to the group's
+//!    scheduler (`group/worker.rs`).
+//! 2. A worker pops the cell and calls `Runnable::run`, the one dynamic call per scheduling.
+//! 3. The turn (`turn.rs`) handles up to the group's budget of messages, then gives the token
+//!    back, or re-queues itself at the back if messages remain (fairness).
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+
+use super::mailbox::{AfterPush, Mailbox};
+use super::model::{Body, Control, OnStarted, Process, ProcessCell, Watcher};
+use crate::control::Event;
+use crate::group::{observe, GroupShared, Task};
+use crate::lifecycle::{DeadLetter, Down, ExitReason, ProcessId};
+use crate::principal::Principal;
+use crate::sync::UnsafeCell;
+
+impl<P: Process> ProcessCell<P> {
+    /// A new cell whose token is held by the caller, who must schedule it.
+    pub(crate) fn new(
+        id: ProcessId,
+        group: Arc<GroupShared>,
+        principal: Option<Principal>,
+        state: P,
+    ) -> Self {
+        ProcessCell {
+            id,
+            mailbox: Mailbox::new_scheduled(),
+            group,
+            principal,
+            body: UnsafeCell::new(Body {
+                state: Some(state),
+                started: false,
+            }),
+            control: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn id(&self) -> ProcessId {
+        self.id
+    }
+
+    pub(super) fn control(&self) -> &Mutex<Control> {
+        self.control.get_or_init(Box::default)
+    }
+
+    /// Delivers a message that has passed liveness and admission checks.
+    #[inline]
+    pub(crate) fn deliver(self: &Arc<Self>, msg: P::Message, meta: u32) {
+        self.group.counters.add(Event::Posted, 1);
+        let after = self.mailbox.push(msg, meta);
+        self.after_token_attempt(after);
+    }
+
+    /// Acts on the outcome of an attempt to take the token.
+    #[inline]
+    pub(super) fn after_token_attempt(self: &Arc<Self>, after: AfterPush) {
+        match after {
+            AfterPush::Nothing => {}
+            AfterPush::Schedule => self.group.schedule(Arc::clone(self) as Task),
+            AfterPush::Drain => self.drain_after_exit(),
+        }
+    }
+
+    /// Registers `watcher` for this process's termination; if it has already terminated, the
+    /// notice is delivered at once.
+    pub(crate) fn add_watcher(&self, watcher: Weak<dyn Watcher>) {
+        let mut control = self.control().lock();
+        match &control.exit {
+            None => control.watchers.push(watcher),
+            Some(reason) => {
+                let notice = Down::new(self.id, reason.clone());
+                drop(control);
+                if let Some(w) = watcher.upgrade() {
+                    w.notify_down(notice);
+                }
+            }
+        }
+    }
+
+    /// Runs `f` once the `started` hook has returned `Ok` (not if the process terminates
+    /// before or in it: its monitors see that). Set before the process is scheduled.
+    pub(crate) fn set_on_started(&self, f: OnStarted) {
+        self.control().lock().on_started = Some(f);
+    }
+
+    /// The start hook succeeded: runs the callback, if one was set (no `Control` is
+    /// allocated for a process nobody asked about).
+    pub(super) fn notify_started(&self) {
+        let callback = self.control.get().and_then(|c| c.lock().on_started.take());
+        if let Some(f) = callback {
+            f(self.id);
+        }
+    }
+
+    /// Removes `watcher` (every registration of it); returns whether there was one, i.e.
+    /// whether this process had not yet terminated and notified it.
+    pub(crate) fn remove_watcher(&self, watcher: &Weak<dyn Watcher>) -> bool {
+        let mut control = self.control().lock();
+        let before = control.watchers.len();
+        control.watchers.retain(|w| !Weak::ptr_eq(w, watcher));
+        control.watchers.len() != before
+    }
+
+    /// Adds a turn's handled messages and consumed lifecycle runs to the group's counters.
+    pub(super) fn count_turn(&self, handled: u64, consumed_activations: u64) {
+        if handled > 0 {
+            self.group.counters.add(Event::Handled, handled);
+        }
+        if consumed_activations > 0 {
+            self.group
+                .counters
+                .add(Event::Deactivated, consumed_activations);
+        }
+    }
+
+    /// Takes a pending kill request, counting it as consumed.
+    #[inline]
+    pub(super) fn take_kill_request(&self, consumed_activations: &mut u64) -> Option<ExitReason> {
+        if !self.mailbox.kill_requested() {
+            return None;
+        }
+        let pending = self.control().lock().pending_kill.take();
+        if pending.is_some() {
+            *consumed_activations += 1;
+        }
+        Some(pending.unwrap_or(ExitReason::Normal))
+    }
+
+    /// For a terminated process whose token the caller holds (messages that raced with its
+    /// termination): dead-letters them with the exit reason and releases the token.
+    pub(super) fn drain_after_exit(&self) {
+        let reason = self.control().lock().exit.clone();
+        self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
+    }
+
+    /// Gives every queued message to the dead-letter sink and releases the token.
+    pub(super) fn drain_to_dead_letters(&self, reason: &ExitReason) {
+        let mut count = 0;
+        let kernel = &self.group.kernel;
+        // SAFETY: callers hold the token of a closed mailbox. (I9)
+        unsafe {
+            self.mailbox.drain_closed(|msg, meta| {
+                count += 1;
+                if meta != observe::UNOBSERVED && self.group.observes() {
+                    observe::dead_lettered(&self.group, self.principal.as_ref(), meta);
+                }
+                kernel.dead_letter(DeadLetter::new(
+                    self.id,
+                    reason.clone(),
+                    P::__dead_letter(msg),
+                ));
+            })
+        };
+        if count > 0 {
+            self.group.counters.add(Event::DeadLettered, count);
+        }
+    }
+}

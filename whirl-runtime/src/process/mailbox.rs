@@ -1,0 +1,248 @@
+//! The scheduling state machine of one process: its inbox plus an atomic word that says who
+//! may run it.
+//!
+//! The word holds three bits:
+//!
+//! * `SCHEDULED` — the *token*. Whoever sets it (from clear) owns the process: it alone pops
+//!   the inbox and touches the process state, until it clears the bit again. A process is
+//!   therefore never run on two threads at once (invariant I1), and there is never more than
+//!   one entry for it in any run queue.
+//! * `CLOSED` — the process has terminated. Set once, by the token holder. Posts that see it
+//!   return the message to the sender; messages that slipped in before the bit became visible
+//!   are drained to the dead-letter sink by whoever holds the token next.
+//! * `KILL` — someone outside asked the process to terminate (a linked failure, shutdown).
+//!   The token holder acts on it at its next turn.
+//!
+//! The protocol that guarantees no message is stranded: a producer pushes, *then* looks at the
+//! token and takes it if it is free; a token holder that runs out of messages clears the
+//! token, *then* looks at the inbox once more and takes the token back if it is not empty.
+//! `SeqCst` fences between each party's write and read ensure one of the two always sees the
+//! other's write.
+//! `loom_tests.rs` checks this exhaustively.
+
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
+
+use super::inbox::{Cursor, Inbox};
+use crate::sync::{fence, AtomicUsize};
+
+const SCHEDULED: usize = 0b001;
+const CLOSED: usize = 0b010;
+const KILL: usize = 0b100;
+
+/// What a producer must do after handing a message to [`Mailbox::push`].
+#[derive(Debug, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum AfterPush {
+    /// Someone else holds the token and will see the message.
+    Nothing,
+    /// The caller now holds the token of a live process: put it on a run queue.
+    Schedule,
+    /// The caller now holds the token of a terminated process: drain it to dead letters with
+    /// [`Mailbox::drain_closed`].
+    Drain,
+}
+
+/// What a token holder must do after [`Mailbox::release`].
+#[derive(Debug, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum AfterRelease {
+    /// The token is given back; nothing is waiting.
+    Idle,
+    /// Work arrived while releasing and the caller took the token back: schedule again.
+    Reschedule,
+}
+
+/// A process's inbox and scheduling token.
+pub(crate) struct Mailbox<T> {
+    state: AtomicUsize,
+    inbox: Inbox<T>,
+}
+
+impl<T> Mailbox<T> {
+    /// A mailbox whose token is already held by the creator, so the new process can be put on
+    /// a run queue straight away to run its start hook.
+    pub(crate) fn new_scheduled() -> Self {
+        Mailbox {
+            state: AtomicUsize::new(SCHEDULED),
+            inbox: Inbox::new(),
+        }
+    }
+
+    /// Whether the process has terminated.
+    #[inline]
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.load(Acquire) & CLOSED != 0
+    }
+
+    /// Appends `msg`, then tries to take the token. Callers check [`Mailbox::is_closed`]
+    /// first to return messages to their senders; a message that races with termination
+    /// comes back as [`AfterPush::Drain`] and goes to the dead letters.
+    #[inline]
+    pub(crate) fn push(&self, msg: T, meta: u32) -> AfterPush {
+        self.inbox.push(msg, meta);
+        // An idle-looking process: take the token with a read-modify-write, which is correct
+        // on its own whatever the (unordered) hint said.
+        if self.state.load(Relaxed) & SCHEDULED == 0 {
+            return self.acquire_after(0);
+        }
+        // The token looks held, so its holder will see the message. A plain load instead of a
+        // read-modify-write keeps a busy process's state word from being written on every
+        // post. The fences make it sound (the store-buffering pattern): we write the tail,
+        // fence, read the state; the holder in `release` writes the state, fences, reads the
+        // tail. Whichever fence comes second in the total order of `SeqCst` fences, its thread
+        // sees the other's write.
+        fence(SeqCst);
+        if self.state.load(Relaxed) & SCHEDULED != 0 {
+            return AfterPush::Nothing;
+        }
+        self.acquire_after(0)
+    }
+
+    /// Asks the process to terminate; the token holder will see `KILL` at its next turn.
+    pub(crate) fn request_kill(&self) -> AfterPush {
+        self.acquire_after(KILL)
+    }
+
+    fn acquire_after(&self, extra: usize) -> AfterPush {
+        let prev = self.state.fetch_or(SCHEDULED | extra, AcqRel);
+        if prev & SCHEDULED != 0 {
+            AfterPush::Nothing
+        } else if prev & CLOSED != 0 {
+            AfterPush::Drain
+        } else {
+            AfterPush::Schedule
+        }
+    }
+
+    /// Whether a kill was requested. Token holder only.
+    #[inline]
+    pub(crate) fn kill_requested(&self) -> bool {
+        self.state.load(Acquire) & KILL != 0
+    }
+
+    /// Takes the next message (tests; the runtime pops through a [`Mailbox::cursor`]).
+    ///
+    /// # Safety
+    /// The caller must hold the token.
+    #[cfg(test)]
+    pub(crate) unsafe fn pop(&self) -> Option<T> {
+        // SAFETY: holding the token makes the caller the inbox's only consumer. (I9)
+        unsafe { self.inbox.pop() }.map(|(msg, _)| msg)
+    }
+
+    /// A cursor for the turn's run of pops (see [`Inbox::cursor`]); drop it before
+    /// [`Mailbox::release`].
+    ///
+    /// # Safety
+    /// The caller must hold the token for the cursor's whole life.
+    #[inline]
+    pub(crate) unsafe fn cursor(&self) -> Cursor<'_, T> {
+        // SAFETY: holding the token makes the caller the inbox's only consumer. (I9)
+        unsafe { self.inbox.cursor() }
+    }
+
+    /// Gives the token back, or keeps it if a message or a kill request raced in.
+    ///
+    /// # Safety
+    /// The caller must hold the token.
+    pub(crate) unsafe fn release(&self) -> AfterRelease {
+        // Read our position while we still own the consumer side; once the token is given
+        // back, another thread may become the consumer.
+        // SAFETY: the caller holds the token. (I9)
+        let position = unsafe { self.inbox.read_position() };
+        self.state.fetch_and(!SCHEDULED, AcqRel);
+        fence(SeqCst);
+        // A stale position only causes a spurious (harmless) reschedule or a failed re-take.
+        let pending = self.inbox.has_messages_past(position) || self.kill_requested();
+        if pending && self.state.fetch_or(SCHEDULED, AcqRel) & SCHEDULED == 0 {
+            AfterRelease::Reschedule
+        } else {
+            AfterRelease::Idle
+        }
+    }
+
+    /// Marks the process terminated: every later `push` returns its message.
+    ///
+    /// # Safety
+    /// The caller must hold the token.
+    pub(crate) unsafe fn close(&self) {
+        self.state.fetch_or(CLOSED, AcqRel);
+    }
+
+    /// For a closed process: hands every queued message to `dead`, then gives the token back,
+    /// repeating while producers that raced with `close` keep slipping messages in.
+    ///
+    /// # Safety
+    /// The caller must hold the token, and the mailbox must be closed.
+    pub(crate) unsafe fn drain_closed(&self, mut dead: impl FnMut(T, u32)) {
+        loop {
+            // SAFETY: the caller holds the token (and regains it below before looping). (I9)
+            while let Some((msg, meta)) = unsafe { self.inbox.pop() } {
+                dead(msg, meta);
+            }
+            // SAFETY: the caller holds the token. (I9)
+            let position = unsafe { self.inbox.read_position() };
+            self.state.fetch_and(!(SCHEDULED | KILL), AcqRel);
+            fence(SeqCst);
+            if !self.inbox.has_messages_past(position)
+                || self.state.fetch_or(SCHEDULED, AcqRel) & SCHEDULED != 0
+            {
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_lifecycle() {
+        let mb = Mailbox::new_scheduled();
+        assert_eq!(mb.push(1, 0), AfterPush::Nothing);
+        // SAFETY: this test thread holds the token (I9).
+        assert_eq!(unsafe { mb.pop() }, Some(1));
+        // SAFETY: this test thread holds the token (I9).
+        assert_eq!(unsafe { mb.release() }, AfterRelease::Idle);
+        assert_eq!(mb.push(2, 0), AfterPush::Schedule);
+        assert_eq!(mb.push(3, 0), AfterPush::Nothing);
+        // SAFETY: this test thread holds the token (I9).
+        assert_eq!(unsafe { mb.pop() }, Some(2));
+        // A message is still queued, so releasing takes the token straight back.
+        // SAFETY: this test thread holds the token (I9).
+        assert_eq!(unsafe { mb.release() }, AfterRelease::Reschedule);
+        // SAFETY: this test thread holds the token (I9).
+        assert_eq!(unsafe { mb.pop() }, Some(3));
+        // SAFETY: this test thread holds the token (I9).
+        assert_eq!(unsafe { mb.release() }, AfterRelease::Idle);
+    }
+
+    #[test]
+    fn closed_mailbox_returns_messages_and_drains_leftovers() {
+        let mb = Mailbox::new_scheduled();
+        assert_eq!(mb.push(1, 0), AfterPush::Nothing);
+        // SAFETY: this test thread holds the token (I9).
+        unsafe { mb.close() };
+        assert!(mb.is_closed());
+        let mut dead = Vec::new();
+        // SAFETY: this test thread holds the token (I9).
+        unsafe { mb.drain_closed(|m, _| dead.push(m)) };
+        assert_eq!(dead, vec![1]);
+        // A producer that missed the close takes the token and must drain.
+        assert_eq!(mb.push(2, 0), AfterPush::Drain);
+        // SAFETY: this test thread holds the token (I9).
+        unsafe { mb.drain_closed(|m, _| dead.push(m)) };
+        assert_eq!(dead, vec![1, 2]);
+    }
+
+    #[test]
+    fn kill_request_takes_an_idle_token() {
+        let mb: Mailbox<u8> = Mailbox::new_scheduled();
+        // SAFETY: this test thread holds the token (I9).
+        assert_eq!(unsafe { mb.release() }, AfterRelease::Idle);
+        assert_eq!(mb.request_kill(), AfterPush::Schedule);
+        assert!(mb.kill_requested());
+        assert_eq!(mb.request_kill(), AfterPush::Nothing);
+    }
+}

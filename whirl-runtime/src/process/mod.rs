@@ -1,0 +1,38 @@
+//! Processes: isolated sequential state, a FIFO inbox, and the code that handles its messages
+//! one at a time.
+//!
+//! From the bottom up:
+//!
+//! * `inbox.rs`, `mailbox.rs`: the lock-free MPSC inbox and the scheduling token over it (at
+//!   most one thread runs a process at a time: invariant I1).
+//! * `model.rs`: the types a process is made of, which refer to one another: [`Process`],
+//!   [`Handles`], [`Ctx`] and the cell the runtime keeps.
+//! * `cell.rs`: the post side — delivering, scheduling, monitors, dead letters.
+//! * `error.rs`, `reply.rs`: what a post or a call returns; one-shot reply channels.
+//! * `addr.rs`: [`Addr`] and [`Recipient`], how anyone posts and calls.
+//! * `turn.rs`: running a turn and terminating; where a cell becomes a group's task.
+//! * `spawn.rs`: creating processes and placing them in groups.
+//! * `ctx.rs`: what a handler can do.
+//!
+//! Layer 7: uses `group` and everything below it.
+
+mod addr;
+mod cell;
+mod ctx;
+mod error;
+mod inbox;
+mod mailbox;
+mod model;
+mod reply;
+mod spawn;
+mod turn;
+
+pub use addr::{Addr, Recipient};
+pub use error::{CallError, PostError, SpawnError, SpawnRefusal};
+pub use model::{Ctx, Handles, Process};
+pub(crate) use model::{OnStarted, Watcher};
+pub use reply::ReplyTo;
+pub(crate) use spawn::{spawn, spawn_watched, try_spawn, Placement};
+
+#[cfg(all(test, loom))]
+pub(crate) use mailbox::{AfterPush, AfterRelease, Mailbox};

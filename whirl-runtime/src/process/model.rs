@@ -1,0 +1,211 @@
+//! The process model: the types a process is made of, which refer to one another.
+//!
+//! [`Process`] is what a user implements (through `#[process]`), [`Handles`] says which
+//! messages it takes, [`Ctx`] is what a handler gets, and [`ProcessCell`] is the live process
+//! the runtime keeps: its mailbox, its state, its monitors. The trait names the context, the
+//! context holds the cell, the cell holds the state: one module. Their behaviour lives in the
+//! modules above: `cell.rs` (the post side), `turn.rs` (running a turn and terminating),
+//! `ctx.rs` (what a handler can do).
+//!
+//! Users get the `Process` and `Handles` impls from `#[process]`, which checks that the state
+//! and every message are [`Isolated`](crate::Isolated). `Process` is `unsafe` to implement by
+//! hand: a hand-written impl skips that check, so it must say, in a `// SAFETY:` comment, why
+//! the state and the messages share no mutable state with any other process (invariant I8).
+
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::Mutex;
+
+use super::mailbox::Mailbox;
+use crate::group::{GroupShared, Recorder, TurnProbe};
+use crate::isolation::Message;
+use crate::lifecycle::{Down, ExitReason, Failure, ProcessId};
+use crate::principal::Principal;
+use crate::sync::UnsafeCell;
+
+/// A process: private state plus the code that handles its messages, one at a time.
+///
+/// The runtime guarantees that `handle` is never called on two threads at once for the same
+/// process and that messages arrive in FIFO order of posting, so a process needs no locks.
+///
+/// # Safety
+///
+/// Implementing `Process` by hand promises what `#[process]` checks: every field of the state is
+/// [`Isolated`](crate::Isolated) (or the process declares [`Process::SHARES_STATE`] and confines
+/// itself to a group that shares state), and [`Process::Message`] holds only `Isolated` values.
+/// A process that breaks it can reach memory another process mutates, and every guarantee of
+/// sequential, lock-free handling is gone.
+///
+/// ```
+/// use whirl::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime};
+///
+/// struct Counter { total: u64 }
+/// struct Add(u64);
+/// // SAFETY: a `u64` is owned data. (Real code writes `#[derive(Message)]`.)
+/// unsafe impl Isolated for Add {}
+/// impl Message for Add {}
+///
+/// // SAFETY: the state is one `u64` and the only message is `Add`, both owned data.
+/// // (Real code writes `#[process]`, which checks this.)
+/// unsafe impl Process for Counter {
+///     type Message = Add;
+///     fn handle(&mut self, Add(n): Add, _ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+///         self.total += n;
+///         Ok(())
+///     }
+/// }
+///
+/// // Which types may be posted to a `Counter`, and how they become its `Message`.
+/// impl Handles<Add> for Counter {
+///     fn into_message(msg: Add) -> Add {
+///         msg
+///     }
+/// }
+///
+/// let rt = Runtime::new();
+/// let counter = rt.spawn(Counter { total: 0 });
+/// counter.post(Add(2)).unwrap();
+/// rt.block_until_idle();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a process",
+    label = "only a process's state can be spawned",
+    note = "declare it with `#[process]` on the type and on the impl block of its handlers: the macro checks that the state shares no mutable state with other processes",
+    note = "a hand-written `unsafe impl Process` must say in a `// SAFETY:` comment why the state and the messages are `Isolated`"
+)]
+pub unsafe trait Process: Sized + Send + 'static {
+    /// Everything this process accepts: the enum `#[process]` generates, with one variant per
+    /// handled type. Each type posted to it is a [`Message`] ([`Handles`] requires it).
+    type Message: Send + 'static;
+
+    /// Handles one message. Returning `Err` terminates the process with that failure.
+    fn handle(&mut self, msg: Self::Message, ctx: &mut Ctx<Self>) -> Result<(), Failure>;
+
+    /// Runs once, on a worker, before the first message. Returning `Err` fails the process.
+    fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// Runs exactly once when the process terminates, whatever the cause; the place to
+    /// release sockets and other resources.
+    fn terminated(&mut self, reason: &ExitReason) {
+        let _ = reason;
+    }
+
+    /// Whether this is a *system* process, and how a termination notice becomes one of its
+    /// messages.
+    ///
+    /// The default (`None`) makes the process a non-system one: when a process it monitors
+    /// *fails*, it fails too, and normal exits are dropped. Returning `Some` makes it a system
+    /// process: every notice arrives as an ordinary message, in order with the others.
+    fn down_message(notice: Down) -> Option<Self::Message> {
+        let _ = notice;
+        None
+    }
+
+    /// The group this process runs in when spawned without naming one (`Runtime::spawn`,
+    /// `Ctx::spawn`), by name. A group of that name must have been built; if none exists the
+    /// process fails as it is spawned, saying so. `None` (the default): the runtime's default
+    /// group, or the parent's group for a child.
+    const GROUP: Option<&'static str> = None;
+
+    /// Set (with the reason) for a process that knowingly shares mutable state with other
+    /// processes: it may only run in a group built with
+    /// [`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state), and if
+    /// [`Process::GROUP`] names a group, only in that one. Spawned anywhere else, it fails at
+    /// once with a failure that says why. `#[process(unsafe(shares_state = "..."))]` sets it.
+    const SHARES_STATE: Option<&'static str> = None;
+
+    /// A message left in the inbox of a terminated process, as the value that was posted, with
+    /// its type's name: what a [`DeadLetter`](crate::DeadLetter) holds. `#[process]` unwraps
+    /// its message enum's variant, so a dead letter downcasts to the posted type; the default
+    /// boxes the whole `Message`.
+    #[doc(hidden)]
+    fn __dead_letter(msg: Self::Message) -> (&'static str, Box<dyn std::any::Any + Send>) {
+        (std::any::type_name::<Self::Message>(), Box::new(msg))
+    }
+}
+
+/// "Process `Self` has a handler for messages of type `M`": how `M` becomes a
+/// `Self::Message`.
+///
+/// `M` must be a [`Message`](crate::Message), so everything a process receives is
+/// [`Isolated`](crate::Isolated). It is safe to implement: the `unsafe impl Process` it requires carries the isolation
+/// promise, and `M` is `Isolated` by its bound.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` has no handler for `{M}`",
+    label = "`{Self}` cannot receive `{M}`",
+    note = "add a `#[handle]` method taking `{M}` to `{Self}`'s `#[process]` impl block"
+)]
+pub trait Handles<M: Message>: Process {
+    /// Wraps `msg` into the process's message enum.
+    fn into_message(msg: M) -> Self::Message;
+
+    /// Whether posting `M` skips the group's admission control. `#[process]` forwards
+    /// [`Message::BYPASSES_ADMISSION`](crate::Message::BYPASSES_ADMISSION); the default is
+    /// `false`.
+    const BYPASSES_ADMISSION: bool = false;
+
+    /// The estimated cost of handling `msg`, seen by the group's message predicate
+    /// ([`Offer::cost`](crate::admission::Offer::cost)). `#[process]` forwards
+    /// [`Message::cost`](crate::Message::cost); the default is 1.
+    fn cost(msg: &M) -> u64 {
+        let _ = msg;
+        1
+    }
+}
+
+/// The handler's view of the runtime: its own address, spawning, termination, monitors,
+/// timers and its principal.
+pub struct Ctx<P: Process> {
+    pub(super) cell: Arc<ProcessCell<P>>,
+    pub(super) exit: Option<ExitReason>,
+    /// The recorder of the worker running this turn (`group/task.rs`), where lock waits are
+    /// recorded. Valid for the whole turn: it is the `&Recorder` the worker passed to
+    /// `Runnable::run`, and a `Ctx` lives only inside that turn (handlers get it by `&mut`)
+    /// (invariant I10).
+    pub(super) recorder: *const Recorder,
+    /// The turn's probe, where `#[process]`'s dispatch publishes each message's type: kept
+    /// here too, so that costs one store and no load (same validity as `recorder`).
+    pub(super) probe: *const TurnProbe,
+}
+
+/// Something that wants to hear when a process terminates.
+pub(crate) trait Watcher: Send + Sync + 'static {
+    fn notify_down(self: Arc<Self>, notice: Down);
+}
+
+/// Bookkeeping that outsiders touch: monitors, kill requests, the exit reason. Most processes
+/// are never monitored or killed, so it is allocated on first use, which keeps an idle
+/// process small (invariant I6); behind a plain lock, since it is off the message path.
+#[derive(Default)]
+pub(super) struct Control {
+    pub(super) watchers: Vec<Weak<dyn Watcher>>,
+    pub(super) pending_kill: Option<ExitReason>,
+    pub(super) exit: Option<ExitReason>,
+    /// Called once the `started` hook has returned `Ok` (a supervisor's synchronous start).
+    pub(super) on_started: Option<OnStarted>,
+}
+
+/// What [`ProcessCell::set_on_started`] runs, given the process's id.
+pub(crate) type OnStarted = Box<dyn FnOnce(ProcessId) + Send>;
+
+/// What only the token holder touches.
+pub(super) struct Body<P> {
+    pub(super) state: Option<P>,
+    pub(super) started: bool,
+}
+
+pub(crate) struct ProcessCell<P: Process> {
+    pub(super) id: ProcessId,
+    pub(crate) mailbox: Mailbox<P::Message>,
+    pub(crate) group: Arc<GroupShared>,
+    pub(crate) principal: Option<Principal>,
+    pub(super) body: UnsafeCell<Body<P>>,
+    pub(super) control: OnceLock<Box<Mutex<Control>>>,
+}
+
+// SAFETY: `body` is only accessed by the holder of the mailbox's scheduling token, one thread
+// at a time (see `mailbox.rs`), and `P: Send`; everything else is `Sync` on its own. (I9)
+unsafe impl<P: Process> Sync for ProcessCell<P> {}

@@ -1,0 +1,135 @@
+//! Creating processes: where they run, and the confinement of processes that share state.
+
+use std::sync::Arc;
+
+use super::addr::Addr;
+use super::error::{SpawnError, SpawnRefusal};
+use super::model::{OnStarted, Process, ProcessCell};
+use crate::control::Event;
+use crate::group::{GroupShared, Runnable, Task};
+use crate::lifecycle::{ExitReason, Failure};
+use crate::principal::Principal;
+
+/// Where the caller asked for the process to run.
+pub(crate) enum Placement<'a> {
+    /// No group named: the process's declared group ([`Process::GROUP`]), else this one.
+    Default(&'a Arc<GroupShared>),
+    /// This group, whatever the process declares.
+    Explicit(&'a Arc<GroupShared>),
+}
+
+/// Picks the group, or says why the process cannot run anywhere it was asked to.
+fn place<P: Process>(placement: Placement<'_>) -> (Arc<GroupShared>, Result<(), SpawnRefusal>) {
+    let process = std::any::type_name::<P>();
+    let group = match placement {
+        Placement::Explicit(group) => Arc::clone(group),
+        Placement::Default(fallback) => match P::GROUP {
+            None => Arc::clone(fallback),
+            Some(name) => match fallback.kernel.group_named(name) {
+                Some(group) => group,
+                None => {
+                    let refusal = SpawnRefusal::NoSuchGroup {
+                        process,
+                        group: name,
+                    };
+                    return (Arc::clone(fallback), Err(refusal));
+                }
+            },
+        },
+    };
+    if group.is_stopped() {
+        return (group, Err(SpawnRefusal::ShutDown));
+    }
+    let Some(reason) = P::SHARES_STATE else {
+        return (group, Ok(()));
+    };
+    let refusal = match (group.shares_state, P::GROUP) {
+        (None, _) => SpawnRefusal::SharesStateOutsideItsGroup {
+            process,
+            reason,
+            group: group.name.clone(),
+        },
+        (Some(_), Some(wanted)) if wanted != group.name => {
+            SpawnRefusal::SharesStateInAnotherGroup {
+                process,
+                reason,
+                wanted,
+                group: group.name.clone(),
+            }
+        }
+        (Some(_), _) => return (group, Ok(())),
+    };
+    (group, Err(refusal))
+}
+
+/// Spawns `state` as a process, or hands it back with the reason it cannot run where it was
+/// asked to (nothing is created or counted then).
+pub(crate) fn try_spawn<P: Process>(
+    placement: Placement<'_>,
+    state: P,
+    principal: Option<Principal>,
+) -> Result<Addr<P>, SpawnError<P>> {
+    let (group, placed) = place::<P>(placement);
+    match placed {
+        Ok(()) => Ok(start(group, state, principal, None, None)),
+        Err(refusal) => Err(SpawnError::new(refusal, state)),
+    }
+}
+
+/// Spawns `state` as a process. It runs its `started` hook on a worker straight away, then
+/// handles messages. A process that cannot run where it was asked to (or after shutdown) is
+/// terminated at once with a failure saying why: its monitors and the failure hook
+/// (`failures.rs`) see it.
+pub(crate) fn spawn<P: Process>(
+    placement: Placement<'_>,
+    state: P,
+    principal: Option<Principal>,
+) -> Addr<P> {
+    spawn_watched(placement, state, principal, None)
+}
+
+/// [`spawn`], with a callback run once the process's `started` hook has returned `Ok`: how a
+/// supervisor learns that a child it starts synchronously has started. It is set before the
+/// process is scheduled, so it cannot miss the hook.
+pub(crate) fn spawn_watched<P: Process>(
+    placement: Placement<'_>,
+    state: P,
+    principal: Option<Principal>,
+    on_started: Option<OnStarted>,
+) -> Addr<P> {
+    let (group, placed) = place::<P>(placement);
+    start(group, state, principal, placed.err(), on_started)
+}
+
+/// Creates the process in `group` and schedules it, or, with a `refusal`, terminates it before
+/// it runs any of its own code.
+fn start<P: Process>(
+    group: Arc<GroupShared>,
+    state: P,
+    principal: Option<Principal>,
+    refusal: Option<SpawnRefusal>,
+    on_started: Option<OnStarted>,
+) -> Addr<P> {
+    let kernel = &group.kernel;
+    let id = kernel.next_process_id();
+    let cell = Arc::new(ProcessCell::new(id, Arc::clone(&group), principal, state));
+    if let Some(callback) = on_started {
+        cell.set_on_started(callback);
+    }
+    kernel.registry.insert(id, Arc::clone(&cell) as Task);
+    group.counters.add(Event::Spawned, 1);
+    // The start hook is a run without a message: count it so `block_until_idle` waits for it.
+    group.counters.add(Event::Activated, 1);
+    match refusal {
+        None => group.schedule(Arc::clone(&cell) as Task),
+        Some(refusal) => {
+            // Reported by the termination, like any failure (`failures.rs`). The caller holds
+            // the new cell's token: terminate it right here, before it runs any of its own
+            // code.
+            let failure = Failure::new(format!("refused at spawn: {refusal}"));
+            Arc::clone(&cell).kill(ExitReason::Failed(failure));
+            (Arc::clone(&cell) as Task).abandon();
+        }
+    }
+    Addr::from_cell(cell)
+}

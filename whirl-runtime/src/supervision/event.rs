@@ -1,0 +1,96 @@
+//! Observability: what a supervisor reports, to a user sink and to `tracing`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::lifecycle::{ExitReason, ProcessId};
+
+/// Where a supervisor's events go (see
+/// [`SupervisorSpec::on_event`](crate::supervision::SupervisorSpec::on_event)).
+///
+/// It may share state (a metrics counter, a channel to a test): it is an observer, not process
+/// state, and is only ever given copies of events. `Send + Sync` because one sink is shared by
+/// a supervisor, the clones of its spec and the child supervisors that inherit it, and is
+/// called from whichever worker runs each of them.
+pub type EventSink = Arc<dyn Fn(&SupervisorEvent) + Send + Sync>;
+
+/// Something a supervisor did or saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SupervisorEvent {
+    /// The supervisor's name (from its spec).
+    pub supervisor: Arc<str>,
+    /// The supervisor's process id.
+    pub supervisor_pid: ProcessId,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The kinds of [`SupervisorEvent`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// A child was started for the first time (or by `restart_child`/`start_child`).
+    ChildStarted {
+        /// The child's id.
+        id: String,
+        /// The new incarnation.
+        pid: ProcessId,
+    },
+    /// A child terminated (on its own, or because the supervisor stopped it).
+    ChildExited {
+        /// The child's id.
+        id: String,
+        /// The incarnation that terminated.
+        pid: ProcessId,
+        /// Why.
+        reason: ExitReason,
+    },
+    /// A child was restarted by the strategy.
+    ChildRestarted {
+        /// The child's id.
+        id: String,
+        /// The new incarnation.
+        pid: ProcessId,
+        /// How many times this child has been restarted so far.
+        restarts: u64,
+    },
+    /// A child did not terminate within its shutdown timeout; the supervisor stopped waiting
+    /// (its exit request stays in place).
+    ShutdownTimedOut {
+        /// The child's id.
+        id: String,
+        /// The incarnation that did not stop in time.
+        pid: ProcessId,
+    },
+    /// One restart too many within the period: the supervisor stops its children and fails.
+    IntensityExceeded {
+        /// The configured maximum.
+        max_restarts: u32,
+        /// The configured period.
+        period: Duration,
+    },
+    /// The supervisor itself terminated. For a root supervisor a failure here is the end of
+    /// its tree; nothing hangs waiting for it.
+    Terminated {
+        /// Why.
+        reason: ExitReason,
+    },
+}
+
+/// Logs `event` and hands it to `sink`; a panicking sink is contained and logged.
+pub(super) fn emit(sink: Option<&EventSink>, event: SupervisorEvent) {
+    match &event.kind {
+        EventKind::IntensityExceeded { .. } | EventKind::ShutdownTimedOut { .. } => {
+            tracing::warn!(supervisor = %event.supervisor, kind = ?event.kind, "supervisor")
+        }
+        EventKind::Terminated {
+            reason: ExitReason::Failed(f),
+        } => tracing::error!(supervisor = %event.supervisor, failure = %f, "supervisor failed"),
+        kind => tracing::debug!(supervisor = %event.supervisor, ?kind, "supervisor"),
+    }
+    if let Some(sink) = sink {
+        if catch_unwind(AssertUnwindSafe(|| sink(&event))).is_err() {
+            tracing::error!(supervisor = %event.supervisor, "supervisor event sink panicked");
+        }
+    }
+}
