@@ -34,69 +34,61 @@ use whirl::Runtime;
 use config::Users;
 use server::{Options, Server};
 
-const USAGE: &str = "usage: iris_http [--port N] [--bind ADDR] [--root DIR] [--users FILE] [--work-us N] [--no-predicates]";
+/// The command line.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "iris_http",
+    about = "The Whirlwind paper's IRIS server, on whirl."
+)]
+struct Cli {
+    /// TCP port to listen on.
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: IpAddr,
+    /// Directory of the static files served under /files.
+    #[arg(long, default_value = "examples/iris_root")]
+    root: PathBuf,
+    /// Users file: `name password role` per line (default: the demo users).
+    #[arg(long)]
+    users: Option<PathBuf>,
+    /// Simulated work per dynamic request, microseconds.
+    #[arg(long, default_value_t = 100)]
+    work_us: u64,
+    /// Turn admission control off (for comparison).
+    #[arg(long)]
+    no_predicates: bool,
+}
 
 struct Args {
     bind: SocketAddr,
     options: Options,
 }
 
-fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
-    let mut port: u16 = 8080;
-    let mut ip: IpAddr = [127, 0, 0, 1].into();
-    let mut root = PathBuf::from("examples/iris_root");
-    let mut users = Users::default_demo();
-    let mut work_us: u64 = 100;
-    let mut predicates = true;
-    let mut args = args.peekable();
-    while let Some(flag) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match flag.as_str() {
-            "--port" => {
-                port = value("--port")?
-                    .parse()
-                    .map_err(|e| format!("--port: {e}"))?
-            }
-            "--bind" => {
-                ip = value("--bind")?
-                    .parse()
-                    .map_err(|e| format!("--bind: {e}"))?
-            }
-            "--root" => root = PathBuf::from(value("--root")?),
-            "--users" => {
-                let path = PathBuf::from(value("--users")?);
-                users = Users::load(&path).map_err(|e| e.to_string())?;
-            }
-            "--work-us" => {
-                work_us = value("--work-us")?
-                    .parse()
-                    .map_err(|e| format!("--work-us: {e}"))?;
-            }
-            "--no-predicates" => predicates = false,
-            "--help" | "-h" => return Err(String::new()),
-            other => return Err(format!("unknown option {other:?}")),
-        }
+/// The validated arguments, or what is wrong with them.
+fn args(cli: Cli) -> Result<Args, String> {
+    if !cli.root.is_dir() {
+        return Err(format!("--root {}: not a directory", cli.root.display()));
     }
-    if !root.is_dir() {
-        return Err(format!("--root {}: not a directory", root.display()));
-    }
-    let mut options = Options::new(root, users);
-    options.work = Duration::from_micros(work_us);
-    options.predicates = predicates;
+    let users = match &cli.users {
+        Some(path) => Users::load(path).map_err(|e| e.to_string())?,
+        None => Users::default_demo(),
+    };
+    let mut options = Options::new(cli.root, users);
+    options.work = Duration::from_micros(cli.work_us);
+    options.predicates = !cli.no_predicates;
     Ok(Args {
-        bind: SocketAddr::new(ip, port),
+        bind: SocketAddr::new(cli.bind, cli.port),
         options,
     })
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
+    let args = match args(<Cli as clap::Parser>::parse()) {
         Ok(args) => args,
         Err(problem) => {
-            if !problem.is_empty() {
-                eprintln!("iris_http: {problem}");
-            }
-            eprintln!("{USAGE}");
+            eprintln!("iris_http: {problem}");
             return ExitCode::from(2);
         }
     };

@@ -9,7 +9,6 @@
 //! exhaust memory or push out logged-in users.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::http::Request;
 
@@ -95,21 +94,11 @@ pub struct Sessions {
     capacity: usize,
     next_id: u64,
     next_stamp: u64,
-    rng: SplitMix64,
 }
 
 impl Sessions {
     /// An empty table holding at most `capacity` sessions (at least 1).
     pub fn new(capacity: usize) -> Self {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
-        Sessions::with_seed(capacity, nanos)
-    }
-
-    /// As [`new`](Sessions::new) with a fixed token seed, for reproducible tests.
-    pub fn with_seed(capacity: usize, seed: u64) -> Self {
         Sessions {
             by_token: HashMap::new(),
             anonymous: BTreeMap::new(),
@@ -117,7 +106,6 @@ impl Sessions {
             capacity: capacity.max(1),
             next_id: 1,
             next_stamp: 0,
-            rng: SplitMix64(seed),
         }
     }
 
@@ -133,13 +121,15 @@ impl Sessions {
         self.by_token.is_empty()
     }
 
-    /// A new session for a logged-in `user` with `role`, and its token.
-    pub fn login(&mut self, role: Role, user: &str) -> (String, Session) {
+    /// A new session for a logged-in `user` with `role`, and its token; fails only if the
+    /// operating system's random source does.
+    pub fn login(&mut self, role: Role, user: &str) -> Result<(String, Session), getrandom::Error> {
         self.insert(role, Some(user.to_string()))
     }
 
-    /// A new anonymous session and its token.
-    pub fn anonymous(&mut self) -> (String, Session) {
+    /// A new anonymous session and its token; fails only if the operating system's random
+    /// source does.
+    pub fn anonymous(&mut self) -> Result<(String, Session), getrandom::Error> {
         self.insert(Role::Anonymous, None)
     }
 
@@ -178,20 +168,26 @@ impl Sessions {
                 new_token: None,
             };
         }
-        let (token, session) = self.anonymous();
+        let (token, session) = self
+            .anonymous()
+            .expect("the OS random source works in tests");
         Resolved {
             session,
             new_token: Some(token),
         }
     }
 
-    fn insert(&mut self, role: Role, user: Option<String>) -> (String, Session) {
+    fn insert(
+        &mut self,
+        role: Role,
+        user: Option<String>,
+    ) -> Result<(String, Session), getrandom::Error> {
+        let mut token = new_token()?;
+        while self.by_token.contains_key(&token) {
+            token = new_token()?;
+        }
         while self.by_token.len() >= self.capacity {
             self.evict_one();
-        }
-        let mut token = self.rng.token();
-        while self.by_token.contains_key(&token) {
-            token = self.rng.token();
         }
         let session = Session {
             id: self.next_id,
@@ -212,7 +208,7 @@ impl Sessions {
                 stamp,
             },
         );
-        (token, session)
+        Ok((token, session))
     }
 
     /// Drops the least recently used anonymous session, or failing that the least recently
@@ -243,24 +239,13 @@ pub fn session_token(request: &Request) -> Option<&str> {
         .find(|value| value.len() == TOKEN_LEN && value.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// SplitMix64 seeded from the clock: tokens look random and do not repeat, but they are
-/// NOT cryptographically unpredictable. Good enough for a demo whose sessions only steer
-/// load shedding; a real deployment would use the OS random source.
-#[derive(whirl::Isolated, Debug)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn token(&mut self) -> String {
-        format!("{:016x}{:016x}", self.next(), self.next())
-    }
+/// A fresh session token: 128 bits from the operating system's cryptographically secure
+/// random source, as 32 hex digits. A guessed token would be a stolen session, so nothing
+/// predictable (a clock, a counter, a seeded generator) goes into it.
+fn new_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; TOKEN_LEN / 2];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]
@@ -287,8 +272,8 @@ mod tests {
 
     #[test]
     fn login_then_lookup() {
-        let mut sessions = Sessions::with_seed(10, 1);
-        let (token, session) = sessions.login(Role::Admin, "admin");
+        let mut sessions = Sessions::new(10);
+        let (token, session) = sessions.login(Role::Admin, "admin").unwrap();
         assert_eq!(session.role, Role::Admin);
         assert_eq!(session.user.as_deref(), Some("admin"));
         assert_eq!(sessions.lookup(&token), Some(&session));
@@ -300,11 +285,11 @@ mod tests {
 
     #[test]
     fn tokens_are_distinct_hex_and_ids_increase() {
-        let mut sessions = Sessions::with_seed(1000, 7);
+        let mut sessions = Sessions::new(1000);
         let mut seen = std::collections::HashSet::new();
         let mut last = 0;
         for _ in 0..500 {
-            let (token, session) = sessions.anonymous();
+            let (token, session) = sessions.anonymous().unwrap();
             assert_eq!(token.len(), TOKEN_LEN);
             assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
             assert!(seen.insert(token));
@@ -315,26 +300,26 @@ mod tests {
 
     #[test]
     fn cap_evicts_least_recently_used_anonymous_first() {
-        let mut sessions = Sessions::with_seed(3, 2);
-        let (user, _) = sessions.login(Role::User, "alice");
-        let (a1, _) = sessions.anonymous();
-        let (a2, _) = sessions.anonymous();
+        let mut sessions = Sessions::new(3);
+        let (user, _) = sessions.login(Role::User, "alice").unwrap();
+        let (a1, _) = sessions.anonymous().unwrap();
+        let (a2, _) = sessions.anonymous().unwrap();
         assert!(sessions.lookup(&a1).is_some()); // a1 is now more recent than a2
-        let (a3, _) = sessions.anonymous();
+        let (a3, _) = sessions.anonymous().unwrap();
         assert_eq!(sessions.len(), 3);
         assert!(sessions.lookup(&a2).is_none());
         assert!(sessions.lookup(&user).is_some());
         // A flood of anonymous clients never pushes out the logged-in user.
         for _ in 0..100 {
-            sessions.anonymous();
+            sessions.anonymous().unwrap();
         }
         assert!(sessions.lookup(&user).is_some());
         assert!(sessions.lookup(&a1).is_none() && sessions.lookup(&a3).is_none());
         // With no anonymous sessions left, the oldest logged-in one goes.
-        let mut named = Sessions::with_seed(2, 3);
-        let (u1, _) = named.login(Role::User, "u1");
-        let (u2, _) = named.login(Role::Admin, "u2");
-        named.login(Role::User, "u3");
+        let mut named = Sessions::new(2);
+        let (u1, _) = named.login(Role::User, "u1").unwrap();
+        let (u2, _) = named.login(Role::Admin, "u2").unwrap();
+        named.login(Role::User, "u3").unwrap();
         assert!(named.lookup(&u1).is_none() && named.lookup(&u2).is_some());
     }
 
@@ -355,7 +340,7 @@ mod tests {
 
     #[test]
     fn resolve_keeps_the_session_across_requests() {
-        let mut sessions = Sessions::with_seed(10, 4);
+        let mut sessions = Sessions::new(10);
         let first = sessions.resolve(&request_with_cookie("x=1"));
         assert_eq!(first.session.role, Role::Anonymous);
         let Some(token) = first.new_token.clone() else {
@@ -369,5 +354,21 @@ mod tests {
         ));
         assert!(forged.new_token.is_some());
         assert_ne!(forged.session.id, first.session.id);
+    }
+
+    #[test]
+    fn tokens_are_128_random_bits_in_hex_and_distinct() {
+        let mut sessions = Sessions::new(10_000);
+        let tokens: std::collections::HashSet<String> =
+            (0..1000).map(|_| sessions.anonymous().unwrap().0).collect();
+        assert_eq!(tokens.len(), 1000, "no two tokens alike");
+        for token in &tokens {
+            assert_eq!(token.len(), TOKEN_LEN);
+            assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
+        }
+        // Not a counter or a clock: consecutive tokens share no long prefix.
+        let a = sessions.anonymous().unwrap().0;
+        let b = sessions.anonymous().unwrap().0;
+        assert_ne!(a[..8], b[..8]);
     }
 }

@@ -1,12 +1,11 @@
 //! The IRIS emergency resources the `List` and `Show` handlers serve, held in process in
-//! place of the paper's database so the demo needs no external service. Rendering is a few
-//! lines of hand-written JSON rather than a serializer dependency; [`json_string`] is the
-//! one place that must be right, and is tested on its own.
+//! place of the paper's database so the demo needs no external service; rendered as JSON by
+//! serde_json.
 
-use std::fmt::Write as _;
+use serde::Serialize;
 
 /// One emergency resource.
-#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
+#[derive(whirl::Isolated, Serialize, Debug, Clone, PartialEq, Eq)]
 pub struct Resource {
     /// 1-based, dense.
     pub id: u32,
@@ -23,14 +22,8 @@ pub struct Resource {
 impl Resource {
     /// The resource as a JSON object.
     pub fn to_json(&self) -> String {
-        format!(
-            "{{\"id\":{},\"name\":{},\"kind\":{},\"status\":{},\"location\":{}}}",
-            self.id,
-            json_string(&self.name),
-            json_string(&self.kind),
-            json_string(&self.status),
-            json_string(&self.location)
-        )
+        // Numbers and strings only: serializing cannot fail.
+        serde_json::to_string(self).unwrap_or_default()
     }
 }
 
@@ -106,15 +99,18 @@ impl Store {
 
     /// A page of the listing as `{"offset":..,"total":..,"items":[..]}`.
     pub fn list_json(&self, offset: usize, limit: usize) -> String {
-        let mut out = format!("{{\"offset\":{offset},\"total\":{},\"items\":[", self.len());
-        for (i, resource) in self.list(offset, limit).iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(&resource.to_json());
+        #[derive(Serialize)]
+        struct Page<'a> {
+            offset: usize,
+            total: usize,
+            items: &'a [Resource],
         }
-        out.push_str("]}");
-        out
+        let page = Page {
+            offset,
+            total: self.len(),
+            items: self.list(offset, limit),
+        };
+        serde_json::to_string(&page).unwrap_or_default()
     }
 }
 
@@ -124,31 +120,6 @@ fn capitalize(s: &str) -> String {
         Some(first) => first.to_uppercase().chain(chars).collect(),
         None => String::new(),
     }
-}
-
-/// `s` as a JSON string literal: quotes, backslashes and control characters escaped
-/// (RFC 8259 §7), plus U+2028/U+2029 so the output is also safe inside JavaScript.
-pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if u32::from(c) < 0x20 || c == '\u{2028}' || c == '\u{2029}' => {
-                // Writing to a String cannot fail.
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
@@ -188,13 +159,20 @@ mod tests {
     }
 
     #[test]
-    fn json_escaping() {
-        assert_eq!(json_string("plain"), "\"plain\"");
-        assert_eq!(json_string("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(json_string("\n\r\t\u{8}\u{c}"), r#""\n\r\t\b\f""#);
-        assert_eq!(json_string("\u{0}\u{1f}\u{7f}"), "\"\\u0000\\u001f\u{7f}\"");
-        assert_eq!(json_string("é ✓ \u{2028}"), "\"é ✓ \\u2028\"");
-        assert_eq!(json_string(""), "\"\"");
+    fn strings_are_escaped_and_round_trip() {
+        let r = Resource {
+            id: 1,
+            name: "quote \" backslash \\ newline \n tab \t nul \u{0} é ✓".into(),
+            kind: String::new(),
+            status: "\u{1f}".into(),
+            location: "\u{2028}".into(),
+        };
+        let json = r.to_json();
+        assert!(!json.contains('\n') && !json.contains('\u{0}') && !json.contains('\u{1f}'));
+        let back: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+        assert_eq!(back["name"], r.name.as_str());
+        assert_eq!(back["status"], "\u{1f}");
+        assert_eq!(back["location"], "\u{2028}");
     }
 
     #[test]

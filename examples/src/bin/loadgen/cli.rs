@@ -1,30 +1,11 @@
-//! Command-line parsing, by hand: bad input must end in the usage text and exit code 2, never a
-//! panic, and the binary should not need an argument-parsing dependency for a dozen flags.
+//! Command-line parsing, with clap: every flag is validated as it is read (ranges, URL, paths,
+//! credentials), so bad input ends in clap's error and the usage, with exit code 2, never a
+//! panic.
 
 use std::time::Duration;
 
-/// Printed on `--help` and after every parse error.
-pub const USAGE: &str = "\
-usage: loadgen --url http://HOST[:PORT] [options]
-
-  --admins N            admin sessions (log in with --admin-cred)        [default 10]
-  --users N             user sessions (log in with --user-cred)          [default 10]
-  --anonymous N         sessions without a login (they keep the cookie the server sets) [default 10]
-  --think-ms T          mean think time between requests, milliseconds  [default 100]
-  --think-fixed         think exactly T ms instead of exponential with mean T
-  --duration-s D        measured seconds (fractions allowed)             [default 30]
-  --warmup-s W          seconds before measuring; completions dropped    [default 5]
-  --paths P1,P2,...     request paths, one chosen at random per request
-                        [default /files/index.html,/resources,/resources/3]
-  --admin-cred U:P      admin credentials                                [default admin:secret]
-  --user-cred U:P       user credentials                                 [default alice:wonderland]
-  --timeout-ms MS       connect/read/write timeout per socket operation  [default 5000]
-  --seed S              RNG seed, for repeatable think times and paths   [default: from the clock]
-  --honor-retry-after   after a 503, wait the Retry-After it names (if longer than think time)
-  --json                print one JSON object instead of the table
-  --help                this text
-
-Each session is a thread running a closed loop: request, read the whole response, think, repeat.";
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 
 /// Upper bound on sessions: each is a thread, and past this the machine, not the server, is
 /// what gets measured.
@@ -52,6 +33,65 @@ pub struct Credentials {
     pub user: String,
     /// Form field `password`.
     pub password: String,
+}
+
+/// Request paths, each starting with `/`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Paths(pub Vec<String>);
+
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "loadgen",
+    about = "A closed-loop HTTP load generator: sessions that request, read the whole response, think, repeat.",
+    after_help = "Each session is a thread running a closed loop: request, read the whole response, think, repeat."
+)]
+struct Args {
+    /// The server, `http://HOST[:PORT]` (no path: give request paths with --paths).
+    #[arg(long, value_parser = parse_url)]
+    url: Target,
+    /// Admin sessions (log in with --admin-cred).
+    #[arg(long, default_value_t = 10)]
+    admins: usize,
+    /// User sessions (log in with --user-cred).
+    #[arg(long, default_value_t = 10)]
+    users: usize,
+    /// Sessions without a login (they keep the cookie the server sets).
+    #[arg(long, default_value_t = 10)]
+    anonymous: usize,
+    /// Mean think time between requests, milliseconds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(0..=MAX_THINK_MS))]
+    think_ms: u64,
+    /// Think exactly --think-ms instead of exponentially with that mean.
+    #[arg(long)]
+    think_fixed: bool,
+    /// Measured seconds (fractions allowed).
+    #[arg(long, default_value = "30", value_parser = positive_secs)]
+    duration_s: Duration,
+    /// Seconds before measuring; completions in them are dropped.
+    #[arg(long, default_value = "5", value_parser = secs)]
+    warmup_s: Duration,
+    /// Request paths, comma-separated, one chosen at random per request.
+    #[arg(long, default_value = "/files/index.html,/resources,/resources/3", value_parser = parse_paths)]
+    paths: Paths,
+    /// Admin credentials, USER:PASSWORD.
+    #[arg(long, default_value = "admin:secret", value_parser = parse_cred)]
+    admin_cred: Credentials,
+    /// User credentials, USER:PASSWORD.
+    #[arg(long, default_value = "alice:wonderland", value_parser = parse_cred)]
+    user_cred: Credentials,
+    /// Connect/read/write timeout per socket operation, milliseconds.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..))]
+    timeout_ms: u64,
+    /// RNG seed, for repeatable think times and paths [default: from the clock].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// After a 503, wait the Retry-After it names (if longer than the think time).
+    #[arg(long)]
+    honor_retry_after: bool,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Everything a run needs, already validated.
@@ -89,167 +129,87 @@ pub struct Config {
     pub seed: u64,
 }
 
-/// What the command line asked for.
-#[derive(Debug, PartialEq)]
-pub enum Parsed {
-    /// Run the load.
-    Run(Box<Config>),
-    /// Print the usage and exit successfully.
-    Help,
-}
-
 /// Parses the arguments after the program name; `default_seed` is used when `--seed` is absent
-/// (passed in so tests are deterministic).
-pub fn parse<I>(args: I, default_seed: u64) -> Result<Parsed, String>
+/// (passed in so tests are deterministic). `--help` comes back as an error of kind
+/// `DisplayHelp`, which `clap::Error::exit` prints with exit code 0.
+pub fn parse<I>(args: I, default_seed: u64) -> Result<Config, clap::Error>
 where
     I: IntoIterator<Item = String>,
 {
-    let mut url = None;
-    let mut admins = 10;
-    let mut users = 10;
-    let mut anonymous = 10;
-    let mut think_ms = 100;
-    let mut think_fixed = false;
-    let mut honor_retry_after = false;
-    let mut duration = Duration::from_secs(30);
-    let mut warmup = Duration::from_secs(5);
-    let mut paths = parse_paths("/files/index.html,/resources,/resources/3")?;
-    let mut admin_cred = parse_cred("--admin-cred", "admin:secret")?;
-    let mut user_cred = parse_cred("--user-cred", "alice:wonderland")?;
-    let mut timeout_ms = 5000;
-    let mut json = false;
-    let mut seed = default_seed;
-
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        // Accept both `--flag value` and `--flag=value`.
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        match flag.as_str() {
-            "--help" | "-h" => return Ok(Parsed::Help),
-            "--think-fixed" => think_fixed = no_value(&flag, inline)?,
-            "--json" => json = no_value(&flag, inline)?,
-            "--honor-retry-after" => honor_retry_after = no_value(&flag, inline)?,
-            _ => {
-                let mut value = || -> Result<String, String> {
-                    inline
-                        .clone()
-                        .or_else(|| args.next())
-                        .ok_or_else(|| format!("{flag} needs a value"))
-                };
-                match flag.as_str() {
-                    "--url" => url = Some(parse_url(&value()?)?),
-                    "--admins" => admins = parse_count(&flag, &value()?)?,
-                    "--users" => users = parse_count(&flag, &value()?)?,
-                    "--anonymous" => anonymous = parse_count(&flag, &value()?)?,
-                    "--think-ms" => think_ms = parse_u64(&flag, &value()?)?,
-                    "--duration-s" => duration = parse_secs(&flag, &value()?)?,
-                    "--warmup-s" => warmup = parse_secs(&flag, &value()?)?,
-                    "--paths" => paths = parse_paths(&value()?)?,
-                    "--admin-cred" => admin_cred = parse_cred(&flag, &value()?)?,
-                    "--user-cred" => user_cred = parse_cred(&flag, &value()?)?,
-                    "--timeout-ms" => timeout_ms = parse_u64(&flag, &value()?)?,
-                    "--seed" => seed = parse_u64(&flag, &value()?)?,
-                    _ => return Err(format!("unknown argument `{arg}`")),
-                }
-            }
-        }
-    }
-
-    let target = url.ok_or("--url is required")?;
-    let sessions = admins
-        .checked_add(users)
-        .and_then(|n| n.checked_add(anonymous))
+    let args = Args::try_parse_from(std::iter::once("loadgen".to_owned()).chain(args))?;
+    let sessions = args
+        .admins
+        .checked_add(args.users)
+        .and_then(|n| n.checked_add(args.anonymous))
         .unwrap_or(usize::MAX);
+    let invalid = |message: String| Args::command().error(ErrorKind::ValueValidation, message);
     if sessions == 0 {
-        return Err("no sessions: give at least one of --admins, --users, --anonymous".into());
-    }
-    if sessions > MAX_SESSIONS {
-        return Err(format!(
-            "{sessions} sessions is more than the {MAX_SESSIONS} threads this tool allows"
+        return Err(invalid(
+            "no sessions: give at least one of --admins, --users, --anonymous".into(),
         ));
     }
-    if think_ms > MAX_THINK_MS {
-        return Err(format!("--think-ms must be at most {MAX_THINK_MS}"));
+    if sessions > MAX_SESSIONS {
+        return Err(invalid(format!(
+            "{sessions} sessions is more than the {MAX_SESSIONS} threads this tool allows"
+        )));
     }
-    if duration.is_zero() {
-        return Err("--duration-s must be more than 0".into());
-    }
-    if timeout_ms == 0 {
-        // A zero socket timeout is rejected by the OS, and would mean "no timeout" to a reader.
-        return Err("--timeout-ms must be more than 0".into());
-    }
-    Ok(Parsed::Run(Box::new(Config {
-        target,
-        admins,
-        users,
-        anonymous,
-        think: Duration::from_millis(think_ms),
-        think_fixed,
-        duration,
-        warmup,
-        paths,
-        admin_cred,
-        user_cred,
-        timeout: Duration::from_millis(timeout_ms),
-        json,
-        honor_retry_after,
-        seed,
-    })))
+    Ok(Config {
+        target: args.url,
+        admins: args.admins,
+        users: args.users,
+        anonymous: args.anonymous,
+        think: Duration::from_millis(args.think_ms),
+        think_fixed: args.think_fixed,
+        duration: args.duration_s,
+        warmup: args.warmup_s,
+        paths: args.paths.0,
+        admin_cred: args.admin_cred,
+        user_cred: args.user_cred,
+        timeout: Duration::from_millis(args.timeout_ms),
+        json: args.json,
+        honor_retry_after: args.honor_retry_after,
+        seed: args.seed.unwrap_or(default_seed),
+    })
 }
 
-fn no_value(flag: &str, inline: Option<String>) -> Result<bool, String> {
-    match inline {
-        None => Ok(true),
-        Some(_) => Err(format!("{flag} takes no value")),
-    }
-}
-
-fn parse_u64(flag: &str, value: &str) -> Result<u64, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag}: `{value}` is not a non-negative integer"))
-}
-
-fn parse_count(flag: &str, value: &str) -> Result<usize, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag}: `{value}` is not a non-negative integer"))
-}
-
-fn parse_secs(flag: &str, value: &str) -> Result<Duration, String> {
+/// Seconds, fractions allowed, from 0 to 10^7 (NaN and infinities are out of range too).
+fn secs(value: &str) -> Result<Duration, String> {
     let secs: f64 = value
         .parse()
-        .map_err(|_| format!("{flag}: `{value}` is not a number of seconds"))?;
-    // NaN and infinities fall outside the range too.
+        .map_err(|_| format!("`{value}` is not a number of seconds"))?;
     if !(0.0..=1e7).contains(&secs) {
-        return Err(format!("{flag}: `{value}` is out of range"));
+        return Err(format!("`{value}` is out of range"));
     }
     Ok(Duration::from_secs_f64(secs))
 }
 
-fn parse_paths(value: &str) -> Result<Vec<String>, String> {
+fn positive_secs(value: &str) -> Result<Duration, String> {
+    match secs(value)? {
+        d if d.is_zero() => Err("must be more than 0".into()),
+        d => Ok(d),
+    }
+}
+
+fn parse_paths(value: &str) -> Result<Paths, String> {
     let paths: Vec<String> = value.split(',').map(|p| p.trim().to_string()).collect();
     for p in &paths {
         // Paths go straight into the request line, so anything that could break it is refused.
         if !p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f) {
             return Err(format!(
-                "--paths: `{p}` must start with / and contain no spaces or control characters"
+                "`{p}` must start with / and contain no spaces or control characters"
             ));
         }
     }
-    Ok(paths)
+    Ok(Paths(paths))
 }
 
-fn parse_cred(flag: &str, value: &str) -> Result<Credentials, String> {
+fn parse_cred(value: &str) -> Result<Credentials, String> {
     match value.split_once(':') {
         Some((user, password)) if !user.is_empty() => Ok(Credentials {
             user: user.to_string(),
             password: password.to_string(),
         }),
-        _ => Err(format!("{flag}: expected USER:PASSWORD, got `{value}`")),
+        _ => Err(format!("expected USER:PASSWORD, got `{value}`")),
     }
 }
 
@@ -258,7 +218,7 @@ fn parse_cred(flag: &str, value: &str) -> Result<Credentials, String> {
 fn parse_url(url: &str) -> Result<Target, String> {
     let rest = match url.get(..7) {
         Some(scheme) if scheme.eq_ignore_ascii_case("http://") => &url[7..],
-        _ => return Err(format!("--url: `{url}` must start with http://")),
+        _ => return Err(format!("`{url}` must start with http://")),
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -266,10 +226,10 @@ fn parse_url(url: &str) -> Result<Target, String> {
     };
     if !path.is_empty() && path != "/" {
         return Err(format!(
-            "--url: give request paths with --paths, not in the URL (`{path}`)"
+            "give request paths with --paths, not in the URL (`{path}`)"
         ));
     }
-    let bad = || format!("--url: cannot read host and port from `{authority}`");
+    let bad = || format!("cannot read host and port from `{authority}`");
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let (host, after) = v6.split_once(']').ok_or_else(bad)?;
         match after {
@@ -289,7 +249,7 @@ fn parse_url(url: &str) -> Result<Target, String> {
         None => 80,
         Some(p) => match p.parse::<u16>() {
             Ok(p) if p > 0 => p,
-            _ => return Err(format!("--url: bad port `{p}`")),
+            _ => return Err(format!("bad port `{p}`")),
         },
     };
     Ok(Target {
@@ -309,8 +269,8 @@ mod tests {
 
     fn run(s: &str) -> Config {
         match parse(args(s), 1) {
-            Ok(Parsed::Run(c)) => *c,
-            other => panic!("expected a run config for `{s}`, got {other:?}"),
+            Ok(c) => c,
+            Err(e) => panic!("expected a run config for `{s}`, got {e}"),
         }
     }
 
@@ -357,8 +317,10 @@ mod tests {
     }
 
     #[test]
-    fn help_is_not_an_error() {
-        assert_eq!(parse(args("--url http://x:1 --help"), 0), Ok(Parsed::Help));
+    fn help_is_asked_for_not_an_error() {
+        let help = parse(args("--url http://x:1 --help"), 0).expect_err("help is not a run");
+        assert_eq!(help.kind(), ErrorKind::DisplayHelp);
+        assert_eq!(help.exit_code(), 0);
     }
 
     #[test]
@@ -389,7 +351,8 @@ mod tests {
             "--url http://x:1 --bogus",
             "--url http://x:1 --seed",
         ] {
-            assert!(parse(args(bad), 0).is_err(), "`{bad}` should be refused");
+            let e = parse(args(bad), 0).expect_err(bad);
+            assert_eq!(e.exit_code(), 2, "`{bad}`: {e}");
         }
     }
 }

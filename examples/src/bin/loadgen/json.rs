@@ -1,109 +1,129 @@
-//! The report as one JSON object on one line, written by hand: the shape is fixed and small,
-//! so a serialization dependency would buy nothing.
+//! The report as one JSON object on one line, for scripts: serialized with serde_json from a
+//! view of the report whose shape is the contract (field names, `null` for numbers that do not
+//! exist).
 
-use std::fmt::Write;
+use serde::Serialize;
 
 use crate::report::{Report, Row};
 
-/// Renders the report. Every class appears, even with no sessions, so scripts can index by
-/// name; numbers that do not exist (latency without responses, Jain's index without data) are
-/// `null`.
+/// The whole report.
+#[derive(Serialize)]
+struct Json<'a> {
+    url: &'a str,
+    sessions_planned: Planned,
+    think_ms: u128,
+    think: &'static str,
+    warmup_s: Option<f64>,
+    duration_s: Option<f64>,
+    timeout_ms: u128,
+    seed: u64,
+    /// Every class, even with no sessions, so scripts can index by name.
+    classes: Classes,
+    total: RowJson,
+}
+
+/// The classes as one object, in report order.
+struct Classes(Vec<(&'static str, RowJson)>);
+
+impl Serialize for Classes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, row)| (name, row)))
+    }
+}
+
+#[derive(Serialize)]
+struct Planned {
+    admin: usize,
+    user: usize,
+    anonymous: usize,
+}
+
+/// One class (or the total).
+#[derive(Serialize)]
+struct RowJson {
+    sessions: usize,
+    requests: u64,
+    status_200: u64,
+    status_503: u64,
+    status_other: u64,
+    errors: u64,
+    conn_errors: u64,
+    timeouts: u64,
+    malformed: u64,
+    connects: u64,
+    throughput_rps: Option<f64>,
+    ok_rps: Option<f64>,
+    p50_ms: Option<f64>,
+    p90_ms: Option<f64>,
+    p99_ms: Option<f64>,
+    max_ms: Option<f64>,
+    jain: Option<f64>,
+    jain_responses: Option<f64>,
+}
+
+/// Renders the report. Numbers that do not exist (latency without responses, Jain's index
+/// without data) and non-finite ones are `null`; the others are rounded to 4 decimals.
 pub fn render(report: &Report) -> String {
-    let mut out = String::from("{");
-    let _ = write!(
-        out,
-        "\"url\":{},\"sessions_planned\":{{\"admin\":{},\"user\":{},\"anonymous\":{}}},\
-         \"think_ms\":{},\"think\":\"{}\",\"warmup_s\":{},\"duration_s\":{},\"timeout_ms\":{},\
-         \"seed\":{},",
-        string(&report.url),
-        report.planned[0],
-        report.planned[1],
-        report.planned[2],
-        report.think.as_millis(),
-        if report.think_fixed {
+    let classes = Classes(
+        report
+            .rows
+            .iter()
+            .map(|row| (row.name, row_json(report, row)))
+            .collect(),
+    );
+    let json = Json {
+        url: &report.url,
+        sessions_planned: Planned {
+            admin: report.planned[0],
+            user: report.planned[1],
+            anonymous: report.planned[2],
+        },
+        think_ms: report.think.as_millis(),
+        think: if report.think_fixed {
             "fixed"
         } else {
             "exponential"
         },
-        number(Some(report.warmup.as_secs_f64())),
-        number(Some(report.measured.as_secs_f64())),
-        report.timeout.as_millis(),
-        report.seed,
-    );
-    out.push_str("\"classes\":{");
-    for (i, row) in report.rows.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let _ = write!(out, "{}:", string(row.name));
-        row_object(&mut out, report, row);
-    }
-    out.push_str("},\"total\":");
-    row_object(&mut out, report, &report.total);
-    out.push('}');
-    out
+        warmup_s: number(Some(report.warmup.as_secs_f64())),
+        duration_s: number(Some(report.measured.as_secs_f64())),
+        timeout_ms: report.timeout.as_millis(),
+        seed: report.seed,
+        classes,
+        total: row_json(report, &report.total),
+    };
+    // Serializing plain structs of numbers and strings cannot fail.
+    serde_json::to_string(&json).unwrap_or_default()
 }
 
-fn row_object(out: &mut String, report: &Report, row: &Row) {
+fn row_json(report: &Report, row: &Row) -> RowJson {
     let c = &row.counts;
-    let _ = write!(
-        out,
-        "{{\"sessions\":{},\"requests\":{},\"status_200\":{},\"status_503\":{},\
-         \"status_other\":{},\"errors\":{},\"conn_errors\":{},\"timeouts\":{},\"malformed\":{},\
-         \"connects\":{},\"throughput_rps\":{},\"ok_rps\":{},\"p50_ms\":{},\"p90_ms\":{},\
-         \"p99_ms\":{},\"max_ms\":{},\"jain\":{},\"jain_responses\":{}}}",
-        row.sessions,
-        c.requests,
-        c.ok,
-        c.unavailable,
-        c.other,
-        c.errors(),
-        c.conn_errors,
-        c.timeouts,
-        c.malformed,
-        c.connects,
-        number(Some(report.rate(c.responses()))),
-        number(Some(report.rate(c.ok))),
-        number(row.quantile_ms(0.5)),
-        number(row.quantile_ms(0.9)),
-        number(row.quantile_ms(0.99)),
-        number(row.max_ms()),
-        number(row.jain_ok),
-        number(row.jain_responses),
-    );
-}
-
-/// JSON has no NaN or infinity, so those become `null` like missing values.
-fn number(v: Option<f64>) -> String {
-    match v {
-        Some(v) if v.is_finite() => {
-            let s = format!("{v:.4}");
-            let s = s.trim_end_matches('0').trim_end_matches('.');
-            if s == "-0" {
-                "0".to_string()
-            } else {
-                s.to_string()
-            }
-        }
-        _ => "null".to_string(),
+    RowJson {
+        sessions: row.sessions,
+        requests: c.requests,
+        status_200: c.ok,
+        status_503: c.unavailable,
+        status_other: c.other,
+        errors: c.errors(),
+        conn_errors: c.conn_errors,
+        timeouts: c.timeouts,
+        malformed: c.malformed,
+        connects: c.connects,
+        throughput_rps: number(Some(report.rate(c.responses()))),
+        ok_rps: number(Some(report.rate(c.ok))),
+        p50_ms: number(row.quantile_ms(0.5)),
+        p90_ms: number(row.quantile_ms(0.9)),
+        p99_ms: number(row.quantile_ms(0.99)),
+        max_ms: number(row.max_ms()),
+        jain: number(row.jain_ok),
+        jain_responses: number(row.jain_responses),
     }
 }
 
-fn string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+/// JSON has no NaN or infinity, so those become `null` like missing values; the rest is
+/// rounded to 4 decimals.
+fn number(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite())
+        .map(|v| (v * 10_000.0).round() / 10_000.0 + 0.0)
 }
 
 #[cfg(test)]
@@ -111,12 +131,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numbers_and_strings_are_valid_json() {
-        assert_eq!(number(Some(1.5)), "1.5");
-        assert_eq!(number(Some(2.0)), "2");
-        assert_eq!(number(Some(0.0)), "0");
-        assert_eq!(number(Some(f64::NAN)), "null");
-        assert_eq!(number(None), "null");
-        assert_eq!(string("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000a\"");
+    fn numbers_are_rounded_and_non_finite_ones_are_null() {
+        assert_eq!(number(Some(1.5)), Some(1.5));
+        assert_eq!(number(Some(2.0 / 3.0)), Some(0.6667));
+        assert_eq!(number(Some(-0.0)).map(f64::to_bits), Some(0.0f64.to_bits()));
+        assert_eq!(number(Some(f64::NAN)), None);
+        assert_eq!(number(Some(f64::INFINITY)), None);
+        assert_eq!(number(None), None);
+        let text = serde_json::to_string(&RowJson {
+            sessions: 1,
+            requests: 2,
+            status_200: 1,
+            status_503: 1,
+            status_other: 0,
+            errors: 0,
+            conn_errors: 0,
+            timeouts: 0,
+            malformed: 0,
+            connects: 1,
+            throughput_rps: Some(2.0),
+            ok_rps: Some(1.0),
+            p50_ms: None,
+            p90_ms: None,
+            p99_ms: None,
+            max_ms: None,
+            jain: None,
+            jain_responses: None,
+        })
+        .expect("serializes");
+        let back: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(back["p50_ms"], serde_json::Value::Null);
+        assert_eq!(back["throughput_rps"], 2.0);
     }
 }

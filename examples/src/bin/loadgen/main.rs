@@ -37,15 +37,9 @@ fn main() -> ExitCode {
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_nanos() as u64);
     let cfg = match cli::parse(std::env::args().skip(1), clock_seed) {
-        Ok(cli::Parsed::Run(cfg)) => cfg,
-        Ok(cli::Parsed::Help) => {
-            println!("{}", cli::USAGE);
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("loadgen: {e}\n\n{}", cli::USAGE);
-            return ExitCode::from(2);
-        }
+        Ok(cfg) => cfg,
+        // `--help` (exit 0) or a usage error (exit 2), printed by clap.
+        Err(e) => e.exit(),
     };
     match run::run(&cfg) {
         Ok(report) if cfg.json => println!("{}", json::render(&report)),

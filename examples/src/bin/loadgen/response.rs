@@ -1,8 +1,8 @@
-//! Reading one HTTP/1.1 response off a keep-alive connection: status, the few headers the loop
-//! acts on, and the body (counted and discarded). Hand-written because only `Content-Length`
-//! framing is needed and every malformed input has to come back as an error, not a panic.
+//! Reading one HTTP/1.1 response off a keep-alive connection: the head parsed by httparse,
+//! the few headers the loop acts on, and the body (counted and discarded; `Content-Length`
+//! framing or until close). Every malformed input comes back as an error, never a panic, and
+//! nothing is buffered without bound.
 
-use std::borrow::Cow;
 use std::io::{self, Read};
 
 /// A response head larger than this is treated as malformed rather than buffered forever.
@@ -172,53 +172,45 @@ fn read_body<R: Read>(r: &mut R, buf: &mut Vec<u8>, body: Body) -> Result<usize,
     }
 }
 
-/// `Ok(None)` until the blank line ending the head has arrived.
+/// Headers read per response; a response with more is malformed.
+const MAX_HEADERS: usize = 64;
+
+/// `Ok(None)` until the blank line ending the head has arrived. The status line and the
+/// headers are httparse's; what they mean for the loop (framing, keep-alive, the session
+/// cookie, `Retry-After`) is here.
 fn parse_head(buf: &[u8]) -> Result<Option<Head>, HttpError> {
     use HttpError::Malformed;
-    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return if buf.len() > MAX_HEAD {
-            Err(Malformed("response head too long"))
-        } else {
-            Ok(None)
-        };
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let len = match response.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) if buf.len() > MAX_HEAD => {
+            return Err(Malformed("response head too long"));
+        }
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => return Err(Malformed("too many headers")),
+        Err(httparse::Error::Status) => return Err(Malformed("bad status code")),
+        Err(httparse::Error::Version) => return Err(Malformed("not an HTTP/1.x status line")),
+        Err(_) => return Err(Malformed("malformed response head")),
     };
-    if end > MAX_HEAD {
+    if len > MAX_HEAD {
         return Err(Malformed("response head too long"));
     }
-    let text: Cow<str> = String::from_utf8_lossy(&buf[..end]);
-    let mut lines = text.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let (version, rest) = status_line
-        .split_once(' ')
-        .ok_or(Malformed("no space in status line"))?;
-    let http10 = match version {
-        "HTTP/1.1" => false,
-        "HTTP/1.0" => true,
-        _ => return Err(Malformed("not an HTTP/1.x status line")),
-    };
-    let code = rest.get(..3).ok_or(Malformed("short status code"))?;
-    if !code.bytes().all(|b| b.is_ascii_digit())
-        || !matches!(rest.as_bytes().get(3), None | Some(b' '))
-    {
-        return Err(Malformed("status code is not three digits"));
-    }
-    let status: u16 = code.parse().map_err(|_| Malformed("bad status code"))?;
+    let status = response.code.ok_or(Malformed("no status code"))?;
     if status < 100 {
         return Err(Malformed("status code below 100"));
     }
+    let http10 = response.version == Some(0);
 
     let mut close = http10;
     let mut length: Option<usize> = None;
     let mut session_cookie = None;
     let mut retry_after = None;
-    for line in lines {
-        let (name, value) = line
-            .split_once(':')
-            .ok_or(Malformed("header line without a colon"))?;
-        if name.is_empty() || name.bytes().any(|b| b.is_ascii_whitespace()) {
-            return Err(Malformed("bad header name"));
-        }
-        let value = value.trim();
+    for header in response.headers.iter() {
+        let name = header.name;
+        let value = std::str::from_utf8(header.value)
+            .map_err(|_| Malformed("header value is not UTF-8"))?
+            .trim();
         if name.eq_ignore_ascii_case("content-length") {
             let n: usize = value.parse().map_err(|_| Malformed("bad content-length"))?;
             if length.is_some_and(|prev| prev != n) {
@@ -262,7 +254,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, HttpError> {
         session_cookie,
         retry_after,
         body,
-        len: end + 4,
+        len,
     }))
 }
 

@@ -5,7 +5,7 @@ use whirl::prelude::*;
 use super::messages::{Login, Resolve, Respond, SessionResolved};
 use crate::config::Users;
 use crate::http::Response;
-use crate::sessions::{Resolved, Sessions, SESSION_COOKIE};
+use crate::sessions::{Resolved, Role, Session, Sessions, SESSION_COOKIE};
 
 #[process(group = "sessions")]
 pub struct SessionStore {
@@ -60,13 +60,26 @@ impl SessionStore {
                 session,
                 new_token: None,
             },
-            None => {
-                let (token, session) = self.sessions.anonymous();
-                Resolved {
+            None => match self.sessions.anonymous() {
+                Ok((token, session)) => Resolved {
                     session,
                     new_token: Some(token),
+                },
+                // No token can be made (the OS random source failed): serve this request as
+                // anonymous without a session, rather than hand out a guessable one.
+                Err(e) => {
+                    eprintln!("iris_http: cannot create a session token: {e}");
+                    Resolved {
+                        // Id 0 is no session's (ids start at 1).
+                        session: Session {
+                            id: 0,
+                            role: Role::Anonymous,
+                            user: None,
+                        },
+                        new_token: None,
+                    }
                 }
-            }
+            },
         };
         let _ = conn.post(SessionResolved { resolved });
     }
@@ -80,11 +93,17 @@ impl SessionStore {
             _ => None,
         };
         let response = match (role, user) {
-            (Some(role), Some(user)) => {
-                let (token, _) = self.sessions.login(role, &user);
-                let body = format!("welcome {user} ({})\n", role.name());
-                Response::ok("text/plain; charset=utf-8", body).with_cookie(SESSION_COOKIE, &token)
-            }
+            (Some(role), Some(user)) => match self.sessions.login(role, &user) {
+                Ok((token, _)) => {
+                    let body = format!("welcome {user} ({})\n", role.name());
+                    Response::ok("text/plain; charset=utf-8", body)
+                        .with_cookie(SESSION_COOKIE, &token)
+                }
+                Err(e) => {
+                    eprintln!("iris_http: cannot create a session token: {e}");
+                    Response::service_unavailable(1)
+                }
+            },
             _ => Response::error(401),
         };
         let _ = conn.post(Respond { seq, response });

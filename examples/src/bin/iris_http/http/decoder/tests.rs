@@ -1,4 +1,8 @@
-//! Decoder tests: framing, keep-alive, limits, malformed input and a no-panic fuzz loop.
+//! Decoder tests: framing, keep-alive, limits, malformed input, and property tests
+//! (proptest): random input never panics and stays bounded; any split of valid requests
+//! decodes the same.
+
+use proptest::prelude::*;
 
 use super::*;
 
@@ -302,77 +306,111 @@ fn requests_before_an_error_are_delivered() {
     assert!(decoder.next_request().is_err());
 }
 
-/// Deterministic xorshift64 so failures reproduce.
-struct XorShift(u64);
+/// Pieces of HTTP (and of broken HTTP) that random inputs are made of, so that the
+/// properties below reach the decoder's deep states, not just its first parse error.
+const FRAGMENTS: &[&[u8]] = &[
+    b"GET ",
+    b"POST ",
+    b"HEAD ",
+    b"/",
+    b"/files/../x",
+    b"?q=1",
+    b" HTTP/1.1",
+    b" HTTP/1.0",
+    b"\r\n",
+    b"\n",
+    b"\r",
+    b"Content-Length: ",
+    b"Content-Length: 18446744073709551616",
+    b"Transfer-Encoding: chunked",
+    b"Connection: close",
+    b"Cookie: session=abc; x",
+    b": ",
+    b"12",
+    b"-1",
+    b"\x00",
+    b"\xff\xfe",
+    b"\r\n\r\n",
+];
 
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
+/// Limits small enough that random inputs cross them.
+const SMALL: Limits = Limits {
+    max_head_bytes: 256,
+    max_headers: 8,
+    max_body_bytes: 64,
+};
 
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
+/// An input: up to 40 pieces, each a fragment or up to 15 random bytes.
+fn input() -> impl Strategy<Value = Vec<u8>> {
+    let piece = prop_oneof![
+        2 => proptest::sample::select(FRAGMENTS).prop_map(<[u8]>::to_vec),
+        1 => proptest::collection::vec(any::<u8>(), 0..16),
+    ];
+    proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
 }
 
-#[test]
-fn random_input_never_panics_and_stays_bounded() {
-    const FRAGMENTS: &[&[u8]] = &[
-        b"GET ",
-        b"POST ",
-        b"HEAD ",
-        b"/",
-        b"/files/../x",
-        b"?q=1",
-        b" HTTP/1.1",
-        b" HTTP/1.0",
-        b"\r\n",
-        b"\n",
-        b"\r",
-        b"Content-Length: ",
-        b"Content-Length: 18446744073709551616",
-        b"Transfer-Encoding: chunked",
-        b"Connection: close",
-        b"Cookie: session=abc; x",
-        b": ",
-        b"12",
-        b"-1",
-        b"\x00",
-        b"\xff\xfe",
-        b"\r\n\r\n",
-    ];
-    let limits = Limits {
-        max_head_bytes: 256,
-        max_headers: 8,
-        max_body_bytes: 64,
-    };
-    let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-    for _ in 0..3000 {
-        let mut input = Vec::new();
-        for _ in 0..rng.below(40) {
-            if rng.below(3) == 0 {
-                let len = rng.below(16);
-                input.extend((0..len).map(|_| rng.next() as u8));
-            } else {
-                input.extend_from_slice(FRAGMENTS[rng.below(FRAGMENTS.len())]);
+/// A valid request: method, path, optional keep-alive header and a body within the limits.
+fn valid_request() -> impl Strategy<Value = Vec<u8>> {
+    (
+        proptest::sample::select(&["GET", "POST", "HEAD"][..]),
+        "/[a-z0-9]{0,12}",
+        any::<bool>(),
+        proptest::collection::vec(any::<u8>(), 0..32),
+    )
+        .prop_map(|(method, path, close, body)| {
+            let mut request = format!("{method} {path} HTTP/1.1\r\n");
+            if close {
+                request.push_str("Connection: close\r\n");
             }
-        }
-        let mut decoder = RequestDecoder::new(limits);
+            request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+            let mut bytes = request.into_bytes();
+            bytes.extend(body);
+            bytes
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Whatever arrives, in whatever pieces: no panic, the buffer stays within its bound, no
+    /// body exceeds the limit, and every call makes progress.
+    #[test]
+    fn random_input_never_panics_and_stays_bounded(
+        input in input(),
+        cuts in proptest::collection::vec(1usize..64, 1..64),
+    ) {
+        let mut decoder = RequestDecoder::new(SMALL);
         let mut rest = &input[..];
+        let mut cuts = cuts.iter().cycle();
         while !rest.is_empty() {
-            let take = 1 + rng.below(rest.len().min(64));
+            let take = (*cuts.next().unwrap_or(&1)).min(rest.len());
             decoder.feed(&rest[..take]);
             rest = &rest[take..];
-            assert!(decoder.buffered() <= limits.max_buffered());
+            prop_assert!(decoder.buffered() <= SMALL.max_buffered());
             let mut calls = 0;
             while let Ok(Some(request)) = decoder.next_request() {
-                assert!(request.body.len() <= limits.max_body_bytes);
+                prop_assert!(request.body.len() <= SMALL.max_body_bytes);
                 calls += 1;
-                assert!(calls <= input.len(), "decoder made no progress");
+                prop_assert!(calls <= input.len(), "decoder made no progress");
             }
         }
+    }
+
+    /// Valid pipelined requests decode the same however the bytes are split.
+    #[test]
+    fn any_split_of_valid_requests_decodes_the_same(
+        requests in proptest::collection::vec(valid_request(), 1..6),
+        split in any::<proptest::sample::Index>(),
+    ) {
+        let input = requests.concat();
+        let whole = decode_all(Limits::default(), &input).expect("valid requests decode");
+        prop_assert_eq!(whole.len(), requests.len());
+        let split = split.index(input.len() + 1);
+        let mut decoder = RequestDecoder::default();
+        decoder.feed(&input[..split]);
+        let mut got = drain(&mut decoder).expect("a prefix of valid requests");
+        decoder.feed(&input[split..]);
+        got.extend(drain(&mut decoder).expect("the rest"));
+        prop_assert_eq!(got, whole);
     }
 }
