@@ -8,6 +8,14 @@
 //! predicate that turns messages away when the group is overloaded, handing them back to the
 //! sender. And the compiler checks that no two processes can reach the same mutable memory.
 //!
+//! # Features
+//!
+//! * `net`: non-blocking sockets as processes ([`net`]: an `Acceptor` and `SocketConnection`
+//!   on a poller thread per runtime, mio underneath). Off by default.
+//!
+//! Everything else is always there. The repository's ARCHITECTURE.md maps the runtime's
+//! layers and the invariants the code relies on.
+//!
 //! # Tutorial
 //!
 //! ## 1. Messages
@@ -532,6 +540,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
 extern crate self as whirl;
 
 pub use whirl_macros::{handle, process, started, terminated, Isolated, Message};
