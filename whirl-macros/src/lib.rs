@@ -13,7 +13,10 @@
 //! 3. `expand` generates code from a valid model only, with the bounds computed in
 //!    `generics`.
 //!
-//! Imports point one way, down this list: `lib` → `expand` → `valid` → `generics` → `ast` →
+//! `#[allow_shared]`, one argument on a function or a static, is parsed, checked and expanded
+//! in `allow` alone.
+//!
+//! Imports point one way, down this list: `lib` → `allow` / `expand` → `valid` → `generics` → `ast` →
 //! `attr` → `errors` (`errors` collects the spanned errors of every phase). `cargo test -p
 //! architecture` checks that there is no cycle.
 //!
@@ -22,6 +25,7 @@
 //! the user's tokens, and the traits' `#[diagnostic::on_unimplemented]` messages explain the
 //! rule.
 
+mod allow;
 mod ast;
 mod attr;
 mod errors;
@@ -87,6 +91,37 @@ pub fn process(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::process(args.into(), item.into())
         .unwrap_or_else(|err| err.to_compile_error())
         .into()
+}
+
+/// Allows a function or a `static` to share state between processes, with a reason, for
+/// `cargo whirl check`.
+///
+/// The compiler checks what processes *hold* (fields and messages must be `Isolated`); `cargo
+/// whirl check` checks what they *reach*: it walks every function reachable from every handler
+/// and hook and reports each `static` with interior mutability, `static mut` and thread-local
+/// it touches. Where that is the intent (a metrics counter, a pool built for sharing), this
+/// attribute says so:
+///
+/// ```text
+/// use std::sync::atomic::{AtomicU64, Ordering};
+///
+/// #[whirl::allow_shared(reason = "a statistic only: read by the operator, never by a process")]
+/// static REQUESTS: AtomicU64 = AtomicU64::new(0);
+///
+/// #[whirl::allow_shared(reason = "the connection pool is made to be shared across threads")]
+/// fn pool_size() -> u64 {
+///     REQUESTS.load(Ordering::Relaxed)
+/// }
+/// ```
+///
+/// On a static, every access to it is allowed; on a function, its body and everything it calls.
+/// The reason is mandatory and must not be empty; `cargo whirl check` lists every allowance it
+/// passed, with its reason, in its summary. The attribute changes nothing at run time: it puts
+/// a call to an empty `const fn` first in the body (or the initialiser), which the checker finds
+/// in the compiled code.
+#[proc_macro_attribute]
+pub fn allow_shared(args: TokenStream, item: TokenStream) -> TokenStream {
+    allow::expand(args.into(), item.into()).into()
 }
 
 /// Marks a handler inside a `#[process]` impl block. Anywhere else it is an error.

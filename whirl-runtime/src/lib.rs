@@ -55,6 +55,8 @@ mod runtime;
 mod loom_tests;
 
 pub use group::{Group, GroupBuilder, GroupError, NameError, ThreadRange, DEFAULT_BUDGET};
+#[doc(hidden)]
+pub use isolation::allow_shared as __allow_shared;
 pub use isolation::SharedClient;
 #[doc(hidden)]
 pub use isolation::{Isolated, Message, SharesState};

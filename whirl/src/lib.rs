@@ -448,12 +448,36 @@
 //! sinks, clocks, admission predicates, schedulers and controllers. They run outside any
 //! process's turn or as part of the runtime, and their docs say so.
 //!
-//! **Only by a whole-crate validator**: code reaches global state without any type showing it.
-//! A handler that bumps a `static HITS: AtomicU64`, appends to a `static LOG: Mutex<..>`, writes
-//! a `static mut` or keeps a `thread_local!` `RefCell` (state that silently splits per worker
-//! thread) passes every type check. That is the job of `cargo whirl check`, a validator over
-//! the compiled handlers (its own issue in the tracker; not shipped yet). Until then, keep
-//! handlers free of `static` mutable state and `thread_local!`.
+//! **By a whole-crate validator, `cargo whirl check`**: code reaches global state without any
+//! type showing it. A handler that bumps a `static HITS: AtomicU64`, appends to a `static LOG:
+//! Mutex<..>`, writes a `static mut` or keeps a `thread_local!` `RefCell` (state that silently
+//! splits per worker thread) passes every type check. `cargo whirl check` (the `cargo-whirl`
+//! crate: `cargo install --path cargo-whirl`) walks the compiled code from every handler and
+//! hook of every process, through calls, closures, trait methods, operators, `Deref` and
+//! `Drop` impls and generic helpers at their instantiations, across the workspace's crates,
+//! and reports every such access like a compiler error, with the path from the handler:
+//!
+//! ```text
+//! error: shared state: handler `Counter::hit` reaches static `HITS`: `AtomicU64`
+//!   --> src/main.rs:18:9
+//!    |
+//! 18 |         HITS.fetch_add(1, Ordering::Relaxed);
+//!    |         ^^^^ shared mutable state: its type has interior mutability (`AtomicU64` is not `Freeze`)
+//! ```
+//!
+//! Where sharing is the intent, [`allow_shared`] says so with a reason, which the check lists
+//! in its summary:
+//!
+//! ```
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! #[whirl::allow_shared(reason = "a statistic for the operator; no process reads it")]
+//! static SERVED: AtomicU64 = AtomicU64::new(0);
+//!
+//! # fn main() {
+//! SERVED.fetch_add(1, Ordering::Relaxed);
+//! # }
+//! ```
 //!
 //! # Sockets
 //!
@@ -543,7 +567,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 extern crate self as whirl;
 
-pub use whirl_macros::{handle, process, started, terminated, Isolated, Message};
+pub use whirl_macros::{allow_shared, handle, process, started, terminated, Isolated, Message};
 pub use whirl_runtime::*;
 
 /// What `#[process]` on a state type declares about the process, and the proof that its state
@@ -593,6 +617,7 @@ pub mod prelude {
 /// Support for the code the macros generate. Not a public API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
+    pub use whirl_runtime::__allow_shared as allow_shared;
     pub use whirl_runtime::__posted as posted;
     pub use whirl_runtime::{Ctx, Down, ExitReason, Failure, Handles, Isolated, Message, Process};
 

@@ -11,8 +11,12 @@
 //! a principal, a failure) carries its own `unsafe impl Isolated` next to its definition, with
 //! the reason.
 
+mod allow;
 mod client;
 mod isolated;
+
+#[doc(hidden)]
+pub use allow::allow_shared;
 
 pub use client::SharedClient;
 pub use isolated::{Isolated, Message, SharesState};

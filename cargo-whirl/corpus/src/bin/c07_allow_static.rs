@@ -1,0 +1,28 @@
+//! A static marked `#[allow_shared]` with its reason: reported as allowed, not as an error.
+// expect:
+use std::sync::atomic::{AtomicU64, Ordering};
+use whirl::prelude::*;
+
+#[whirl::allow_shared(reason = "a statistic read by the operator only; no process reads it")]
+static SERVED: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Message)]
+struct Serve;
+
+#[process]
+struct Server;
+
+#[process]
+impl Server {
+    #[handle]
+    fn serve(&mut self, _s: Serve) {
+        SERVED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn main() {
+    let rt = Runtime::new();
+    let _ = rt.spawn(Server).post(Serve);
+    rt.shutdown_graceful();
+    println!("{}", SERVED.load(Ordering::Relaxed));
+}

@@ -1,0 +1,106 @@
+//! `whirl-check-driver`: rustc with one more analysis, run by `cargo whirl check` as cargo's
+//! `RUSTC_WORKSPACE_WRAPPER`.
+//!
+//! Cargo runs it for every crate of the user's workspace (dependencies get the plain nightly
+//! rustc). For each crate it compiles:
+//!
+//! 1. `config` asks rustc to keep the MIR of every function in the crate's metadata
+//!    (`-Zalways-encode-mir`) and, for a `check` build, not to optimise it (`mir-opt-level=0`),
+//!    so that a handler in one workspace crate can be followed into a helper in another, and so
+//!    that every call the user wrote is still a call in the MIR;
+//! 2. after analysis, if the crate uses whirl, [`check::run`] finds the process code (roots),
+//!    walks everything reachable from it, and reports shared state as rustc errors: cargo then
+//!    fails, and prints them like any other diagnostic (or as JSON with
+//!    `--message-format json`).
+//!
+//! Arguments are those of a rustc wrapper: the path of the real rustc, then rustc's own.
+//! `WHIRL_CHECK_DEBUG=1` prints each function the walk visits and where it leads.
+
+#![feature(rustc_private)]
+
+extern crate rustc_abi;
+extern crate rustc_data_structures;
+extern crate rustc_driver;
+extern crate rustc_errors;
+extern crate rustc_hir;
+extern crate rustc_interface;
+extern crate rustc_middle;
+extern crate rustc_session;
+extern crate rustc_span;
+
+mod allows;
+mod check;
+mod report;
+mod roots;
+mod shared;
+mod walk;
+
+use std::process::{Command, ExitCode};
+
+use rustc_driver::Compilation;
+use rustc_middle::ty::TyCtxt;
+
+/// The environment variable, set by `cargo whirl`, naming the workspace's crates (comma
+/// separated, as rustc spells crate names): the code the walk follows.
+pub const WORKSPACE_ENV: &str = "WHIRL_CHECK_WORKSPACE";
+
+/// The environment variable, set by `cargo whirl`, naming a directory where each checked crate
+/// lists its statics marked `#[allow_shared]` (see `allows`).
+pub const ALLOWS_DIR_ENV: &str = "WHIRL_CHECK_ALLOWS_DIR";
+
+struct Callbacks;
+
+impl rustc_driver::Callbacks for Callbacks {
+    fn config(&mut self, config: &mut rustc_interface::Config) {
+        config.opts.unstable_opts.always_encode_mir = true;
+        if !config.opts.output_types.should_codegen() {
+            config.opts.unstable_opts.mir_opt_level = Some(0);
+        }
+    }
+
+    fn after_analysis<'tcx>(
+        &mut self,
+        _compiler: &rustc_interface::interface::Compiler,
+        tcx: TyCtxt<'tcx>,
+    ) -> Compilation {
+        check::run(tcx);
+        Compilation::Continue
+    }
+}
+
+fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args().collect();
+    // As a wrapper, the first argument is the rustc cargo would have run.
+    let rustc = if args.len() > 1 && is_rustc(&args[1]) {
+        Some(args.remove(1))
+    } else {
+        None
+    };
+    // Queries about the compiler itself (`-vV`, `--print cfg`...) go to the real rustc, so that
+    // cargo sees exactly the toolchain it asked for.
+    let compiles = args.iter().skip(1).any(|a| a.ends_with(".rs"));
+    if let (Some(rustc), false) = (&rustc, compiles) {
+        return match Command::new(rustc).args(&args[1..]).status() {
+            Ok(status) if status.success() => ExitCode::SUCCESS,
+            Ok(status) => ExitCode::from(status.code().unwrap_or(1).clamp(1, 255) as u8),
+            Err(err) => {
+                eprintln!("whirl-check-driver: could not run {rustc}: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    rustc_driver::install_ice_hook(
+        "whirl's issue tracker (say it was `cargo whirl check`)",
+        |_| (),
+    );
+    rustc_driver::catch_with_exit_code(|| {
+        rustc_driver::run_compiler(&args, &mut Callbacks);
+    })
+}
+
+/// Whether `arg` is the path of a rustc executable (`rustc`, `/x/bin/rustc`, `rustc.exe`).
+fn is_rustc(arg: &str) -> bool {
+    std::path::Path::new(arg)
+        .file_stem()
+        .is_some_and(|stem| stem == "rustc")
+}
