@@ -192,7 +192,15 @@ fn install_toolchain(toolchain: &str) -> Result<(), DriverError> {
         _ => {
             eprintln!("  Installing {toolchain} with rustup (the checker's compiler)");
             let mut install = Command::new("rustup");
-            install.args(["toolchain", "install", toolchain, "--profile", "minimal"]);
+            // `--no-self-update`: installing a toolchain must not replace the user's rustup.
+            install.args([
+                "toolchain",
+                "install",
+                toolchain,
+                "--profile",
+                "minimal",
+                "--no-self-update",
+            ]);
             for c in COMPONENTS {
                 install.args(["--component", c]);
             }

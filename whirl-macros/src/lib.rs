@@ -115,8 +115,8 @@ pub fn process(args: TokenStream, item: TokenStream) -> TokenStream {
 /// ```
 ///
 /// On a static, every access to it is allowed; on a function, its body and everything it calls.
-/// The reason is mandatory and must not be empty; `cargo whirl check` lists every allowance it
-/// passed, with its reason, in its summary. The attribute changes nothing at run time: it puts
+/// The reason is mandatory and must not be empty; `cargo whirl check` lists every use, with its
+/// reason, in its summary. The attribute changes nothing at run time: it puts
 /// a call to an empty `const fn` first in the body (or the initialiser), which the checker finds
 /// in the compiled code.
 #[proc_macro_attribute]

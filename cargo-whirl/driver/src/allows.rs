@@ -36,6 +36,49 @@ pub fn local_statics(tcx: TyCtxt<'_>, marker: DefId) -> Local {
     found
 }
 
+/// Functions of this crate marked `#[allow_shared]`: the marker call is the first statement of
+/// the body (that is where the attribute puts it), found in the HIR with the callee resolved
+/// by type checking, so every marked function is listed, reached by a handler or not.
+pub fn local_functions(tcx: TyCtxt<'_>, marker: DefId) -> Vec<(DefId, String, Span)> {
+    use rustc_ast::LitKind;
+    use rustc_hir::{ExprKind, StmtKind};
+    let mut found = Vec::new();
+    for owner in tcx.hir_body_owners() {
+        if !matches!(tcx.def_kind(owner), DefKind::Fn | DefKind::AssocFn) {
+            continue;
+        }
+        let body = tcx.hir_body_owned_by(owner);
+        let ExprKind::Block(block, _) = body.value.kind else {
+            continue;
+        };
+        let Some(first) = block.stmts.first() else {
+            continue;
+        };
+        let (StmtKind::Semi(call) | StmtKind::Expr(call)) = first.kind else {
+            continue;
+        };
+        let ExprKind::Call(callee, [arg]) = call.kind else {
+            continue;
+        };
+        let ExprKind::Path(qpath) = &callee.kind else {
+            continue;
+        };
+        let res = tcx.typeck(owner).qpath_res(qpath, callee.hir_id);
+        if res.opt_def_id() != Some(marker) {
+            continue;
+        }
+        let reason = match arg.kind {
+            ExprKind::Lit(lit) => match lit.node {
+                LitKind::Str(text, _) => text.to_string(),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        found.push((owner.to_def_id(), reason, call.span));
+    }
+    found
+}
+
 /// The reason and place of a call to the marker in `body`.
 fn marker_in<'tcx>(
     tcx: TyCtxt<'tcx>,

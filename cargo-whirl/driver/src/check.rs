@@ -24,6 +24,25 @@ pub fn run(tcx: TyCtxt<'_>) {
     };
     let local_allows = allows::local_statics(tcx, whirl.allow_marker);
     allows::publish(tcx, &local_allows);
+    // Every allowance of this crate is listed, used on a handler's path or not; those of other
+    // workspace crates are listed when a walk passes them.
+    let mut allows: Vec<(String, String, Span)> = Vec::new();
+    for (def_id, (reason, span)) in &local_allows {
+        push_allow(
+            &mut allows,
+            format!("static `{}`", tcx.def_path_str(*def_id)),
+            reason,
+            *span,
+        );
+    }
+    for (def_id, reason, span) in allows::local_functions(tcx, whirl.allow_marker) {
+        push_allow(
+            &mut allows,
+            format!("fn `{}`", tcx.def_path_str(def_id)),
+            &reason,
+            span,
+        );
+    }
     let roots = whirl.roots(tcx);
     let workspace = workspace_crates(tcx, &whirl);
     let mut walker = Walker::new(tcx, workspace.clone(), whirl.allow_marker);
@@ -31,7 +50,6 @@ pub fn run(tcx: TyCtxt<'_>) {
     // (target, span) → the finding, from the first root that reaches it.
     let mut findings: Vec<Finding<'_>> = Vec::new();
     let mut index: HashMap<(Target<'_>, Span), usize> = HashMap::new();
-    let mut allows: Vec<(String, String, Span)> = Vec::new();
     let mut static_allows: HashMap<DefId, Option<(String, Span)>> = HashMap::new();
 
     for &(root, _why) in &roots {

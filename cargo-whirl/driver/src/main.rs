@@ -18,14 +18,11 @@
 
 #![feature(rustc_private)]
 
-extern crate rustc_abi;
-extern crate rustc_data_structures;
+extern crate rustc_ast;
 extern crate rustc_driver;
-extern crate rustc_errors;
 extern crate rustc_hir;
 extern crate rustc_interface;
 extern crate rustc_middle;
-extern crate rustc_session;
 extern crate rustc_span;
 
 mod allows;

@@ -142,7 +142,7 @@ pub fn emit(tcx: TyCtxt<'_>, finding: &Finding<'_>) {
     diag.emit();
 }
 
-/// One note per crate: how much was checked, what was found, and every allowance passed.
+/// One note per crate: how much was checked, what was found, and every allowance.
 pub fn summary(
     tcx: TyCtxt<'_>,
     roots: usize,
