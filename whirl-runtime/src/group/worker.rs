@@ -65,6 +65,29 @@ fn schedule_on_current_worker(
     })
 }
 
+/// Whether the turn running on this thread may keep its process a little longer, waiting for
+/// more messages: only on a worker of `group` (without a scheduler of its own) that has nothing
+/// else to run, neither locally nor in the injector, in a group that is not stopping.
+pub(crate) fn may_linger(group: &Arc<GroupShared>) -> bool {
+    if group.scheduler.is_some() || group.is_stopped() {
+        return false;
+    }
+    CURRENT.with(|c| {
+        let current = c.get();
+        if current.is_null() {
+            return false;
+        }
+        // SAFETY: `CURRENT` is non-null only while `WorkerThread::run` is executing on this
+        // thread, and it points at that function's own `self`, which outlives the call
+        // (invariant I10 in ARCHITECTURE.md).
+        let worker = unsafe { &*current };
+        Arc::ptr_eq(&worker.group, group)
+            && worker.local.is_empty()
+            && !worker.has_lifo_task()
+            && group.injector.is_empty()
+    })
+}
+
 /// Where a group's tasks go: the half of a group that knows its workers.
 impl GroupShared {
     /// Puts a process whose token the caller holds on a run queue. From one of this group's
