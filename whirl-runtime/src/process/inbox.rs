@@ -1,12 +1,19 @@
 //! A process's inbox: an unbounded, lock-free, multi-producer single-consumer FIFO queue.
 //!
 //! Messages are stored by value (the process's own message enum, never boxed) in a linked list
-//! of fixed-size blocks, so storage is amortised over [`BLOCK_CAP`] messages. The design
-//! follows the segmented queues of crossbeam and tokio, specialised for one consumer:
+//! of blocks. Blocks grow: a process's first block holds [`FIRST_CAP`] messages, each next one
+//! about twice as many, up to [`MAX_CAP`] (the capacity is a function of the lap, see
+//! [`lap_cap`]). A process that received a few messages keeps a small
+//! block while idle; a stream of messages is stored in large blocks, each allocated (or reused)
+//! once per [`MAX_CAP`] messages. The design follows the segmented queues of crossbeam and
+//! tokio, specialised for one consumer:
 //!
+//! * Indexes run in laps of [`LAP`] positions, one lap per block whatever its capacity:
+//!   position `k` of a lap is slot `k` of its block.
 //! * Producers reserve a slot by advancing `tail_index` with a CAS. The producer that reserves
-//!   the last slot of a block first links the next block (the index then briefly sits on the
-//!   `BLOCK_CAP` offset, which tells other producers to wait), then writes its slot.
+//!   the last slot of a block moves the index, in the same CAS, to the lap's [`INSTALLING`]
+//!   position, which tells other producers to wait; it links the next block, moves the index to
+//!   the next lap, then writes its slot.
 //! * The consumer owns `head` outright (it is only touched by whoever holds the process's
 //!   scheduling token, see `mailbox.rs`), reads slots in order and waits for a reserved slot's
 //!   `written` flag in the rare case it catches a producer between reserve and write.
@@ -17,6 +24,8 @@
 //! * An inbox that never received a message owns no block at all, which keeps idle processes
 //!   small.
 
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -25,11 +34,33 @@ use crossbeam_utils::Backoff;
 
 use crate::sync::{spin_wait, AtomicBool, AtomicPtr, AtomicUsize, UnsafeCell};
 
-/// Index positions per block: one more than the slots, the extra one marks "next block being
-/// installed". Tiny under loom so that short model runs cross block boundaries.
-const LAP: usize = if cfg!(loom) { 3 } else { 8 };
-/// Messages per block. Small, because a process keeps its last block while idle.
-pub(crate) const BLOCK_CAP: usize = LAP - 1;
+/// Index positions per block: one more than the largest block's slots; the last one marks
+/// "next block being installed". Tiny under loom so that short model runs cross block
+/// boundaries.
+const LAP: usize = if cfg!(loom) { 4 } else { 32 };
+/// The position in a lap that says a producer is installing the next block.
+const INSTALLING: usize = LAP - 1;
+/// Messages in the largest block.
+pub(crate) const MAX_CAP: usize = LAP - 1;
+/// Messages in a process's first block. Small, because a process keeps its last block while
+/// idle (`bench`'s spawn row: bytes per idle process).
+pub(crate) const FIRST_CAP: usize = if cfg!(loom) { 1 } else { 3 };
+
+/// The capacity of the block of the lap that `index` is in: [`FIRST_CAP`] for the first lap,
+/// then about twice as many per lap, up to [`MAX_CAP`]. A function of the index alone, so
+/// producers and the consumer agree on it without reading the block.
+const fn lap_cap(index: usize) -> usize {
+    let lap = index / LAP;
+    if lap >= 8 {
+        return MAX_CAP;
+    }
+    let cap = ((FIRST_CAP + 1) << lap) - 1;
+    if cap < MAX_CAP {
+        cap
+    } else {
+        MAX_CAP
+    }
+}
 
 struct Slot<T> {
     value: UnsafeCell<MaybeUninit<T>>,
@@ -39,29 +70,103 @@ struct Slot<T> {
     written: AtomicBool,
 }
 
+/// A block: this header, then `cap` slots, in one allocation sized for its capacity. The
+/// queue only handles blocks through raw pointers to the header ([`Block`]); [`Block::slot`]
+/// finds a slot by offset, so no reference ever covers memory past the allocation.
 struct Block<T> {
     next: AtomicPtr<Block<T>>,
-    slots: [Slot<T>; BLOCK_CAP],
+    cap: usize,
+    _slots: PhantomData<Slot<T>>,
 }
 
 impl<T> Block<T> {
-    fn new() -> Box<Self> {
-        Box::new(Block {
-            next: AtomicPtr::new(ptr::null_mut()),
-            slots: std::array::from_fn(|_| Slot {
-                value: UnsafeCell::new(MaybeUninit::uninit()),
-                meta: UnsafeCell::new(0),
-                written: AtomicBool::new(false),
-            }),
-        })
+    /// The allocation of a block of `cap` slots, and where its slots start.
+    fn layout(cap: usize) -> (Layout, usize) {
+        let header = Layout::new::<Block<T>>();
+        let (layout, offset) = Layout::array::<Slot<T>>(cap)
+            .and_then(|slots| header.extend(slots))
+            .expect("a block of at most MAX_CAP slots fits in memory");
+        (layout.pad_to_align(), offset)
+    }
+
+    /// A new empty block of `cap` slots (`1..=MAX_CAP`), owned by the caller.
+    fn alloc(cap: usize) -> *mut Block<T> {
+        debug_assert!((1..=MAX_CAP).contains(&cap));
+        let (layout, _) = Self::layout(cap);
+        // SAFETY: the layout has a non-zero size (the header alone has two words). (I11)
+        let block = unsafe { alloc(layout) }.cast::<Block<T>>();
+        if block.is_null() {
+            handle_alloc_error(layout);
+        }
+        // SAFETY: `block` is a fresh allocation of `layout`, which holds the header and `cap`
+        // slots; each is written once, before anyone else can see the block. (I11)
+        unsafe {
+            block.write(Block {
+                next: AtomicPtr::new(ptr::null_mut()),
+                cap,
+                _slots: PhantomData,
+            });
+            for i in 0..cap {
+                Self::slot_ptr(block, i).write(Slot {
+                    value: UnsafeCell::new(MaybeUninit::uninit()),
+                    meta: UnsafeCell::new(0),
+                    written: AtomicBool::new(false),
+                });
+            }
+        }
+        block
+    }
+
+    /// Frees a block allocated by [`Block::alloc`]. Values left in its slots are not dropped.
+    ///
+    /// # Safety
+    /// The caller owns `block`, which nobody can reach any more. (I11)
+    unsafe fn free(block: *mut Block<T>) {
+        // SAFETY: per the contract, `block` is a live allocation of `layout((*block).cap)`.
+        // (I11)
+        unsafe {
+            let cap = (*block).cap;
+            for i in 0..cap {
+                ptr::drop_in_place(Self::slot_ptr(block, i));
+            }
+            let (layout, _) = Self::layout(cap);
+            ptr::drop_in_place(block);
+            dealloc(block.cast(), layout);
+        }
+    }
+
+    /// Slot `i` of `block`.
+    ///
+    /// # Safety
+    /// `block` is live and `i < (*block).cap`. (I11)
+    unsafe fn slot_ptr(block: *mut Block<T>, i: usize) -> *mut Slot<T> {
+        let (_, offset) = Self::layout(0);
+        // SAFETY: the slots start `offset` bytes into the allocation and `i` is below the
+        // block's capacity, so the result stays inside it. (I11)
+        unsafe { block.cast::<u8>().add(offset).cast::<Slot<T>>().add(i) }
+    }
+
+    /// Slot `i` of `block`, borrowed.
+    ///
+    /// # Safety
+    /// As [`Block::slot_ptr`], and the block outlives the borrow. (I11)
+    unsafe fn slot<'a>(block: *mut Block<T>, i: usize) -> &'a Slot<T> {
+        // SAFETY: forwarded contract; the slot was initialised by `alloc`. (I11)
+        unsafe { &*Self::slot_ptr(block, i) }
     }
 
     /// Makes a fully consumed block reusable. Only called by the consumer on a block no
     /// producer can reach any more.
-    fn reset(&self) {
-        self.next.store(ptr::null_mut(), Relaxed);
-        for slot in &self.slots {
-            slot.written.store(false, Relaxed);
+    ///
+    /// # Safety
+    /// The caller owns `block`. (I11)
+    unsafe fn reset(block: *mut Block<T>) {
+        // SAFETY: the caller owns the live block; its slots are below its capacity. (I11)
+        unsafe {
+            (*block).next.store(ptr::null_mut(), Relaxed);
+            for i in 0..(*block).cap {
+                Self::slot(block, i).written.store(false, Relaxed);
+            }
         }
     }
 }
@@ -78,7 +183,7 @@ pub(crate) struct Inbox<T> {
     /// Set once, by the producer that allocates the very first block; tells the consumer
     /// where the list starts.
     first_block: AtomicPtr<Block<T>>,
-    /// A consumed block kept for the next producer that needs one.
+    /// A consumed block of [`MAX_CAP`] slots kept for the next producer that needs one.
     spare: AtomicPtr<Block<T>>,
     head: UnsafeCell<Head<T>>,
 }
@@ -105,15 +210,18 @@ impl<T> Inbox<T> {
         }
     }
 
-    fn take_block(&self) -> Box<Block<T>> {
-        let spare = self.spare.swap(ptr::null_mut(), Acquire);
-        if spare.is_null() {
-            Block::new()
-        } else {
-            // SAFETY: a non-null `spare` was put there by `Box::into_raw` in `recycle`, and the
-            // swap gave this thread sole ownership of it. (I11)
-            unsafe { Box::from_raw(spare) }
+    /// A block of `cap` slots for the next lap: the spare if it is a full-size one and `cap`
+    /// is full size, a new one otherwise.
+    fn take_block(&self, cap: usize) -> *mut Block<T> {
+        if cap == MAX_CAP {
+            // The swap gives this thread sole ownership of the spare, which `recycle` only
+            // ever fills with a full-size block.
+            let spare = self.spare.swap(ptr::null_mut(), Acquire);
+            if !spare.is_null() {
+                return spare;
+            }
         }
+        Block::alloc(cap)
     }
 
     /// Appends a message with its metadata word. Never blocks on the consumer; may briefly
@@ -122,22 +230,20 @@ impl<T> Inbox<T> {
         let backoff = Backoff::new();
         let mut tail = self.tail_index.load(Acquire);
         let mut block = self.tail_block.load(Acquire);
-        let mut next_block: Option<Box<Block<T>>> = None;
+        // A block allocated but not (yet) published, owned by this producer.
+        let mut next_block: *mut Block<T> = ptr::null_mut();
 
         loop {
             let offset = tail % LAP;
-            if offset == BLOCK_CAP {
+            if offset == INSTALLING {
                 // Another producer is installing the next block.
                 spin_wait(&backoff);
                 tail = self.tail_index.load(Acquire);
                 block = self.tail_block.load(Acquire);
                 continue;
             }
-            if offset + 1 == BLOCK_CAP && next_block.is_none() {
-                next_block = Some(self.take_block());
-            }
             if block.is_null() {
-                let new = Box::into_raw(next_block.take().unwrap_or_else(|| self.take_block()));
+                let new = self.block_of(&mut next_block, lap_cap(tail));
                 match self
                     .tail_block
                     .compare_exchange(ptr::null_mut(), new, Release, Acquire)
@@ -147,9 +253,8 @@ impl<T> Inbox<T> {
                         block = new;
                     }
                     Err(_) => {
-                        // SAFETY: `new` came from `Box::into_raw` just above and was not published.
-                        // (I11)
-                        next_block = Some(unsafe { Box::from_raw(new) });
+                        // Not published: keep it for this producer's next attempt.
+                        next_block = new;
                         // Index first, then block: a block read before the index may belong to
                         // an earlier lap, and the CAS on the index would not catch the mismatch.
                         // (Found by `loom_post_vs_run_never_strands_a_message`.)
@@ -160,33 +265,50 @@ impl<T> Inbox<T> {
                 }
             }
 
+            // Nothing is read from `block` before the CAS succeeds: it may belong to another
+            // lap (the CAS then fails) and be freed meanwhile.
+            let cap = lap_cap(tail);
+            debug_assert!(
+                offset < cap,
+                "the index skips from a block's last slot to INSTALLING"
+            );
+            let last = offset + 1 == cap;
+            if last {
+                // Kept across retries; the next lap's capacity depends on which lap this is.
+                let next = self.block_of(&mut next_block, lap_cap(tail + LAP));
+                next_block = next;
+            }
+            // Reserving the last slot also moves the index to the lap's INSTALLING position.
+            let reserved = if last {
+                tail - offset + INSTALLING
+            } else {
+                tail + 1
+            };
             match self
                 .tail_index
-                .compare_exchange_weak(tail, tail + 1, AcqRel, Acquire)
+                .compare_exchange_weak(tail, reserved, AcqRel, Acquire)
             {
                 Ok(_) => {
-                    if offset + 1 == BLOCK_CAP {
-                        let next = match next_block.take() {
-                            Some(b) => Box::into_raw(b),
-                            None => Box::into_raw(self.take_block()),
-                        };
+                    if last {
+                        let next = std::mem::replace(&mut next_block, ptr::null_mut());
                         self.tail_block.store(next, Release);
+                        // From INSTALLING to the first position of the next lap.
                         self.tail_index.fetch_add(1, Release);
                         // SAFETY: the successful CAS reserved a slot in `block`, so the consumer
-                        // (I11)
                         // cannot recycle it before that slot is written below. (I11)
                         unsafe { (*block).next.store(next, Release) };
                     }
-                    // SAFETY: as above, `block` is live and the slot at `offset` is reserved
-                    // for this producer alone until `written` is set. (I11)
+                    // SAFETY: as above, `block` is live and the slot at `offset` (below its
+                    // capacity) is reserved for this producer alone until `written` is set.
+                    // (I11)
                     unsafe {
-                        let slot = (*block).slots.get_unchecked(offset);
+                        let slot = Block::slot(block, offset);
                         slot.value.with_mut(|p| p.write(MaybeUninit::new(value)));
                         slot.meta.with_mut(|p| p.write(meta));
                         slot.written.store(true, Release);
                     }
-                    if let Some(unused) = next_block {
-                        self.recycle(Box::into_raw(unused));
+                    if !next_block.is_null() {
+                        self.discard(next_block);
                     }
                     return;
                 }
@@ -259,15 +381,42 @@ impl<T> Inbox<T> {
         }
     }
 
-    /// Keeps `block` as the spare, freeing the previous spare if there was one. (I11)
+    /// Keeps a block the caller owns (fully consumed, or never published) as the spare if it
+    /// is full size, freeing the previous spare; frees it otherwise. (I11)
     fn recycle(&self, block: *mut Block<T>) {
-        // SAFETY: the caller owns `block` exclusively (fully consumed, or never published). (I11)
-        unsafe { (*block).reset() };
+        // SAFETY: the caller owns `block` exclusively. (I11)
+        if unsafe { (*block).cap } != MAX_CAP {
+            // SAFETY: as above. (I11)
+            unsafe { Block::free(block) };
+            return;
+        }
+        // SAFETY: as above. (I11)
+        unsafe { Block::reset(block) };
         let previous = self.spare.swap(block, AcqRel);
         if !previous.is_null() {
             // SAFETY: the swap transferred ownership of the previous spare to us. (I11)
-            drop(unsafe { Box::from_raw(previous) });
+            unsafe { Block::free(previous) };
         }
+    }
+
+    /// A block this producer allocated or took and did not publish.
+    fn discard(&self, block: *mut Block<T>) {
+        self.recycle(block);
+    }
+
+    /// A block of exactly `cap` slots, owned by the caller: `held` if it has that capacity
+    /// (and `held` is emptied), a new or spare one otherwise (and a mismatched `held` is
+    /// discarded).
+    fn block_of(&self, held: &mut *mut Block<T>, cap: usize) -> *mut Block<T> {
+        let block = std::mem::replace(held, ptr::null_mut());
+        if !block.is_null() {
+            // SAFETY: `held` blocks are owned by this producer and unpublished. (I11)
+            if unsafe { (*block).cap } == cap {
+                return block;
+            }
+            self.discard(block);
+        }
+        self.take_block(cap)
     }
 }
 
@@ -326,17 +475,18 @@ impl<T> Cursor<'_, T> {
         // after its last slot has been read. The slot at `offset` was reserved by a producer
         // (the tail moved past it); we wait for its write to complete before reading.
         unsafe {
-            let slot = (*block).slots.get_unchecked(offset);
+            let slot = Block::slot(block, offset);
             let backoff = Backoff::new();
             while !slot.written.load(Acquire) {
                 spin_wait(&backoff);
             }
             let value = slot.value.with_mut(|p| p.read().assume_init());
             let meta = slot.meta.with_mut(|p| p.read());
-            if offset + 1 == BLOCK_CAP {
+            if offset + 1 == lap_cap(self.index) {
                 // The producer of the last slot linked the next block before writing it. (I11)
                 self.block = (*block).next.load(Acquire);
-                self.index += 2;
+                // The first position of the next lap.
+                self.index += LAP - offset;
                 self.inbox.recycle(block);
             } else {
                 self.index += 1;
@@ -371,7 +521,7 @@ impl<T> Drop for Inbox<T> {
             if !block.is_null() {
                 // SAFETY: after draining, the head block and the spare are the only blocks
                 // left, both owned by the queue and distinct. (I11)
-                drop(unsafe { Box::from_raw(block) });
+                unsafe { Block::free(block) };
             }
         }
     }
@@ -385,10 +535,10 @@ mod tests {
     #[test]
     fn fifo_across_blocks() {
         let q = Inbox::new();
-        for i in 0..(BLOCK_CAP * 5 + 3) {
+        for i in 0..(MAX_CAP * 5 + 3) {
             q.push(i, i as u32 * 3);
         }
-        for i in 0..(BLOCK_CAP * 5 + 3) {
+        for i in 0..(MAX_CAP * 5 + 3) {
             // SAFETY: this test thread is the only consumer (I11).
             assert_eq!(
                 unsafe { q.pop() },
@@ -418,13 +568,43 @@ mod tests {
     fn drop_releases_unread_messages() {
         let token = Arc::new(());
         let q = Inbox::new();
-        for _ in 0..(BLOCK_CAP * 2 + 1) {
+        for _ in 0..(MAX_CAP * 2 + 1) {
             q.push(Arc::clone(&token), 0);
         }
         // SAFETY: this test thread is the only consumer (I11).
         let _ = unsafe { q.pop() };
         drop(q);
         assert_eq!(Arc::strong_count(&token), 1);
+    }
+
+    #[test]
+    fn blocks_grow_from_small_to_full_size() {
+        let caps: Vec<usize> = (0..6).map(|lap| lap_cap(lap * LAP)).collect();
+        assert_eq!(caps, vec![3, 7, 15, 31, 31, 31]);
+        // Every position of a lap below its capacity has the lap's capacity.
+        assert_eq!(lap_cap(LAP + 6), 7);
+        let q = Inbox::new();
+        q.push(0u64, 0);
+        let first = q.tail_block.load(Relaxed);
+        // SAFETY: the block is live (the queue owns it) and only read here. (I11)
+        assert_eq!(unsafe { (*first).cap }, FIRST_CAP);
+        // Fill laps 0..=3 and part of 4, reading everything back in order.
+        let total = 3 + 7 + 15 + 31 + 10;
+        for i in 1..total {
+            q.push(i as u64, 0);
+        }
+        for i in 0..total {
+            // SAFETY: this test thread is the only consumer (I11).
+            assert_eq!(unsafe { q.pop() }, Some((i as u64, 0)));
+        }
+        let last = q.tail_block.load(Relaxed);
+        // SAFETY: as above. (I11)
+        assert_eq!(unsafe { (*last).cap }, MAX_CAP);
+        // The consumed full-size block of lap 3 is the spare; the smaller ones were freed.
+        let spare = q.spare.load(Relaxed);
+        assert!(!spare.is_null());
+        // SAFETY: as above. (I11)
+        assert_eq!(unsafe { (*spare).cap }, MAX_CAP);
     }
 
     #[test]
