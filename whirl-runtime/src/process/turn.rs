@@ -119,7 +119,14 @@ impl<P: Process> ProcessCell<P> {
             // sender streaming to this process then finds it scheduled and only pushes, instead of
             // taking the token and queueing the process on every burst; and the worker would only
             // spin looking for work anyway.
-            if exit.is_none() && handled < budget && crate::group::may_linger(&cell_ref.group) {
+            // Only a process that handled several messages in this turn is being streamed to; one
+            // that got a single message (a request, a spawn's first message) has nothing more
+            // coming, and lingering would only hold back work posted elsewhere.
+            if exit.is_none()
+                && handled > 1
+                && handled < budget
+                && crate::group::may_linger(&cell_ref.group)
+            {
                 // Polls back off exponentially: a consumer polling the tail as fast as it can
                 // takes the line from the sender after every message.
                 for round in 0..LINGER_ROUNDS {
