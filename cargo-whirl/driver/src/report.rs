@@ -98,6 +98,7 @@ pub fn emit(tcx: TyCtxt<'_>, finding: &Finding<'_>) {
         let (from, to) = (&pair[0], &pair[1]);
         let verb = match to.edge {
             Edge::Calls => "calls",
+            Edge::CallsDyn => "calls, through a trait object, what may be",
             Edge::Creates => "creates (and so may run)",
             Edge::Coerces => "makes a trait object whose method may run:",
             Edge::Drops => "drops a value, running",

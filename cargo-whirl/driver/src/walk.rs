@@ -59,6 +59,8 @@ pub enum Target<'tcx> {
 pub enum Edge {
     /// It calls it.
     Calls,
+    /// It calls a trait method through a trait object, which may run this impl.
+    CallsDyn,
     /// It creates or names it (a closure, a function passed as a value), which then runs.
     Creates,
     /// It turns a value into a trait object, whose methods may then run.
@@ -269,6 +271,43 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
         }
     }
 
+    /// Whether the call of `def_id` with `args` goes through a vtable.
+    fn is_virtual(&self, def_id: DefId, args: ty::GenericArgsRef<'tcx>) -> bool {
+        matches!(
+            Instance::try_resolve(self.tcx(), self.typing_env, def_id, args),
+            Ok(Some(Instance {
+                def: InstanceKind::Virtual(..),
+                ..
+            }))
+        )
+    }
+
+    /// A trait method called through `dyn Trait`: the value may have been made a trait object
+    /// anywhere (in `main`, before the process got it), so every non-generic impl of the
+    /// trait in the workspace may run. Each is followed at its own type.
+    fn virtual_call(&mut self, method: DefId, args: ty::GenericArgsRef<'tcx>, span: Span) {
+        let tcx = self.tcx();
+        let Some(trait_id) = tcx.trait_of_assoc(method) else {
+            return;
+        };
+        for impl_id in tcx.all_impls(trait_id) {
+            if !self.walker.workspace.contains(&impl_id.krate)
+                || tcx.generics_of(impl_id).requires_monomorphization(tcx)
+            {
+                continue;
+            }
+            let self_ty = tcx
+                .type_of(impl_id)
+                .instantiate_identity()
+                .skip_normalization();
+            let concrete =
+                tcx.mk_args_from_iter(std::iter::once(self_ty.into()).chain(args.iter().skip(1)));
+            if let Some(next) = self.resolve(method, concrete) {
+                self.push(next, span, Edge::CallsDyn);
+            }
+        }
+    }
+
     /// A value of `ty` dropped: the workspace's `Drop` impls of the types inside it.
     fn drops(&mut self, ty: Ty<'tcx>, span: Span) {
         let tcx = self.tcx();
@@ -452,6 +491,8 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                         });
                     } else if let Some(next) = self.resolve(def_id, fn_args) {
                         self.push(next, *fn_span, Edge::Calls);
+                    } else if self.is_virtual(def_id, fn_args) {
+                        self.virtual_call(def_id, fn_args, *fn_span);
                     } else {
                         // Code the walk does not enter may drop what it is given.
                         for arg in args.iter() {
