@@ -25,7 +25,9 @@ use rustc_middle::mir::{
     TerminatorKind,
 };
 use rustc_middle::ty::adjustment::PointerCoercion;
-use rustc_middle::ty::{self, EarlyBinder, Instance, InstanceKind, Ty, TyCtxt, TypingEnv};
+use rustc_middle::ty::{
+    self, EarlyBinder, Instance, InstanceKind, Ty, TyCtxt, TypeVisitableExt, TypingEnv,
+};
 use rustc_span::def_id::{CrateNum, DefId};
 use rustc_span::Span;
 
@@ -93,6 +95,9 @@ pub struct Walker<'tcx> {
     workspace: Vec<CrateNum>,
     allow_marker: DefId,
     facts: HashMap<Instance<'tcx>, Facts<'tcx>>,
+    /// The typing environment of the root being walked: instances whose arguments still
+    /// name a generic root's parameters are read in it, where those parameters' bounds hold.
+    root_env: TypingEnv<'tcx>,
     /// Instances visited over all roots (for the summary).
     pub visited: usize,
 }
@@ -104,6 +109,7 @@ impl<'tcx> Walker<'tcx> {
             workspace,
             allow_marker,
             facts: HashMap::new(),
+            root_env: TypingEnv::fully_monomorphized(),
             visited: 0,
         }
     }
@@ -115,6 +121,7 @@ impl<'tcx> Walker<'tcx> {
 
     /// Everything reachable from `root`, breadth first (so each path found is a shortest one).
     pub fn reach(&mut self, root: Instance<'tcx>) -> Reach<'tcx> {
+        self.root_env = TypingEnv::post_analysis(self.tcx, root.def_id());
         let mut reach = Reach {
             parents: HashMap::new(),
             accesses: Vec::new(),
@@ -167,7 +174,9 @@ impl<'tcx> Walker<'tcx> {
                 allowed: None,
             },
         };
-        if let InstanceKind::Item(def_id) = instance.def {
+        if instance.args.has_param() {
+            collector.typing_env = self.root_env;
+        } else if let InstanceKind::Item(def_id) = instance.def {
             collector.typing_env = TypingEnv::post_analysis(tcx, def_id);
         }
         collector.visit_body(body);
@@ -188,16 +197,20 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
         self.walker.tcx
     }
 
-    /// `ty`, from the body's generic view into this instance's arguments.
-    fn mono<T>(&self, value: T) -> T
+    /// `value`, from the body's generic view into this instance's arguments; `None` if it
+    /// cannot be normalised (a projection on a generic root's parameter): that operand is then
+    /// not followed.
+    fn mono<T>(&self, value: T) -> Option<T>
     where
         T: rustc_middle::ty::TypeFoldable<TyCtxt<'tcx>>,
     {
-        self.instance.instantiate_mir_and_normalize_erasing_regions(
-            self.tcx(),
-            self.typing_env,
-            EarlyBinder::bind(value),
-        )
+        self.instance
+            .try_instantiate_mir_and_normalize_erasing_regions(
+                self.tcx(),
+                self.typing_env,
+                EarlyBinder::bind(value),
+            )
+            .ok()
     }
 
     /// Resolves `def_id` with `args` to the instance that runs, if the walk follows it.
@@ -211,8 +224,9 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
             InstanceKind::Item(def_id) => self.walker.follows(def_id).then_some(instance),
             InstanceKind::Intrinsic(_) | InstanceKind::Virtual(..) => None,
             // Shims: rustc's own glue around a function of the workspace (a closure called
-            // through `FnOnce`, drop glue): follow it, its calls decide the rest.
-            _ => Some(instance),
+            // through `FnOnce`, drop glue): follow it, its calls decide the rest; only when
+            // concrete (rustc builds shims for concrete types).
+            _ => (!instance.args.has_param()).then_some(instance),
         }
     }
 
@@ -393,7 +407,9 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
     fn visit_const_operand(&mut self, constant: &ConstOperand<'tcx>, location: Location) {
         let tcx = self.tcx();
         let span = constant.span;
-        let ty = self.mono(constant.const_.ty());
+        let Some(ty) = self.mono(constant.const_.ty()) else {
+            return;
+        };
         // A reference to a static is a constant pointer into the static's allocation.
         if let mir::Const::Val(mir::ConstValue::Scalar(mir::interpret::Scalar::Ptr(ptr, _)), _) =
             constant.const_
@@ -427,8 +443,7 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 AggregateKind::Closure(def_id, args)
                 | AggregateKind::Coroutine(def_id, args)
                 | AggregateKind::CoroutineClosure(def_id, args) => {
-                    let args = self.mono(args);
-                    if self.walker.follows(def_id) {
+                    if let (Some(args), true) = (self.mono(args), self.walker.follows(def_id)) {
                         self.push(Instance::new_raw(def_id, args), span, Edge::Creates);
                     }
                 }
@@ -446,8 +461,9 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 target,
             ) => {
                 let source = self.mono(operand.ty(self.body, self.tcx()));
-                let target = self.mono(*target);
-                self.unsizes(source, target, span);
+                if let (Some(source), Some(target)) = (source, self.mono(*target)) {
+                    self.unsizes(source, target, span);
+                }
             }
             Rvalue::Cast(
                 CastKind::PointerCoercion(
@@ -457,8 +473,9 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 operand,
                 _,
             ) => {
-                let ty = self.mono(operand.ty(self.body, self.tcx()));
-                self.escapes(ty, span);
+                if let Some(ty) = self.mono(operand.ty(self.body, self.tcx())) {
+                    self.escapes(ty, span);
+                }
             }
             _ => {}
         }
@@ -480,7 +497,7 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 fn_span,
             } => {
                 let func_ty = self.mono(func.ty(self.body, tcx));
-                if let ty::FnDef(def_id, fn_args) = *func_ty.kind() {
+                if let Some(&ty::FnDef(def_id, fn_args)) = func_ty.as_ref().map(|t| t.kind()) {
                     if def_id == self.walker.allow_marker {
                         let reason = self.marker_reason(args);
                         self.facts.allowed = Some((reason, *fn_span));
@@ -497,17 +514,18 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                         // Code the walk does not enter may drop what it is given.
                         for arg in args.iter() {
                             if let Operand::Move(place) = &arg.node {
-                                let ty = self.mono(place.ty(self.body, tcx).ty);
-                                self.drops(ty, *fn_span);
+                                if let Some(ty) = self.mono(place.ty(self.body, tcx).ty) {
+                                    self.drops(ty, *fn_span);
+                                }
                             }
                         }
                     }
                 }
             }
             TerminatorKind::Drop { place, .. } => {
-                let ty = self.mono(place.ty(self.body, tcx).ty);
-                let span = terminator.source_info.span;
-                self.drops(ty, span);
+                if let Some(ty) = self.mono(place.ty(self.body, tcx).ty) {
+                    self.drops(ty, terminator.source_info.span);
+                }
             }
             _ => {}
         }
