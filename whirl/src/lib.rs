@@ -12,6 +12,8 @@
 //!
 //! * `net`: non-blocking sockets as processes ([`net`]: an `Acceptor` and `SocketConnection`
 //!   on a poller thread per runtime, mio underneath). Off by default.
+//! * `serde`: `serde::Serialize` for the statistics snapshots ([`control::RuntimeStats`] and
+//!   what it holds), for JSON status pages and exporters. Off by default.
 //!
 //! Everything else is always there. The repository's ARCHITECTURE.md maps the runtime's
 //! layers and the invariants the code relies on.

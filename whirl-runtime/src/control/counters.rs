@@ -166,6 +166,7 @@ impl StartedCounts {
 ///
 /// At a quiescent point, `posted == handled + rejected + dead_lettered + queued()`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct MessageCounts {
     /// Messages that passed the liveness check and were offered to a process (admitted or

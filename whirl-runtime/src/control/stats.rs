@@ -60,6 +60,7 @@ fn nanos(d: Duration) -> u64 {
 
 /// Percentiles of a latency distribution.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct LatencySummary {
     /// Measurements behind the figures (sampled: see the [module docs](crate::control)).
@@ -105,6 +106,7 @@ impl fmt::Display for LatencySummary {
 
 /// What a group's processes did for one principal.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct PrincipalCounts {
     /// The principal's id.
@@ -122,6 +124,7 @@ pub struct PrincipalCounts {
 /// A snapshot of a group's statistics. See the [module docs](crate::control) for how each
 /// figure is measured.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct GroupStats {
     /// The group's name.
@@ -157,6 +160,7 @@ pub struct GroupStats {
 
 /// A snapshot of every group's statistics.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct RuntimeStats {
     /// Counters summed over the groups.

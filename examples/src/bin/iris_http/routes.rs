@@ -38,6 +38,9 @@ pub enum Route {
     /// `GET /status`: runtime statistics, for admins only (checked by the server, which
     /// knows the session).
     Status,
+    /// `GET /status.json`: the same statistics as JSON (`whirl::control::RuntimeStats`
+    /// serialized), for admins only.
+    StatusJson,
     /// A path that tries to leave its directory or carries forbidden bytes (400).
     BadPath,
     /// No such page (404).
@@ -81,6 +84,7 @@ pub fn route(request: &Request) -> Route {
         "/login" if request.method == Method::Post => Route::Login,
         "/login" => Route::MethodNotAllowed { allow: "POST" },
         "/status" => read_only(Route::Status),
+        "/status.json" => read_only(Route::StatusJson),
         "/resources" => {
             let (offset, limit) = page(request.query.as_deref());
             read_only(Route::ListResources { offset, limit })
@@ -293,6 +297,7 @@ mod tests {
     #[test]
     fn status_and_unknown_paths() {
         assert_eq!(get("/status"), Route::Status);
+        assert_eq!(get("/status.json"), Route::StatusJson);
         assert_eq!(
             route(&request(Method::Other("DELETE".into()), "/status")),
             Route::MethodNotAllowed { allow: "GET, HEAD" }

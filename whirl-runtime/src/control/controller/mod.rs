@@ -161,6 +161,7 @@ pub trait ConcurrencyController: Send + 'static {
 
 /// A controller's self-description: its name and what it currently believes.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ControllerState {
     /// The controller's name (`"adaptive"`, `"seda-thread-pool"`...).

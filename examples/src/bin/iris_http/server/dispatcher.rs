@@ -89,6 +89,17 @@ impl Dispatcher {
         }
     }
 
+    /// The runtime's statistics as JSON, for administrators and tools.
+    fn status_json(&self, ctx: &mut Ctx<Self>) -> Response {
+        if self.role != Role::Admin {
+            return Response::error(403);
+        }
+        match serde_json::to_vec(&ctx.runtime_stats()) {
+            Ok(body) => Response::ok("application/json", body),
+            Err(_) => Response::error(500),
+        }
+    }
+
     /// The runtime's statistics, for administrators.
     fn status(&self, ctx: &mut Ctx<Self>) -> Response {
         if self.role != Role::Admin {
@@ -131,6 +142,10 @@ impl Dispatcher {
             Path::ShowResource { id } => self.show(id, seq, ctx),
             Path::Status => {
                 let page = self.status(ctx);
+                self.respond(seq, page);
+            }
+            Path::StatusJson => {
+                let page = self.status_json(ctx);
                 self.respond(seq, page);
             }
             Path::MethodNotAllowed { allow } => {

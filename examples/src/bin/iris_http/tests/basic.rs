@@ -284,6 +284,21 @@ fn login_gives_admins_the_status_page() {
         Client::connect(addr).get("/status", Some(&admin)).status,
         200
     );
+    // The same figures as JSON, for tools.
+    let json = client.get("/status.json", Some(&admin));
+    assert_eq!(json.status, 200, "{}", json.text());
+    let stats: serde_json::Value = serde_json::from_str(&json.text()).expect("valid JSON");
+    assert!(
+        stats["live_processes"].as_u64().is_some_and(|n| n > 0),
+        "{stats}"
+    );
+    assert!(stats["counts"]["handled"].as_u64().is_some(), "{stats}");
+    let groups = stats["groups"].as_array().expect("a list of groups");
+    assert!(groups.iter().any(|g| g["name"] == "default"), "{stats}");
+    assert!(
+        groups[0]["queue_latency"]["p90"]["nanos"].is_u64(),
+        "{stats}"
+    );
 
     // Anonymous: forbidden.
     let mut anonymous = server.connect();
@@ -292,6 +307,10 @@ fn login_gives_admins_the_status_page() {
     let anonymous_token = response.session_cookie().expect("an anonymous session");
     assert_ne!(anonymous_token, admin);
     assert_eq!(anonymous.get("/status", Some(&anonymous_token)).status, 403);
+    assert_eq!(
+        anonymous.get("/status.json", Some(&anonymous_token)).status,
+        403
+    );
 
     // A user is not an admin.
     let alice = login(addr, "alice", "wonderland");
