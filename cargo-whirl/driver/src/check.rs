@@ -97,7 +97,7 @@ pub fn run(tcx: TyCtxt<'_>) {
                     .unwrap_or_default(),
             };
             let key = (access.target.clone(), access.span);
-            let handler_path = path_to(tcx, &reach, instance, *holder);
+            let handler_path = path_to(&reach, instance, *holder);
             match index.get(&key) {
                 Some(&i) => {
                     let handler = report::handler_name(tcx, &handler_path);
@@ -170,7 +170,6 @@ fn root_instance(tcx: TyCtxt<'_>, def_id: DefId) -> Option<Instance<'_>> {
 
 /// The steps from `root` to `target`, following the walk's parent links.
 fn path_to<'tcx>(
-    _tcx: TyCtxt<'tcx>,
     reach: &Reach<'tcx>,
     root: Instance<'tcx>,
     target: Instance<'tcx>,

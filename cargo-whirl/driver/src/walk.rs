@@ -246,12 +246,15 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
             }
             ty::Closure(def_id, args)
             | ty::Coroutine(def_id, args)
-            | ty::CoroutineClosure(def_id, args)
-                if self.walker.follows(def_id) =>
-            {
-                self.push(Instance::new_raw(def_id, args), span, Edge::Creates);
-            }
+            | ty::CoroutineClosure(def_id, args) => self.creates_body(def_id, args, span),
             _ => {}
+        }
+    }
+
+    /// A closure or coroutine body of the workspace, created here: it will run.
+    fn creates_body(&mut self, def_id: DefId, args: ty::GenericArgsRef<'tcx>, span: Span) {
+        if self.walker.follows(def_id) {
+            self.push(Instance::new_raw(def_id, args), span, Edge::Creates);
         }
     }
 
@@ -259,7 +262,7 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
     /// `Box<dyn Trait>`): every method of the trait on `T` may run.
     fn unsizes(&mut self, source: Ty<'tcx>, target: Ty<'tcx>, span: Span) {
         let tcx = self.tcx();
-        let (Some(source), Some(target)) = (pointee(tcx, source), pointee(tcx, target)) else {
+        let (Some(source), Some(target)) = (pointee(source), pointee(target)) else {
             return;
         };
         let ty::Dynamic(predicates, ..) = target.kind() else {
@@ -390,15 +393,12 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
 }
 
 /// The type behind a pointer-like type (`&T`, `*const T`, `Box<T>`, `Rc<T>`, `Arc<T>`...).
-fn pointee<'tcx>(tcx: TyCtxt<'tcx>, ty: Ty<'tcx>) -> Option<Ty<'tcx>> {
+fn pointee(ty: Ty<'_>) -> Option<Ty<'_>> {
     match ty.kind() {
         ty::Ref(_, inner, _) | ty::RawPtr(inner, _) => Some(*inner),
-        ty::Adt(adt, args) if adt.is_box() => Some(args.type_at(0)),
-        ty::Adt(_, args) => {
-            // Smart pointers coerce through their first type parameter (`CoerceUnsized`).
-            let _ = tcx;
-            args.types().next()
-        }
+        // `Box` and other smart pointers coerce through their first type parameter
+        // (`CoerceUnsized`).
+        ty::Adt(_, args) => args.types().next(),
         _ => None,
     }
 }
@@ -443,8 +443,8 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 AggregateKind::Closure(def_id, args)
                 | AggregateKind::Coroutine(def_id, args)
                 | AggregateKind::CoroutineClosure(def_id, args) => {
-                    if let (Some(args), true) = (self.mono(args), self.walker.follows(def_id)) {
-                        self.push(Instance::new_raw(def_id, args), span, Edge::Creates);
+                    if let Some(args) = self.mono(args) {
+                        self.creates_body(def_id, args, span);
                     }
                 }
                 _ => {}

@@ -308,7 +308,7 @@ impl<T> Inbox<T> {
                         slot.written.store(true, Release);
                     }
                     if !next_block.is_null() {
-                        self.discard(next_block);
+                        self.recycle(next_block);
                     }
                     return;
                 }
@@ -399,11 +399,6 @@ impl<T> Inbox<T> {
         }
     }
 
-    /// A block this producer allocated or took and did not publish.
-    fn discard(&self, block: *mut Block<T>) {
-        self.recycle(block);
-    }
-
     /// A block of exactly `cap` slots, owned by the caller: `held` if it has that capacity
     /// (and `held` is emptied), a new or spare one otherwise (and a mismatched `held` is
     /// discarded).
@@ -414,7 +409,7 @@ impl<T> Inbox<T> {
             if unsafe { (*block).cap } == cap {
                 return block;
             }
-            self.discard(block);
+            self.recycle(block);
         }
         self.take_block(cap)
     }
