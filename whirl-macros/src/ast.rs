@@ -182,6 +182,17 @@ impl<'a> Method<'a> {
         self.role == Role::Terminated && self.params.len() == 1
     }
 
+    /// Whether the method is an `async fn`.
+    pub fn is_async(&self) -> bool {
+        self.original.sig.asyncness.is_some()
+    }
+
+    /// Whether the method's handler answers: it returns something other than `()` (a
+    /// `Result`, or a reply), so its message carries a reply handle.
+    pub fn answers(&self) -> bool {
+        self.role == Role::Handle && !self.returns_unit()
+    }
+
     /// Whether the method returns `()` (written or not).
     pub fn returns_unit(&self) -> bool {
         match self.output {

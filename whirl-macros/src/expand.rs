@@ -53,6 +53,9 @@ fn isolated_impl(data: &Data) -> TokenStream {
         // data, shares it immutably, or holds process addresses. (I8)
         #[automatically_derived]
         unsafe impl #impl_generics ::whirl::__private::Isolated for #ident #ty_generics #where_clause {}
+        // An isolated value can be a handler's answer.
+        #[automatically_derived]
+        impl #impl_generics ::whirl::Reply for #ident #ty_generics #where_clause {}
         #assertions
     }
 }
@@ -376,7 +379,10 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             type_text(message),
             h.ident
         );
-        Some(quote!(#[doc = #doc] #name(#message),))
+        Some(match reply_type(h) {
+            Some(reply) => quote!(#[doc = #doc] #name(#message, ::whirl::ReplyTo<#reply>),),
+            None => quote!(#[doc = #doc] #name(#message),),
+        })
     });
     let arms = handlers
         .iter()
@@ -385,10 +391,11 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     let dead_letter_arms = handlers.iter().filter_map(|h| {
         let name = variant(h);
         h.message()?;
+        let rest = h.answers().then(|| quote!(, _));
         Some(quote! {
             // SAFETY: `msg` was held by this process's message enum, every variant of which
             // holds a `Message` (I8).
-            #enum_ident::#name(msg) => unsafe { ::whirl::__private::posted(msg) },
+            #enum_ident::#name(msg #rest) => unsafe { ::whirl::__private::posted(msg) },
         })
     });
     let dead_letter = quote! {
@@ -415,11 +422,12 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     // how the type is written). A non-system process never receives them.
     let down_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (variant(h), h.message()?);
+        let nobody = h.answers().then(|| quote!(, ::whirl::ReplyTo::__nobody()));
         Some(quote! {
             if let ::core::option::Option::Some(notice) =
                 ::whirl::__private::take_if::<#message>(&mut notice)
             {
-                return ::core::option::Option::Some(#enum_ident::#name(notice));
+                return ::core::option::Option::Some(#enum_ident::#name(notice #nobody));
             }
         })
     });
@@ -448,7 +456,8 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     let handles_enum_where = generics::where_clause(generics, &message_bounds);
     let cost_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (variant(h), h.message()?);
-        Some(quote!(#enum_ident::#name(ref msg) => <#message as ::whirl::__private::Message>::cost(msg),))
+        let rest = h.answers().then(|| quote!(, _));
+        Some(quote!(#enum_ident::#name(ref msg #rest) => <#message as ::whirl::__private::Message>::cost(msg),))
     });
 
     let conversions = handlers.iter().filter_map(|h| {
@@ -472,12 +481,48 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             quote_spanned!(message.span()=> <#message as ::whirl::__private::Message>::cost(msg));
         let bypass = quote_spanned!(message.span()=>
             <#message as ::whirl::__private::Message>::BYPASSES_ADMISSION);
+        let nobody = h.answers().then(|| quote!(, ::whirl::ReplyTo::__nobody()));
+        // A handler that answers: `ask` and `call` send the message with a handle its answer
+        // goes back through.
+        let answers = reply_type(h).map(|reply| {
+            // Also bounded by the return type being a handler's output, under a binder: a
+            // wrong one is reported once, at the handler.
+            let output = match h.output {
+                syn::ReturnType::Type(_, ty) => {
+                    quote!(for<'__whirl> #ty: ::whirl::__private::HandlerOutput)
+                }
+                syn::ReturnType::Default => quote!(),
+            };
+            let where_clause = generics::where_clause(
+                generics,
+                &[
+                    quote!(for<'__whirl> #message: ::whirl::__private::Message),
+                    declared_bound.clone(),
+                    output,
+                ],
+            );
+            quote! {
+                #[automatically_derived]
+                impl #impl_generics ::whirl::Answers<#message> for #self_ty #where_clause {
+                    type Reply = #reply;
+
+                    #[inline]
+                    fn into_request(
+                        msg: #message,
+                        reply: ::whirl::ReplyTo<#reply>,
+                    ) -> <Self as ::whirl::__private::Process>::Message {
+                        #enum_ident::#name(msg, reply)
+                    }
+                }
+            }
+        });
         Some(quote! {
+            #answers
             #[automatically_derived]
             impl #impl_generics ::whirl::__private::Handles<#message> for #self_ty #where_clause {
                 #[inline]
                 fn into_message(msg: #message) -> <Self as ::whirl::__private::Process>::Message {
-                    #enum_ident::#name(msg)
+                    #enum_ident::#name(msg #nobody)
                 }
 
                 const BYPASSES_ADMISSION: ::core::primitive::bool = #bypass;
@@ -491,7 +536,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             impl #impl_generics ::core::convert::From<#message> for #message_ty #from_where {
                 #[inline]
                 fn from(msg: #message) -> Self {
-                    #enum_ident::#name(msg)
+                    #enum_ident::#name(msg #nobody)
                 }
             }
         })
@@ -722,30 +767,86 @@ fn type_name(ty: &Type) -> String {
 
 fn dispatch_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStream {
     let name = handler.ident;
+    let message = handler.message();
+    let reply = handler.answers().then(|| quote!(, reply));
+    let publish = quote!(ctx.__handling(::core::any::type_name::<#message>););
+    if handler.is_async() {
+        return async_arm(enum_ident, variant, handler);
+    }
     let ctx = handler
         .params
         .get(1)
         .map(|p| quote_spanned!(p.ty.span()=> , ctx));
     let call = quote!(Self::#name(self, msg #ctx));
     let result = handler_result(handler, call);
-    let message = handler.message();
     // Publishes which message type is being handled, for reports of handlers that do not
     // return: one store, in the arm where the variant is already known.
-    quote!(#enum_ident::#variant(msg) => {
-        ctx.__handling(::core::any::type_name::<#message>);
+    quote!(#enum_ident::#variant(msg #reply) => {
+        #publish
         #result
     })
 }
 
-/// Converts what a handler or hook returned into `Result<(), Failure>`. The result is bound
-/// to a name spanned at the declared return type, so a wrong one is reported there.
+/// The arm of an `async fn` handler: hands the turn a closure that makes the handler's future
+/// (the message, and the reply handle if it answers, moved into it). The future owns a
+/// context of its own, and ends by sending the answer and saying how the process goes on.
+fn async_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStream {
+    let name = handler.ident;
+    let message = handler.message();
+    let reply = handler.answers().then(|| quote!(, reply));
+    let ctx = handler
+        .params
+        .get(1)
+        .map(|p| quote_spanned!(p.ty.span()=> , &mut ctx));
+    let call = quote!(Self::#name(this, msg #ctx).await);
+    let result = handler_result(handler, call);
+    // Spanned at `async`, so a future that cannot move between workers (it holds an `Rc`
+    // across an `.await`...) is reported at the handler.
+    let asyncness = handler.original.sig.asyncness;
+    let suspend = quote_spanned! {asyncness.span()=>
+        ctx.__suspend(
+            ::core::any::type_name::<#message>,
+            move |this: &mut Self, mut ctx: ::whirl::__private::Ctx<Self>|
+                -> ::whirl::__private::HandlerFuture<'_> {
+                ::std::boxed::Box::pin(async move {
+                    let result = #result;
+                    ctx.__finish(result)
+                })
+            },
+        );
+    };
+    quote!(#enum_ident::#variant(msg #reply) => {
+        ctx.__handling(::core::any::type_name::<#message>);
+        #suspend
+        ::core::result::Result::Ok(())
+    })
+}
+
+/// The type a handler answers with, if it answers: what its return type carries.
+fn reply_type(handler: &Method) -> Option<TokenStream> {
+    match handler.output {
+        syn::ReturnType::Type(_, ty) if handler.answers() => {
+            Some(quote_spanned!(ty.span()=> <#ty as ::whirl::__private::HandlerOutput>::Reply))
+        }
+        _ => None,
+    }
+}
+
+/// Converts what a handler or hook returned into `Result<(), Failure>`, sending a handler's
+/// answer to `reply`. The result is bound to a name spanned at the declared return type, so a
+/// wrong one is reported there.
 fn handler_result(method: &Method, call: TokenStream) -> TokenStream {
     match method.output {
         syn::ReturnType::Type(_, ty) if !method.returns_unit() => {
             let result = quote_spanned!(ty.span()=> result);
+            let convert = if method.answers() {
+                quote!(::whirl::__private::answer(#result, reply))
+            } else {
+                quote!(::whirl::__private::into_handler_result(#result))
+            };
             quote! {{
                 let #result = #call;
-                ::whirl::__private::into_handler_result(#result)
+                #convert
             }}
         }
         _ => quote!({ #call; ::core::result::Result::Ok(()) }),

@@ -256,14 +256,16 @@ fn signature(method: &Method, errors: &mut Errors) {
             format_args!("`#[{name}]` takes no arguments"),
         );
     }
-    if let Some(asyncness) = &sig.asyncness {
-        errors.spanned(
+    match (&sig.asyncness, role) {
+        (Some(_), Role::Handle) | (None, _) => {}
+        (Some(asyncness), Role::Started | Role::Terminated) => errors.spanned(
             asyncness,
             format_args!(
-                "`#[{name}]` methods cannot be `async`: a process handles one message at a time, \
-                 to completion; to wait for something, post yourself a message when it is done"
+                "`#[{name}]` hooks cannot be `async`; handlers can: to wait for something \
+                 before the first message, post yourself a message from `#[started]` and \
+                 `.await` in its `async` handler"
             ),
-        );
+        ),
     }
     if let Some(unsafety) = &sig.unsafety {
         errors.spanned(

@@ -57,17 +57,23 @@ mod loom_tests;
 pub use group::{Group, GroupBuilder, GroupError, NameError, ThreadRange, DEFAULT_BUDGET};
 #[doc(hidden)]
 pub use isolation::allow_shared as __allow_shared;
-pub use isolation::SharedClient;
 #[doc(hidden)]
 pub use isolation::{Isolated, Message, SharesState};
+pub use isolation::{Reply, SharedClient};
 #[doc(hidden)]
 pub use lifecycle::posted as __posted;
 pub use lifecycle::{
     DeadLetter, DeadLetterSink, Down, ExitReason, Failure, FailureKind, ProcessId,
 };
 pub use principal::{Principal, PrincipalBuilder};
+#[doc(hidden)]
 pub use process::{
-    Addr, CallError, Ctx, Handles, PostError, Process, Recipient, ReplyTo, SpawnError, SpawnRefusal,
+    answer as __answer, into_handler_result as __into_handler_result,
+    HandlerFuture as __HandlerFuture, HandlerOutput as __HandlerOutput,
+};
+pub use process::{
+    Addr, Answers, CallError, Ctx, Handles, PostError, Process, Recipient, ReplyTo, SpawnError,
+    SpawnRefusal,
 };
 pub use runtime::{AbandonedProcess, Runtime, RuntimeBuilder, ShutdownReport};
 

@@ -19,7 +19,7 @@ fn spawn(f: impl FnOnce() + Send + 'static) -> thread::JoinHandle<()> {
 
 use crate::group::Parker;
 use crate::group::{Idle, SleepDecision};
-use crate::process::{AfterPush, AfterRelease, Mailbox};
+use crate::process::{AfterPush, AfterRelease, Mailbox, Suspend};
 
 /// What happened to each message: handled by the token holder, or dead-lettered.
 #[derive(Default)]
@@ -165,6 +165,64 @@ fn loom_kill_vs_release_is_seen() {
         killer.join().unwrap();
         assert!(mb.kill_requested());
         assert_eq!(seen.load(SeqCst), 1, "exactly one party acts on the kill");
+    });
+}
+
+/// An async handler's future returns `Pending` while its waker fires and a kill request
+/// arrives, in every order: exactly one party ends up holding the token to run the process
+/// again (the poller, resumed; the waker; or the killer), never two, never none; and a process
+/// that runs again sees the kill.
+#[test]
+fn loom_suspend_vs_wake_vs_kill_resumes_exactly_once() {
+    loom::model(|| {
+        let mb = Arc::new(Mailbox::<u32>::new_scheduled());
+        let owners = Arc::new(AtomicUsize::new(0));
+        // The holder is about to poll the future.
+        mb.begin_poll();
+        let waker = {
+            let (mb, owners) = (Arc::clone(&mb), Arc::clone(&owners));
+            spawn(move || {
+                if mb.wake() {
+                    owners.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        let killer = {
+            let (mb, owners) = (Arc::clone(&mb), Arc::clone(&owners));
+            spawn(move || {
+                if mb.request_kill() == AfterPush::Schedule {
+                    owners.fetch_add(1, SeqCst);
+                }
+            })
+        };
+        // The future returned `Pending`.
+        if mb.suspend() == Suspend::Resumed {
+            owners.fetch_add(1, SeqCst);
+        }
+        waker.join().unwrap();
+        killer.join().unwrap();
+        assert_eq!(
+            owners.load(SeqCst),
+            1,
+            "exactly one party resumes the process"
+        );
+        assert!(mb.kill_requested());
+    });
+}
+
+/// A waker that fires while nobody is suspended (the future already completed, the process
+/// went idle) takes nothing: a post afterwards schedules the process as usual.
+#[test]
+fn loom_stale_wake_takes_no_token() {
+    loom::model(|| {
+        let mb = Arc::new(idle_mailbox());
+        let waker = {
+            let mb = Arc::clone(&mb);
+            spawn(move || assert!(!mb.wake()))
+        };
+        let scheduled = mb.push(1, 0) == AfterPush::Schedule;
+        waker.join().unwrap();
+        assert!(scheduled, "the post takes the idle token");
     });
 }
 

@@ -335,6 +335,7 @@ impl fmt::Debug for Principal {
 // (invariant I8).
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for Principal {}
+impl crate::isolation::Reply for Principal {}
 
 #[cfg(all(test, not(loom)))]
 mod tests {

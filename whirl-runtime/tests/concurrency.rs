@@ -120,7 +120,7 @@ impl Handles<Again> for Busy {
 /// A ping answered within the hang guard: the fast group is alive.
 #[track_caller]
 fn ping(echo: &Addr<Echo>, n: u64) {
-    let answer = echo.call_timeout(|reply| Ping(reply, n), common::HANG_GUARD);
+    let answer = echo.call_with_timeout(|reply| Ping(reply, n), common::HANG_GUARD);
     assert_eq!(
         answer.ok(),
         Some(n),

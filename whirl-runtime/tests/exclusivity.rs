@@ -137,7 +137,7 @@ impl Handles<Count> for Guarded {
 }
 
 fn count(addr: &Addr<Guarded>) -> u64 {
-    addr.call(Count).expect("process answers")
+    addr.call_with(Count).expect("process answers")
 }
 
 #[test]

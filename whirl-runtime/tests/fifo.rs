@@ -98,7 +98,7 @@ impl Handles<GetReport> for Recorder {
 }
 
 fn report(addr: &Addr<Recorder>) -> Report {
-    addr.call(GetReport).expect("recorder answers")
+    addr.call_with(GetReport).expect("recorder answers")
 }
 
 /// `senders` threads each post `per_sender` numbered messages to every recorder.

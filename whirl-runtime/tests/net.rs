@@ -280,7 +280,7 @@ fn every_connection_is_accepted_even_when_clients_leave_at_once() {
     rt.spawn(acceptor);
     let accepted = || {
         counter
-            .call(CounterMsg::Count)
+            .call_with(CounterMsg::Count)
             .expect("the counter answers")
     };
     for round in 1..=200 {

@@ -119,19 +119,19 @@ fn a_declared_group_is_where_spawn_puts_the_process() {
 
     let (p, _, _) = probe::<DECLARES_DB>();
     let placed = rt.spawn(p);
-    assert_eq!(placed.call(WhereAmI).unwrap(), "db");
+    assert_eq!(placed.call_with(WhereAmI).unwrap(), "db");
 
     // Naming a group wins over the declaration.
     let (p, _, _) = probe::<DECLARES_DB>();
     let explicit = rt.spawn_in(rt.default_group(), p);
-    assert_eq!(explicit.call(WhereAmI).unwrap(), "default");
+    assert_eq!(explicit.call_with(WhereAmI).unwrap(), "default");
 
     // A child spawned without naming a group goes to its declared group too, not its parent's.
     let (tx, _events) = common::events();
     let parent = rt.spawn(common::Plain::new("parent", &tx));
     let (child, _, _) = probe::<DECLARES_DB>();
     let child = common::run(&parent, move |_, ctx| ctx.spawn(child));
-    assert_eq!(child.call(WhereAmI).unwrap(), "db");
+    assert_eq!(child.call_with(WhereAmI).unwrap(), "db");
     rt.block_until_idle();
     assert_eq!(db.counts().handled, 2);
     rt.shutdown_graceful();
@@ -174,7 +174,7 @@ fn shared_state_is_confined_to_the_declaring_group() {
     // In its declared group, which declares shared state: it runs.
     let (p, starts, _) = probe::<SHARING>();
     let placed = rt.spawn(p);
-    assert_eq!(placed.call(WhereAmI).unwrap(), "db");
+    assert_eq!(placed.call_with(WhereAmI).unwrap(), "db");
     assert_eq!(starts.load(SeqCst), 1);
 
     // In a group that does not declare shared state: refused.
@@ -227,7 +227,7 @@ fn try_spawn_refuses_with_a_typed_error_and_hands_the_state_back() {
     let placed = rt
         .try_spawn_in(&db, error.into_state())
         .expect("its own group");
-    assert_eq!(placed.call(WhereAmI).unwrap(), "db");
+    assert_eq!(placed.call_with(WhereAmI).unwrap(), "db");
 
     // Refused processes were never created: no hook, no count.
     assert_eq!(starts.load(SeqCst), 0);

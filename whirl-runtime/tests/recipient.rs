@@ -130,7 +130,7 @@ fn journal(rt: &Runtime) -> Addr<Journal> {
 }
 
 fn read(j: &Addr<Journal>) -> Vec<String> {
-    j.call(ReadNotes).unwrap()
+    j.call_with(ReadNotes).unwrap()
 }
 
 #[test]
@@ -147,7 +147,7 @@ fn recipients_of_different_process_types_share_one_type() {
         }
     }
     assert_eq!(read(&j), vec!["alpha", "beta", "gamma"]);
-    assert_eq!(t.call(ReadCount).unwrap(), 14);
+    assert_eq!(t.call_with(ReadCount).unwrap(), 14);
     let shown = format!("{:?}", everyone[0]);
     assert!(
         shown.contains("Note") && shown.contains(&j.id().to_string()),

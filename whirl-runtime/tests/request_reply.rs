@@ -85,9 +85,9 @@ unsafe impl Process for Server {
                 };
                 let me = ctx.myself();
                 let _ = reply.send(vec![
-                    describe(peer.call(|r| Req::Double(1, r))),
-                    describe(peer.call_timeout(|r| Req::Double(2, r), common::HANG_GUARD)),
-                    describe(me.call(|r| Req::Double(3, r))),
+                    describe(peer.call_with(|r| Req::Double(1, r))),
+                    describe(peer.call_with_timeout(|r| Req::Double(2, r), common::HANG_GUARD)),
+                    describe(me.call_with(|r| Req::Double(3, r))),
                 ]);
             }
         }
@@ -129,9 +129,9 @@ fn runtime() -> Runtime {
 fn call_from_outside_returns_the_answer() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_eq!(answer(server.call(|r| Req::Double(21, r))), 42);
+    assert_eq!(answer(server.call_with(|r| Req::Double(21, r))), 42);
     assert_eq!(
-        answer(server.call_timeout(|r| Req::Double(5, r), common::HANG_GUARD)),
+        answer(server.call_with_timeout(|r| Req::Double(5, r), common::HANG_GUARD)),
         10
     );
     rt.shutdown_graceful();
@@ -148,7 +148,7 @@ fn concurrent_calls_from_many_threads_each_get_their_own_answer() {
                 for i in 0..1_000 {
                     let n = t * 1_000_000 + i;
                     let server = &servers[(n % 3) as usize];
-                    assert_eq!(answer(server.call(|r| Req::Double(n, r))), 2 * n);
+                    assert_eq!(answer(server.call_with(|r| Req::Double(n, r))), 2 * n);
                 }
             });
         }
@@ -162,10 +162,10 @@ fn concurrent_calls_from_many_threads_each_get_their_own_answer() {
 fn call_reports_no_reply_when_the_reply_handle_is_dropped() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_no_reply(server.call(Req::Ignore));
-    assert_no_reply(server.call_timeout(Req::Ignore, common::HANG_GUARD));
+    assert_no_reply(server.call_with(Req::Ignore));
+    assert_no_reply(server.call_with_timeout(Req::Ignore, common::HANG_GUARD));
     // The server is fine.
-    assert_eq!(answer(server.call(|r| Req::Double(1, r))), 2);
+    assert_eq!(answer(server.call_with(|r| Req::Double(1, r))), 2);
     rt.shutdown_graceful();
 }
 
@@ -173,7 +173,7 @@ fn call_reports_no_reply_when_the_reply_handle_is_dropped() {
 fn call_reports_no_reply_when_the_process_panics_on_the_request() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_no_reply(server.call(Req::Panic));
+    assert_no_reply(server.call_with(Req::Panic));
     rt.block_until_idle();
     assert!(server.is_terminated());
     rt.shutdown_graceful();
@@ -183,13 +183,13 @@ fn call_reports_no_reply_when_the_process_panics_on_the_request() {
 fn call_to_a_terminated_process_returns_the_request() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_no_reply(server.call(Req::Panic));
+    assert_no_reply(server.call_with(Req::Panic));
     rt.block_until_idle();
-    match server.call(|r| Req::Double(7, r)) {
+    match server.call_with(|r| Req::Double(7, r)) {
         Err(CallError::Post(PostError::Terminated(Req::Double(7, _)))) => {}
         other => panic!("{other:?}"),
     }
-    match server.call_timeout(|r| Req::Double(8, r), common::HANG_GUARD) {
+    match server.call_with_timeout(|r| Req::Double(8, r), common::HANG_GUARD) {
         Err(CallError::Post(PostError::Terminated(Req::Double(8, _)))) => {}
         other => panic!("{other:?}"),
     }
@@ -206,7 +206,7 @@ fn call_rejected_by_the_group_predicate_returns_the_request() {
         .build()
         .expect("build group");
     let server = rt.spawn_in(&closed, Server::default());
-    match server.call(|r| Req::Double(7, r)) {
+    match server.call_with(|r| Req::Double(7, r)) {
         Err(CallError::Post(PostError::Rejected(Req::Double(7, _)))) => {}
         other => panic!("{other:?}"),
     }
@@ -217,7 +217,7 @@ fn call_rejected_by_the_group_predicate_returns_the_request() {
 fn call_timeout_gives_up_when_no_answer_comes() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_timeout(Req::Keep, Duration::from_millis(20)));
+    assert_timeout(server.call_with_timeout(Req::Keep, Duration::from_millis(20)));
     rt.shutdown_graceful();
 }
 
@@ -227,12 +227,12 @@ fn answering_after_the_caller_gave_up_gives_the_value_back() {
     // waiting": after a `call_timeout` timed out, or when the `ask` future was dropped.
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_timeout(Req::Keep, Duration::from_millis(20)));
+    assert_timeout(server.call_with_timeout(Req::Keep, Duration::from_millis(20)));
     let (report, answered) = mpsc::channel();
     server.post(Req::Answer(5, to_test(&report))).unwrap();
     assert_eq!(common::recv(&answered), Err(5));
 
-    drop(server.ask(Req::Keep));
+    drop(server.ask_with(Req::Keep));
     server.post(Req::Answer(6, to_test(&report))).unwrap();
     assert_eq!(common::recv(&answered), Err(6));
     rt.shutdown_graceful();
@@ -242,11 +242,11 @@ fn answering_after_the_caller_gave_up_gives_the_value_back() {
 fn a_late_answer_after_a_timeout_does_not_disturb_the_next_call() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_timeout(Req::Keep, Duration::from_millis(20)));
+    assert_timeout(server.call_with_timeout(Req::Keep, Duration::from_millis(20)));
     let (report, answered) = mpsc::channel();
     server.post(Req::Answer(5, to_test(&report))).unwrap();
     let _ = common::recv(&answered);
-    assert_eq!(answer(server.call(|r| Req::Double(4, r))), 8);
+    assert_eq!(answer(server.call_with(|r| Req::Double(4, r))), 8);
     rt.shutdown_graceful();
 }
 
@@ -256,7 +256,7 @@ fn blocking_calls_inside_a_handler_return_would_block_worker() {
     let server = rt.spawn(Server::default());
     let peer = rt.spawn(Server::default());
     let answers = server
-        .call(|r| Req::CallFromInside(peer.clone(), r))
+        .call_with(|r| Req::CallFromInside(peer.clone(), r))
         .unwrap();
     assert_eq!(
         answers,
@@ -280,13 +280,13 @@ fn blocking_calls_inside_a_handler_return_would_block_worker() {
 async fn ask_is_awaitable_from_a_current_thread_tokio_runtime() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_eq!(answer(server.ask(|r| Req::Double(21, r)).await), 42);
-    assert_no_reply(server.ask(Req::Ignore).await);
-    assert_no_reply(server.ask(Req::Panic).await);
+    assert_eq!(answer(server.ask_with(|r| Req::Double(21, r)).await), 42);
+    assert_no_reply(server.ask_with(Req::Ignore).await);
+    assert_no_reply(server.ask_with(Req::Panic).await);
     // The reply handle is dropped while the handler unwinds, a moment before the process is
     // closed: wait for the termination to finish before expecting posts to bounce.
     rt.block_until_idle();
-    match server.ask(|r| Req::Double(1, r)).await {
+    match server.ask_with(|r| Req::Double(1, r)).await {
         Err(CallError::Post(PostError::Terminated(Req::Double(1, _)))) => {}
         other => panic!("{other:?}"),
     }
@@ -300,7 +300,7 @@ async fn many_concurrent_asks_from_tokio_tasks() {
     let tasks: Vec<_> = (0..1_000_u64)
         .map(|n| {
             let server = servers[(n % 4) as usize].clone();
-            tokio::spawn(async move { (n, server.ask(|r| Req::Double(n, r)).await) })
+            tokio::spawn(async move { (n, server.ask_with(|r| Req::Double(n, r)).await) })
         })
         .collect();
     for task in tasks {
@@ -333,15 +333,15 @@ fn block_on<F: Future>(fut: F) -> F::Output {
 fn ask_works_on_a_hand_rolled_executor_and_posts_before_it_is_polled() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_eq!(answer(block_on(server.ask(|r| Req::Double(3, r)))), 6);
+    assert_eq!(answer(block_on(server.ask_with(|r| Req::Double(3, r)))), 6);
 
     // `ask` posts at once: the request is queued behind a blocked handler before anyone polls
     // the future; when the server fails, the request is dead-lettered (its reply handle
     // dropped) and the future resolves to NoReply instead of hanging.
     let gate = Gate::new();
     server.post(Req::HoldThenFail(common::gate(&gate))).unwrap();
-    let pending = server.ask(|r| Req::Double(4, r));
-    let unpolled = server.ask(|r| Req::Double(5, r));
+    let pending = server.ask_with(|r| Req::Double(4, r));
+    let unpolled = server.ask_with(|r| Req::Double(5, r));
     gate.open();
     assert_no_reply(common::within_guard("ask", move || block_on(pending)));
     drop(unpolled);

@@ -212,7 +212,7 @@ fn messages_posted_during_a_restart_are_returned_or_dead_lettered_and_the_name_r
             .child(log.worker("srv")),
     );
     let old = child(&rt, "srv");
-    assert_eq!(old.call(|r| Do::Echo(1, r)).unwrap(), 2);
+    assert_eq!(old.call_with(|r| Do::Echo(1, r)).unwrap(), 2);
 
     // The old incarnation fails with messages behind the failing one, and more arrive while
     // it is being replaced.
@@ -244,7 +244,7 @@ fn messages_posted_during_a_restart_are_returned_or_dead_lettered_and_the_name_r
     let new = rt.whereis::<Child>("srv").expect("re-registered");
     assert_eq!(new.id(), new_pid);
     assert_eq!(pid_of(&sup, "srv"), new_pid);
-    assert_eq!(new.call(|r| Do::Echo(41, r)).unwrap(), 42);
+    assert_eq!(new.call_with(|r| Do::Echo(41, r)).unwrap(), 42);
     rt.shutdown_graceful();
 }
 
@@ -290,7 +290,7 @@ fn the_api_refuses_to_block_a_worker_and_works_from_async_code() {
         .build()
         .unwrap();
     let counts = executor
-        .block_on(sup.ask(whirl_runtime::supervision::SupervisorMsg::count_children))
+        .block_on(sup.ask_with(whirl_runtime::supervision::SupervisorMsg::count_children))
         .unwrap();
     assert_eq!(counts.active, 1);
     // Inside a handler, a name is resolved with `Ctx::whereis`.

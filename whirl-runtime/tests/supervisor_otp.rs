@@ -242,7 +242,7 @@ fn a_childs_spec_and_info_are_found_by_id_or_pid() {
     assert_eq!(info.pid, Some(a));
     // The address is typed by a check, not trusted.
     let addr = info.addr::<Child>().expect("a `Child`");
-    assert_eq!(addr.call(|r| Do::Echo(1, r)).unwrap(), 2);
+    assert_eq!(addr.call_with(|r| Do::Echo(1, r)).unwrap(), 2);
     assert!(info.addr::<Supervisor>().is_none());
 
     // A child supervisor's address carries its template's argument type.
@@ -391,7 +391,7 @@ fn start_dynamic_returns_the_started_hooks_failure() {
         .build()
         .unwrap();
     let answer = executor
-        .block_on(pickies.ask(|reply| StartDynamic(true, reply)))
+        .block_on(pickies.ask_with(|reply| StartDynamic(true, reply)))
         .unwrap();
     assert_start_failed(answer, "picky");
     let pids: Vec<_> = pickies

@@ -156,7 +156,7 @@ fn children_run_in_the_group_their_spec_names() {
     let spec = log.spec("sup").child(log.worker("a").in_group(&io));
     let _sup = start(&rt, spec);
     let a = child(&rt, "a");
-    let group = a.call(Do::Group).unwrap();
+    let group = a.call_with(Do::Group).unwrap();
     assert_eq!(group, "io");
     let _ = log.rest();
     rt.shutdown_graceful();
@@ -178,8 +178,8 @@ fn requests_wait_for_a_stop_in_progress_and_are_answered_in_order() {
     });
 
     // Both requests are queued now; the second must not be answered before the first is done.
-    let stopped = sup.ask(|r| SupervisorMsg::terminate_child("slow", r));
-    let listed = sup.ask(SupervisorMsg::which_children);
+    let stopped = sup.ask_with(|r| SupervisorMsg::terminate_child("slow", r));
+    let listed = sup.ask_with(SupervisorMsg::which_children);
     gate.open();
     let executor = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -150,7 +150,7 @@ fn calls(c: &mut Criterion) {
     let sink = rt.spawn(Sink { ticks: 0 });
     rt.block_until_idle();
     c.bench_function("call/round_trip", |b| {
-        b.iter(|| match sink.call(Get) {
+        b.iter(|| match sink.call_with(Get) {
             Ok(n) => n,
             Err(err) => panic!("call failed: {err}"),
         })

@@ -134,7 +134,7 @@
 //! let counter = rt.spawn(Counter { hits: 0 });  // an `Addr<Counter>`
 //! counter.post(Hit { path: "/".into() }).unwrap(); // never blocks
 //! counter.post(Hit { path: "/about".into() }).unwrap();
-//! assert_eq!(counter.call(Hits).unwrap(), 2);   // request/reply from outside the runtime
+//! assert_eq!(counter.call_with(Hits).unwrap(), 2);   // request/reply from outside the runtime
 //! rt.shutdown_graceful();
 //! ```
 //!
@@ -284,7 +284,7 @@
 //! rt.block_until_idle();
 //! worker.post(Crash).unwrap();
 //! rt.block_until_idle();
-//! assert_eq!(supervisor.call(Failures).unwrap(), ["failed: asked to crash"]);
+//! assert_eq!(supervisor.call_with(Failures).unwrap(), ["failed: asked to crash"]);
 //! rt.shutdown_graceful();
 //! ```
 //!
@@ -371,7 +371,7 @@
 //!     }
 //! }
 //! rt.block_until_idle();
-//! assert_eq!(writers[0].call(Count)?, 100); // every writer's rows, through any writer
+//! assert_eq!(writers[0].call_with(Count)?, 100); // every writer's rows, through any writer
 //! rt.shutdown_graceful();
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok(())
@@ -553,14 +553,14 @@
 //! rt.block_until_idle();
 //!
 //! let service = rt.whereis::<Service>("service").expect("started");
-//! assert_eq!(service.call(Serve)?, 1);
-//! assert_eq!(service.call(Serve)?, 2);
+//! assert_eq!(service.call_with(Serve)?, 1);
+//! assert_eq!(service.call_with(Serve)?, 2);
 //! service.post(Crash)?;
 //! rt.block_until_idle(); // the supervisor has restarted it
 //!
 //! assert!(matches!(service.post(Crash), Err(PostError::Terminated(Crash))));
 //! let service = rt.whereis::<Service>("service").expect("restarted");
-//! assert_eq!(service.call(Serve)?, 1, "a clone of the initial state");
+//! assert_eq!(service.call_with(Serve)?, 1, "a clone of the initial state");
 //! assert_eq!(sup.count_children()?.restarts, 1);
 //! rt.shutdown_graceful();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -623,38 +623,10 @@ pub mod __private {
     pub use whirl_runtime::__posted as posted;
     pub use whirl_runtime::{Ctx, Down, ExitReason, Failure, Handles, Isolated, Message, Process};
 
-    use whirl_runtime::Failure as ProcessFailure;
-
-    /// What a handler or hook may return: `()` or `Result<(), E>` with `E: Into<Failure>`.
-    #[diagnostic::on_unimplemented(
-        message = "a handler must return `()` or `Result<(), E>` where `E` converts into `Failure`, not `{Self}`",
-        label = "not a handler result",
-        note = "`Failure::new(\"why\")` makes a failure; any `std::error::Error` converts into one with `?`"
-    )]
-    pub trait IntoHandlerResult {
-        /// The result in the form `Process::handle` returns.
-        fn into_handler_result(self) -> Result<(), ProcessFailure>;
-    }
-
-    impl IntoHandlerResult for () {
-        #[inline]
-        fn into_handler_result(self) -> Result<(), ProcessFailure> {
-            Ok(())
-        }
-    }
-
-    impl<E: Into<ProcessFailure>> IntoHandlerResult for Result<(), E> {
-        #[inline]
-        fn into_handler_result(self) -> Result<(), ProcessFailure> {
-            self.map_err(Into::into)
-        }
-    }
-
-    /// Converts a handler's result.
-    #[inline(always)]
-    pub fn into_handler_result<R: IntoHandlerResult>(result: R) -> Result<(), ProcessFailure> {
-        result.into_handler_result()
-    }
+    pub use whirl_runtime::{
+        __HandlerFuture as HandlerFuture, __HandlerOutput as HandlerOutput, __answer as answer,
+        __into_handler_result as into_handler_result,
+    };
 
     /// Moves the notice out of `slot` if `M` is `Down` itself (by `TypeId`): how a system
     /// process's generated `down_message` finds the handler for termination notices.

@@ -174,7 +174,7 @@ where
 {
     let start = Instant::now();
     let acc = driver
-        .call(|reply| Drive { messages, reply })
+        .call_with(|reply| Drive { messages, reply })
         .unwrap_or_else(|e| panic!("the round failed: {e}"));
     (start.elapsed(), acc)
 }
@@ -228,7 +228,7 @@ fn main() {
         hand_rates.push(hand_rate);
         ratios.push(macro_rate / hand_rate);
     }
-    let same = with_macro.call(Read).ok() == by_hand.call(Read).ok();
+    let same = with_macro.call_with(Read).ok() == by_hand.call_with(Read).ok();
     assert!(
         same,
         "both processes must have computed the same accumulator"

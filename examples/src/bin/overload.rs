@@ -148,7 +148,7 @@ fn run(title: &str, admission: impl FnOnce(GroupBuilder) -> GroupBuilder) {
             std::thread::sleep(wait);
         }
     }
-    let micros = collector.call(Report).unwrap_or_default();
+    let micros = collector.call_with(Report).unwrap_or_default();
     let backlog = service.counts().queued();
 
     println!("{title}");

@@ -158,12 +158,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         rt.default_group().threads()
     );
     let start = Instant::now();
-    ping.call(|done| Serve {
+    ping.call_with(|done| Serve {
         hits: 2 * ROUND_TRIPS,
         done,
     })?;
     let elapsed = start.elapsed();
-    let (ping_hits, pong_hits) = (ping.call(Hits)?, pong.call(Hits)?);
+    let (ping_hits, pong_hits) = (ping.call_with(Hits)?, pong.call_with(Hits)?);
     let messages = ping_hits + pong_hits;
     println!(
         "  {messages} balls in {elapsed:.1?} ({:.2} M messages/s): ping hit {ping_hits}, pong hit {pong_hits}",
@@ -173,7 +173,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("ping is injured; pong is linked to it, and the referee monitors both:");
     ping.post(Injure)?;
     rt.block_until_idle();
-    for report in referee.call(Reports)? {
+    for report in referee.call_with(Reports)? {
         println!("  referee: {report}");
     }
     match pong.post(Ball(1)) {

@@ -226,7 +226,9 @@ fn run(
     }
     // The report queues behind every admitted request (same sender, FIFO): when it comes
     // back, all of them have been served.
-    let latencies = service.call(Report).unwrap_or_else(|_| Latencies::new());
+    let latencies = service
+        .call_with(Report)
+        .unwrap_or_else(|_| Latencies::new());
     let rss_end = rss_kib();
     rss_peak = rss_peak.max(rss_end);
     let goodput = admitted as f64 / settings.measure.as_secs_f64();

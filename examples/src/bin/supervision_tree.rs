@@ -197,10 +197,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .which_child("registry")?
         .addr::<Registry>()
         .ok_or("no registry")?;
-    let answer = registry.call(|r| Get("answer".into(), r))?;
+    let answer = registry.call_with(|r| Get("answer".into(), r))?;
     println!("  the new registry starts from a known good state (empty): answer = {answer:?}");
     registry.post(Put("answer".into(), 43))?;
-    let answer = registry.call(|r| Get("answer".into(), r))?;
+    let answer = registry.call_with(|r| Get("answer".into(), r))?;
     println!("  and takes the put again: answer = {answer:?}");
 
     println!("two users log in; alice's session crashes, bob logs out:");

@@ -5,7 +5,7 @@
 //! reach the same mutable memory (invariant I8 in ARCHITECTURE.md). [`Message`] is `Isolated`
 //! data with a cost; [`SharesState`] marks the paper's section VI-C exception, confined to a
 //! group that declares it; [`SharedClient`] holds a thread-safe client of an external system
-//! with a stated reason.
+//! with a stated reason. [`Reply`] is what a handler may answer with.
 //!
 //! Layer 0: uses nothing else in the crate. Each runtime type that may be posted (an address,
 //! a principal, a failure) carries its own `unsafe impl Isolated` next to its definition, with
@@ -14,9 +14,11 @@
 mod allow;
 mod client;
 mod isolated;
+mod reply;
 
 #[doc(hidden)]
 pub use allow::allow_shared;
 
 pub use client::SharedClient;
 pub use isolated::{Isolated, Message, SharesState};
+pub use reply::Reply;

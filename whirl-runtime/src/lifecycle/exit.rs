@@ -206,15 +206,18 @@ impl Down {
 // text behind an `Arc` (reason and causes); nothing in them can be mutated once built (invariant I8).
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for ExitReason {}
+impl crate::isolation::Reply for ExitReason {}
 // SAFETY: as above. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for Failure {}
+impl crate::isolation::Reply for Failure {}
 // SAFETY: as above. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for FailureKind {}
 // SAFETY: as above. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for Down {}
+impl crate::isolation::Reply for Down {}
 
 /// Termination notices are the messages system processes receive.
 impl Message for Down {

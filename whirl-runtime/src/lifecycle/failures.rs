@@ -40,6 +40,20 @@ pub enum FailureReport {
         /// The report, as text.
         report: String,
     },
+    /// A process terminated (killed, shut down, or failed through a link) while an async
+    /// handler was pending: its future was dropped without completing.
+    HandlerCancelled {
+        /// The process.
+        id: ProcessId,
+        /// Its group.
+        group: String,
+        /// The type of the message the handler was handling.
+        message_type: &'static str,
+        /// How long the handler had been running.
+        pending_for: std::time::Duration,
+        /// Why the process terminated.
+        reason: crate::lifecycle::ExitReason,
+    },
 }
 
 impl fmt::Display for FailureReport {
@@ -49,6 +63,17 @@ impl fmt::Display for FailureReport {
                 write!(f, "process {id} in group `{group}` failed: {failure}")
             }
             FailureReport::ShutdownAbandoned { report } => f.write_str(report),
+            FailureReport::HandlerCancelled {
+                id,
+                group,
+                message_type,
+                pending_for,
+                reason,
+            } => write!(
+                f,
+                "process {id} in group `{group}` terminated ({reason}) while its async handler \
+                 for `{message_type}` was pending ({pending_for:?}); the handler was cancelled"
+            ),
         }
     }
 }

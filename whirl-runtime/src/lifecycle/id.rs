@@ -22,3 +22,4 @@ impl fmt::Display for ProcessId {
 // SAFETY: a number (invariant I8 in ARCHITECTURE.md: plain owned data).
 #[diagnostic::do_not_recommend]
 unsafe impl crate::isolation::Isolated for ProcessId {}
+impl crate::isolation::Reply for ProcessId {}

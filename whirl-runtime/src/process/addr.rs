@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::{CallError, PostError};
-use super::model::{Handles, Process, ProcessCell};
+use super::model::{Answers, Handles, Process, ProcessCell};
 use super::reply::{reply_channel, Pending, ReplyTo};
 use crate::admission::Offer;
 use crate::group::{observe, on_worker_thread, Holder, Runnable};
@@ -60,6 +60,16 @@ impl<P: Process> Addr<P> {
         P: Handles<M>,
         M: Message,
     {
+        self.post_as(msg, P::into_message)
+    }
+
+    /// `post`, with `wrap` making the process's message once `msg` is admitted.
+    #[inline]
+    fn post_as<M>(&self, msg: M, wrap: impl FnOnce(M) -> P::Message) -> Result<(), PostError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+    {
         let cell = &*self.cell;
         if cell.mailbox.is_closed() || (cell.group.kernel.is_closing() && !on_worker_thread()) {
             return Err(PostError::Terminated(msg));
@@ -84,16 +94,73 @@ impl<P: Process> Addr<P> {
         // Every posted message carries its enqueue time and cost: for the group's statistics
         // and for predicates that learn from completions.
         let meta = observe::stamp(cost);
-        self.cell.deliver(P::into_message(msg), meta);
+        self.cell.deliver(wrap(msg), meta);
         Ok(())
     }
 
+    /// Sends `msg` and blocks until the process's handler for it returns, with its answer
+    /// (the handler's return value: see [`Answers`]).
+    ///
+    /// For code outside processes (tests, `main`, blocking threads). Inside a handler it
+    /// returns [`CallError::WouldBlockWorker`] instead of stalling a worker: an `async`
+    /// handler awaits [`Addr::ask`] instead.
+    pub fn call<M>(&self, msg: M) -> Result<P::Reply, CallError<M>>
+    where
+        P: Answers<M>,
+        M: Message,
+    {
+        self.call_within(msg, None)
+    }
+
+    /// Like [`Addr::call`], giving up after `timeout` ([`CallError::Timeout`]).
+    pub fn call_timeout<M>(&self, msg: M, timeout: Duration) -> Result<P::Reply, CallError<M>>
+    where
+        P: Answers<M>,
+        M: Message,
+    {
+        self.call_within(msg, Some(timeout))
+    }
+
+    fn call_within<M>(&self, msg: M, timeout: Option<Duration>) -> Result<P::Reply, CallError<M>>
+    where
+        P: Answers<M>,
+        M: Message,
+    {
+        if on_worker_thread() {
+            return Err(CallError::WouldBlockWorker(msg));
+        }
+        let (reply, pending) = reply_channel();
+        self.post_as(msg, |msg| P::into_request(msg, reply))
+            .map_err(CallError::Post)?;
+        pending.wait(timeout)
+    }
+
+    /// The asynchronous request: posts `msg` now, and the returned future resolves with the
+    /// process's answer (its handler's return value: see [`Answers`]). Await it in an `async`
+    /// handler, in tokio code, or on any executor; it never blocks a thread.
+    pub fn ask<M>(
+        &self,
+        msg: M,
+    ) -> impl Future<Output = Result<P::Reply, CallError<M>>> + Send + 'static
+    where
+        P: Answers<M>,
+        M: Message,
+    {
+        let (reply, pending) = reply_channel();
+        answer(
+            self.post_as(msg, |msg| P::into_request(msg, reply)),
+            pending,
+        )
+    }
+
     /// Sends a request built by `make` around a fresh reply handle, and blocks until the
-    /// process answers.
+    /// process answers through it: for messages that carry their own [`ReplyTo`] (a handler
+    /// that answers later, or hands the request on). A handler that simply returns its answer
+    /// is called with [`Addr::call`].
     ///
     /// For code outside processes (tests, `main`, blocking threads). Inside a handler it
     /// returns [`CallError::WouldBlockWorker`] instead of stalling a worker.
-    pub fn call<M, R>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>>
+    pub fn call_with<M, R>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>>
     where
         P: Handles<M>,
         M: Message,
@@ -102,8 +169,8 @@ impl<P: Process> Addr<P> {
         call(|m| self.post(m), make, None)
     }
 
-    /// Like [`Addr::call`], giving up after `timeout` ([`CallError::Timeout`]).
-    pub fn call_timeout<M, R>(
+    /// Like [`Addr::call_with`], giving up after `timeout` ([`CallError::Timeout`]).
+    pub fn call_with_timeout<M, R>(
         &self,
         make: impl FnOnce(ReplyTo<R>) -> M,
         timeout: Duration,
@@ -116,9 +183,10 @@ impl<P: Process> Addr<P> {
         call(|m| self.post(m), make, Some(timeout))
     }
 
-    /// The asynchronous request/reply: posts now, and the returned future resolves with the
-    /// answer. Works on any executor (tokio, async-std, a hand-rolled `block_on`).
-    pub fn ask<M, R>(
+    /// The asynchronous [`Addr::call_with`]: posts now, and the returned future resolves with
+    /// the answer sent through the [`ReplyTo`]. Works on any executor (an `async` handler,
+    /// tokio, a hand-rolled `block_on`).
+    pub fn ask_with<M, R>(
         &self,
         make: impl FnOnce(ReplyTo<R>) -> M,
     ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
@@ -180,13 +248,16 @@ impl<M: Message> Recipient<M> {
         self.target.post_erased(msg)
     }
 
-    /// Request/reply, blocking: as [`Addr::call`].
-    pub fn call<R: Isolated>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>> {
+    /// Request/reply through a [`ReplyTo`] in the message, blocking: as [`Addr::call_with`].
+    pub fn call_with<R: Isolated>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+    ) -> Result<R, CallError<M>> {
         call(|m| self.post(m), make, None)
     }
 
-    /// Request/reply, blocking at most `timeout`: as [`Addr::call_timeout`].
-    pub fn call_timeout<R: Isolated>(
+    /// Request/reply, blocking at most `timeout`: as [`Addr::call_with_timeout`].
+    pub fn call_with_timeout<R: Isolated>(
         &self,
         make: impl FnOnce(ReplyTo<R>) -> M,
         timeout: Duration,
@@ -194,8 +265,8 @@ impl<M: Message> Recipient<M> {
         call(|m| self.post(m), make, Some(timeout))
     }
 
-    /// Request/reply, asynchronous: as [`Addr::ask`].
-    pub fn ask<R: Isolated>(
+    /// Request/reply, asynchronous: as [`Addr::ask_with`].
+    pub fn ask_with<R: Isolated>(
         &self,
         make: impl FnOnce(ReplyTo<R>) -> M,
     ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static {
@@ -262,10 +333,12 @@ where
 // SAFETY: a process address. Posting through it moves the message into the inbox; it grants
 // no access to the process's state (invariant I8).
 unsafe impl<P: Process> Isolated for Addr<P> {}
+impl<P: Process> crate::isolation::Reply for Addr<P> {}
 
 // SAFETY: a type-erased process address, as above. `M: Message` because only messages can be
 // posted (a `Recipient` of anything else could never be built, and must not be named either). (I8)
 unsafe impl<M: Message> Isolated for Recipient<M> {}
+impl<M: Message> crate::isolation::Reply for Recipient<M> {}
 
 /// The blocking request/reply behind [`Addr::call`] and [`Recipient::call`]: builds the request
 /// around a fresh reply handle, posts it with `post`, waits for the answer.

@@ -37,6 +37,7 @@ impl<P: Process> ProcessCell<P> {
             group,
             principal,
             body: UnsafeCell::new(Body {
+                suspended: None,
                 state: Some(state),
                 started: false,
             }),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use super::addr::Addr;
 use super::error::SpawnError;
-use super::model::{Ctx, Handles, Process, ProcessCell, Watcher};
+use super::model::{Ctx, HandlerFuture, Handles, PendingHandler, Process, ProcessCell, Watcher};
 use super::spawn::{spawn, try_spawn, Placement};
 use crate::control::RuntimeStats;
 use crate::group::{observe, Group, Recorder};
@@ -24,13 +24,27 @@ impl<P: Process> Ctx<P> {
             exit: None,
             recorder,
             probe: recorder.probe(),
+            pending: None,
         }
     }
 
-    fn recorder(&self) -> &Recorder {
-        // SAFETY: `recorder` was a valid reference when the turn began and outlives it (see
-        // the field, invariant I10); this runs inside the turn.
-        unsafe { &*self.recorder }
+    /// The context an async handler's future owns: it outlives the turn that made it, so it
+    /// reaches no worker (its recorder and probe are null).
+    pub(super) fn detached(cell: Arc<ProcessCell<P>>) -> Self {
+        Ctx {
+            cell,
+            exit: None,
+            recorder: std::ptr::null(),
+            probe: std::ptr::null(),
+            pending: None,
+        }
+    }
+
+    fn recorder(&self) -> Option<&Recorder> {
+        // SAFETY: a non-null `recorder` was a valid reference when the turn began and outlives
+        // it (see the field, invariant I10); this runs inside the turn. A detached context's
+        // is null.
+        unsafe { self.recorder.as_ref() }
     }
 
     /// Publishes the type of the message about to be handled (`#[process]`'s dispatch calls it
@@ -38,9 +52,38 @@ impl<P: Process> Ctx<P> {
     #[doc(hidden)]
     #[inline]
     pub fn __handling(&self, message_type: fn() -> &'static str) {
-        // SAFETY: `probe` points into the worker running this turn, valid for the whole turn
-        // (see the field, invariant I10); this runs inside the turn.
-        unsafe { &*self.probe }.handling(message_type);
+        // SAFETY: a non-null `probe` points into the worker running this turn, valid for the
+        // whole turn (see the field, invariant I10); this runs inside the turn. A detached
+        // context's is null: an async handler's future reports through its turn instead.
+        if let Some(probe) = unsafe { self.probe.as_ref() } {
+            probe.handling(message_type);
+        }
+    }
+
+    /// Hands an async handler to the turn: once `handle` has returned, the turn calls `make`
+    /// with the process state and a context of the future's own, and polls the future it
+    /// returns until it completes; the process handles no other message meanwhile. The future
+    /// ends with [`Ctx::__finish`]. What `#[process]` generates for an `async fn` handler.
+    #[doc(hidden)]
+    pub fn __suspend(
+        &mut self,
+        message: fn() -> &'static str,
+        make: impl for<'a> FnOnce(&'a mut P, Ctx<P>) -> HandlerFuture<'a> + Send + 'static,
+    ) {
+        self.pending = Some(PendingHandler {
+            message,
+            make: Box::new(make),
+        });
+    }
+
+    /// The end of an async handler's future: the exit it asks for, given the handler's
+    /// result (a `complete()` or `fail()` called in the handler is in this context).
+    #[doc(hidden)]
+    pub fn __finish(&mut self, result: Result<(), Failure>) -> Option<ExitReason> {
+        match result {
+            Err(failure) => Some(ExitReason::Failed(failure)),
+            Ok(()) => self.take_exit(),
+        }
     }
 
     pub(crate) fn cell(&self) -> &Arc<ProcessCell<P>> {
@@ -153,7 +196,9 @@ impl<P: Process> Ctx<P> {
     pub fn lock_timed<T>(&self, acquire: impl FnOnce() -> T) -> T {
         let start = Instant::now();
         let guard = acquire();
-        self.recorder().lock_wait(start.elapsed());
+        if let Some(recorder) = self.recorder() {
+            recorder.lock_wait(start.elapsed());
+        }
         guard
     }
 

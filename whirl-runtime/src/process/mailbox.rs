@@ -1,7 +1,7 @@
 //! The scheduling state machine of one process: its inbox plus an atomic word that says who
 //! may run it.
 //!
-//! The word holds three bits:
+//! The word holds five bits:
 //!
 //! * `SCHEDULED` — the *token*. Whoever sets it (from clear) owns the process: it alone pops
 //!   the inbox and touches the process state, until it clears the bit again. A process is
@@ -12,6 +12,12 @@
 //!   are drained to the dead-letter sink by whoever holds the token next.
 //! * `KILL` — someone outside asked the process to terminate (a linked failure, shutdown).
 //!   The token holder acts on it at its next turn.
+//! * `SUSPENDED` — the token holder is an async handler's pending future, not a thread: the
+//!   process is on no run queue and no worker. Posts only queue (the token is held); whoever
+//!   clears the bit — the future's waker, or a kill request — takes over the token and puts the
+//!   process on a run queue. Exactly one party clears it (a `fetch_and` that saw it set).
+//! * `WOKEN` — the future was woken while it was being polled; the poller, about to suspend,
+//!   sees it and polls again instead.
 //!
 //! The protocol that guarantees no message is stranded: a producer pushes, *then* looks at the
 //! token and takes it if it is free; a token holder that runs out of messages clears the
@@ -28,6 +34,8 @@ use crate::sync::{fence, AtomicUsize};
 const SCHEDULED: usize = 0b001;
 const CLOSED: usize = 0b010;
 const KILL: usize = 0b100;
+const SUSPENDED: usize = 0b1000;
+const WOKEN: usize = 0b1_0000;
 
 /// What a producer must do after handing a message to [`Mailbox::push`].
 #[derive(Debug, PartialEq, Eq)]
@@ -50,6 +58,16 @@ pub(crate) enum AfterRelease {
     Idle,
     /// Work arrived while releasing and the caller took the token back: schedule again.
     Reschedule,
+}
+
+/// What a token holder must do after [`Mailbox::suspend`].
+#[derive(Debug, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum Suspend {
+    /// The future holds the token now; its waker (or a kill request) will reschedule it.
+    Parked,
+    /// Woken or killed meanwhile: the caller still holds the token.
+    Resumed,
 }
 
 /// A process's inbox and scheduling token.
@@ -98,9 +116,48 @@ impl<T> Mailbox<T> {
         self.acquire_after(0)
     }
 
-    /// Asks the process to terminate; the token holder will see `KILL` at its next turn.
+    /// Asks the process to terminate; the token holder will see `KILL` at its next turn. A
+    /// process suspended in an async handler is resumed, so that it acts on the kill (dropping
+    /// the pending future) instead of waiting for the future to be woken.
     pub(crate) fn request_kill(&self) -> AfterPush {
-        self.acquire_after(KILL)
+        match self.acquire_after(KILL) {
+            AfterPush::Nothing if self.resume() => AfterPush::Schedule,
+            after => after,
+        }
+    }
+
+    /// Token holder, before polling a pending future: forgets earlier wake-ups (this poll
+    /// covers them).
+    #[inline]
+    pub(crate) fn begin_poll(&self) {
+        self.state.fetch_and(!WOKEN, AcqRel);
+    }
+
+    /// Token holder, after its future returned `Pending`: parks the process with the token
+    /// held by the future ([`Suspend::Parked`]: the caller must leave the process alone from
+    /// now on), unless it was woken or asked to terminate meanwhile ([`Suspend::Resumed`]: the
+    /// caller still holds the token and should run the process again).
+    pub(crate) fn suspend(&self) -> Suspend {
+        let prev = self.state.fetch_or(SUSPENDED, AcqRel);
+        if prev & (WOKEN | KILL) != 0 && self.resume() {
+            Suspend::Resumed
+        } else {
+            Suspend::Parked
+        }
+    }
+
+    /// The waker of a suspended process's future: returns `true` if the caller took over the
+    /// token and must put the process on a run queue. A wake-up while the future is being
+    /// polled is remembered for the poller ([`Mailbox::suspend`]); a stale one (the future is
+    /// done, the process idle or terminated) does nothing.
+    pub(crate) fn wake(&self) -> bool {
+        let prev = self.state.fetch_or(WOKEN, AcqRel);
+        prev & SUSPENDED != 0 && self.resume()
+    }
+
+    /// Clears `SUSPENDED`; `true` for the one caller that saw it set, who now holds the token.
+    fn resume(&self) -> bool {
+        self.state.fetch_and(!SUSPENDED, AcqRel) & SUSPENDED != 0
     }
 
     fn acquire_after(&self, extra: usize) -> AfterPush {
@@ -182,7 +239,8 @@ impl<T> Mailbox<T> {
             }
             // SAFETY: the caller holds the token. (I9)
             let position = unsafe { self.inbox.read_position() };
-            self.state.fetch_and(!(SCHEDULED | KILL), AcqRel);
+            self.state
+                .fetch_and(!(SCHEDULED | KILL | SUSPENDED | WOKEN), AcqRel);
             fence(SeqCst);
             if !self.inbox.has_messages_past(position)
                 || self.state.fetch_or(SCHEDULED, AcqRel) & SCHEDULED != 0

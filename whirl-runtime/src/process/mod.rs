@@ -6,7 +6,7 @@
 //! * `inbox.rs`, `mailbox.rs`: the lock-free MPSC inbox and the scheduling token over it (at
 //!   most one thread runs a process at a time: invariant I1).
 //! * `model.rs`: the types a process is made of, which refer to one another: [`Process`],
-//!   [`Handles`], [`Ctx`] and the cell the runtime keeps.
+//!   [`Handles`], [`Answers`], [`Ctx`] and the cell the runtime keeps.
 //! * `cell.rs`: the post side — delivering, scheduling, monitors, dead letters.
 //! * `error.rs`, `reply.rs`: what a post or a call returns; one-shot reply channels.
 //! * `addr.rs`: [`Addr`] and [`Recipient`], how anyone posts and calls.
@@ -29,10 +29,16 @@ mod turn;
 
 pub use addr::{Addr, Recipient};
 pub use error::{CallError, PostError, SpawnError, SpawnRefusal};
-pub use model::{Ctx, Handles, Process};
+#[doc(hidden)]
+pub use model::HandlerFuture;
+pub use model::{Answers, Ctx, Handles, Process};
 pub(crate) use model::{OnStarted, Watcher};
 pub use reply::ReplyTo;
+#[doc(hidden)]
+pub use reply::{answer, into_handler_result, HandlerOutput};
 pub(crate) use spawn::{spawn, spawn_watched, try_spawn, Placement};
 
+#[cfg(loom)]
+pub(crate) use mailbox::Suspend;
 #[cfg(all(test, loom))]
 pub(crate) use mailbox::{AfterPush, AfterRelease, Mailbox};

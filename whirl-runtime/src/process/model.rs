@@ -12,11 +12,15 @@
 //! hand: a hand-written impl skips that check, so it must say, in a `// SAFETY:` comment, why
 //! the state and the messages share no mutable state with any other process (invariant I8).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use super::mailbox::Mailbox;
+use super::reply::ReplyTo;
 use crate::group::{GroupShared, Recorder, TurnProbe};
 use crate::isolation::Message;
 use crate::lifecycle::{Down, ExitReason, Failure, ProcessId};
@@ -156,6 +160,26 @@ pub trait Handles<M: Message>: Process {
     }
 }
 
+/// "Process `Self` answers `M` with a [`Self::Reply`](Answers::Reply)": its handler for `M`
+/// returns a value, and that value is the reply to [`Addr::ask`](crate::Addr::ask) and
+/// [`Addr::call`](crate::Addr::call).
+///
+/// `#[process]` implements it for every handler that returns something other than `()`: a
+/// [`Reply`](crate::Reply) `T` answers `T`, and `Result<T, E>` answers `T` (an `Err` fails the
+/// process, and the caller gets [`CallError::NoReply`](crate::CallError::NoReply)).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` does not answer `{M}`",
+    label = "`{Self}`'s handler for `{M}` returns nothing",
+    note = "make the `#[handle]` method for `{M}` return the answer (`-> u64`, `-> Result<u64, Failure>`...), or put a `ReplyTo` in the message and use `ask_with`/`call_with`"
+)]
+pub trait Answers<M: Message>: Handles<M> {
+    /// The value the handler answers with.
+    type Reply: crate::isolation::Isolated;
+
+    /// Wraps `msg` and the handle its answer is sent through into the process's message enum.
+    fn into_request(msg: M, reply: ReplyTo<Self::Reply>) -> Self::Message;
+}
+
 /// The handler's view of the runtime: its own address, spawning, termination, monitors,
 /// timers and its principal.
 pub struct Ctx<P: Process> {
@@ -168,8 +192,47 @@ pub struct Ctx<P: Process> {
     pub(super) recorder: *const Recorder,
     /// The turn's probe, where `#[process]`'s dispatch publishes each message's type: kept
     /// here too, so that costs one store and no load (same validity as `recorder`).
+    ///
+    /// Both are null in the context an async handler's future owns ([`Ctx::detached`]): it
+    /// outlives the turn that created it.
     pub(super) probe: *const TurnProbe,
+    /// An async handler's future, handed over by the dispatch ([`Ctx::__suspend`]) for the
+    /// turn to poll once the synchronous `handle` has returned.
+    pub(super) pending: Option<PendingHandler<P>>,
 }
+
+/// What an async handler's dispatch leaves in the [`Ctx`]: the message type it handles, and how
+/// to make its future from the process state and a context of its own.
+pub(super) struct PendingHandler<P: Process> {
+    pub(super) message: fn() -> &'static str,
+    #[allow(clippy::type_complexity)]
+    pub(super) make: Box<dyn for<'a> FnOnce(&'a mut P, Ctx<P>) -> HandlerFuture<'a> + Send>,
+}
+
+/// The future of an async handler, borrowing the process state for `'a`: it resolves to the
+/// exit the handler asked for, if any. Stored in the body with `'a` erased to `'static` (I13).
+#[doc(hidden)]
+pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Option<ExitReason>> + Send + 'a>>;
+
+/// A process suspended in an async handler: the handler's future, polled by whoever holds the
+/// token, and what reports need to know about it.
+pub(super) struct Suspended {
+    pub(super) future: HandlerFuture<'static>,
+    /// The type of the message being handled.
+    pub(super) message: fn() -> &'static str,
+    /// The message's stamp (enqueue time and cost), for the completion's statistics.
+    pub(super) meta: u32,
+    /// When the handler began.
+    pub(super) since: Instant,
+    /// Wakes the process: its cell, as a [`std::task::Wake`].
+    pub(super) waker: std::task::Waker,
+}
+
+// SAFETY: a `Ctx` is handed to user code only by `&mut`, on the thread running the turn, so a
+// turn's context (whose `recorder` and `probe` point into that thread's worker) never leaves
+// the turn (I10); a detached context, which the future of an async handler owns and which
+// moves between workers with it, has null pointers. Everything else in it is `Send`.
+unsafe impl<P: Process> Send for Ctx<P> {}
 
 /// Something that wants to hear when a process terminates.
 pub(crate) trait Watcher: Send + Sync + 'static {
@@ -192,7 +255,14 @@ pub(super) struct Control {
 pub(crate) type OnStarted = Box<dyn FnOnce(ProcessId) + Send>;
 
 /// What only the token holder touches.
+///
+/// The turn reaches each field through its own reference, never through a `&mut Body`: a
+/// suspended handler's future holds a reference to `state` across turns (I13), which a
+/// reference to the whole body would invalidate.
 pub(super) struct Body<P> {
+    /// Declared before `state`, so that a future which borrows the state is dropped first
+    /// (I13).
+    pub(super) suspended: Option<Box<Suspended>>,
     pub(super) state: Option<P>,
     pub(super) started: bool,
 }

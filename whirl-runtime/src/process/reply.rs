@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use super::error::CallError;
+use crate::isolation::{Isolated, Reply};
+use crate::lifecycle::Failure;
 
 enum State<T> {
     Waiting(Option<Waker>),
@@ -48,6 +50,22 @@ pub struct ReplyTo<T> {
 }
 
 impl<T> ReplyTo<T> {
+    /// A handle nobody waits on: what a message posted with `post` instead of `ask` carries
+    /// to a handler that answers ([`Answers`](crate::Answers)). Sending on it gives the value
+    /// back.
+    #[doc(hidden)]
+    pub fn __nobody() -> Self {
+        ReplyTo { slot: None }
+    }
+
+    /// Whether someone waits for the answer (a caller of `ask` or `call` that has not given
+    /// up).
+    pub fn is_awaited(&self) -> bool {
+        self.slot
+            .as_ref()
+            .is_some_and(|slot| matches!(*slot.state.lock(), State::Waiting(_)))
+    }
+
     /// Answers the request. Gives the value back if the caller has stopped waiting.
     pub fn send(mut self, value: T) -> Result<(), T> {
         match self.slot.take() {
@@ -154,4 +172,69 @@ impl<T> Future for Pending<T> {
 
 // SAFETY: a one-shot channel back to a waiting caller; the answer is moved through it, so it
 // must itself be isolated (invariant I8).
-unsafe impl<T: crate::isolation::Isolated> crate::isolation::Isolated for ReplyTo<T> {}
+unsafe impl<T: Isolated> Isolated for ReplyTo<T> {}
+
+/// What a handler or hook may return, and the answer it carries: `()` answers nothing,
+/// `Result<T, E>` answers `T` or fails the process with `E`, and a [`Reply`] answers itself.
+/// Used by the code `#[process]` generates.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a handler must return `()`, `Result<T, E>` where `E` converts into `Failure`, or a reply, not `{Self}`",
+    label = "not a handler result",
+    note = "a type of your own becomes a reply with `#[derive(Isolated)]`; `Failure::new(\"why\")` makes a failure, and any `std::error::Error` converts into one with `?`"
+)]
+pub trait HandlerOutput {
+    /// The answer.
+    type Reply: Isolated;
+
+    /// The answer, or the failure that terminates the process.
+    fn into_outcome(self) -> Result<Self::Reply, Failure>;
+}
+
+impl HandlerOutput for () {
+    type Reply = ();
+
+    #[inline]
+    fn into_outcome(self) -> Result<(), Failure> {
+        Ok(())
+    }
+}
+
+impl<T: Isolated, E: Into<Failure>> HandlerOutput for Result<T, E> {
+    type Reply = T;
+
+    #[inline]
+    fn into_outcome(self) -> Result<T, Failure> {
+        self.map_err(Into::into)
+    }
+}
+
+impl<T: Reply> HandlerOutput for T {
+    type Reply = T;
+
+    #[inline]
+    fn into_outcome(self) -> Result<T, Failure> {
+        Ok(self)
+    }
+}
+
+/// Sends a handler's answer to whoever asked (nobody, for a message that was posted) and
+/// turns its result into what `Process::handle` returns. On a failure the handle is dropped:
+/// the caller gets [`CallError::NoReply`].
+#[doc(hidden)]
+#[inline]
+pub fn answer<O: HandlerOutput>(output: O, reply: ReplyTo<O::Reply>) -> Result<(), Failure> {
+    let value = output.into_outcome()?;
+    if reply.slot.is_some() {
+        // A caller that stopped waiting gets nothing; the handler's work is done either way.
+        let _ = reply.send(value);
+    }
+    Ok(())
+}
+
+/// A hook's or an unanswered handler's result, as `Process::handle` returns it.
+#[doc(hidden)]
+#[inline]
+pub fn into_handler_result<O: HandlerOutput>(output: O) -> Result<(), Failure> {
+    output.into_outcome().map(drop)
+}

@@ -7,12 +7,13 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
-use super::mailbox::AfterRelease;
-use super::model::{Body, Ctx, Process, ProcessCell, Watcher};
+use super::mailbox::{AfterRelease, Mailbox, Suspend};
+use super::model::{Body, Ctx, HandlerFuture, Process, ProcessCell, Suspended, Watcher};
 use crate::control::Event;
-use crate::group::{observe, Recorder, Runnable, Task};
+use crate::group::{observe, Recorder, Runnable, Task, TurnProbe};
 use crate::lifecycle::failures::{self, FailureReport};
 use crate::lifecycle::{Down, ExitReason, Failure, FailureKind, ProcessId};
 use crate::principal::Principal;
@@ -35,7 +36,8 @@ impl<P: Process> ProcessCell<P> {
     /// covered by `posted` vs `handled`, so `handled` is counted only once the turn's work,
     /// termination included, is done. Runs without a message (the start hook, a kill
     /// request) are counted as activations when requested and as deactivations here, when
-    /// consumed.
+    /// consumed. A message whose async handler is still pending is not handled yet: it is
+    /// counted by the turn in which its future completes.
     fn run_turn<const SAMPLED: bool>(self: Arc<Self>, recorder: &Recorder) -> usize {
         if self.mailbox.is_closed() {
             // Re-scheduled only to drain messages that raced with termination.
@@ -46,8 +48,9 @@ impl<P: Process> ProcessCell<P> {
         // Sampled turns are timed (see `stats.rs`).
         let started_at = SAMPLED.then(Instant::now);
         let mut ctx = Ctx::new(self, recorder);
-        // SAFETY: we hold the token, so no other thread touches the body until we release it. (I9)
-        let body = ctx.cell().body.with_mut(|b| unsafe { &mut *b });
+        // The body, reached field by field (see `Body`). We hold the token, so no other thread
+        // touches it until we release it or park the process (I9).
+        let body: *mut Body<P> = ctx.cell().body.with_mut(|b| b);
 
         // SAFETY: `ctx` holds an `Arc` to the cell until `into_cell` below, after the cursor
         // (the only user of this reference) is dropped; the cell is never mutably borrowed
@@ -64,23 +67,61 @@ impl<P: Process> ProcessCell<P> {
         probe.begin(cell_ref.id, std::any::type_name::<P::Message>);
         let mut consumed_activations = 0;
         let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
-        if !body.started {
-            body.started = true;
+        // SAFETY: the token is ours (I9); this reference covers only `started`.
+        let started = unsafe { &mut (*body).started };
+        if !*started {
+            *started = true;
             consumed_activations += 1;
             if exit.is_none() {
-                exit = invoke(body, &mut ctx, |p, ctx| p.started(ctx));
+                // SAFETY: the token is ours (I9); the reference covers only `state` and ends
+                // with the hook.
+                exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
+                    p.started(ctx)
+                });
                 if exit.is_none() {
                     cell_ref.notify_started();
                 }
             }
         }
+        // SAFETY: as above; this reference covers only `suspended`, never the state a
+        // pending future borrows (I13).
+        let suspended = unsafe { &mut (*body).suspended };
         let mut handled = 0;
+        // Whether the turn ends with an async handler still pending.
+        let mut waiting = false;
         // `handled` is normally counted once per turn. A group with admission control counts
         // each message as it is done, so that predicates reading the queue length see it
         // exactly, not up to a turn's worth of messages too long.
         let count_each = cell_ref.group.predicate().is_some();
         let observes = cell_ref.group.observes();
+        let done = |meta: u32| {
+            if count_each {
+                cell_ref.group.counters.add(Event::Handled, 1);
+            }
+            if SAMPLED && meta != observe::UNOBSERVED {
+                recorder.queue_latency(observe::queued_millis(meta));
+            }
+            if observes {
+                observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
+            }
+        };
         'turn: loop {
+            // An async handler first: the process takes no other message until it completes.
+            if let Some(pending) = suspended.as_mut().filter(|_| exit.is_none()) {
+                match poll_handler(pending, &cell_ref.mailbox, probe) {
+                    Poll::Ready(asked) => {
+                        let meta = pending.meta;
+                        *suspended = None;
+                        handled += 1;
+                        exit = asked;
+                        done(meta);
+                    }
+                    Poll::Pending => {
+                        waiting = true;
+                        break 'turn;
+                    }
+                }
+            }
             while exit.is_none() && handled < budget && inbox.has_messages() {
                 if inbox.refreshes() != refreshes {
                     // The cursor just re-read the tail, on the line senders write: look for a
@@ -96,8 +137,35 @@ impl<P: Process> ProcessCell<P> {
                 let Some((msg, meta)) = inbox.pop() else {
                     break;
                 };
+                // SAFETY: the token is ours (I9); no future is pending, so nothing else
+                // borrows the state; the reference ends with the handler.
+                exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
+                    p.handle(msg, ctx)
+                });
+                if let Some(handler) = ctx.pending.take() {
+                    // SAFETY: the token is ours (I9) and the handler has returned, so this is
+                    // the only reference to the state; it covers only `state`.
+                    let state = unsafe { (*body).state.as_mut() };
+                    if let (None, Some(state)) = (&exit, state) {
+                        let detached = Ctx::detached(Arc::clone(ctx.cell()));
+                        let future = (handler.make)(state, detached);
+                        // SAFETY: only the borrow of the state is erased. The future is stored
+                        // next to the state, polled and dropped only by the token holder, and
+                        // always dropped before the state is used again or dropped itself
+                        // (`Body` drops it first); the turn reaches the body field by field, so
+                        // the borrow stays valid across turns (I13).
+                        let future: HandlerFuture<'static> = unsafe { std::mem::transmute(future) };
+                        *suspended = Some(Box::new(Suspended {
+                            future,
+                            message: handler.message,
+                            meta,
+                            since: Instant::now(),
+                            waker: Waker::from(Arc::clone(ctx.cell())),
+                        }));
+                        continue 'turn;
+                    }
+                }
                 handled += 1;
-                exit = invoke(body, &mut ctx, |p, ctx| p.handle(msg, ctx));
                 if exit.is_none() && cell_ref.group.is_stopped() {
                     // The runtime finished shutting down while this handler ran (it was reported
                     // as abandoned): terminate now, so the rest of the inbox is dead-lettered and
@@ -108,15 +176,7 @@ impl<P: Process> ProcessCell<P> {
                             .unwrap_or(ExitReason::Normal),
                     );
                 }
-                if count_each {
-                    cell_ref.group.counters.add(Event::Handled, 1);
-                }
-                if SAMPLED && meta != observe::UNOBSERVED {
-                    recorder.queue_latency(observe::queued_millis(meta));
-                }
-                if observes {
-                    observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
-                }
+                done(meta);
             }
             // Ran dry: if this worker has nothing else to do, keep the token a moment longer. A
             // sender streaming to this process then finds it scheduled and only pushes, instead of
@@ -145,7 +205,7 @@ impl<P: Process> ProcessCell<P> {
         if let Some(at) = started_at {
             recorder.timed(handled, at.elapsed(), cell_ref.principal.as_ref());
         }
-        let more = exit.is_none() && handled == budget && inbox.has_messages();
+        let more = exit.is_none() && !waiting && handled == budget && inbox.has_messages();
         probe.end();
         drop(inbox);
         let cell = ctx.into_cell();
@@ -159,9 +219,15 @@ impl<P: Process> ProcessCell<P> {
         // count every worker of the group would otherwise touch each turn) is needed after:
         // the turn's work is done, and anything that arrives meanwhile shows as posted.
         cell.count_turn(uncounted, consumed_activations);
-        let reschedule = more
-            // SAFETY: we hold the token. (I9)
-            || unsafe { cell.mailbox.release() } == AfterRelease::Reschedule;
+        let reschedule = if waiting {
+            // From here on the future's waker may run the process on another thread: nothing
+            // below touches the body.
+            cell.mailbox.suspend() == Suspend::Resumed
+        } else {
+            more
+                // SAFETY: we hold the token. (I9)
+                || unsafe { cell.mailbox.release() } == AfterRelease::Reschedule
+        };
         if reschedule {
             let task = Arc::clone(&cell) as Task;
             cell.group.yield_now(task);
@@ -177,11 +243,21 @@ impl<P: Process> ProcessCell<P> {
     pub(super) fn terminate(
         self: Arc<Self>,
         reason: ExitReason,
-        handled: u64,
+        mut handled: u64,
         mut consumed_activations: u64,
     ) {
         // SAFETY: we hold the token. (I9)
         unsafe { self.mailbox.close() };
+        // An async handler still pending is cancelled: its future is dropped before the state
+        // it borrows is touched (I13). Its message counts as handled, as one whose handler
+        // failed half-way does.
+        // SAFETY: we hold the token; the reference covers only `suspended` and ends in this
+        // statement. (I9)
+        let cancelled = self.body.with_mut(|b| unsafe { (*b).suspended.take() });
+        if let Some(pending) = cancelled {
+            handled += 1;
+            self.cancelled(*pending, &reason);
+        }
         // SAFETY: we hold the token, so the body is ours; the reference ends in this statement.
         // (I9)
         let state = self.body.with_mut(|b| unsafe { (*b).state.take() });
@@ -229,26 +305,89 @@ impl<P: Process> ProcessCell<P> {
     }
 }
 
+impl<P: Process> ProcessCell<P> {
+    /// Drops the future of an async handler that was pending when the process terminated
+    /// (panics in its destructors contained), and reports it. The caller holds the token.
+    fn cancelled(&self, pending: Suspended, reason: &ExitReason) {
+        let Suspended {
+            future,
+            message,
+            since,
+            ..
+        } = pending;
+        if catch_unwind(AssertUnwindSafe(|| drop(future))).is_err() {
+            tracing::warn!(process = %self.id, "dropping a cancelled async handler panicked; ignored");
+        }
+        let pending_for = since.elapsed();
+        tracing::warn!(
+            process = %self.id,
+            group = %self.group.name,
+            message = message(),
+            pending_ms = pending_for.as_millis() as u64,
+            %reason,
+            "async handler cancelled: the process terminated while it was pending",
+        );
+        failures::report(FailureReport::HandlerCancelled {
+            id: self.id,
+            group: self.group.name.clone(),
+            message_type: message(),
+            pending_for,
+            reason: reason.clone(),
+        });
+    }
+}
+
 /// Runs a handler or hook with panics contained; returns the exit it asked for, if any.
 fn invoke<P: Process>(
-    body: &mut Body<P>,
+    state: &mut Option<P>,
     ctx: &mut Ctx<P>,
     f: impl FnOnce(&mut P, &mut Ctx<P>) -> Result<(), Failure>,
 ) -> Option<ExitReason> {
-    let state = body.state.as_mut()?;
+    let state = state.as_mut()?;
     match catch_unwind(AssertUnwindSafe(|| f(state, ctx))) {
         Ok(Ok(())) => ctx.take_exit(),
         Ok(Err(failure)) => Some(ExitReason::Failed(failure)),
-        Err(payload) => {
-            let text = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic payload".to_owned());
-            Some(ExitReason::Failed(Failure::with_kind(
-                FailureKind::Panic,
-                text,
-            )))
+        Err(payload) => Some(panicked(payload)),
+    }
+}
+
+/// The failure a panic with `payload` becomes.
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> ExitReason {
+    let text = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned());
+    ExitReason::Failed(Failure::with_kind(FailureKind::Panic, text))
+}
+
+/// Polls a suspended async handler once, panics contained: `Ready` with the exit it asked for
+/// (a panic is a failure), or `Pending`. The caller holds the token.
+fn poll_handler(
+    pending: &mut Suspended,
+    mailbox: &Mailbox<impl Sized>,
+    probe: &TurnProbe,
+) -> Poll<Option<ExitReason>> {
+    // Wake-ups before this poll are covered by it.
+    mailbox.begin_poll();
+    probe.handling(pending.message);
+    let mut cx = Context::from_waker(&pending.waker);
+    match catch_unwind(AssertUnwindSafe(|| pending.future.as_mut().poll(&mut cx))) {
+        Ok(poll) => poll,
+        Err(payload) => Poll::Ready(Some(panicked(payload))),
+    }
+}
+
+/// The waker of a process's async handler: schedules the process again, unless it is already
+/// running (the poller then polls again) or done.
+impl<P: Process> Wake for ProcessCell<P> {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.mailbox.wake() {
+            self.group.schedule(Arc::clone(self) as Task);
         }
     }
 }
@@ -480,6 +619,97 @@ mod tests {
             0,
             "the watcher never monitored anything"
         );
+    }
+
+    /// Handles each number in an async handler: yields once (waking itself), then records
+    /// it; 0 never completes.
+    struct Later {
+        seen: Vec<u32>,
+        hooks: Arc<AtomicUsize>,
+    }
+
+    /// Pending once, waking itself; then ready.
+    struct YieldOnce(bool);
+
+    impl std::future::Future for YieldOnce {
+        type Output = ();
+        fn poll(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<()> {
+            if self.0 {
+                return std::task::Poll::Ready(());
+            }
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            std::task::Poll::Pending
+        }
+    }
+
+    // SAFETY: as for `Tally`: owned data, and the test's instrument. (I8)
+    unsafe impl Process for Later {
+        type Message = Num;
+        fn handle(&mut self, Num(n): Num, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            ctx.__suspend(
+                std::any::type_name::<Num>,
+                move |this: &mut Self, mut ctx| {
+                    Box::pin(async move {
+                        if n == 0 {
+                            std::future::pending::<()>().await;
+                        }
+                        YieldOnce(false).await;
+                        this.seen.push(n);
+                        assert_eq!(this.seen.len(), n as usize, "in order, one at a time");
+                        ctx.__finish(Ok(()))
+                    })
+                },
+            );
+            Ok(())
+        }
+        fn terminated(&mut self, _reason: &ExitReason) {
+            self.hooks.fetch_add(1, SeqCst);
+        }
+    }
+
+    impl crate::Handles<Num> for Later {
+        fn into_message(msg: Num) -> Num {
+            msg
+        }
+    }
+
+    #[test]
+    fn async_handlers_park_resume_and_cancel() {
+        let dead = Arc::new(AtomicUsize::new(0));
+        let rt = {
+            let dead = Arc::clone(&dead);
+            Runtime::builder()
+                .threads(2)
+                .dead_letters(move |_| {
+                    dead.fetch_add(1, SeqCst);
+                })
+                .build()
+        };
+        let hooks = Arc::new(AtomicUsize::new(0));
+        let later = rt.spawn(Later {
+            seen: Vec::new(),
+            hooks: Arc::clone(&hooks),
+        });
+        for n in 1..=3 {
+            later.post(Num(n)).unwrap();
+        }
+        rt.block_until_idle();
+        // Never completes: the process parks until it is killed; what is queued behind it
+        // is dead-lettered.
+        later.post(Num(0)).unwrap();
+        later.post(Num(4)).unwrap();
+        later.exit(ExitReason::Normal);
+        rt.block_until_idle();
+        assert_eq!(hooks.load(SeqCst), 1);
+        let counts = rt.counts();
+        assert_eq!(counts.posted, 5);
+        assert_eq!(counts.posted, counts.handled + counts.dead_lettered);
+        assert!(dead.load(SeqCst) >= 1);
+        rt.shutdown_graceful();
     }
 
     /// Monitors its target from its start hook, as a system process.

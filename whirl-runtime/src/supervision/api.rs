@@ -56,7 +56,7 @@ impl<A: 'static> Addr<Supervisor<A>> {
     /// back) if the id is taken: [`SupervisorError::AlreadyStarted`] if that child runs,
     /// [`SupervisorError::AlreadyPresent`] if it is stopped.
     pub fn start_child(&self, spec: ChildSpec) -> Result<ProcessId, SupervisorError> {
-        flatten(self.call(|reply| SupervisorMsg::start_child(spec, reply)))
+        flatten(self.call_with(|reply| SupervisorMsg::start_child(spec, reply)))
     }
 
     /// Stops a child in order (waiting for it, within its shutdown policy); it exits
@@ -64,41 +64,41 @@ impl<A: 'static> Addr<Supervisor<A>> {
     /// and is not restarted; a dynamic or temporary one is removed. A simple-one-for-one
     /// supervisor's children are named by process id (by id: `WrongStrategy`, as OTP).
     pub fn terminate_child(&self, child: impl Into<ChildRef>) -> Result<(), SupervisorError> {
-        flatten(self.call(|reply| SupervisorMsg::terminate_child(child, reply)))
+        flatten(self.call_with(|reply| SupervisorMsg::terminate_child(child, reply)))
     }
 
     /// Starts a stopped static child again (refused if it is running), and waits for its
     /// `started` hook; if that fails the child stays stopped and the failure comes back.
     pub fn restart_child(&self, id: &str) -> Result<ProcessId, SupervisorError> {
-        flatten(self.call(|reply| SupervisorMsg::restart_child(id, reply)))
+        flatten(self.call_with(|reply| SupervisorMsg::restart_child(id, reply)))
     }
 
     /// Forgets a stopped static child (refused if it is running).
     pub fn delete_child(&self, id: &str) -> Result<(), SupervisorError> {
-        flatten(self.call(|reply| SupervisorMsg::delete_child(id, reply)))
+        flatten(self.call_with(|reply| SupervisorMsg::delete_child(id, reply)))
     }
 
     /// The children, in start order, with their state.
     pub fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
-        self.call(SupervisorMsg::which_children)
+        self.call_with(SupervisorMsg::which_children)
             .map_err(unavailable)
     }
 
     /// One child, by id (or by process id); with [`ChildInfo::addr`] its typed address.
     pub fn which_child(&self, child: impl Into<ChildRef>) -> Result<ChildInfo, SupervisorError> {
-        flatten(self.call(|reply| SupervisorMsg::which_child(child, reply)))
+        flatten(self.call_with(|reply| SupervisorMsg::which_child(child, reply)))
     }
 
     /// A copy of a child's spec, by id (or by process id): OTP's `get_childspec`. The spec
     /// of a temporary child that has started has no start arguments left (OTP reports
     /// `undefined` for them): starting it again fails.
     pub fn child_spec(&self, child: impl Into<ChildRef>) -> Result<ChildSpec, SupervisorError> {
-        flatten(self.call(|reply| SupervisorMsg::child_spec(child, reply)))
+        flatten(self.call_with(|reply| SupervisorMsg::child_spec(child, reply)))
     }
 
     /// Child counts and the number of restarts performed.
     pub fn count_children(&self) -> Result<ChildCounts, SupervisorError> {
-        self.call(SupervisorMsg::count_children)
+        self.call_with(SupervisorMsg::count_children)
             .map_err(unavailable)
     }
 
@@ -117,6 +117,6 @@ impl<A: Isolated> Addr<Supervisor<A>> {
     /// `arg` is of the type the [`ChildTemplate`](crate::supervision::ChildTemplate) takes, checked at
     /// compile time; it moves into the child.
     pub fn start_dynamic(&self, arg: A) -> Result<ProcessId, SupervisorError> {
-        flatten(self.call(|reply| StartDynamic(arg, reply)))
+        flatten(self.call_with(|reply| StartDynamic(arg, reply)))
     }
 }

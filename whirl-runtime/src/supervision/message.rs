@@ -14,7 +14,7 @@ use super::spec::{ChildSpec, IsolatedAny};
 
 /// A message to a [`Supervisor`](super::Supervisor). Opaque: use the blocking methods on `Addr<Supervisor<A>>`,
 /// or build requests with the constructors for async code
-/// (`sup.ask(SupervisorMsg::count_children)`; [`StartDynamic`] for `start_dynamic`).
+/// (`sup.ask_with(SupervisorMsg::count_children)`; [`StartDynamic`] for `start_dynamic`).
 pub struct SupervisorMsg(pub(super) Msg);
 
 pub(super) enum Msg {
@@ -153,7 +153,7 @@ impl Message for SupervisorMsg {
 
 /// Starts a child of a simple-one-for-one `Supervisor<A>`'s template with `arg` (the typed
 /// request of [`Addr::start_dynamic`](crate::Addr::start_dynamic), for async code:
-/// `sup.ask(|reply| StartDynamic(arg, reply))`). It answers once the child's `started` hook
+/// `sup.ask_with(|reply| StartDynamic(arg, reply))`). It answers once the child's `started` hook
 /// has succeeded. Only a `Supervisor<A>` accepts a `StartDynamic<A>`.
 pub struct StartDynamic<A>(pub A, pub ReplyTo<Result<ProcessId, SupervisorError>>);
 

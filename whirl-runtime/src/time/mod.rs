@@ -7,15 +7,19 @@
 //!   runtime's shared instance also stamps messages with their enqueue millisecond.
 //! * Timers (`timer.rs`): one thread per runtime firing callbacks at deadlines; a handler gets a
 //!   [`TimerHandle`] to cancel one.
+//! * [`sleep`], [`timeout`] (`sleep.rs`): waiting in async code (an `async` handler) without
+//!   holding a thread.
 //!
 //! Layer 0: uses nothing else in the crate but `isolation` (a timer handle may be posted).
 
 mod clock;
 mod coarse;
+mod sleep;
 mod timer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use coarse::CoarseClock;
 pub(crate) use coarse::{shared_clock, shared_millis};
+pub use sleep::{sleep, sleep_until, timeout, Elapsed, Sleep};
 pub use timer::TimerHandle;
 pub(crate) use timer::Timers;

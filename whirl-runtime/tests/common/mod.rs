@@ -362,7 +362,7 @@ pub fn run<const S: bool, R: whirl_runtime::Isolated>(
     node: &Addr<Node<S>>,
     f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> R + Send + Sync + 'static,
 ) -> R {
-    node.call(|reply: ReplyTo<R>| {
+    node.call_with(|reply: ReplyTo<R>| {
         NodeMsg::Run(job(move |n, ctx| {
             let _ = reply.send(f(n, ctx));
             Ok(())

@@ -1,3 +1,6 @@
+//! A handler's answer crosses a process boundary: an `Rc` cannot.
+use std::rc::Rc;
+
 use whirl::prelude::*;
 
 #[derive(Message)]
@@ -11,9 +14,9 @@ struct Counter {
 #[process]
 impl Counter {
     #[handle]
-    fn hit(&mut self, _: Hit) -> u64 {
+    fn hit(&mut self, _: Hit) -> Rc<u64> {
         self.hits += 1;
-        self.hits
+        Rc::new(self.hits)
     }
 }
 

@@ -69,6 +69,6 @@ fn main() {
     })
     .unwrap();
     rt.block_until_idle();
-    assert_eq!(referee.call(Result_).unwrap(), 10);
+    assert_eq!(referee.call_with(Result_).unwrap(), 10);
     rt.shutdown_graceful();
 }

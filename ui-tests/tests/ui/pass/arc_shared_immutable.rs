@@ -45,7 +45,7 @@ fn main() {
     let items = Arc::new(vec!["tea".to_owned(), "cake".to_owned()]);
     let pricer = rt.spawn(Pricer);
     let total = pricer
-        .call(|reply| Quote {
+        .call_with(|reply| Quote {
             customer: Arc::from("ada"),
             items: Arc::clone(&items),
             discounts: Arc::from(&[1u8][..]),

@@ -53,6 +53,6 @@ fn main() {
     rt.block_until_idle();
     worker.post(Stop).unwrap();
     rt.block_until_idle();
-    assert_eq!(watcher.call(Seen).unwrap(), 1);
+    assert_eq!(watcher.call_with(Seen).unwrap(), 1);
     rt.shutdown_graceful();
 }

@@ -47,6 +47,6 @@ fn main() {
     turtle.post(Command::Start).unwrap();
     turtle.post(Command::Move(2, -1)).unwrap();
     turtle.post(Command::Rename { name: "leo".into() }).unwrap();
-    assert_eq!(turtle.call(Where).unwrap(), (2, -1, "leo".to_owned()));
+    assert_eq!(turtle.call_with(Where).unwrap(), (2, -1, "leo".to_owned()));
     rt.shutdown_graceful();
 }

@@ -44,6 +44,6 @@ fn main() {
     latch.post(Door::Open).unwrap();
     latch.post(Door::Close).unwrap();
     latch.post(Door::Lock(1234)).unwrap();
-    assert!(latch.call(IsLocked).unwrap());
+    assert!(latch.call_with(IsLocked).unwrap());
     rt.shutdown_graceful();
 }

@@ -54,7 +54,7 @@ fn main() {
         combine: |a, b| a * b,
     })
     .unwrap();
-    let answer = calc.call(|r| Apply("hello isolated world".into(), r)).unwrap();
+    let answer = calc.call_with(|r| Apply("hello isolated world".into(), r)).unwrap();
     assert_eq!(answer, (3, "hello".to_owned(), 6));
     rt.shutdown_graceful();
 }

@@ -48,6 +48,6 @@ fn main() {
     let hub = rt.spawn(Hub);
     hub.post(Subscribe { who: client.clone() }).unwrap();
     rt.block_until_idle();
-    assert_eq!(client.call(Count).unwrap(), 1);
+    assert_eq!(client.call_with(Count).unwrap(), 1);
     rt.shutdown_graceful();
 }

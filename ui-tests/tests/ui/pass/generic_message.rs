@@ -58,6 +58,6 @@ fn main() {
         })
         .unwrap();
     collector.post(Batch([100, 200, 300])).unwrap();
-    assert_eq!(collector.call(Sum).unwrap(), 3 + 30 + 600);
+    assert_eq!(collector.call_with(Sum).unwrap(), 3 + 30 + 600);
     rt.shutdown_graceful();
 }

@@ -69,7 +69,7 @@ fn main() {
     rt.block_until_idle();
     assert!(session.is_terminated());
     assert_eq!(
-        observer.call(Events).unwrap(),
+        observer.call_with(Events).unwrap(),
         ["started", "stop", "terminated"]
     );
     rt.shutdown_graceful();

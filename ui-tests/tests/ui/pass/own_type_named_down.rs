@@ -29,6 +29,6 @@ fn main() {
     let rt = Runtime::builder().threads(1).build();
     let lift = rt.spawn(Elevator { level: 5 });
     lift.post(Down(2)).unwrap();
-    assert_eq!(lift.call(Level).unwrap(), 3);
+    assert_eq!(lift.call_with(Level).unwrap(), 3);
     rt.shutdown_graceful();
 }

@@ -50,6 +50,6 @@ fn main() {
     });
     let file = File::open("Cargo.toml").expect("the test crate has a manifest");
     files.post(Adopt(file)).unwrap();
-    assert!(files.call(HasLog).unwrap());
+    assert!(files.call_with(HasLog).unwrap());
     rt.shutdown_graceful();
 }

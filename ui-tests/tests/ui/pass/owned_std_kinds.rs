@@ -109,6 +109,6 @@ fn main() {
         label: Cow::Borrowed("twenty"),
     };
     sink.post(everything).unwrap();
-    assert_eq!(sink.call(Total).unwrap(), 4 + 2 + 6 + 19);
+    assert_eq!(sink.call_with(Total).unwrap(), 4 + 2 + 6 + 19);
     rt.shutdown_graceful();
 }

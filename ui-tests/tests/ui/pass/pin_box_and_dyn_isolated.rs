@@ -46,6 +46,6 @@ fn main() {
     let runner = rt.spawn(Runner { pinned: Box::pin(1), jobs: Vec::new() });
     runner.post(Submit(Box::new(Square(3)))).unwrap();
     runner.post(Submit(Box::new(Square(4)))).unwrap();
-    assert_eq!(runner.call(Total).unwrap(), 26);
+    assert_eq!(runner.call_with(Total).unwrap(), 26);
     rt.shutdown_graceful();
 }

@@ -29,6 +29,6 @@ fn main() {
     let rt = Runtime::builder().threads(1).build();
     let store = rt.spawn(Mutex::<u64> { items: Vec::new() });
     store.post(Put(1)).unwrap();
-    assert_eq!(store.call(Len).unwrap(), 1);
+    assert_eq!(store.call_with(Len).unwrap(), 1);
     rt.shutdown_graceful();
 }

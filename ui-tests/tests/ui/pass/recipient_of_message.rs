@@ -45,6 +45,6 @@ fn main() {
     let publisher = rt.spawn(Publisher);
     publisher.post(Subscribe(listener.recipient())).unwrap();
     rt.block_until_idle();
-    assert_eq!(listener.call(Got).unwrap(), 7);
+    assert_eq!(listener.call_with(Got).unwrap(), 7);
     rt.shutdown_graceful();
 }

@@ -61,6 +61,6 @@ fn main() {
         .unwrap();
     let odd = Odd { next: vec![Even { value: "x".to_owned(), next: None }] };
     counter.post(Chain(Even { value: "abc".to_owned(), next: Some(Box::new(odd)) })).unwrap();
-    assert_eq!(counter.call(Count).unwrap(), 4 + 4);
+    assert_eq!(counter.call_with(Count).unwrap(), 4 + 4);
     rt.shutdown_graceful();
 }

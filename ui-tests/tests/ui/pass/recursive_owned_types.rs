@@ -62,6 +62,6 @@ fn main() {
     forest
         .post(Keep(List { head: 10, tail: Some(Box::new(List { head: 20, tail: None })) }))
         .unwrap();
-    assert_eq!(forest.call(Sum).unwrap(), 35);
+    assert_eq!(forest.call_with(Sum).unwrap(), 35);
     rt.shutdown_graceful();
 }

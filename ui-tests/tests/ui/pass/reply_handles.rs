@@ -41,13 +41,13 @@ fn main() {
         entries: vec![("one".into(), 1), ("two".into(), 2)],
     });
     let two = dir
-        .call(|reply| Lookup {
+        .call_with(|reply| Lookup {
             key: "two".into(),
             reply,
         })
         .unwrap();
     assert_eq!(two, Some(2));
-    let keys = dir.call_timeout(Keys, Duration::from_secs(5)).unwrap();
+    let keys = dir.call_with_timeout(Keys, Duration::from_secs(5)).unwrap();
     assert_eq!(keys, ["one", "two"]);
     rt.shutdown_graceful();
 }

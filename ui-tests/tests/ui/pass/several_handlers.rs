@@ -65,7 +65,7 @@ fn main() {
     });
     account.post(Deposit(50)).unwrap();
     account.post(Withdraw(20)).unwrap();
-    assert_eq!(account.call(Balance).unwrap(), 30);
+    assert_eq!(account.call_with(Balance).unwrap(), 30);
     account.post(Freeze).unwrap();
     account.post(Deposit(1)).unwrap();
     rt.block_until_idle();

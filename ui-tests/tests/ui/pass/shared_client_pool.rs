@@ -45,6 +45,6 @@ fn main() {
     a.post(Insert("x".into())).unwrap();
     b.post(Insert("y".into())).unwrap();
     rt.block_until_idle();
-    assert_eq!(a.call(Count).unwrap(), 2);
+    assert_eq!(a.call_with(Count).unwrap(), 2);
     rt.shutdown_graceful();
 }

@@ -84,7 +84,7 @@ fn main() {
     writer.post(Put(7, "seven".into())).unwrap();
     rt.block_until_idle();
     assert_eq!(
-        reader.call(|r| Get(7, r)).unwrap().as_deref(),
+        reader.call_with(|r| Get(7, r)).unwrap().as_deref(),
         Some("seven")
     );
 
@@ -93,7 +93,7 @@ fn main() {
         store: Arc::clone(&store),
         writes: 0,
     });
-    assert_eq!(placed.call(|r| Get(7, r)).unwrap().as_deref(), Some("seven"));
+    assert_eq!(placed.call_with(|r| Get(7, r)).unwrap().as_deref(), Some("seven"));
 
     // Anywhere else, the process fails at once, before running any of its code.
     let stray = rt.spawn_in(rt.default_group(), Shard { store, writes: 0 });

@@ -54,7 +54,7 @@ fn main() {
     rt.block_until_idle();
     worker.post(Crash).unwrap();
     rt.block_until_idle();
-    assert_eq!(supervisor.call(Seen).unwrap(), ["failed: asked to crash"]);
+    assert_eq!(supervisor.call_with(Seen).unwrap(), ["failed: asked to crash"]);
     assert!(!supervisor.is_terminated());
     rt.shutdown_graceful();
 }

@@ -45,7 +45,7 @@ fn main() {
     let adder = rt.spawn(Adder(0));
     adder.post(Tick).unwrap();
     adder.post(Add(2, 3)).unwrap();
-    assert_eq!(adder.call(Read).unwrap(), 6);
+    assert_eq!(adder.call_with(Read).unwrap(), 6);
     rt.spawn(Idle).post(Tick).unwrap();
     rt.shutdown_graceful();
 }

@@ -31,8 +31,8 @@ fn main() {
     let rt = Runtime::builder().threads(1).build();
     let minter = rt.spawn(Minter);
     let ids = IdSource(Arc::new(AtomicU64::new(0)));
-    let a = minter.call(|r| Next(ids.clone(), r)).unwrap_or(u64::MAX);
-    let b = minter.call(|r| Next(ids.clone(), r)).unwrap_or(u64::MAX);
+    let a = minter.call_with(|r| Next(ids.clone(), r)).unwrap_or(u64::MAX);
+    let b = minter.call_with(|r| Next(ids.clone(), r)).unwrap_or(u64::MAX);
     assert_eq!((a, b), (0, 1));
     rt.shutdown_graceful();
 }

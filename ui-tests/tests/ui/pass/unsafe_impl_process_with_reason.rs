@@ -50,6 +50,6 @@ fn main() {
     let total = rt.spawn(Total { sum: 0 });
     total.post(Add(2)).unwrap();
     total.post(Add(3)).unwrap();
-    assert_eq!(total.call(Get).unwrap(), 5);
+    assert_eq!(total.call_with(Get).unwrap(), 5);
     rt.shutdown_graceful();
 }
