@@ -14,6 +14,9 @@
 //!   on a poller thread per runtime, mio underneath). Off by default.
 //! * `serde`: `serde::Serialize` for the statistics snapshots ([`control::RuntimeStats`] and
 //!   what it holds), for JSON status pages and exporters. Off by default.
+//! * `tokio`: `async` handlers may await futures of tokio-based libraries; the runtime owns a
+//!   tokio runtime on its own threads (`Runtime::tokio_handle`). Off by default: without
+//!   it, whirl does not depend on tokio.
 //!
 //! Everything else is always there. The repository's ARCHITECTURE.md maps the runtime's
 //! layers and the invariants the code relies on.
@@ -105,11 +108,14 @@
 //! }
 //! ```
 //!
-//! A handler is `fn name(&mut self, msg: M, ctx: &mut Ctx<Self>) -> Result<(), Failure>`. The
-//! context may be left out, and the result may be `()` or `Result<(), E>` for any error `E`
-//! that converts into [`Failure`] (every `std::error::Error` does, so `?` works). The macro
-//! tells you the expected signature when a handler does not fit it. `#[started]` and
-//! `#[terminated]` mark the hooks run before the first message and once at the end.
+//! A handler is `fn name(&mut self, msg: M, ctx: &mut Ctx<Self>) -> R`. The context may be
+//! left out. The result `R` is what the handler *answers*: `()` answers nothing; a value (any
+//! [`Reply`]: the standard library's owned types, and your types with `#[derive(Isolated)]` or
+//! `#[derive(Message)]`) is sent back to whoever asked; `Result<T, E>` answers `T`, and an
+//! `Err` (any `E` that converts into [`Failure`]: every `std::error::Error` does, so `?`
+//! works) fails the process. The macro tells you the expected signature when a handler does
+//! not fit it. `#[started]` and `#[terminated]` mark the hooks run before the first message and
+//! once at the end.
 //!
 //! ## 3. Spawn, post, ask
 //!
@@ -118,15 +124,15 @@
 //! # #[derive(Message)] struct Hit { path: String }
 //! # #[process] struct Counter { hits: u64 }
 //! #[derive(Message, Debug)]
-//! struct Hits(ReplyTo<u64>);
+//! struct Hits;
 //!
 //! #[process]
 //! impl Counter {
 //! #   #[handle] fn hit(&mut self, _: Hit) { self.hits += 1; }
-//!     // ... the handlers above, and:
+//!     // ... the handlers above, and one that answers:
 //!     #[handle]
-//!     fn hits(&mut self, Hits(reply): Hits) {
-//!         let _ = reply.send(self.hits);
+//!     fn hits(&mut self, _: Hits) -> u64 {
+//!         self.hits
 //!     }
 //! }
 //!
@@ -134,9 +140,58 @@
 //! let counter = rt.spawn(Counter { hits: 0 });  // an `Addr<Counter>`
 //! counter.post(Hit { path: "/".into() }).unwrap(); // never blocks
 //! counter.post(Hit { path: "/about".into() }).unwrap();
-//! assert_eq!(counter.call_with(Hits).unwrap(), 2);   // request/reply from outside the runtime
+//! assert_eq!(counter.call(Hits).unwrap(), 2);   // request/reply from outside the runtime
 //! rt.shutdown_graceful();
 //! ```
+//!
+//! `call` blocks the calling thread (it refuses to run on a worker); `ask(msg)` returns a
+//! future to `.await` instead, in an `async` handler (below), in tokio code, or on any
+//! executor. A message that carries its own [`ReplyTo`] (for an answer sent later, or by
+//! another process) is sent with `call_with(|reply| Msg { reply })` / `ask_with`.
+//!
+//! ## 3b. Async handlers: waiting without holding a thread
+//!
+//! A handler may be an `async fn`. While its future waits (for another process's answer, a
+//! [`time::sleep`], a socket), the process is *parked*: its worker runs other processes, and
+//! the future's waker puts the process back on its group's run queue. The process stays
+//! sequential, as in Erlang or Kilim: its next message starts only after the future completes.
+//! A million processes can each hold a pending await (a few hundred bytes each).
+//!
+//! ```
+//! # use std::time::Duration;
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Hits;
+//! # #[process] struct Counter { hits: u64 }
+//! # #[process] impl Counter { #[handle] fn hits(&mut self, _: Hits) -> u64 { self.hits } }
+//! #[derive(Message)]
+//! struct Report;
+//!
+//! #[process]
+//! struct Reporter { counter: Addr<Counter> }
+//!
+//! #[process]
+//! impl Reporter {
+//!     #[handle]
+//!     async fn report(&mut self, _: Report) -> Result<String, Failure> {
+//!         let hits = self.counter.ask(Hits).await?;      // the worker runs `counter` meanwhile
+//!         whirl::time::sleep(Duration::from_millis(1)).await;
+//!         Ok(format!("{hits} hits"))
+//!     }
+//! }
+//!
+//! let rt = Runtime::builder().threads(1).build();
+//! let counter = rt.spawn(Counter { hits: 3 });
+//! let reporter = rt.spawn(Reporter { counter });
+//! assert_eq!(reporter.call(Report).unwrap(), "3 hits");
+//! rt.shutdown_graceful();
+//! ```
+//!
+//! With the `tokio` feature, the futures of tokio-based libraries (reqwest, sqlx, tonic) are
+//! awaited directly: the runtime owns a tokio runtime on threads of its own, which drives their
+//! sockets and timers; whirl's workers are never tokio workers. A process killed while its
+//! handler is pending has the future dropped, its `terminated` hook run and its inbox
+//! dead-lettered; a panic after an `.await` is an ordinary failure; a shutdown does not wait for
+//! a future that never completes (the report counts it).
 //!
 //! Posting a message the process has no handler for does not compile:
 //!
@@ -611,8 +666,8 @@ pub mod prelude {
     };
     #[doc(no_inline)]
     pub use whirl_runtime::{
-        Addr, CallError, Ctx, Down, ExitReason, Failure, Group, Handles, PostError, Principal,
-        Process, ProcessId, Recipient, ReplyTo, Runtime,
+        Addr, Answers, CallError, Ctx, Down, ExitReason, Failure, Group, Handles, PostError,
+        Principal, Process, ProcessId, Recipient, Reply, ReplyTo, Runtime,
     };
 }
 

@@ -14,6 +14,11 @@
 //! * Lock latency is what handlers report through [`Ctx::lock_timed`](crate::Ctx::lock_timed):
 //!   a whirl process itself is never locked (its scheduling token is taken without waiting),
 //!   so the waits that matter are those for state a `shares_state` group shares.
+//! * Slow turns are counted by the group's slow-turn watchdog, on the controller thread, from
+//!   what each worker publishes as a turn begins (its probe): nothing is measured on the
+//!   message path. A turn that holds its worker longer than the group's threshold
+//!   ([`GroupBuilder::slow_turn_threshold`](crate::GroupBuilder::slow_turn_threshold)) is
+//!   counted once, and its worker counts as *blocked* for as long as the turn lasts.
 //!
 //! Each worker buffers what it records and publishes it to its slot's histograms (under a
 //! lock nobody else takes on the message path) every 32 sampled turns, every 50 ms, when it
@@ -141,6 +146,14 @@ pub struct GroupStats {
     pub idle_time: Duration,
     /// Lock waits reported by handlers ([`Ctx::lock_timed`](crate::Ctx::lock_timed)).
     pub lock_latency: LatencySummary,
+    /// Turns that held a worker longer than the group's slow-turn threshold, since the group
+    /// was built; each was reported once with a `tracing` warning (see
+    /// [`GroupBuilder::slow_turn_threshold`](crate::GroupBuilder::slow_turn_threshold)).
+    pub slow_turns: u64,
+    /// Workers in such a turn now, as of the watchdog's last look.
+    pub blocked_workers: usize,
+    /// The group's slow-turn threshold; `None` when slow turns are not watched.
+    pub slow_turn_threshold: Option<Duration>,
     /// Worker threads now.
     pub threads: usize,
     /// The range the thread count may move in.

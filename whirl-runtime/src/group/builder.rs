@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crossbeam_deque::Injector;
 use parking_lot::{Mutex, RwLock};
@@ -12,6 +13,7 @@ use super::idle::Idle;
 use super::pool::{Pool, ThreadRange};
 use super::scheduler::Scheduler;
 use super::shared::{GroupShared, Kernel, DEFAULT_BUDGET};
+use super::watchdog::{Watchdog, DEFAULT_SLOW_TURN_THRESHOLD};
 use crate::admission::MessagePredicate;
 use crate::control::{
     AdaptiveConcurrency, ConcurrencyController, Controls, Counters, Entry, GroupStats,
@@ -101,10 +103,15 @@ pub struct GroupBuilder {
     scheduler: Option<Box<dyn Scheduler>>,
     predicate: Option<Box<dyn MessagePredicate>>,
     controllers: Vec<Box<dyn ConcurrencyController>>,
+    slow_turn_threshold: Option<Duration>,
     shares_state: Option<&'static str>,
 }
 
 impl GroupBuilder {
+    /// The slow-turn threshold of a group whose builder does not set one
+    /// ([`slow_turn_threshold`](Self::slow_turn_threshold)): 100 ms.
+    pub const DEFAULT_SLOW_TURN_THRESHOLD: Duration = DEFAULT_SLOW_TURN_THRESHOLD;
+
     pub(crate) fn new(kernel: Arc<Kernel>, name: String) -> Self {
         GroupBuilder {
             kernel,
@@ -115,6 +122,7 @@ impl GroupBuilder {
             scheduler: None,
             predicate: None,
             controllers: Vec::new(),
+            slow_turn_threshold: Some(DEFAULT_SLOW_TURN_THRESHOLD),
             shares_state: None,
         }
     }
@@ -155,6 +163,35 @@ impl GroupBuilder {
     /// Good for request/response latency; turn it off to measure or for strict FIFO fairness.
     pub fn lifo_slot(mut self, enabled: bool) -> Self {
         self.lifo_slot = enabled;
+        self
+    }
+
+    /// How long a turn may hold a worker before it is reported as slow (default
+    /// [100 ms](Self::DEFAULT_SLOW_TURN_THRESHOLD)); `None` turns the report off.
+    ///
+    /// A handler that blocks (sleeps, waits on a lock or on blocking I/O) or computes for long
+    /// keeps its worker from every other process of the group. The runtime's controller thread
+    /// looks at what each worker runs every half threshold (never more often than every 5 ms),
+    /// and for each turn found running longer than the threshold it
+    ///
+    /// * emits one `tracing` warning, `"slow turn: a handler held a worker longer than the
+    ///   group's threshold"`, with the fields `process` (its id), `group`, `message_type` (the
+    ///   type of the message being handled), `duration_ms` (how long the turn had run when
+    ///   noticed; it may run on) and `threshold_ms`;
+    /// * counts it in [`GroupStats::slow_turns`](crate::control::GroupStats::slow_turns);
+    /// * counts its worker in `blocked_workers` while the turn lasts
+    ///   ([`GroupStats`](crate::control::GroupStats) and the
+    ///   [`GroupSample`](crate::control::GroupSample) concurrency controllers see:
+    ///   [`AdaptiveConcurrency`](crate::control::AdaptiveConcurrency) gives a group whose
+    ///   workers are blocked and whose messages wait another thread).
+    ///
+    /// A turn is the run of up to [`budget`](Self::budget) messages of one process: many
+    /// messages that together exceed the threshold are reported too. Nothing is measured on
+    /// the message path; the cost is the controller thread's look, a few loads per worker.
+    /// Put processes whose handlers are *meant* to block in a group of their own, with a
+    /// threshold that fits them (or `None`).
+    pub fn slow_turn_threshold(mut self, threshold: Option<Duration>) -> Self {
+        self.slow_turn_threshold = threshold;
         self
     }
 
@@ -212,6 +249,7 @@ impl GroupBuilder {
             admission_active: AtomicBool::new(true),
             grows,
             controllers: Mutex::new(self.controllers.into_iter().map(Entry::new).collect()),
+            watchdog: Watchdog::new(self.slow_turn_threshold),
             shares_state: self.shares_state,
             stopped: AtomicBool::new(false),
         });
@@ -231,7 +269,8 @@ impl GroupBuilder {
             join_all(shared.stop());
             return Err(GroupError::NameTaken { name });
         }
-        if !shared.controllers.lock().is_empty() {
+        let has_controllers = !shared.controllers.lock().is_empty();
+        if has_controllers || shared.watchdog.threshold().is_some() {
             let watched: Arc<dyn Controlled> = shared.clone();
             self.kernel.control.watch(Arc::downgrade(&watched));
         }

@@ -1,6 +1,8 @@
 //! How a group runs its concurrency controllers: read its cumulative figures, turn two
 //! readings into a [`GroupSample`], ask each due controller for an [`Adjustment`], apply it.
-//! The controller thread (`control_thread.rs`) calls it for every group it watches.
+//! The controller thread (`control_thread.rs`) ticks every group it watches: first the group's
+//! slow-turn watchdog (`watchdog.rs`), if a look is due, so that the samples taken right after
+//! carry a fresh count of blocked workers; then the controllers that are due.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering::Relaxed;
@@ -13,8 +15,16 @@ use super::shared::GroupShared;
 use crate::control::{mean, Adjustment, Controls, GroupSample, Reading};
 
 impl Controlled for GroupShared {
-    fn run_controllers(self: Arc<Self>, now: Instant) -> Option<Instant> {
-        self.run_due(now)
+    fn tick(self: Arc<Self>, now: Instant) -> Option<Instant> {
+        // Cloned out of the lock: the watchdog's warnings run the user's tracing subscriber,
+        // which may well read the group's statistics.
+        let slots = || self.pool.slots.read().clone();
+        let look = self.watchdog.check(now, slots, &self.name, &self.counters);
+        let controllers = self.run_due(now);
+        match (look, controllers) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -67,6 +77,7 @@ impl GroupShared {
                 now.lock_wait_count.saturating_sub(last.lock_wait_count),
                 Duration::from_nanos,
             ),
+            blocked_workers: self.watchdog.blocked(),
         }
     }
 

@@ -6,21 +6,27 @@
 //! layer above implements `Runnable` for its cells. From the bottom up:
 //!
 //! * `park.rs`, `idle.rs`: parking a worker without lost wake-ups.
-//! * `probe.rs`: what each worker is running, readable from any thread (for shutdown reports).
+//! * `probe.rs`: what each worker is running, readable from any thread (for shutdown reports
+//!   and the slow-turn watchdog).
 //! * `pool.rs`: a pool's thread range, target and slots ([`ThreadRange`]).
 //! * `task.rs`: what runs ([`Runnable`](task::Runnable)) and what a turn records into
 //!   ([`Recorder`](task::Recorder)).
 //! * `scheduler/`: the [`Scheduler`](crate::scheduler::Scheduler) trait and the library.
+//! * `watchdog.rs`: the slow-turn watchdog, which notices a turn that holds its worker longer
+//!   than the group's threshold (reads the probes; nothing on the message path).
 //! * `registry.rs`, `names.rs`, `control_thread.rs`: the table of live processes, the name
-//!   registry, the controller thread.
+//!   registry, the controller thread (which runs the controllers and the watchdog).
 //! * `shared.rs`: a group's state and the runtime's kernel, which hold each other.
 //! * `worker.rs`: the worker loop, and where a scheduled task goes.
-//! * `controllers.rs`: how a group runs its concurrency controllers.
+//! * `controllers.rs`: how a group runs its concurrency controllers and its watchdog on the
+//!   controller thread's ticks.
 //! * `observe.rs`: completion reports for predicates that learn.
 //! * `builder.rs`: [`Group`] and [`GroupBuilder`].
 //!
-//! Layer 6: uses `admission`, `control`, `principal`, `lifecycle`, `time`, `sync` and `io`.
+//! Layer 8: uses `admission`, `control`, `principal`, `lifecycle`, `time`, `sync` and `io`.
 
+#[cfg(feature = "tokio")]
+mod bridge;
 mod builder;
 mod control_thread;
 mod controllers;
@@ -34,6 +40,7 @@ mod registry;
 pub(crate) mod scheduler;
 mod shared;
 mod task;
+mod watchdog;
 mod worker;
 
 pub(crate) use builder::default_threads;

@@ -3,9 +3,18 @@
 //! Each worker slot has a [`TurnProbe`]. The worker writes it with relaxed stores as a turn
 //! begins, before each message or hook, and as the turn ends; anyone may read it. Shutdown
 //! reads the probes to report processes whose handler does not return (id, message type, for
-//! how long). The reading is a snapshot: the three words are written separately, so a reader
-//! may see the process of one message with the start time of the next; each word on its own is
-//! always one the worker wrote.
+//! how long), and the slow-turn watchdog (`watchdog.rs`) reads them to report turns that hold
+//! a worker longer than their group's threshold. The reading is a snapshot: the three words are
+//! written separately, so a reader may see the process of one message with the start time of
+//! the next; each word on its own is always one the worker wrote.
+//!
+//! A reading names its turn ([`Running::turn`]): the process and the millisecond the turn
+//! began. No counter is needed to tell turns apart, so `begin` stays three stores: two turns on
+//! one worker share both only if the same process began twice within one tick of the coarse
+//! clock, and then the first ended within the tick it began in — it was never slow. A torn
+//! reading (the new process with the previous turn's start) names a turn that exists for an
+//! instant only; the watchdog acts on a turn only once two of its readings, a period apart,
+//! agree on it.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64};
@@ -34,6 +43,9 @@ pub(crate) struct TurnProbe {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Running {
     pub(crate) process: ProcessId,
+    /// Which turn of the slot this is: the process and the (coarse) millisecond the turn
+    /// began. See the [module docs](self).
+    pub(crate) turn: (ProcessId, u32),
     /// The type of the message being handled (or the process's message type, see
     /// `TurnProbe::message`).
     pub(crate) message: Option<&'static str>,
@@ -78,6 +90,7 @@ impl TurnProbe {
         });
         Some(Running {
             process: ProcessId(process),
+            turn: (ProcessId(process), since),
             message,
             for_how_long: Duration::from_millis(u64::from(shared_millis().wrapping_sub(since))),
         })
@@ -97,11 +110,23 @@ mod tests {
         assert_eq!(running.process, ProcessId(7));
         assert_eq!(running.message, Some("u8"));
         probe.handling(std::any::type_name::<Vec<u8>>);
-        assert_eq!(
-            probe.read().and_then(|r| r.message),
-            Some("alloc::vec::Vec<u8>")
-        );
+        let later = probe.read().expect("the same turn is running");
+        assert_eq!(later.message, Some("alloc::vec::Vec<u8>"));
+        // A new message is the same turn.
+        assert_eq!(later.turn, running.turn);
         probe.end();
         assert!(probe.read().is_none());
+    }
+
+    #[test]
+    fn turns_of_different_processes_are_told_apart() {
+        let probe = TurnProbe::default();
+        probe.begin(ProcessId(1), std::any::type_name::<u8>);
+        let first = probe.read().map(|r| r.turn);
+        probe.end();
+        probe.begin(ProcessId(2), std::any::type_name::<u8>);
+        let second = probe.read().map(|r| r.turn);
+        assert!(first.is_some() && second.is_some());
+        assert_ne!(first, second);
     }
 }

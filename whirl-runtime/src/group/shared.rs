@@ -27,6 +27,7 @@ use super::probe::Running;
 use super::registry::Registry;
 use super::scheduler::{Ready, Scheduler};
 use super::task::Task;
+use super::watchdog::Watchdog;
 use crate::admission::MessagePredicate;
 use crate::control::{merge, Counters, Entry, Event, GroupStats, MessageCounts, RuntimeStats};
 #[cfg(feature = "net")]
@@ -62,6 +63,8 @@ pub(crate) struct GroupShared {
     /// off until the pool is at its maximum.
     pub(super) grows: bool,
     pub(crate) controllers: Mutex<Vec<Entry>>,
+    /// Reports turns that hold a worker longer than the group's threshold (`watchdog.rs`).
+    pub(crate) watchdog: Watchdog,
     pub(crate) shares_state: Option<&'static str>,
     pub(super) stopped: AtomicBool,
 }
@@ -201,6 +204,9 @@ impl GroupShared {
             handling_time: merged.handling,
             idle_time,
             lock_latency: merged.lock_wait,
+            slow_turns: self.counters.slow_turns(),
+            blocked_workers: self.watchdog.blocked(),
+            slow_turn_threshold: self.watchdog.threshold(),
             threads: self.pool.live(),
             thread_range: (self.pool.range.min(), self.pool.range.max()),
             budget: self.budget(),
@@ -237,6 +243,9 @@ pub(crate) struct Kernel {
     groups: Mutex<Vec<Arc<GroupShared>>>,
     next_id: AtomicU64,
     closing: AtomicBool,
+    /// Async handlers cancelled because their process was terminated by a shutdown: counted
+    /// for the shutdown's report instead of being reported one by one.
+    pub(crate) cancelled_by_shutdown: AtomicU64,
     dead_letters: DeadLetterSink,
     pub(crate) registry: Registry,
     pub(crate) timers: Timers,
@@ -244,6 +253,9 @@ pub(crate) struct Kernel {
     pub(crate) control: Arc<ControlThread>,
     #[cfg(feature = "net")]
     net: Mutex<Option<Net>>,
+    /// The tokio runtime whose context async handlers are polled in (feature `tokio`).
+    #[cfg(feature = "tokio")]
+    pub(crate) tokio: super::bridge::TokioBridge,
 }
 
 impl Kernel {
@@ -253,6 +265,7 @@ impl Kernel {
             groups: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             closing: AtomicBool::new(false),
+            cancelled_by_shutdown: AtomicU64::new(0),
             dead_letters,
             registry: Registry::new(),
             timers: Timers::new(),
@@ -260,6 +273,8 @@ impl Kernel {
             control: Arc::default(),
             #[cfg(feature = "net")]
             net: Mutex::new(None),
+            #[cfg(feature = "tokio")]
+            tokio: super::bridge::TokioBridge::default(),
         }
     }
 

@@ -24,11 +24,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::isolated::Isolated;
 
-/// A value a handler can answer with (see the [module docs](self)).
+/// A value a handler can answer with.
 ///
-/// `#[derive(Isolated)]` and `#[derive(Message)]` implement it; so does this crate for the
-/// standard library's owned types. `()` and `Result` are deliberately not replies: a handler
-/// returning `()` answers nothing, and one returning `Result<T, E>` answers `T` or fails.
+/// A handler that returns a value answers the message it handled: `addr.ask(msg).await` and
+/// `addr.call(msg)` get that value. `#[derive(Isolated)]` and `#[derive(Message)]` implement
+/// it; so does this crate for the standard library's owned types (numbers, strings,
+/// collections, `Option`, tuples, `Arc` of immutable data...) and for its own (addresses, ids,
+/// exit reasons). `()` and `Result` are deliberately not replies: a handler returning `()`
+/// answers nothing, and one returning `Result<T, E>` answers `T` or fails the process. A reply
+/// crosses a process boundary, so it is [`Isolated`].
 #[diagnostic::on_unimplemented(
     message = "a handler cannot answer with `{Self}`",
     label = "not a reply",

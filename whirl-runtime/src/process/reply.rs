@@ -232,9 +232,36 @@ pub fn answer<O: HandlerOutput>(output: O, reply: ReplyTo<O::Reply>) -> Result<(
     Ok(())
 }
 
-/// A hook's or an unanswered handler's result, as `Process::handle` returns it.
+/// What a `#[started]` hook may return: `()` or `Result<(), E>`. Used by the code `#[process]`
+/// generates.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a hook must return `()` or `Result<(), E>` where `E` converts into `Failure`, not `{Self}`",
+    label = "not a hook result",
+    note = "`Failure::new(\"why\")` makes a failure; any `std::error::Error` converts into one with `?`"
+)]
+pub trait HookOutput {
+    /// The result in the form `Process::started` returns.
+    fn into_hook_result(self) -> Result<(), Failure>;
+}
+
+impl HookOutput for () {
+    #[inline]
+    fn into_hook_result(self) -> Result<(), Failure> {
+        Ok(())
+    }
+}
+
+impl<E: Into<Failure>> HookOutput for Result<(), E> {
+    #[inline]
+    fn into_hook_result(self) -> Result<(), Failure> {
+        self.map_err(Into::into)
+    }
+}
+
+/// A hook's result, as `Process::started` returns it.
 #[doc(hidden)]
 #[inline]
-pub fn into_handler_result<O: HandlerOutput>(output: O) -> Result<(), Failure> {
-    output.into_outcome().map(drop)
+pub fn into_handler_result<O: HookOutput>(output: O) -> Result<(), Failure> {
+    output.into_hook_result()
 }

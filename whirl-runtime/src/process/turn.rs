@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::mailbox::{AfterRelease, Mailbox, Suspend};
 use super::model::{Body, Ctx, HandlerFuture, Process, ProcessCell, Suspended, Watcher};
 use crate::control::Event;
-use crate::group::{observe, Recorder, Runnable, Task, TurnProbe};
+use crate::group::{observe, Kernel, Recorder, Runnable, Task, TurnProbe};
 use crate::lifecycle::failures::{self, FailureReport};
 use crate::lifecycle::{Down, ExitReason, Failure, FailureKind, ProcessId};
 use crate::principal::Principal;
@@ -108,7 +108,7 @@ impl<P: Process> ProcessCell<P> {
         'turn: loop {
             // An async handler first: the process takes no other message until it completes.
             if let Some(pending) = suspended.as_mut().filter(|_| exit.is_none()) {
-                match poll_handler(pending, &cell_ref.mailbox, probe) {
+                match poll_handler(pending, &cell_ref.mailbox, probe, &cell_ref.group.kernel) {
                     Poll::Ready(asked) => {
                         let meta = pending.meta;
                         *suspended = None;
@@ -319,10 +319,24 @@ impl<P: Process> ProcessCell<P> {
             tracing::warn!(process = %self.id, "dropping a cancelled async handler panicked; ignored");
         }
         let pending_for = since.elapsed();
+        if self.group.kernel.is_closing() {
+            // A shutdown may cancel a million handlers: its report counts them.
+            self.group
+                .kernel
+                .cancelled_by_shutdown
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::debug!(
+                process = %self.id,
+                message_type = message(),
+                pending_ms = pending_for.as_millis() as u64,
+                "async handler cancelled by the shutdown",
+            );
+            return;
+        }
         tracing::warn!(
             process = %self.id,
             group = %self.group.name,
-            message = message(),
+            message_type = message(),
             pending_ms = pending_for.as_millis() as u64,
             %reason,
             "async handler cancelled: the process terminated while it was pending",
@@ -367,10 +381,16 @@ fn poll_handler(
     pending: &mut Suspended,
     mailbox: &Mailbox<impl Sized>,
     probe: &TurnProbe,
+    kernel: &Kernel,
 ) -> Poll<Option<ExitReason>> {
+    #[cfg(not(feature = "tokio"))]
+    let _ = kernel;
     // Wake-ups before this poll are covered by it.
     mailbox.begin_poll();
     probe.handling(pending.message);
+    // Futures of tokio-based libraries find their reactor and timers (feature `tokio`).
+    #[cfg(feature = "tokio")]
+    let _tokio = kernel.tokio.enter();
     let mut cx = Context::from_waker(&pending.waker);
     match catch_unwind(AssertUnwindSafe(|| pending.future.as_mut().poll(&mut cx))) {
         Ok(poll) => poll,

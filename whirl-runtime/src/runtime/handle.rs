@@ -30,6 +30,7 @@ pub struct RuntimeBuilder {
     threads: usize,
     budget: usize,
     lifo_slot: bool,
+    slow_turn_threshold: Option<Duration>,
     dead_letters: DeadLetterSink,
 }
 
@@ -49,6 +50,14 @@ impl RuntimeBuilder {
     /// Whether the default group uses a LIFO slot (see [`GroupBuilder::lifo_slot`]).
     pub fn lifo_slot(mut self, enabled: bool) -> Self {
         self.lifo_slot = enabled;
+        self
+    }
+
+    /// How long a turn of the default group may hold a worker before it is reported as slow
+    /// (default 100 ms; `None` turns the report off). See
+    /// [`GroupBuilder::slow_turn_threshold`].
+    pub fn slow_turn_threshold(mut self, threshold: Option<Duration>) -> Self {
+        self.slow_turn_threshold = threshold;
         self
     }
 
@@ -85,6 +94,7 @@ impl RuntimeBuilder {
             .threads(self.threads)
             .budget(self.budget)
             .lifo_slot(self.lifo_slot)
+            .slow_turn_threshold(self.slow_turn_threshold)
             .build()?;
         Ok(Runtime {
             kernel,
@@ -122,6 +132,7 @@ impl Runtime {
             threads: default_threads(),
             budget: DEFAULT_BUDGET,
             lifo_slot: true,
+            slow_turn_threshold: Some(GroupBuilder::DEFAULT_SLOW_TURN_THRESHOLD),
             dead_letters: default_sink(),
         }
     }
@@ -217,6 +228,14 @@ impl Runtime {
     /// A snapshot of every group's statistics (see [`Group::stats`]).
     pub fn stats(&self) -> RuntimeStats {
         self.kernel.stats()
+    }
+
+    /// The tokio runtime this runtime owns for async handlers (feature `tokio`), started on
+    /// first use: for spawning tokio tasks next to the processes, or building clients that
+    /// must be created inside a tokio context. `None` if it could not be started.
+    #[cfg(feature = "tokio")]
+    pub fn tokio_handle(&self) -> Option<tokio::runtime::Handle> {
+        self.kernel.tokio.handle().cloned()
     }
 
     /// Processes alive now.
@@ -321,6 +340,9 @@ impl Runtime {
             net.stop();
         }
         self.stop_workers(grace);
+        // Last: the processes whose futures it drove are gone.
+        #[cfg(feature = "tokio")]
+        self.kernel.tokio.shut_down();
         let after = count();
         let report = ShutdownReport {
             drained,
@@ -328,6 +350,10 @@ impl Runtime {
             dead_lettered: after.dead_lettered - before.dead_lettered,
             terminated: after.terminated - before.terminated,
             abandoned,
+            cancelled_handlers: self
+                .kernel
+                .cancelled_by_shutdown
+                .load(std::sync::atomic::Ordering::Relaxed),
             elapsed: began.elapsed(),
         };
         if !report.abandoned.is_empty() {

@@ -31,6 +31,10 @@ pub struct ShutdownReport {
     pub terminated: u64,
     /// Processes whose handler had not returned when the shutdown gave up waiting.
     pub abandoned: Vec<AbandonedProcess>,
+    /// Async handlers that were still pending when the shutdown terminated their processes:
+    /// their futures were dropped (the processes' `terminated` hooks ran, their inboxes were
+    /// dead-lettered). A future that never completes does not hold a shutdown up.
+    pub cancelled_handlers: u64,
     /// How long the shutdown took.
     pub elapsed: Duration,
 }
@@ -46,11 +50,13 @@ impl fmt::Display for ShutdownReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "shutdown in {:?}: {} handled, {} dead-lettered, {} terminated, {} abandoned{}",
+            "shutdown in {:?}: {} handled, {} dead-lettered, {} terminated, {} async handlers \
+             cancelled, {} abandoned{}",
             self.elapsed,
             self.handled,
             self.dead_lettered,
             self.terminated,
+            self.cancelled_handlers,
             self.abandoned.len(),
             if self.drained {
                 ""

@@ -18,7 +18,8 @@ use super::{Adjustment, ConcurrencyController, ControllerState, GroupSample};
 /// ```
 ///
 /// One step per period: a thread fewer when the workers are idle, a thread more when
-/// messages wait in the queue and handlers are not waiting for locks.
+/// messages wait in the queue (or workers are blocked in slow turns while messages wait) and
+/// handlers are not waiting for locks.
 ///
 /// # How the paper's measures map onto a [`GroupSample`]
 ///
@@ -35,6 +36,17 @@ use super::{Adjustment, ConcurrencyController, ControllerState, GroupSample};
 ///   behind them. So a **backlog with no idle worker** also counts as queue-latency evidence:
 ///   a queue longer than a threshold (default 100 messages) while the workers had no idle
 ///   time at all.
+/// * **Blocked workers.** A worker stuck in a slow turn
+///   ([`GroupSample::blocked_workers`]: a handler that has held it longer than the group's
+///   [slow-turn threshold](crate::GroupBuilder::slow_turn_threshold)) is a thread the group
+///   has but cannot use. With messages queued, that counts as queue-latency evidence at once,
+///   before any latency is measured: **a blocking group gets a thread**. (The queue length
+///   counts the message a blocked handler is handling until its turn ends, so "messages
+///   queued" means more of them than there are blocked workers.) Unless the workers that are
+///   *not* blocked had time to spare — idle more than the idle threshold of their own time
+///   during the period: then the queued messages are ones no free worker could take (most
+///   often the blocked process's own inbox, which only it can handle), and another thread
+///   would only wait beside them.
 /// * **Lock latency.** The paper's *lockLatency* is [`GroupSample::lock_latency`] (default
 ///   threshold 1 ms). When handlers already wait for locks, another thread mostly adds
 ///   another waiter: more contention, not more throughput — so the pool does not grow.
@@ -59,6 +71,16 @@ use super::{Adjustment, ConcurrencyController, ControllerState, GroupSample};
 ///
 /// sample.idle_time = Duration::from_millis(800); // 80% of 4 × 250 ms idle: shrink
 /// assert_eq!(adaptive.adjust(&sample).threads, Some(3));
+///
+/// // The only worker is stuck in a slow turn and messages wait: grow before latency shows.
+/// let mut stuck = GroupSample::default();
+/// stuck.interval = Duration::from_millis(250);
+/// stuck.threads = 1;
+/// stuck.min_threads = 1;
+/// stuck.max_threads = 4;
+/// stuck.blocked_workers = 1;
+/// stuck.queue_length = 3;
+/// assert_eq!(adaptive.adjust(&stuck).threads, Some(2));
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdaptiveConcurrency {
@@ -138,13 +160,33 @@ impl AdaptiveConcurrency {
             return (None, "at maximum");
         }
         let backlog = s.queue_length > self.queue_length_threshold && s.idle_time.is_zero();
-        if s.queue_latency <= self.queue_latency_threshold && !backlog {
+        let queued = s.queue_latency > self.queue_latency_threshold || backlog;
+        if !queued && !self.blocked_with_work(s) {
             return (None, "steady");
         }
         if s.lock_latency >= self.lock_latency_threshold {
             return (None, "queued but lock-bound");
         }
-        (Some((t + 1).clamp(min, max)), "queued: grow")
+        let why = if queued {
+            "queued: grow"
+        } else {
+            "blocked with work queued: grow"
+        };
+        (Some((t + 1).clamp(min, max)), why)
+    }
+
+    /// Whether workers are blocked in slow turns while messages wait that the other workers
+    /// had no time for (see "Blocked workers" above).
+    fn blocked_with_work(&self, s: &GroupSample) -> bool {
+        // Each blocked worker's own message is still counted in the queue.
+        let waiting = s.queue_length.saturating_sub(s.blocked_workers as u64);
+        if s.blocked_workers == 0 || waiting == 0 {
+            return false;
+        }
+        let free = s.threads.saturating_sub(s.blocked_workers);
+        let capacity = s.interval.as_secs_f64() * free as f64;
+        // No free worker at all, or the free ones were busy.
+        capacity <= 0.0 || s.idle_time.as_secs_f64() / capacity <= self.idle_threshold
     }
 }
 
@@ -303,6 +345,74 @@ mod tests {
     }
 
     #[test]
+    fn blocked_workers_with_work_queued_grow_before_latency_shows() {
+        let mut c = AdaptiveConcurrency::new();
+        // One of four workers stuck in a slow turn, a single message waiting, no latency
+        // measured yet, the other workers busy.
+        let blocked = GroupSample {
+            blocked_workers: 1,
+            queue_length: 2,
+            idle_time: ms(200), // 27% of the three free workers' 750 ms
+            ..sample(4)
+        };
+        assert_eq!(c.adjust(&blocked), Adjustment::threads(5));
+        assert!(c.describe().detail.contains("blocked"), "{}", c.describe());
+        // A single thread, blocked: it gets company.
+        let alone = GroupSample {
+            min_threads: 1,
+            max_threads: 3,
+            blocked_workers: 1,
+            queue_length: 3,
+            ..sample(1)
+        };
+        assert_eq!(c.adjust(&alone), Adjustment::threads(2));
+        // Nothing queued but the message the blocked handler holds: nothing another thread
+        // could do.
+        for queue_length in [0, 1] {
+            let nothing_waits = GroupSample {
+                queue_length,
+                ..blocked.clone()
+            };
+            assert_eq!(c.adjust(&nothing_waits), Adjustment::NONE);
+        }
+        // Up to the maximum only.
+        let at_max = GroupSample {
+            blocked_workers: 8,
+            ..sample(8)
+        };
+        assert_eq!(c.adjust(&at_max), Adjustment::NONE);
+        // Handlers waiting for locks still hold growth back.
+        let lock_bound = GroupSample {
+            lock_latency: ms(2),
+            ..blocked.clone()
+        };
+        assert_eq!(c.adjust(&lock_bound), Adjustment::NONE);
+    }
+
+    #[test]
+    fn blocked_workers_do_not_grow_a_group_whose_free_workers_idle() {
+        let mut c = AdaptiveConcurrency::new();
+        // Three free workers idle 60% of their time: the queued messages are ones they cannot
+        // take (the blocked process's own), so another thread would only idle too. The group
+        // as a whole is 45% idle, not enough to shrink.
+        let s = GroupSample {
+            blocked_workers: 1,
+            queue_length: 5,
+            idle_time: ms(450),
+            ..sample(4)
+        };
+        assert_eq!(c.adjust(&s), Adjustment::NONE);
+        // Two threads, one blocked, the other idle all period: steady, not 2 → 3 → 2.
+        let pair = GroupSample {
+            blocked_workers: 1,
+            queue_length: 5,
+            idle_time: ms(250),
+            ..sample(2)
+        };
+        assert_eq!(c.adjust(&pair), Adjustment::NONE);
+    }
+
+    #[test]
     fn never_outside_min_max() {
         let mut c = AdaptiveConcurrency::new();
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -325,6 +435,7 @@ mod tests {
                 idle_time: ms(next(3) * 250 * threads as u64 / 2),
                 queue_latency: ms(next(30)),
                 lock_latency: ms(next(3)),
+                blocked_workers: next(3) as usize,
                 ..GroupSample::default()
             };
             if let Some(n) = c.adjust(&s).threads {

@@ -67,6 +67,11 @@ pub struct GroupSample {
     /// Mean time handlers reported waiting for locks during the period (see
     /// [`Ctx::lock_timed`](crate::Ctx::lock_timed)); zero if none was reported.
     pub lock_latency: Duration,
+    /// Workers whose current turn has held them longer than the group's slow-turn threshold
+    /// ([`GroupBuilder::slow_turn_threshold`](crate::GroupBuilder::slow_turn_threshold)), now:
+    /// threads the group has but cannot use until their handlers return. Zero when the group
+    /// does not watch for slow turns.
+    pub blocked_workers: usize,
 }
 
 impl GroupSample {
