@@ -128,6 +128,14 @@ fn counter(sum: u64, hooks: &Arc<AtomicUsize>) -> Counter {
     }
 }
 
+/// Runs `future` to completion on a small executor of its own (tokio's current-thread one).
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a current-thread tokio runtime")
+        .block_on(future)
+}
+
 fn totals(addr: &Addr<Counter>) -> Totals {
     addr.call_timeout(Get, GUARD).expect("the counter answers")
 }
@@ -142,11 +150,7 @@ fn a_handler_s_return_value_answers_call_and_ask() {
     // A message whose handler answers can still be posted: the answer goes nowhere.
     c.post(Get).unwrap();
     assert_eq!(c.call(Divide(3)).unwrap(), 5);
-    let asked = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-        .block_on(c.ask(Get))
-        .unwrap();
+    let asked = block_on(c.ask(Get)).unwrap();
     assert_eq!(asked.seen, vec![5]);
     rt.block_until_idle();
     let counts = rt.counts();
@@ -175,10 +179,7 @@ fn an_async_handler_answers_after_awaiting_and_keeps_the_process_sequential() {
     c.post(Add(1)).unwrap();
     c.post(Nap(1)).unwrap();
     c.post(Add(2)).unwrap();
-    let block = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    assert_eq!(block.block_on(first).unwrap(), 30);
+    assert_eq!(block_on(first).unwrap(), 20 + 10);
     assert_eq!(totals(&c).seen, vec![30, 1, 1, 2]);
     rt.block_until_idle();
     let counts = rt.counts();
@@ -200,11 +201,8 @@ fn a_pending_handler_gives_its_worker_back() {
     // Many processes sleeping at once on one worker overlap.
     let sleepers: Vec<_> = (0..200).map(|_| rt.spawn(counter(0, &hooks))).collect();
     let answers: Vec<_> = sleepers.iter().map(|s| s.ask(Nap(20))).collect();
-    let block = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
     for answer in answers {
-        assert_eq!(block.block_on(answer).unwrap(), 20);
+        assert_eq!(block_on(answer).unwrap(), 20);
     }
     rt.shutdown_graceful();
 }
@@ -276,10 +274,7 @@ fn killing_a_process_with_a_pending_handler_cancels_it_and_dead_letters_its_inbo
         reason.to_string().contains("killed while waiting"),
         "{reason}"
     );
-    let block = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    assert!(matches!(block.block_on(pending), Err(CallError::NoReply)));
+    assert!(matches!(block_on(pending), Err(CallError::NoReply)));
     rt.block_until_idle();
     assert_eq!(hooks.load(Ordering::SeqCst), 1, "the terminated hook ran");
     let dead: Vec<String> = dead_rx.try_iter().collect();
