@@ -787,9 +787,10 @@ fn dispatch_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenS
     })
 }
 
-/// The arm of an `async fn` handler: hands the turn a closure that makes the handler's future
-/// (the message, and the reply handle if it answers, moved into it). The future owns a
-/// context of its own, and ends by sending the answer and saying how the process goes on.
+/// The arm of an `async fn` handler: makes the handler's future (the message, and the reply
+/// handle if it answers, moved into it; a context of its own) and hands it to the turn, which
+/// polls it once `handle` has returned. The future ends by sending the answer and saying how
+/// the process goes on.
 fn async_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStream {
     let name = handler.ident;
     let message = handler.message();
@@ -798,26 +799,26 @@ fn async_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStre
         .params
         .get(1)
         .map(|p| quote_spanned!(p.ty.span()=> , &mut ctx));
-    let call = quote!(Self::#name(this, msg #ctx).await);
+    let call = quote!(Self::#name(self, msg #ctx).await);
     let result = handler_result(handler, call);
     // Spanned at `async`, so a future that cannot move between workers (it holds an `Rc`
     // across an `.await`...) is reported at the handler.
     let asyncness = handler.original.sig.asyncness;
-    let suspend = quote_spanned! {asyncness.span()=>
-        ctx.__suspend(
-            ::core::any::type_name::<#message>,
-            move |this: &mut Self, mut ctx: ::whirl::__private::Ctx<Self>|
-                -> ::whirl::__private::HandlerFuture<'_> {
-                ::std::boxed::Box::pin(async move {
-                    let result = #result;
-                    ctx.__finish(result)
-                })
-            },
-        );
+    let future = quote_spanned! {asyncness.span()=>
+        let future: ::whirl::__private::HandlerFuture<'_> = ::std::boxed::Box::pin(async move {
+            let mut ctx = detached;
+            let result = #result;
+            ctx.__finish(result)
+        });
     };
     quote!(#enum_ident::#variant(msg #reply) => {
         ctx.__handling(::core::any::type_name::<#message>);
-        #suspend
+        let detached = ctx.__detached();
+        #future
+        // SAFETY: the future borrows only the process state this call was given (`self`) and
+        // owns the rest; `handle` returns right after, and the runtime keeps the future next
+        // to the state, dropping it before the state is used in any other way (I13).
+        unsafe { ctx.__suspend(::core::any::type_name::<#message>, future) };
         ::core::result::Result::Ok(())
     })
 }

@@ -34,6 +34,9 @@ struct Cli {
     /// Messages per sleeping process in the overlap run.
     #[arg(long, default_value_t = 50)]
     naps: u64,
+    /// Run only the async ping-pong, once (for profilers: `valgrind --tool=callgrind`).
+    #[arg(long)]
+    profile_async_ping_pong: bool,
 }
 
 /// The ball, with the hits left.
@@ -275,6 +278,14 @@ fn overlap(naps: u64) -> f64 {
 fn main() {
     let cli = Cli::parse();
     let trips = cli.round_trips;
+    if cli.profile_async_ping_pong {
+        let took = rally(trips, true);
+        println!(
+            "async ping-pong: {:.0} ns/round trip",
+            took.as_nanos() as f64 / trips as f64
+        );
+        return;
+    }
 
     // Interleaved, best of three each, so a noisy moment hurts both sides alike.
     let mut sync_best = Duration::MAX;

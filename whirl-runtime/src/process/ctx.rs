@@ -60,20 +60,32 @@ impl<P: Process> Ctx<P> {
         }
     }
 
-    /// Hands an async handler to the turn: once `handle` has returned, the turn calls `make`
-    /// with the process state and a context of the future's own, and polls the future it
-    /// returns until it completes; the process handles no other message meanwhile. The future
-    /// ends with [`Ctx::__finish`]. What `#[process]` generates for an `async fn` handler.
+    /// The context an async handler's future owns (it outlives the turn, so it reaches no
+    /// worker). What `#[process]` generates for an `async fn` handler.
     #[doc(hidden)]
-    pub fn __suspend(
+    pub fn __detached(&self) -> Ctx<P> {
+        Ctx::detached(Arc::clone(&self.cell))
+    }
+
+    /// Hands an async handler's future to the turn, which polls it once `handle` has returned
+    /// and then until it completes; the process handles no other message meanwhile. The future
+    /// ends with [`Ctx::__finish`]. What `#[process]` generates for an `async fn` handler.
+    ///
+    /// # Safety
+    ///
+    /// The caller is `Process::handle`, about to return: `future` may borrow the process state
+    /// `handle` was given and nothing else that `handle` borrows. The runtime keeps the future
+    /// next to that state and drops it before the state is used in any other way (I13).
+    #[doc(hidden)]
+    pub unsafe fn __suspend<'a>(
         &mut self,
         message: fn() -> &'static str,
-        make: impl for<'a> FnOnce(&'a mut P, Ctx<P>) -> HandlerFuture<'a> + Send + 'static,
+        future: HandlerFuture<'a>,
     ) {
-        self.pending = Some(PendingHandler {
-            message,
-            make: Box::new(make),
-        });
+        // SAFETY: only the borrow of the process state is erased, which the caller promises is
+        // all the future borrows; the turn keeps it valid until the future is dropped (I13).
+        let future: HandlerFuture<'static> = unsafe { std::mem::transmute(future) };
+        self.pending = Some(PendingHandler { message, future });
     }
 
     /// The end of an async handler's future: the exit it asks for, given the handler's

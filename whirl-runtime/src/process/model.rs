@@ -198,15 +198,14 @@ pub struct Ctx<P: Process> {
     pub(super) probe: *const TurnProbe,
     /// An async handler's future, handed over by the dispatch ([`Ctx::__suspend`]) for the
     /// turn to poll once the synchronous `handle` has returned.
-    pub(super) pending: Option<PendingHandler<P>>,
+    pub(super) pending: Option<PendingHandler>,
 }
 
-/// What an async handler's dispatch leaves in the [`Ctx`]: the message type it handles, and how
-/// to make its future from the process state and a context of its own.
-pub(super) struct PendingHandler<P: Process> {
+/// What an async handler's dispatch leaves in the [`Ctx`]: the message type it handles, and its
+/// future, the borrow of the state erased (I13).
+pub(super) struct PendingHandler {
     pub(super) message: fn() -> &'static str,
-    #[allow(clippy::type_complexity)]
-    pub(super) make: Box<dyn for<'a> FnOnce(&'a mut P, Ctx<P>) -> HandlerFuture<'a> + Send>,
+    pub(super) future: HandlerFuture<'static>,
 }
 
 /// The future of an async handler, borrowing the process state for `'a`: it resolves to the

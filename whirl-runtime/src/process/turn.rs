@@ -11,7 +11,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use super::mailbox::{AfterRelease, Mailbox, Suspend};
-use super::model::{Body, Ctx, HandlerFuture, Process, ProcessCell, Suspended, Watcher};
+use super::model::{Body, Ctx, Process, ProcessCell, Suspended, Watcher};
 use crate::control::Event;
 use crate::group::{observe, Kernel, Recorder, Runnable, Task, TurnProbe};
 use crate::lifecycle::failures::{self, FailureReport};
@@ -143,26 +143,32 @@ impl<P: Process> ProcessCell<P> {
                     p.handle(msg, ctx)
                 });
                 if let Some(handler) = ctx.pending.take() {
-                    // SAFETY: the token is ours (I9) and the handler has returned, so this is
-                    // the only reference to the state; it covers only `state`.
-                    let state = unsafe { (*body).state.as_mut() };
-                    if let (None, Some(state)) = (&exit, state) {
-                        let detached = Ctx::detached(Arc::clone(ctx.cell()));
-                        let future = (handler.make)(state, detached);
-                        // SAFETY: only the borrow of the state is erased. The future is stored
-                        // next to the state, polled and dropped only by the token holder, and
-                        // always dropped before the state is used again or dropped itself
-                        // (`Body` drops it first); the turn reaches the body field by field, so
-                        // the borrow stays valid across turns (I13).
-                        let future: HandlerFuture<'static> = unsafe { std::mem::transmute(future) };
-                        *suspended = Some(Box::new(Suspended {
-                            future,
+                    // The future borrows the state the handler was given (I13). A handler
+                    // that asked to exit cannot have made one, but if it did, it is dropped
+                    // here, before the state is used again.
+                    if exit.is_none() {
+                        let mut pending = Suspended {
+                            future: handler.future,
                             message: handler.message,
                             meta,
                             since: Instant::now(),
                             waker: Waker::from(Arc::clone(ctx.cell())),
-                        }));
-                        continue 'turn;
+                        };
+                        // Polled at once: a handler that does not wait completes here, as a
+                        // plain one does, and only one that waits is kept in the body.
+                        match poll_handler(
+                            &mut pending,
+                            &cell_ref.mailbox,
+                            probe,
+                            &cell_ref.group.kernel,
+                        ) {
+                            Poll::Ready(asked) => exit = asked,
+                            Poll::Pending => {
+                                *suspended = Some(Box::new(pending));
+                                waiting = true;
+                                break 'turn;
+                            }
+                        }
                     }
                 }
                 handled += 1;
@@ -670,20 +676,18 @@ mod tests {
     unsafe impl Process for Later {
         type Message = Num;
         fn handle(&mut self, Num(n): Num, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-            ctx.__suspend(
-                std::any::type_name::<Num>,
-                move |this: &mut Self, mut ctx| {
-                    Box::pin(async move {
-                        if n == 0 {
-                            std::future::pending::<()>().await;
-                        }
-                        YieldOnce(false).await;
-                        this.seen.push(n);
-                        assert_eq!(this.seen.len(), n as usize, "in order, one at a time");
-                        ctx.__finish(Ok(()))
-                    })
-                },
-            );
+            let mut detached = ctx.__detached();
+            let future: crate::process::HandlerFuture<'_> = Box::pin(async move {
+                if n == 0 {
+                    std::future::pending::<()>().await;
+                }
+                YieldOnce(false).await;
+                self.seen.push(n);
+                assert_eq!(self.seen.len(), n as usize, "in order, one at a time");
+                detached.__finish(Ok(()))
+            });
+            // SAFETY: the future borrows only this state, and `handle` returns at once (I13).
+            unsafe { ctx.__suspend(std::any::type_name::<Num>, future) };
             Ok(())
         }
         fn terminated(&mut self, _reason: &ExitReason) {
