@@ -102,8 +102,14 @@ impl<P: Process> Ctx<P> {
         &self.cell
     }
 
+    /// The cell, the context's turn being over. The turn has taken every pending handler
+    /// out of the context after each call, so there is none to drop: not dropping the field
+    /// keeps its drop check off the per-turn path.
     pub(crate) fn into_cell(self) -> Arc<ProcessCell<P>> {
-        self.cell
+        let Ctx { cell, pending, .. } = self;
+        debug_assert!(pending.is_none(), "the turn takes every pending handler");
+        std::mem::forget(pending);
+        cell
     }
 
     pub(crate) fn take_exit(&mut self) -> Option<ExitReason> {

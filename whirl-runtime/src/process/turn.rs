@@ -78,6 +78,9 @@ impl<P: Process> ProcessCell<P> {
                 exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
                     p.started(ctx)
                 });
+                // Only handlers may suspend: a future a hand-written hook made is dropped,
+                // before the state is used again (I13).
+                ctx.pending = None;
                 if exit.is_none() {
                     cell_ref.notify_started();
                 }
@@ -142,7 +145,7 @@ impl<P: Process> ProcessCell<P> {
                 exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
                     p.handle(msg, ctx)
                 });
-                if let Some(handler) = ctx.pending.take() {
+                if let Some(handler) = ctx.pending.is_some().then(|| ctx.pending.take()).flatten() {
                     // The future borrows the state the handler was given (I13). A handler
                     // that asked to exit cannot have made one, but if it did, it is dropped
                     // here, before the state is used again.
