@@ -7,10 +7,6 @@
 //!
 //! The identity that holds at every quiescent point (invariant I3):
 //! `posted = handled + rejected + dead_lettered + queued`.
-//!
-//! One counter is not about messages and is not striped: `slow_turns`, the turns the group's
-//! slow-turn watchdog reported (a handler held a worker longer than the group's threshold).
-//! Only the watchdog adds to it, from one thread, a few times at most per period.
 
 use std::cell::Cell;
 use std::sync::atomic::AtomicU64;
@@ -45,9 +41,6 @@ pub(crate) enum Event {
     Deactivated,
     Spawned,
     Terminated,
-    /// A turn held its worker longer than the group's slow-turn threshold (counted once per
-    /// turn, by the watchdog).
-    SlowTurn,
 }
 
 thread_local! {
@@ -69,39 +62,29 @@ fn my_stripe() -> usize {
 /// A group's counters.
 pub(crate) struct Counters {
     stripes: [CachePadded<Stripe>; STRIPES],
-    /// Not striped: one writer, rarely (see the module docs). On its own cache line, so the
-    /// stripes' lines are not disturbed.
-    slow_turns: CachePadded<AtomicU64>,
 }
 
 impl Counters {
     pub(crate) fn new() -> Self {
         Counters {
             stripes: std::array::from_fn(|_| CachePadded::new(Stripe::default())),
-            slow_turns: CachePadded::new(AtomicU64::new(0)),
         }
     }
 
     #[inline]
     pub(crate) fn add(&self, event: Event, n: u64) {
-        let stripe = || &self.stripes[my_stripe()];
+        let s = &self.stripes[my_stripe()];
         let counter = match event {
-            Event::Posted => &stripe().posted,
-            Event::Handled => &stripe().handled,
-            Event::Rejected => &stripe().rejected,
-            Event::DeadLettered => &stripe().dead_lettered,
-            Event::Activated => &stripe().activations,
-            Event::Deactivated => &stripe().deactivations,
-            Event::Spawned => &stripe().spawned,
-            Event::Terminated => &stripe().terminated,
-            Event::SlowTurn => &*self.slow_turns,
+            Event::Posted => &s.posted,
+            Event::Handled => &s.handled,
+            Event::Rejected => &s.rejected,
+            Event::DeadLettered => &s.dead_lettered,
+            Event::Activated => &s.activations,
+            Event::Deactivated => &s.deactivations,
+            Event::Spawned => &s.spawned,
+            Event::Terminated => &s.terminated,
         };
         counter.fetch_add(n, Relaxed);
-    }
-
-    /// Turns the slow-turn watchdog has reported.
-    pub(crate) fn slow_turns(&self) -> u64 {
-        self.slow_turns.load(Relaxed)
     }
 
     fn sum(&self, f: fn(&Stripe) -> &AtomicU64) -> u64 {

@@ -19,7 +19,7 @@ impl Controlled for GroupShared {
         // Cloned out of the lock: the watchdog's warnings run the user's tracing subscriber,
         // which may well read the group's statistics.
         let slots = || self.pool.slots.read().clone();
-        let look = self.watchdog.check(now, slots, &self.name, &self.counters);
+        let look = self.watchdog.check(now, slots, &self.name);
         let controllers = self.run_due(now);
         match (look, controllers) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -204,7 +204,7 @@ impl GroupShared {
             handling_time: merged.handling,
             idle_time,
             lock_latency: merged.lock_wait,
-            slow_turns: self.counters.slow_turns(),
+            slow_turns: self.watchdog.reported(),
             blocked_workers: self.watchdog.blocked(),
             slow_turn_threshold: self.watchdog.threshold(),
             threads: self.pool.live(),

@@ -12,7 +12,7 @@
 //!
 //! * one `tracing` warning per slow turn, with the process, the group, the message type and
 //!   how long the turn had run when noticed (it may run on);
-//! * the group's `slow_turns` counter, shown in [`GroupStats`](crate::control::GroupStats);
+//! * the watchdog's count of reported turns (`slow_turns`), shown in [`GroupStats`](crate::control::GroupStats);
 //! * the number of workers in a slow turn now, `blocked_workers`, in the
 //!   [`GroupSample`](crate::control::GroupSample) the concurrency controllers see (so
 //!   [`AdaptiveConcurrency`](crate::control::AdaptiveConcurrency) can give a blocking group a
@@ -53,7 +53,7 @@
 //! without any hand-off between threads. The price is that a concurrency controller whose
 //! `adjust` is slow delays the watchdog; the library's controllers decide in microseconds.
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -61,7 +61,6 @@ use parking_lot::Mutex;
 
 use super::pool::Slot;
 use super::probe::Running;
-use crate::control::{Counters, Event};
 use crate::lifecycle::ProcessId;
 
 /// A group's slow-turn threshold unless its builder says otherwise.
@@ -80,6 +79,9 @@ pub(crate) struct Watchdog {
     memory: Mutex<Memory>,
     /// Workers in a slow turn at the last look.
     blocked: AtomicUsize,
+    /// Slow turns reported so far (kept here, not with the message counters, whose layout the
+    /// post path depends on).
+    reported: AtomicU64,
 }
 
 #[derive(Default)]
@@ -103,12 +105,18 @@ impl Watchdog {
             threshold,
             memory: Mutex::new(Memory::default()),
             blocked: AtomicUsize::new(0),
+            reported: AtomicU64::new(0),
         }
     }
 
     /// The group's threshold.
     pub(crate) fn threshold(&self) -> Option<Duration> {
         self.threshold
+    }
+
+    /// Slow turns reported so far.
+    pub(crate) fn reported(&self) -> u64 {
+        self.reported.load(Relaxed)
     }
 
     /// Workers in a slow turn at the last look.
@@ -124,7 +132,6 @@ impl Watchdog {
         now: Instant,
         slots: impl FnOnce() -> Vec<Arc<Slot>>,
         group: &str,
-        counters: &Counters,
     ) -> Option<Instant> {
         let threshold = self.threshold?;
         let (slow, next) = {
@@ -150,7 +157,7 @@ impl Watchdog {
                 "slow turn: a handler held a worker longer than the group's threshold",
             );
             // After the warning: whoever reads the count finds the warning already given.
-            counters.add(Event::SlowTurn, 1);
+            self.reported.fetch_add(1, Relaxed);
         }
         Some(next)
     }
@@ -313,11 +320,8 @@ mod tests {
     #[test]
     fn a_watchdog_without_threshold_never_looks() {
         let watchdog = Watchdog::new(None);
-        let counters = Counters::new();
-        assert_eq!(
-            watchdog.check(Instant::now(), Vec::new, "g", &counters),
-            None
-        );
+        assert_eq!(watchdog.check(Instant::now(), Vec::new, "g"), None);
         assert_eq!(watchdog.blocked(), 0);
+        assert_eq!(watchdog.reported(), 0);
     }
 }

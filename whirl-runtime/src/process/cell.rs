@@ -39,7 +39,6 @@ impl<P: Process> ProcessCell<P> {
             body: UnsafeCell::new(Body {
                 suspended: None,
                 state: Some(state),
-                started: false,
             }),
             control: OnceLock::new(),
         }

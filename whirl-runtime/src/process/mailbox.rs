@@ -1,7 +1,7 @@
 //! The scheduling state machine of one process: its inbox plus an atomic word that says who
 //! may run it.
 //!
-//! The word holds five bits:
+//! The word holds six bits:
 //!
 //! * `SCHEDULED` — the *token*. Whoever sets it (from clear) owns the process: it alone pops
 //!   the inbox and touches the process state, until it clears the bit again. A process is
@@ -18,6 +18,9 @@
 //!   process on a run queue. Exactly one party clears it (a `fetch_and` that saw it set).
 //! * `WOKEN` — the future was woken while it was being polled; the poller, about to suspend,
 //!   sees it and polls again instead.
+//! * `STARTED` — the process's first turn has begun (its `started` hook ran, or was skipped).
+//!   Only token holders read or write it; kept here rather than in the process's body, where a
+//!   flag would cost a word per process.
 //!
 //! The protocol that guarantees no message is stranded: a producer pushes, *then* looks at the
 //! token and takes it if it is free; a token holder that runs out of messages clears the
@@ -36,6 +39,7 @@ const CLOSED: usize = 0b010;
 const KILL: usize = 0b100;
 const SUSPENDED: usize = 0b1000;
 const WOKEN: usize = 0b1_0000;
+const STARTED: usize = 0b10_0000;
 
 /// What a producer must do after handing a message to [`Mailbox::push`].
 #[derive(Debug, PartialEq, Eq)]
@@ -124,6 +128,17 @@ impl<T> Mailbox<T> {
             AfterPush::Nothing if self.resume() => AfterPush::Schedule,
             after => after,
         }
+    }
+
+    /// Token holder: `true` exactly once, at the process's first turn (or at its termination,
+    /// if it never ran). The token's hand-overs order it like the rest of the body.
+    #[inline]
+    pub(crate) fn first_turn(&self) -> bool {
+        if self.state.load(Relaxed) & STARTED != 0 {
+            return false;
+        }
+        self.state.fetch_or(STARTED, Relaxed);
+        true
     }
 
     /// Token holder, before polling a pending future: forgets earlier wake-ups (this poll

@@ -263,7 +263,6 @@ pub(super) struct Body<P> {
     /// (I13).
     pub(super) suspended: Option<Box<Suspended>>,
     pub(super) state: Option<P>,
-    pub(super) started: bool,
 }
 
 pub(crate) struct ProcessCell<P: Process> {

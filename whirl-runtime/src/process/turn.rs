@@ -67,10 +67,7 @@ impl<P: Process> ProcessCell<P> {
         probe.begin(cell_ref.id, std::any::type_name::<P::Message>);
         let mut consumed_activations = 0;
         let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
-        // SAFETY: the token is ours (I9); this reference covers only `started`.
-        let started = unsafe { &mut (*body).started };
-        if !*started {
-            *started = true;
+        if cell_ref.mailbox.first_turn() {
             consumed_activations += 1;
             if exit.is_none() {
                 // SAFETY: the token is ours (I9); the reference covers only `state` and ends
@@ -442,10 +439,7 @@ impl<P: Process> Runnable for ProcessCell<P> {
         let reason = self
             .take_kill_request(&mut consumed_activations)
             .unwrap_or(ExitReason::Normal);
-        // SAFETY: the caller holds the token; the reference ends in this statement. (I9)
-        let never_started = self
-            .body
-            .with_mut(|b| unsafe { !std::mem::replace(&mut (*b).started, true) });
+        let never_started = self.mailbox.first_turn();
         if never_started {
             // The start, counted as an activation at spawn, is consumed without running.
             consumed_activations += 1;
