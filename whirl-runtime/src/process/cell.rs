@@ -23,7 +23,23 @@ use crate::lifecycle::{DeadLetter, Down, ExitReason, ProcessId};
 use crate::principal::Principal;
 use crate::sync::UnsafeCell;
 
+/// The cache-line size that matters for false sharing on the targets we measure.
+const CACHE_LINE: usize = 64;
+
 impl<P: Process> ProcessCell<P> {
+    /// Fails the build if the body, which the worker writes on every message, could share a
+    /// cache line with the mailbox words a post writes (see the layout note on
+    /// [`ProcessCell`]): the last byte a post writes is `end - 1`, and two bytes 64 apart never
+    /// share a 64-byte line.
+    pub(crate) const BODY_A_LINE_PAST_POST_WORDS: () = {
+        let end = std::mem::offset_of!(ProcessCell<P>, mailbox)
+            + Mailbox::<P::Message>::PRODUCER_WORDS_END;
+        assert!(
+            std::mem::offset_of!(ProcessCell<P>, body) >= end - 1 + CACHE_LINE,
+            "a process's body must lie a cache line past its mailbox's post words"
+        );
+    };
+
     /// A new cell whose token is held by the caller, who must schedule it.
     pub(crate) fn new(
         id: ProcessId,
@@ -31,6 +47,8 @@ impl<P: Process> ProcessCell<P> {
         principal: Option<Principal>,
         state: P,
     ) -> Self {
+        #[allow(clippy::let_unit_value)] // evaluates the layout check for this `P`
+        let () = Self::BODY_A_LINE_PAST_POST_WORDS;
         ProcessCell {
             id,
             mailbox: Mailbox::new_scheduled(),

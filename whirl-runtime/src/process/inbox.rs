@@ -177,6 +177,11 @@ struct Head<T> {
 }
 
 /// The inbox. See the module docs for the protocol.
+///
+/// `repr(C)` keeps the declaration order: the words every producer writes (`tail_index`,
+/// `tail_block`) come first and the consumer's `head` last, which the process cell's layout
+/// relies on (see [`Inbox::PRODUCER_WORDS_END`]).
+#[repr(C)]
 pub(crate) struct Inbox<T> {
     tail_index: AtomicUsize,
     tail_block: AtomicPtr<Block<T>>,
@@ -196,6 +201,11 @@ unsafe impl<T: Send> Send for Inbox<T> {}
 unsafe impl<T: Send> Sync for Inbox<T> {}
 
 impl<T> Inbox<T> {
+    /// The offset just past the words that producers write on every push. `first_block` and
+    /// `spare` change once per block at most.
+    pub(crate) const PRODUCER_WORDS_END: usize =
+        std::mem::offset_of!(Inbox<T>, tail_block) + std::mem::size_of::<AtomicPtr<Block<T>>>();
+
     /// An empty inbox. Allocates nothing.
     pub(crate) fn new() -> Self {
         Inbox {

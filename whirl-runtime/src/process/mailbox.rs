@@ -75,12 +75,22 @@ pub(crate) enum Suspend {
 }
 
 /// A process's inbox and scheduling token.
+///
+/// `repr(C)`: the scheduling word, which every push reads, comes first, then the inbox with its
+/// producers' words first (see [`Mailbox::PRODUCER_WORDS_END`]).
+#[repr(C)]
 pub(crate) struct Mailbox<T> {
     state: AtomicUsize,
     inbox: Inbox<T>,
 }
 
 impl<T> Mailbox<T> {
+    /// The offset just past the words a push touches: the scheduling word and the inbox's
+    /// producer words. Whatever lies 64 bytes or more past it is on another cache line, wherever
+    /// the mailbox is allocated.
+    pub(crate) const PRODUCER_WORDS_END: usize =
+        std::mem::offset_of!(Mailbox<T>, inbox) + Inbox::<T>::PRODUCER_WORDS_END;
+
     /// A mailbox whose token is already held by the creator, so the new process can be put on
     /// a run queue straight away to run its start hook.
     pub(crate) fn new_scheduled() -> Self {
