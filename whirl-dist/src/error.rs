@@ -1,0 +1,61 @@
+//! What can go wrong when a node starts or stops.
+//!
+//! Every error from the network or from Zenoh is kept as the [`source`](std::error::Error::source)
+//! of a [`DistError`], so `{:#}`-style reporters (and `anyhow`) print the whole chain. Nothing a
+//! remote peer sends can produce a `DistError`: a malformed liveliness key is counted in
+//! [`NodeStats::malformed_keys`](crate::NodeStats::malformed_keys) and ignored.
+
+use std::time::Duration;
+
+/// An error from starting or stopping a [`Node`](crate::Node).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DistError {
+    /// The cluster name cannot be one chunk of a Zenoh key expression.
+    #[error("invalid cluster name {name:?}: {reason}")]
+    InvalidCluster {
+        /// The name given.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The lease is zero or too long to express in milliseconds.
+    #[error("invalid lease {0:?}: it must be at least 1 ms and fit in a u64 of milliseconds")]
+    InvalidLease(Duration),
+    /// Zenoh rejected a configuration value (an endpoint that does not parse, for example).
+    #[error("invalid Zenoh configuration for `{key}` = {value}")]
+    Config {
+        /// The Zenoh configuration key, such as `listen/endpoints`.
+        key: &'static str,
+        /// The JSON5 value whirl tried to set.
+        value: String,
+        /// Zenoh's reason.
+        #[source]
+        source: zenoh::Error,
+    },
+    /// The Zenoh session could not be opened (a listen endpoint could not be bound, for example).
+    #[error("cannot open the Zenoh session")]
+    Open(#[source] zenoh::Error),
+    /// A liveliness token or subscriber could not be declared.
+    #[error("cannot declare the {what}")]
+    Declare {
+        /// What was being declared.
+        what: &'static str,
+        /// Zenoh's reason.
+        #[source]
+        source: zenoh::Error,
+    },
+    /// Undeclaring or closing failed during [`Node::shutdown`](crate::Node::shutdown). The node
+    /// is gone all the same; peers see it Down at the latest when its lease expires.
+    #[error("error while shutting down: cannot {what}")]
+    Shutdown {
+        /// The step that failed.
+        what: &'static str,
+        /// Zenoh's reason.
+        #[source]
+        source: zenoh::Error,
+    },
+    /// The operating system could not supply randomness for a fresh [`NodeId`](crate::NodeId).
+    #[error("cannot draw a random node id")]
+    Entropy(#[from] getrandom::Error),
+}
