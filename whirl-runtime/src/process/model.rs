@@ -291,4 +291,3 @@ pub(crate) struct ProcessCell<P: Process> {
 // SAFETY: `body` is only accessed by the holder of the mailbox's scheduling token, one thread
 // at a time (see `mailbox.rs`), and `P: Send`; everything else is `Sync` on its own. (I9)
 unsafe impl<P: Process> Sync for ProcessCell<P> {}
-
