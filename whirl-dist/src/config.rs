@@ -27,7 +27,7 @@
 //!     .listen(["tcp/127.0.0.1:7447"])
 //!     .connect(["tcp/127.0.0.1:7448"])
 //!     .lease(Duration::from_secs(1));
-//! assert_eq!(config.lease(), Duration::from_secs(1));
+//! assert_eq!(config.lease_duration(), Duration::from_secs(1));
 //! ```
 
 use std::time::Duration;
@@ -184,7 +184,11 @@ impl NodeConfig {
         let mut config = zenoh::Config::default();
         set(&mut config, "mode", "\"peer\"".to_owned())?;
         set(&mut config, "listen/endpoints", json_strings(&self.listen))?;
-        set(&mut config, "connect/endpoints", json_strings(&self.connect))?;
+        set(
+            &mut config,
+            "connect/endpoints",
+            json_strings(&self.connect),
+        )?;
         set(
             &mut config,
             "connect/retry",
@@ -255,9 +259,18 @@ mod tests {
         assert!(!c.is_multicast_scouting());
         assert!(!c.is_gossip_scouting());
         let z = c.to_zenoh().expect("valid");
-        assert_eq!(z.get_json("scouting/multicast/enabled").ok().as_deref(), Some("false"));
-        assert_eq!(z.get_json("scouting/gossip/enabled").ok().as_deref(), Some("false"));
-        assert_eq!(z.get_json("transport/link/tx/lease").ok().as_deref(), Some("3000"));
+        assert_eq!(
+            z.get_json("scouting/multicast/enabled").ok().as_deref(),
+            Some("false")
+        );
+        assert_eq!(
+            z.get_json("scouting/gossip/enabled").ok().as_deref(),
+            Some("false")
+        );
+        assert_eq!(
+            z.get_json("transport/link/tx/lease").ok().as_deref(),
+            Some("3000")
+        );
     }
 
     #[test]

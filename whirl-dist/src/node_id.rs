@@ -66,7 +66,8 @@ impl FromStr for NodeId {
 
     fn from_str(s: &str) -> Result<NodeId, ParseNodeIdError> {
         let canonical = s.len() == 32
-            && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
         if !canonical {
             return Err(ParseNodeIdError(s.to_owned()));
         }

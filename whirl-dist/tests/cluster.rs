@@ -53,6 +53,22 @@ fn expect_event(events: &Receiver<NodeEvent>, what: &str, want: impl Fn(&NodeEve
     }
 }
 
+/// Waits until every node of `nodes` has been reported Up, in any order.
+fn expect_all_up(events: &Receiver<NodeEvent>, nodes: &[NodeId]) {
+    let deadline = Instant::now() + DEADLINE;
+    let mut missing: Vec<NodeId> = nodes.to_vec();
+    while !missing.is_empty() {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .unwrap_or_else(|| panic!("never saw {missing:?} Up within {DEADLINE:?}"));
+        match events.recv_timeout(left) {
+            Ok(NodeEvent::Up(node)) => missing.retain(|&m| m != node),
+            Ok(_) => {}
+            Err(e) => panic!("never saw {missing:?} Up within {DEADLINE:?}: {e}"),
+        }
+    }
+}
+
 fn down(id: NodeId) -> impl Fn(&NodeEvent) -> bool {
     move |e| matches!(e, NodeEvent::Down { node, .. } if *node == id)
 }
@@ -86,9 +102,7 @@ fn three_nodes_see_each_other_up_and_a_shutdown_is_down_everywhere() {
         (&eb, [a.id(), c.id()]),
         (&ec, [a.id(), b.id()]),
     ] {
-        for other in others {
-            expect_event(events, "Up", |e| *e == NodeEvent::Up(other));
-        }
+        expect_all_up(events, &others);
     }
     let mut ab = vec![a.id(), b.id()];
     ab.sort();
@@ -186,7 +200,10 @@ fn a_malformed_key_is_counted_and_ignored() {
     expect_event(&events, "Up of the good id", |e| *e == NodeEvent::Up(good));
     let deadline = Instant::now() + DEADLINE;
     while a.stats().malformed_keys == 0 {
-        assert!(Instant::now() < deadline, "the malformed key was never seen");
+        assert!(
+            Instant::now() < deadline,
+            "the malformed key was never seen"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(a.members(), [good]);
@@ -198,5 +215,8 @@ fn a_malformed_key_is_counted_and_ignored() {
 #[test]
 fn a_bad_endpoint_is_an_error() {
     let err = Node::start(NodeConfig::new("c").connect(["nonsense"])).expect_err("must fail");
-    assert!(matches!(err, whirl_dist::DistError::Config { .. }), "{err:?}");
+    assert!(
+        matches!(err, whirl_dist::DistError::Config { .. }),
+        "{err:?}"
+    );
 }

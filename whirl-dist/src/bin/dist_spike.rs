@@ -125,13 +125,13 @@ fn parse_child_line(line: &str) -> ChildLine {
     let words: Vec<&str> = line.split_whitespace().collect();
     let id = |text: &str| text.parse::<NodeId>().ok();
     match words.as_slice() {
-        ["READY", x] => id(*x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Ready),
-        ["EVENT", "UP", x] => id(*x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Up),
+        ["READY", x] => id(x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Ready),
+        ["EVENT", "UP", x] => id(x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Up),
         ["EVENT", "DOWN", x] => {
-            id(*x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Down)
+            id(x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Down)
         }
         ["EVENT", "REFUSED", x] => {
-            id(*x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Refused)
+            id(x).map_or_else(|| ChildLine::Other(line.into()), ChildLine::Refused)
         }
         ["BYE"] => ChildLine::Bye,
         _ => ChildLine::Other(line.into()),
@@ -257,6 +257,12 @@ fn wait_event(
     }
 }
 
+/// A random duration in `[0, limit)`, to the microsecond.
+fn random_below(limit: Duration) -> Duration {
+    let micros = u64::try_from(limit.as_micros()).unwrap_or(u64::MAX).max(1);
+    Duration::from_micros(getrandom::u64().unwrap_or(0) % micros)
+}
+
 fn random_cluster() -> Result<String, String> {
     let id = NodeId::random().map_err(|e| format!("{e}"))?;
     Ok(format!("spike-{}", &id.to_string()[..12]))
@@ -299,16 +305,20 @@ fn parent_main(args: &[String]) -> Result<ExitCode, String> {
 
     println!();
     println!("== summary (lease {} ms) ==", lease.as_millis());
-    println!("{:<44} {:>7} {:>9}  figures", "gate", "passed", "verdict");
+    println!("{:<52} {:>7} {:>7}  figures", "gate", "passed", "verdict");
     let mut all = true;
     for row in &rows {
         all &= row.passed == row.trials;
         println!(
-            "{:<44} {:>3}/{:<3} {:>9}  {}",
+            "{:<52} {:>3}/{:<3} {:>7}  {}",
             row.name,
             row.passed,
             row.trials,
-            if row.passed == row.trials { "PASS" } else { "FAIL" },
+            if row.passed == row.trials {
+                "PASS"
+            } else {
+                "FAIL"
+            },
             row.figures
         );
     }
@@ -417,8 +427,13 @@ fn gate1(trials: u64, lease: Duration, signal: Signal) -> Result<Row, String> {
         );
         if up.is_none() {
             child.finish(Duration::ZERO);
-            return Err(format!("trial {trial}: the parent never saw child {child_id} Up"));
+            return Err(format!(
+                "trial {trial}: the parent never saw child {child_id} Up"
+            ));
         }
+        // At a random point of the keep-alive cycle: right after Up, the child has just sent
+        // its token, which would always put the kill at the start of a lease.
+        thread::sleep(random_below(lease));
         let t0 = Instant::now();
         send_signal(&mut child.child, signal)?;
         let down = wait_event(
@@ -434,7 +449,10 @@ fn gate1(trials: u64, lease: Duration, signal: Signal) -> Result<Row, String> {
                 if took <= bound {
                     within += 1;
                 } else {
-                    println!("  trial {trial}: Down after {} ms (over the bound)", ms(took));
+                    println!(
+                        "  trial {trial}: Down after {} ms (over the bound)",
+                        ms(took)
+                    );
                 }
             }
             None => {
@@ -618,7 +636,7 @@ impl ProxyShared {
 fn gate2(trials: u64, lease: Duration, mode: PartitionMode) -> Result<Row, String> {
     let name = match mode {
         PartitionMode::Drop => "gate 2 (drop): Down both sides, no resurrection",
-        PartitionMode::Blackhole => "gate 2 (blackhole): Down both sides, no resurrect.",
+        PartitionMode::Blackhole => "gate 2 (blackhole): Down both sides, no resurrection",
     };
     println!();
     println!("== {name}: {trials} trials ==");
@@ -702,7 +720,9 @@ fn partition_trial(
         .wait_line(setup, |l| *l == ChildLine::Up(parent_id))
         .ok_or("child never saw the parent Up")?;
 
-    // Partition, and hold it until both sides have seen Down, then one more lease.
+    // Partition (at a random point of the keep-alive cycle), and hold it until both sides have
+    // seen Down, then one more lease.
+    thread::sleep(random_below(lease));
     let mut ups_again = 0;
     let cut = Instant::now();
     proxy.partition(mode);
@@ -753,7 +773,9 @@ fn partition_trial(
     let forwarded = proxy.shared.forwarded.load(Ordering::SeqCst);
     let refused = proxy.shared.refused.load(Ordering::SeqCst);
     if ups_again > 0 {
-        return Err(format!("the parent marked the child Up again {ups_again} times"));
+        return Err(format!(
+            "the parent marked the child Up again {ups_again} times"
+        ));
     }
     if parent.state(child_id) != Some(MemberState::Quarantined) {
         return Err(format!(

@@ -141,8 +141,10 @@ impl Drop for Sleep {
     /// A sleep dropped early (a timeout that lost the race, a cancelled handler) cancels its
     /// timer.
     fn drop(&mut self) {
-        if let Some((_, handle)) = &self.armed {
-            handle.cancel();
+        if let Some((alarm, handle)) = &self.armed {
+            if !alarm.0.rung.load(Ordering::Acquire) {
+                handle.cancel();
+            }
         }
     }
 }
@@ -176,4 +178,63 @@ pub async fn timeout<F: Future>(duration: Duration, future: F) -> Result<F::Outp
         }
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake};
+    use std::time::Duration;
+
+    use super::{timeout, timers};
+
+    /// Wakes by unparking the thread that runs [`block_on`].
+    struct Unpark(std::thread::Thread);
+
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    fn block_on<F: Future>(future: F) -> F::Output {
+        let waker = Arc::new(Unpark(std::thread::current())).into();
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            match future.as_mut().poll(&mut cx) {
+                Poll::Ready(output) => return output,
+                Poll::Pending => std::thread::park(),
+            }
+        }
+    }
+
+    /// Pending on its first poll (so the timeout arms its timer), ready on the second.
+    async fn yield_once() {
+        let mut yielded = false;
+        std::future::poll_fn(|cx| {
+            if yielded {
+                Poll::Ready(())
+            } else {
+                yielded = true;
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        })
+        .await;
+    }
+
+    #[test]
+    fn timeouts_that_win_leave_no_timers_behind() {
+        let rounds = 20 * super::super::timer::SWEEP_MIN;
+        for _ in 0..rounds {
+            let outcome = block_on(timeout(Duration::from_secs(3600), yield_once()));
+            assert!(outcome.is_ok());
+        }
+        // Other tests' sleeps share the heap; a few thousand is the sweep's slack.
+        let left = timers().pending();
+        assert!(left <= 3 * super::super::timer::SWEEP_MIN, "{left} timers left");
+    }
 }

@@ -1,9 +1,15 @@
 //! Timers: `post_after` and `post_every`, driven by one thread per runtime that sleeps until
 //! the earliest deadline. Started on first use.
+//!
+//! A cancelled timer stays in the heap until its deadline would have come, where the thread
+//! skips it. So that cancelled entries cannot pile up (a loop of `timeout(1 h, ask(..))` whose
+//! asks answer at once cancels a one-hour timer per iteration), cancellations are counted, and
+//! once they outnumber half the heap the canceller sweeps them out: each entry is swept at
+//! most once, so the sweeps cost O(1) per cancellation, amortised.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -46,22 +52,57 @@ struct State {
     stopped: bool,
 }
 
+/// Cancellations that may trigger a sweep: below this many, the heap is left alone.
+pub(crate) const SWEEP_MIN: usize = 1024;
+
 #[derive(Default)]
 struct Shared {
     state: Mutex<State>,
     condvar: Condvar,
+    /// Cancellations since the last sweep (an upper bound on the cancelled entries in the
+    /// heap: a timer cancelled after it fired is counted too).
+    cancellations: AtomicUsize,
+    /// The heap's length as of its last change, readable without the lock.
+    len: AtomicUsize,
+}
+
+impl Shared {
+    fn cancelled_one(&self) {
+        let n = self.cancellations.fetch_add(1, Ordering::Relaxed) + 1;
+        if n >= SWEEP_MIN && n > self.len.load(Ordering::Relaxed) / 2 {
+            let mut state = self.state.lock();
+            self.cancellations.store(0, Ordering::Relaxed);
+            state.heap.retain(|e| !e.cancelled.load(Ordering::Acquire));
+            self.len.store(state.heap.len(), Ordering::Relaxed);
+        }
+    }
 }
 
 /// A handle to cancel a timer. Dropping it does not cancel.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TimerHandle {
     cancelled: Arc<AtomicBool>,
+    /// The timers it belongs to, told of the cancellation; `None` for a timer refused because
+    /// its runtime had stopped.
+    shared: Option<std::sync::Weak<Shared>>,
+}
+
+impl std::fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimerHandle")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
 }
 
 impl TimerHandle {
     /// Stops the timer; a message not yet posted will not be.
     pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Release);
+        if !self.cancelled.swap(true, Ordering::AcqRel) {
+            if let Some(shared) = self.shared.as_ref().and_then(std::sync::Weak::upgrade) {
+                shared.cancelled_one();
+            }
+        }
     }
 
     /// Whether `cancel` was called.
@@ -94,7 +135,10 @@ impl Timers {
             let mut state = self.shared.state.lock();
             if state.stopped {
                 cancelled.store(true, Ordering::Release);
-                return TimerHandle { cancelled };
+                return TimerHandle {
+                    cancelled,
+                    shared: None,
+                };
             }
             let seq = state.next_seq;
             state.next_seq += 1;
@@ -105,10 +149,20 @@ impl Timers {
                 cancelled: Arc::clone(&cancelled),
                 action: Box::new(action),
             });
+            self.shared.len.store(state.heap.len(), Ordering::Relaxed);
         }
         self.ensure_thread();
         self.shared.condvar.notify_one();
-        TimerHandle { cancelled }
+        TimerHandle {
+            cancelled,
+            shared: Some(Arc::downgrade(&self.shared)),
+        }
+    }
+
+    /// Entries in the heap, cancelled ones not yet swept included.
+    #[cfg(test)]
+    pub(crate) fn pending(&self) -> usize {
+        self.shared.state.lock().heap.len()
     }
 
     fn ensure_thread(&self) {
@@ -131,6 +185,7 @@ impl Timers {
             let mut state = self.shared.state.lock();
             state.stopped = true;
             state.heap.clear();
+            self.shared.len.store(0, Ordering::Relaxed);
         }
         self.shared.condvar.notify_all();
         if let Some(handle) = self.thread.lock().take() {
@@ -155,6 +210,7 @@ fn run(shared: &Shared) {
                 let Some(mut entry) = state.heap.pop() else {
                     continue;
                 };
+                shared.len.store(state.heap.len(), Ordering::Relaxed);
                 if entry.cancelled.load(Ordering::Acquire) {
                     continue;
                 }
@@ -168,6 +224,7 @@ fn run(shared: &Shared) {
                         entry.due = now + period;
                     }
                     state.heap.push(entry);
+                    shared.len.store(state.heap.len(), Ordering::Relaxed);
                 }
             }
         }
@@ -175,7 +232,54 @@ fn run(shared: &Shared) {
 }
 
 // SAFETY: a capability on one timer of the runtime: its only operation is `cancel`, a one-way
-// flag the runtime's timer thread reads; it exposes no process's state, like an address
+// flag the runtime's timer thread reads (and a count that may make the canceller sweep the
+// runtime's timer heap, under its lock); it exposes no process's state, like an address
 // (invariant I8).
 #[diagnostic::do_not_recommend]
 unsafe impl crate::isolation::Isolated for TimerHandle {}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{Timers, SWEEP_MIN};
+
+    #[test]
+    fn cancelled_timers_do_not_pile_up() {
+        let timers = Timers::new();
+        let hour = Duration::from_secs(3600);
+        // A live timer that stays: sweeps must keep it.
+        let kept = timers.schedule(hour, None, || false);
+        for _ in 0..20 * SWEEP_MIN {
+            timers.schedule(hour, None, || false).cancel();
+        }
+        assert!(
+            timers.pending() <= SWEEP_MIN + 1,
+            "{} entries left after cancelling {} one-hour timers",
+            timers.pending(),
+            20 * SWEEP_MIN
+        );
+        assert!(!kept.is_cancelled());
+        kept.cancel();
+        kept.cancel(); // a second cancel counts nothing
+        timers.stop();
+    }
+
+    #[test]
+    fn a_sweep_keeps_live_timers_firing() {
+        let timers = Timers::new();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let live = timers.schedule(Duration::from_millis(50), None, move || {
+            let _ = tx.send(());
+            false
+        });
+        for _ in 0..4 * SWEEP_MIN {
+            timers
+                .schedule(Duration::from_secs(3600), None, || false)
+                .cancel();
+        }
+        assert!(rx.recv_timeout(Duration::from_secs(20)).is_ok());
+        assert!(!live.is_cancelled());
+        timers.stop();
+    }
+}
