@@ -61,6 +61,11 @@ fn the_facade_has_no_import_cycles() {
 }
 
 #[test]
+fn distribution_has_no_import_cycles() {
+    assert_acyclic("whirl-dist");
+}
+
+#[test]
 fn the_runtime_imports_point_down_the_layers_of_architecture_md() {
     let text = std::fs::read_to_string(workspace().join("ARCHITECTURE.md"))
         .expect("ARCHITECTURE.md at the workspace root");
@@ -75,11 +80,10 @@ fn the_runtime_imports_point_down_the_layers_of_architecture_md() {
 }
 
 #[test]
-fn every_runtime_module_teaches_its_job() {
-    let graph = read("whirl-runtime");
-    let undocumented: Vec<String> = graph
-        .modules
-        .iter()
+fn every_runtime_and_distribution_module_teaches_its_job() {
+    let undocumented: Vec<String> = ["whirl-runtime", "whirl-dist"]
+        .into_iter()
+        .flat_map(|krate| read(krate).modules)
         .filter(|m| !m.has_doc)
         .map(|m| format!("{} ({})", m.name(), m.file.display()))
         .collect();

@@ -126,6 +126,7 @@ fn every_unsafe_names_a_defined_invariant() {
         "whirl-runtime/src",
         "whirl-macros/src",
         "whirl/src",
+        "whirl-dist/src",
         "examples/src",
     ] {
         rust_files(&workspace().join(krate), &mut files);

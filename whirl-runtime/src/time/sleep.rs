@@ -235,6 +235,9 @@ mod tests {
         }
         // Other tests' sleeps share the heap; a few thousand is the sweep's slack.
         let left = timers().pending();
-        assert!(left <= 3 * super::super::timer::SWEEP_MIN, "{left} timers left");
+        assert!(
+            left <= 3 * super::super::timer::SWEEP_MIN,
+            "{left} timers left"
+        );
     }
 }
