@@ -104,18 +104,18 @@ impl<P: Process> Addr<P> {
     /// For code outside processes (tests, `main`, blocking threads). Inside a handler it
     /// returns [`CallError::WouldBlockWorker`] instead of stalling a worker: an `async`
     /// handler awaits [`Addr::ask`] instead.
-    pub fn call<M>(&self, msg: M) -> Result<P::Reply, CallError<M>>
+    pub fn call<M, R>(&self, msg: M) -> Result<R, CallError<M>>
     where
-        P: Answers<M>,
+        P: Answers<M, Reply = R>,
         M: Message,
     {
         self.call_within(msg, None)
     }
 
     /// Like [`Addr::call`], giving up after `timeout` ([`CallError::Timeout`]).
-    pub fn call_timeout<M>(&self, msg: M, timeout: Duration) -> Result<P::Reply, CallError<M>>
+    pub fn call_timeout<M, R>(&self, msg: M, timeout: Duration) -> Result<R, CallError<M>>
     where
-        P: Answers<M>,
+        P: Answers<M, Reply = R>,
         M: Message,
     {
         self.call_within(msg, Some(timeout))
@@ -138,13 +138,14 @@ impl<P: Process> Addr<P> {
     /// The asynchronous request: posts `msg` now, and the returned future resolves with the
     /// process's answer (its handler's return value: see [`Answers`]). Await it in an `async`
     /// handler, in tokio code, or on any executor; it never blocks a thread.
-    pub fn ask<M>(
+    pub fn ask<M, R>(
         &self,
         msg: M,
-    ) -> impl Future<Output = Result<P::Reply, CallError<M>>> + Send + 'static
+    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
     where
-        P: Answers<M>,
+        P: Answers<M, Reply = R>,
         M: Message,
+        R: Isolated,
     {
         let (reply, pending) = reply_channel();
         answer(

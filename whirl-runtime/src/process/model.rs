@@ -168,9 +168,9 @@ pub trait Handles<M: Message>: Process {
 /// [`Reply`](crate::Reply) `T` answers `T`, and `Result<T, E>` answers `T` (an `Err` fails the
 /// process, and the caller gets [`CallError::NoReply`](crate::CallError::NoReply)).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` does not answer `{M}`",
-    label = "`{Self}`'s handler for `{M}` returns nothing",
-    note = "make the `#[handle]` method for `{M}` return the answer (`-> u64`, `-> Result<u64, Failure>`...), or put a `ReplyTo` in the message and use `ask_with`/`call_with`"
+    message = "`{Self}` does not answer this message: its handler returns nothing",
+    label = "`call`, `call_timeout` and `ask` need a handler that returns the answer",
+    note = "make the message's `#[handle]` method in `{Self}` return the answer (`-> u64`, `-> Result<u64, Failure>`...), or put a `ReplyTo` in the message and use `ask_with`/`call_with`"
 )]
 pub trait Answers<M: Message>: Handles<M> {
     /// The value the handler answers with.
