@@ -310,14 +310,7 @@ fn run() -> Outcome<Vec<String>> {
     // 3. Accounting and shutdown.
     rt.block_until_idle();
     let counts = rt.counts();
-    println!(
-        "accounting: posted {} = handled {} + rejected {} + dead letters {} + queued {}",
-        counts.posted,
-        counts.handled,
-        counts.rejected,
-        counts.dead_lettered,
-        counts.queued()
-    );
+    println!("{}", examples::accounting_line(&counts));
     if counts.posted != counts.handled + counts.rejected + counts.dead_lettered {
         problems.push("the message accounting does not add up".into());
     }

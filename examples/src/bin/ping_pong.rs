@@ -184,14 +184,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The referee answered from inside its turn; the turn's count lands when it ends.
     rt.block_until_idle();
     let counts = rt.counts();
-    println!(
-        "accounting: posted {} = handled {} + rejected {} + dead letters {} + queued {}",
-        counts.posted,
-        counts.handled,
-        counts.rejected,
-        counts.dead_lettered,
-        counts.queued()
-    );
+    println!("{}", examples::accounting_line(&counts));
     rt.shutdown_graceful();
     Ok(())
 }
