@@ -272,12 +272,12 @@ pub(super) struct Body<P> {
 /// cache line, each message would move the line between cores twice. So the mailbox comes
 /// first, the fields that are only read on the message path (group, principal, id, control)
 /// sit between, and the body comes last, at least a cache line past the last word a post
-/// writes, whatever address the allocator returns ([`ProcessCell::BODY_A_LINE_PAST_POST_WORDS`] checks it
-/// in every build). Left to
-/// itself, the compiler put the state 32 bytes from the scheduling word, and streaming speed
-/// then depended on where the allocator placed the cell (1.6× between builds that differed
-/// only in an unrelated struct's size). Padding the cell to whole lines would also isolate it
-/// from its neighbours, but costs up to 64 bytes per process (I6).
+/// writes, whatever address the allocator returns
+/// ([`ProcessCell::BODY_A_LINE_PAST_POST_WORDS`] checks it in every build). Left to itself,
+/// the compiler put the state 32 bytes from the scheduling word, and streaming speed then
+/// depended on where the allocator placed the cell (1.6× between builds that differed only in
+/// an unrelated struct's size). Padding the cell to whole lines would also isolate it from its
+/// neighbours, but costs up to 64 bytes per process (I6).
 #[repr(C)]
 pub(crate) struct ProcessCell<P: Process> {
     pub(crate) mailbox: Mailbox<P::Message>,

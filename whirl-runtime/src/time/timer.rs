@@ -4,8 +4,9 @@
 //! A cancelled timer stays in the heap until its deadline would have come, where the thread
 //! skips it. So that cancelled entries cannot pile up (a loop of `timeout(1 h, ask(..))` whose
 //! asks answer at once cancels a one-hour timer per iteration), cancellations are counted, and
-//! once they outnumber half the heap the canceller sweeps them out: each entry is swept at
-//! most once, so the sweeps cost O(1) per cancellation, amortised.
+//! every [`SWEEP_MIN`]th one looks at the heap: if cancellations since the last sweep outnumber
+//! half of it, the canceller sweeps them out. Each entry is swept at most once and the heap is
+//! looked at once per `SWEEP_MIN` cancellations, so both cost O(1) per cancellation, amortised.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
@@ -52,7 +53,7 @@ struct State {
     stopped: bool,
 }
 
-/// Cancellations that may trigger a sweep: below this many, the heap is left alone.
+/// Cancellations between two looks at the heap (see the module docs).
 pub(crate) const SWEEP_MIN: usize = 1024;
 
 #[derive(Default)]
@@ -62,18 +63,18 @@ struct Shared {
     /// Cancellations since the last sweep (an upper bound on the cancelled entries in the
     /// heap: a timer cancelled after it fired is counted too).
     cancellations: AtomicUsize,
-    /// The heap's length as of its last change, readable without the lock.
-    len: AtomicUsize,
 }
 
 impl Shared {
     fn cancelled_one(&self) {
         let n = self.cancellations.fetch_add(1, Ordering::Relaxed) + 1;
-        if n >= SWEEP_MIN && n > self.len.load(Ordering::Relaxed) / 2 {
-            let mut state = self.state.lock();
+        if n % SWEEP_MIN != 0 {
+            return;
+        }
+        let mut state = self.state.lock();
+        if n > state.heap.len() / 2 {
             self.cancellations.store(0, Ordering::Relaxed);
             state.heap.retain(|e| !e.cancelled.load(Ordering::Acquire));
-            self.len.store(state.heap.len(), Ordering::Relaxed);
         }
     }
 }
@@ -149,7 +150,6 @@ impl Timers {
                 cancelled: Arc::clone(&cancelled),
                 action: Box::new(action),
             });
-            self.shared.len.store(state.heap.len(), Ordering::Relaxed);
         }
         self.ensure_thread();
         self.shared.condvar.notify_one();
@@ -185,7 +185,6 @@ impl Timers {
             let mut state = self.shared.state.lock();
             state.stopped = true;
             state.heap.clear();
-            self.shared.len.store(0, Ordering::Relaxed);
         }
         self.shared.condvar.notify_all();
         if let Some(handle) = self.thread.lock().take() {
@@ -210,7 +209,6 @@ fn run(shared: &Shared) {
                 let Some(mut entry) = state.heap.pop() else {
                     continue;
                 };
-                shared.len.store(state.heap.len(), Ordering::Relaxed);
                 if entry.cancelled.load(Ordering::Acquire) {
                     continue;
                 }
@@ -224,7 +222,6 @@ fn run(shared: &Shared) {
                         entry.due = now + period;
                     }
                     state.heap.push(entry);
-                    shared.len.store(state.heap.len(), Ordering::Relaxed);
                 }
             }
         }
