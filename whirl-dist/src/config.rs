@@ -48,11 +48,19 @@ pub struct NodeConfig {
     multicast_scouting: bool,
     gossip_scouting: bool,
     reconnect_max: Duration,
+    window: usize,
+    max_frame: usize,
 }
 
 impl NodeConfig {
     /// The default lease: 3 s (Zenoh's own default is 10 s).
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(3);
+
+    /// The default credit window: 4,096 unacknowledged messages per peer.
+    pub const DEFAULT_WINDOW: usize = 4096;
+
+    /// The default frame limit: 1 MiB.
+    pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
 
     /// A configuration for a node of `cluster`, with the defaults: listen on
     /// `tcp/127.0.0.1:0` (a free loopback port), connect to nobody, a 3 s lease, multicast and
@@ -70,6 +78,8 @@ impl NodeConfig {
             multicast_scouting: false,
             gossip_scouting: false,
             reconnect_max: Duration::from_secs(1),
+            window: Self::DEFAULT_WINDOW,
+            max_frame: Self::DEFAULT_MAX_FRAME,
         }
     }
 
@@ -123,6 +133,34 @@ impl NodeConfig {
     pub fn reconnect_max(mut self, max: Duration) -> NodeConfig {
         self.reconnect_max = max;
         self
+    }
+
+    /// The credit window: how many messages (posts and asks) this node may have sent to one
+    /// peer without the peer acknowledging them (default 4,096; at least 1). When it is used
+    /// up, posts to that peer return `Rejected` at once: the receiver or the network is
+    /// behind, and the sender sheds instead of queueing without bound. It also bounds the asks
+    /// awaiting an answer from one peer.
+    pub fn window(mut self, window: usize) -> NodeConfig {
+        self.window = window.max(1);
+        self
+    }
+
+    /// The largest frame this node sends or accepts, in bytes (default 1 MiB). A message
+    /// whose encoding exceeds it is refused at the sender (`TooLarge`); a larger frame from
+    /// the network is dropped and counted as malformed.
+    pub fn max_frame(mut self, bytes: usize) -> NodeConfig {
+        self.max_frame = bytes.max(64);
+        self
+    }
+
+    /// The credit window.
+    pub fn window_size(&self) -> usize {
+        self.window
+    }
+
+    /// The frame limit.
+    pub fn max_frame_size(&self) -> usize {
+        self.max_frame
     }
 
     /// The cluster name.

@@ -55,6 +55,24 @@ pub enum DistError {
         #[source]
         source: zenoh::Error,
     },
+    /// Two different message tag names of this node hash to the same 64-bit wire tag (a
+    /// chance of 1 in 2^64 per pair). Rename one.
+    #[error("message tags {first:?} and {second:?} have the same wire hash; rename one")]
+    TagCollision {
+        /// The tag registered first.
+        first: &'static str,
+        /// The tag refused.
+        second: &'static str,
+    },
+    /// A thread the node needs could not be started.
+    #[error("cannot start the node's {what} thread")]
+    Thread {
+        /// Which thread.
+        what: &'static str,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
     /// The operating system could not supply randomness for a fresh [`NodeId`](crate::NodeId).
     #[error("cannot draw a random node id")]
     Entropy(#[from] getrandom::Error),

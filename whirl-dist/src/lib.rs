@@ -43,14 +43,30 @@
 //! The API is blocking: Zenoh runs its own tokio runtime internally, and whirl-dist waits on it
 //! with Zenoh's `Wait` trait, so no async runtime is needed by the caller.
 
+mod addr;
+mod ask;
 pub mod config;
+mod core;
+mod counts;
+mod dispatch;
 mod error;
+mod export;
+mod link;
 pub mod membership;
 mod node;
 mod node_id;
+mod pid;
+mod remote;
+mod wire;
 
+pub use addr::{RemoteAddr, RemoteCallError, RemotePostError, Undelivered};
 pub use config::NodeConfig;
+pub use counts::DistCounts;
 pub use error::DistError;
+pub use export::ExportBuilder;
 pub use membership::{DownReason, MemberState, NodeEvent, NodeStats};
 pub use node::Node;
 pub use node_id::{NodeId, ParseNodeIdError};
+pub use pid::Pid;
+pub use remote::{Remote, Request};
+pub use wire::BounceReason;

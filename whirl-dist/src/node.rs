@@ -6,22 +6,30 @@
 //! subscription delivers every later appearance and withdrawal. See [`crate::membership`] for
 //! how those become [`NodeEvent`]s.
 //!
+//! It also subscribes to its own mailbox key, `whirl/<cluster>/n/<node-hex>/mbox`: one key per
+//! node, not per process, so a million processes do not mean a million routing entries. See
+//! [`crate::core`] for what happens to the frames that arrive there.
+//!
 //! The API is blocking. Zenoh runs on its own tokio runtime threads; whirl-dist calls it through
-//! Zenoh's [`Wait`] trait, so the calling thread needs no async runtime. The liveliness
-//! callback runs on a Zenoh thread; it only takes a short lock and sends into unbounded
-//! channels, so it never blocks Zenoh's I/O.
+//! Zenoh's [`Wait`] trait, so the calling thread needs no async runtime. The callbacks run on
+//! Zenoh threads; they only take short locks, post into the runtime (which never blocks) and
+//! send into bounded or per-event channels, so they never block Zenoh's I/O.
 
 use std::sync::Arc;
+use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
+use crossbeam_channel::Receiver;
+use whirl::Process;
 use zenoh::liveliness::LivelinessToken;
 use zenoh::pubsub::Subscriber;
-use zenoh::sample::{Sample, SampleKind};
 use zenoh::{Session, Wait};
 
-use crate::membership::{parse_alive_key, Membership, Observation};
-use crate::{DistError, MemberState, NodeConfig, NodeEvent, NodeId, NodeStats};
+use crate::core::Core;
+use crate::export::ExportBuilder;
+use crate::remote::Remote;
+use crate::{
+    DistCounts, DistError, MemberState, NodeConfig, NodeEvent, NodeId, NodeStats, Pid, RemoteAddr,
+};
 
 /// One node of a whirl cluster: a Zenoh session with a fresh [`NodeId`].
 ///
@@ -48,58 +56,14 @@ use crate::{DistError, MemberState, NodeConfig, NodeEvent, NodeId, NodeStats};
 /// # }
 /// ```
 pub struct Node {
-    id: NodeId,
+    core: Arc<Core>,
     cluster: String,
-    shared: Arc<Shared>,
-    // Dropped in this order if `shutdown` is not called: subscriber, token, session.
+    // Dropped in this order if `shutdown` is not called: subscribers, token, session.
+    mailbox: Option<Subscriber<()>>,
     subscriber: Option<Subscriber<()>>,
     token: Option<LivelinessToken>,
+    ticker: Option<JoinHandle<()>>,
     session: Session,
-}
-
-/// What the liveliness callback and the node's methods share.
-struct Shared {
-    /// `whirl/<cluster>/alive/`.
-    prefix: String,
-    state: Mutex<State>,
-}
-
-struct State {
-    membership: Membership,
-    listeners: Vec<Sender<NodeEvent>>,
-}
-
-impl Shared {
-    /// Handles one liveliness sample. Runs on a Zenoh thread: must not block or panic.
-    fn on_sample(&self, sample: &Sample) {
-        let key = sample.key_expr().as_str();
-        let mut state = self.state.lock();
-        let Some(node) = parse_alive_key(&self.prefix, key) else {
-            state.membership.malformed_key();
-            drop(state);
-            tracing::warn!(key, "ignored a liveliness key that names no node");
-            return;
-        };
-        let observation = match sample.kind() {
-            SampleKind::Put => Observation::Alive(node),
-            SampleKind::Delete => Observation::Gone(node),
-        };
-        let Some(event) = state.membership.observe(observation) else {
-            return;
-        };
-        // A listener whose receiver was dropped is forgotten.
-        state
-            .listeners
-            .retain(|listener| listener.send(event).is_ok());
-        drop(state);
-        match event {
-            NodeEvent::Up(node) => tracing::debug!(%node, "node up"),
-            NodeEvent::Down { node, reason } => tracing::info!(%node, ?reason, "node down"),
-            NodeEvent::ResurrectionRefused(node) => {
-                tracing::warn!(%node, "quarantined node reappeared; refused")
-            }
-        }
-    }
 }
 
 impl Node {
@@ -113,48 +77,54 @@ impl Node {
         let zenoh_config = config.to_zenoh()?;
         let id = NodeId::random()?;
         let cluster = config.cluster().to_owned();
-        let prefix = format!("whirl/{cluster}/alive/");
         let session = zenoh::open(zenoh_config).wait().map_err(DistError::Open)?;
+        let core = Arc::new(Core::new(
+            id,
+            &cluster,
+            session.clone(),
+            config.window_size(),
+            config.max_frame_size(),
+        ));
+        let declare = |what| move |source| DistError::Declare { what, source };
+        // The mailbox first: a peer that sees this node's token may post at once.
+        let mailbox_core = Arc::clone(&core);
+        let mailbox = session
+            .declare_subscriber(core.mailbox_key(id))
+            .callback(move |sample| mailbox_core.on_frame(&sample.payload().to_bytes()))
+            .wait()
+            .map_err(declare("mailbox subscriber"))?;
         let token = session
             .liveliness()
-            .declare_token(format!("{prefix}{id}"))
+            .declare_token(format!("{}{id}", core.alive_prefix()))
             .wait()
-            .map_err(|source| DistError::Declare {
-                what: "liveliness token",
-                source,
-            })?;
-        let shared = Arc::new(Shared {
-            prefix: prefix.clone(),
-            state: Mutex::new(State {
-                membership: Membership::new(id),
-                listeners: Vec::new(),
-            }),
-        });
-        let callback_shared = Arc::clone(&shared);
+            .map_err(declare("liveliness token"))?;
+        let liveliness_core = Arc::clone(&core);
         let subscriber = session
             .liveliness()
-            .declare_subscriber(format!("{prefix}*"))
+            .declare_subscriber(format!("{}*", core.alive_prefix()))
             .history(true)
-            .callback(move |sample| callback_shared.on_sample(&sample))
+            .callback(move |sample| liveliness_core.on_liveliness(&sample))
             .wait()
-            .map_err(|source| DistError::Declare {
-                what: "liveliness subscriber",
-                source,
-            })?;
+            .map_err(declare("liveliness subscriber"))?;
+        let ticker = core.start_ticker().map_err(|source| DistError::Thread {
+            what: "ticker",
+            source,
+        })?;
         tracing::debug!(%id, cluster, "node started");
         Ok(Node {
-            id,
+            core,
             cluster,
-            shared,
+            mailbox: Some(mailbox),
             subscriber: Some(subscriber),
             token: Some(token),
+            ticker: Some(ticker),
             session,
         })
     }
 
     /// This node's id (fresh on every start).
     pub fn id(&self) -> NodeId {
-        self.id
+        self.core.id()
     }
 
     /// The cluster this node belongs to.
@@ -168,38 +138,65 @@ impl Node {
     /// is unbounded: a receiver that is never read grows by one small value per event.
     pub fn events(&self) -> Receiver<NodeEvent> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let mut state = self.shared.state.lock();
-        for node in state.membership.up() {
+        let mut members = self.core.members.lock();
+        for node in members.membership.up() {
             // The receiver is alive: it is in our hands.
             let _ = tx.send(NodeEvent::Up(node));
         }
-        state.listeners.push(tx);
+        members.listeners.push(tx);
         rx
     }
 
     /// The nodes that are Up now (not this one), in id order.
     pub fn members(&self) -> Vec<NodeId> {
-        self.shared.state.lock().membership.up().collect()
+        self.core.members.lock().membership.up().collect()
     }
 
     /// The nodes quarantined so far, in id order.
     pub fn quarantined(&self) -> Vec<NodeId> {
-        self.shared.state.lock().membership.quarantined().collect()
+        self.core.members.lock().membership.quarantined().collect()
     }
 
     /// Where `node` stands: Up, Quarantined, or `None` if never seen.
     pub fn state(&self, node: NodeId) -> Option<MemberState> {
-        self.shared.state.lock().membership.state(node)
+        self.core.members.lock().membership.state(node)
     }
 
     /// What the membership table has counted so far.
     pub fn stats(&self) -> NodeStats {
-        self.shared.state.lock().membership.stats()
+        self.core.members.lock().membership.stats()
     }
 
-    /// Leaves the cluster: withdraws the token (peers see this node Down at once), stops
-    /// watching, closes the session. Every step is attempted; the first error is returned.
-    /// Event receivers are disconnected.
+    /// Makes `addr`'s process reachable from other nodes; say which message types it accepts
+    /// with the builder, then [`build`](ExportBuilder::build) it for its [`Pid`].
+    pub fn export<P: Process>(&self, addr: &whirl::Addr<P>) -> ExportBuilder<'_, P> {
+        ExportBuilder::new(&self.core, addr)
+    }
+
+    /// Withdraws an export of this node: later messages to `pid` bounce as
+    /// [`NoProcess`](crate::BounceReason::NoProcess). Returns whether it was exported.
+    pub fn unexport(&self, pid: Pid) -> bool {
+        pid.node() == self.id() && self.core.remove_export(pid.local())
+    }
+
+    /// The typed address of the process `pid` (on any node, this one included), accepting
+    /// `M`. Nothing is checked until a message is sent: if the process does not accept `M`,
+    /// messages bounce as [`Incompatible`](crate::BounceReason::Incompatible). If `pid`'s
+    /// node is already Down, every post returns `Terminated`.
+    pub fn remote<M: Remote>(&self, pid: Pid) -> RemoteAddr<M> {
+        RemoteAddr::new(Arc::clone(&self.core), pid)
+    }
+
+    /// What the distribution layer has counted so far (see [`DistCounts`]).
+    pub fn counts(&self) -> DistCounts {
+        self.core.read_counts()
+    }
+
+    /// Leaves the cluster: stops receiving, closes every link (messages sent and not yet
+    /// acknowledged are counted [in doubt](DistCounts::in_doubt)), ends waiting asks with
+    /// `NodeDown`, withdraws the token (peers see this node Down at once), stops watching,
+    /// closes the session. Every step is attempted; the first error is returned. Event
+    /// receivers are disconnected.
     pub fn shutdown(mut self) -> Result<(), DistError> {
         let mut first_error = None;
         let mut note = |what: &'static str, result: zenoh::Result<()>| {
@@ -208,6 +205,16 @@ impl Node {
                 first_error.get_or_insert(DistError::Shutdown { what, source });
             }
         };
+        if let Some(mailbox) = self.mailbox.take() {
+            note(
+                "undeclare the mailbox subscriber",
+                mailbox.undeclare().wait(),
+            );
+        }
+        self.core.close();
+        if let Some(ticker) = self.ticker.take() {
+            let _ = ticker.join();
+        }
         if let Some(token) = self.token.take() {
             note("undeclare the liveliness token", token.undeclare().wait());
         }
@@ -218,16 +225,24 @@ impl Node {
             );
         }
         note("close the session", self.session.close().wait());
-        self.shared.state.lock().listeners.clear();
-        tracing::debug!(id = %self.id, "node shut down");
+        self.core.members.lock().listeners.clear();
+        tracing::debug!(id = %self.core.id(), "node shut down");
         first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for Node {
+    /// A node dropped without [`shutdown`](Node::shutdown) still closes its links and ends its
+    /// asks (idempotent after `shutdown`); Zenoh closes the session when its last handle goes.
+    fn drop(&mut self) {
+        self.core.close();
     }
 }
 
 impl std::fmt::Debug for Node {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node")
-            .field("id", &self.id)
+            .field("id", &self.core.id())
             .field("cluster", &self.cluster)
             .finish_non_exhaustive()
     }

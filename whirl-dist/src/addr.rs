@@ -1,0 +1,430 @@
+//! [`RemoteAddr`]: the typed address of a process on any node, and what its posts and asks
+//! can return.
+//!
+//! A `RemoteAddr<M>` accepts one message type `M` (like whirl's `Recipient<M>`): the process
+//! behind it was [exported](crate::Node::export) accepting `M`'s tag. Posting is the same
+//! contract as a local post: it never blocks, and a message that cannot go comes straight back
+//! ([`RemotePostError`]). A message the receiving node refuses later (its group's predicate,
+//! a terminated process) comes back asynchronously as an [`Undelivered`] to the address's
+//! bounce handler ([`RemoteAddr::on_bounce`]); without one it is logged and counted.
+//!
+//! Messages from one sender to one process arrive in the order they were posted (one Zenoh
+//! link per pair of nodes, FIFO per priority, one writer per peer).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::ask::{AskEnd, AskFuture, AskSlot};
+use crate::core::{Core, RouteGuard};
+use crate::link::{Link, Refusal};
+use crate::remote::{Remote, Request, TagOf};
+use crate::wire::{self, BounceReason, Header};
+use crate::Pid;
+
+/// The typed address of a process that may run on another node, accepting messages `M`.
+/// Made by [`Node::remote`](crate::Node::remote); cheap to clone.
+pub struct RemoteAddr<M> {
+    core: Arc<Core>,
+    pid: Pid,
+    /// The link to the process's node; `None` if the node was already Down when the address
+    /// was made, or the pid is on this node.
+    link: Option<Arc<Link>>,
+    route: Option<Arc<RouteGuard>>,
+    _message: PhantomData<fn(M)>,
+}
+
+impl<M> Clone for RemoteAddr<M> {
+    fn clone(&self) -> Self {
+        RemoteAddr {
+            core: Arc::clone(&self.core),
+            pid: self.pid,
+            link: self.link.clone(),
+            route: self.route.clone(),
+            _message: PhantomData,
+        }
+    }
+}
+
+impl<M> fmt::Debug for RemoteAddr<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RemoteAddr<{}>({})",
+            std::any::type_name::<M>(),
+            self.pid
+        )
+    }
+}
+
+impl<M: Remote> RemoteAddr<M> {
+    pub(crate) fn new(core: Arc<Core>, pid: Pid) -> Self {
+        let link = match pid.node() == core.id() {
+            true => None,
+            false => core.link_to(pid.node()),
+        };
+        RemoteAddr {
+            core,
+            pid,
+            link,
+            route: None,
+            _message: PhantomData,
+        }
+    }
+
+    /// The process's cluster-wide id.
+    pub fn pid(&self) -> Pid {
+        self.pid
+    }
+
+    /// This address, with `handler` called for each message posted through it (or its clones)
+    /// that the receiving node gives back ([`Undelivered`]). The handler runs on a network
+    /// thread: it must not block (post the message to a process, for example).
+    pub fn on_bounce(mut self, handler: impl Fn(Undelivered<M>) + Send + Sync + 'static) -> Self {
+        let pid = self.pid;
+        self.route =
+            Some(self.core.add_route(Arc::new(
+                move |reason, payload| match wire::decode_payload::<M>(payload) {
+                    Ok(msg) => {
+                        handler(Undelivered {
+                            to: pid,
+                            reason,
+                            msg,
+                        });
+                        true
+                    }
+                    Err(_) => false,
+                },
+            )));
+        self
+    }
+
+    /// Posts `msg` to the process. Never blocks, never waits for the network.
+    ///
+    /// `Ok` means the message is on its way: the receiving node delivers it, or gives it back
+    /// to the [bounce handler](RemoteAddr::on_bounce). On `Err` the message comes back now.
+    pub fn post(&self, msg: M) -> Result<(), RemotePostError<M>> {
+        let header = Header::Post {
+            to: self.pid.local(),
+            tag: TagOf::<M>::TAG,
+            route: self.route.as_ref().map(|r| r.id()),
+            principal: None,
+        };
+        let Some(link) = self.link_or_local() else {
+            return self.post_local(msg, &header);
+        };
+        self.send(link, msg, &header)
+    }
+
+    fn link_or_local(&self) -> Option<&Arc<Link>> {
+        self.link.as_ref()
+    }
+
+    /// A pid on this node goes through the same decode-and-dispatch path as a remote one,
+    /// without the network.
+    fn post_local(&self, msg: M, header: &Header) -> Result<(), RemotePostError<M>> {
+        if self.pid.node() != self.core.id() {
+            self.core.count_refused();
+            return Err(RemotePostError::Terminated(msg));
+        }
+        let frame = self.encode(msg, header)?;
+        self.core.count_sent();
+        self.core.on_frame(&frame);
+        Ok(())
+    }
+
+    fn encode(&self, msg: M, header: &Header) -> Result<Vec<u8>, RemotePostError<M>> {
+        let frame = match wire::encode(self.core.id(), header, &msg) {
+            Ok(frame) => frame,
+            Err(source) => return Err(RemotePostError::Encode { msg, source }),
+        };
+        let limit = self.core.max_frame();
+        match frame.len() > limit {
+            true => Err(RemotePostError::TooLarge {
+                msg,
+                size: frame.len(),
+                limit,
+            }),
+            false => Ok(frame),
+        }
+    }
+
+    fn send(&self, link: &Link, msg: M, header: &Header) -> Result<(), RemotePostError<M>> {
+        if let Err(refusal) = link.take_credit() {
+            self.core.count_refused();
+            return Err(refused(refusal, msg));
+        }
+        let frame = match self.encode(msg, header) {
+            Ok(frame) => frame,
+            Err(e) => {
+                link.return_credit(self.core.counts());
+                return Err(e);
+            }
+        };
+        match link.send_data(frame) {
+            Ok(()) => {
+                self.core.count_sent();
+                Ok(())
+            }
+            Err(frame) => {
+                link.return_credit(self.core.counts());
+                self.core.count_refused();
+                match give_back::<M>(&frame) {
+                    Some(msg) => Err(RemotePostError::Rejected(msg)),
+                    None => Err(RemotePostError::Unsent),
+                }
+            }
+        }
+    }
+}
+
+/// The message inside a frame that could not be queued. The lane cannot be full when credit
+/// was granted (see `Link::send_data`), so this runs only if that invariant breaks.
+fn give_back<M: Remote>(frame: &[u8]) -> Option<M> {
+    let frame = wire::decode(frame, usize::MAX).ok()?;
+    wire::decode_payload(frame.payload).ok()
+}
+
+impl<M: Request> RemoteAddr<M>
+where
+    M::Reply: Send,
+{
+    /// Asks the process: posts `msg` now, and the returned future resolves with the handler's
+    /// answer, or an error after `timeout`. Await it anywhere (an `async` handler, tokio, a
+    /// hand-rolled executor); it never blocks a thread.
+    pub fn ask(
+        &self,
+        msg: M,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<M::Reply, RemoteCallError<M>>> + Send + 'static
+    {
+        let started = self.start_ask(msg, timeout);
+        async move {
+            match started {
+                Err(e) => Err(e),
+                Ok(slot) => finish_ask(AskFuture { slot }.await),
+            }
+        }
+    }
+
+    /// Asks the process and blocks until the answer arrives or `timeout` passes. For code
+    /// outside processes; an `async` handler awaits [`RemoteAddr::ask`] instead.
+    pub fn call(&self, msg: M, timeout: Duration) -> Result<M::Reply, RemoteCallError<M>> {
+        let deadline = Instant::now() + timeout;
+        let slot = self.start_ask(msg, timeout)?;
+        finish_ask(slot.wait(deadline))
+    }
+
+    fn start_ask(&self, msg: M, timeout: Duration) -> Result<Arc<AskSlot>, RemoteCallError<M>> {
+        let local = self.pid.node() == self.core.id();
+        let link = match (&self.link, local) {
+            (Some(link), _) => Some(link),
+            (None, true) => None,
+            (None, false) => {
+                self.core.count_refused();
+                return Err(RemoteCallError::Post(RemotePostError::Terminated(msg)));
+            }
+        };
+        if let Some(link) = link {
+            if !link.begin_ask() {
+                self.core.count_refused();
+                return Err(RemoteCallError::Post(RemotePostError::Rejected(msg)));
+            }
+            if let Err(refusal) = link.take_credit() {
+                link.end_ask();
+                self.core.count_refused();
+                return Err(RemoteCallError::Post(refused(refusal, msg)));
+            }
+        }
+        let slot = AskSlot::new();
+        let req = self
+            .core
+            .begin_ask(self.pid.node(), Instant::now() + timeout, Arc::clone(&slot));
+        let header = Header::Ask {
+            to: self.pid.local(),
+            tag: TagOf::<M>::TAG,
+            req,
+            principal: None,
+        };
+        let undo = |core: &Core| {
+            core.forget_ask(req);
+            if let Some(link) = link {
+                link.end_ask();
+                link.return_credit(core.counts());
+            }
+        };
+        let frame = match self.encode(msg, &header) {
+            Ok(frame) => frame,
+            Err(e) => {
+                undo(&self.core);
+                return Err(RemoteCallError::Post(e));
+            }
+        };
+        match link {
+            None => {
+                self.core.count_sent();
+                self.core.on_frame(&frame);
+            }
+            Some(l) => match l.send_data(frame) {
+                Ok(()) => self.core.count_sent(),
+                Err(frame) => {
+                    undo(&self.core);
+                    self.core.count_refused();
+                    return Err(RemoteCallError::Post(match give_back::<M>(&frame) {
+                        Some(msg) => RemotePostError::Rejected(msg),
+                        None => RemotePostError::Unsent,
+                    }));
+                }
+            },
+        }
+        Ok(slot)
+    }
+}
+
+fn finish_ask<M: Request>(end: AskEnd) -> Result<M::Reply, RemoteCallError<M>> {
+    match end {
+        AskEnd::Answered(bytes) => {
+            wire::decode_payload(&bytes).map_err(|_| RemoteCallError::Incompatible)
+        }
+        AskEnd::Bounced(reason, bytes) => match wire::decode_payload::<M>(&bytes) {
+            Ok(msg) => Err(RemoteCallError::Bounced { reason, msg }),
+            Err(_) => Err(RemoteCallError::Incompatible),
+        },
+        AskEnd::NoReply => Err(RemoteCallError::NoReply),
+        AskEnd::Timeout => Err(RemoteCallError::Timeout),
+        AskEnd::NodeDown => Err(RemoteCallError::NodeDown),
+    }
+}
+
+fn refused<M>(refusal: Refusal, msg: M) -> RemotePostError<M> {
+    match refusal {
+        Refusal::Full => RemotePostError::Rejected(msg),
+        Refusal::Down => RemotePostError::Terminated(msg),
+    }
+}
+
+/// A message the receiving node gave back, delivered to the address's
+/// [bounce handler](RemoteAddr::on_bounce).
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Undelivered<M> {
+    /// Where it was going.
+    pub to: Pid,
+    /// Why it came back.
+    pub reason: BounceReason,
+    /// The message.
+    pub msg: M,
+}
+
+/// Why a post to a [`RemoteAddr`] failed at once. The message comes back inside (see
+/// [`Unsent`](RemotePostError::Unsent) for the one exception).
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum RemotePostError<M> {
+    /// The credit window or the lane to the node is full: the network or the receiver is
+    /// behind (overload at the sender's side). Try later or shed.
+    #[error("the link to the receiving node is full")]
+    Rejected(M),
+    /// The node is Down (quarantined) or this node is shutting down.
+    #[error("the receiving node is down")]
+    Terminated(M),
+    /// serde could not encode the message.
+    #[error("the message cannot be encoded")]
+    Encode {
+        /// The message.
+        msg: M,
+        /// postcard's reason.
+        #[source]
+        source: postcard::Error,
+    },
+    /// The encoded message exceeds the node's frame limit
+    /// ([`NodeConfig::max_frame`](crate::NodeConfig::max_frame)).
+    #[error("the encoded message is {size} bytes, over the frame limit of {limit}")]
+    TooLarge {
+        /// The message.
+        msg: M,
+        /// Its encoded size, with the frame header.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The lane refused a frame the credit window had admitted, and the frame did not decode
+    /// back into the message (its serde implementation does not round-trip). The message was
+    /// not sent. This needs two faults at once: a broken invariant of the link and a
+    /// non-round-tripping encoding; it is here so that even then the sender is told.
+    #[error("the message was not sent and could not be given back")]
+    Unsent,
+}
+
+impl<M> RemotePostError<M> {
+    /// The message, if it came back.
+    pub fn into_message(self) -> Option<M> {
+        match self {
+            RemotePostError::Rejected(m)
+            | RemotePostError::Terminated(m)
+            | RemotePostError::Encode { msg: m, .. }
+            | RemotePostError::TooLarge { msg: m, .. } => Some(m),
+            RemotePostError::Unsent => None,
+        }
+    }
+}
+
+impl<M> fmt::Debug for RemotePostError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = std::any::type_name::<M>();
+        match self {
+            RemotePostError::Rejected(_) => write!(f, "Rejected({name})"),
+            RemotePostError::Terminated(_) => write!(f, "Terminated({name})"),
+            RemotePostError::Encode { source, .. } => write!(f, "Encode({name}, {source:?})"),
+            RemotePostError::TooLarge { size, limit, .. } => {
+                write!(f, "TooLarge({name}, {size} > {limit})")
+            }
+            RemotePostError::Unsent => write!(f, "Unsent({name})"),
+        }
+    }
+}
+
+/// Why a remote ask got no answer.
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteCallError<M> {
+    /// The request could not be sent; it comes back inside.
+    #[error("the request could not be sent: {0}")]
+    Post(RemotePostError<M>),
+    /// The receiving node gave the request back (its group rejected it, the process had
+    /// terminated, ...).
+    #[error("the request was given back: {reason}")]
+    Bounced {
+        /// Why.
+        reason: BounceReason,
+        /// The request.
+        msg: M,
+    },
+    /// The handler failed, or dropped its reply handle, without answering.
+    #[error("the process did not answer")]
+    NoReply,
+    /// No answer arrived within the time limit. The request may still be handled.
+    #[error("no answer within the time limit")]
+    Timeout,
+    /// The receiving node went Down before answering. The request may have been handled.
+    #[error("the receiving node went down before answering")]
+    NodeDown,
+    /// The answer (or the request given back) did not decode as its type: the two nodes
+    /// disagree on its encoding.
+    #[error("the answer does not decode as the reply type")]
+    Incompatible,
+}
+
+impl<M> fmt::Debug for RemoteCallError<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RemoteCallError::Post(e) => write!(f, "Post({e:?})"),
+            RemoteCallError::Bounced { reason, .. } => write!(f, "Bounced({reason:?})"),
+            RemoteCallError::NoReply => f.write_str("NoReply"),
+            RemoteCallError::Timeout => f.write_str("Timeout"),
+            RemoteCallError::NodeDown => f.write_str("NodeDown"),
+            RemoteCallError::Incompatible => f.write_str("Incompatible"),
+        }
+    }
+}

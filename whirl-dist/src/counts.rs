@@ -1,0 +1,93 @@
+//! The distribution layer's counters: [`DistCounts`] and the atomics behind it.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// A node's distribution counters, as read by [`Node::counts`](crate::Node::counts).
+///
+/// Every message a process posts to another node ends in exactly one of these places, so the
+/// accounting identity of whirl (`posted = handled + rejected + dead_lettered + queued`) holds
+/// summed over the nodes:
+///
+/// * refused at the sender, synchronously, with the message back ([`refused`](DistCounts::refused));
+/// * delivered into the receiving node's runtime, which counts it from then on as any local
+///   post ([`delivered`](DistCounts::delivered));
+/// * bounced by the receiving node and given back at the sender
+///   ([`bounced`](DistCounts::bounced) there, [`returned`](DistCounts::returned) here);
+/// * in doubt: sent, never acknowledged, and its node went Down
+///   ([`in_doubt`](DistCounts::in_doubt)); the sender cannot know whether it was handled.
+///
+/// Across a pair of nodes at rest: `sent = received + in_doubt` (over the senders and
+/// receivers), `received = delivered + bounced`, and the bounced of one are the returned of
+/// the other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DistCounts {
+    /// Posts and asks to other nodes handed to the network.
+    pub sent: u64,
+    /// Posts and asks to other nodes refused at once, the message given back: the credit
+    /// window or lane was full (Rejected), or the node is down (Terminated).
+    pub refused: u64,
+    /// Data frames (posts and asks) received from other nodes and read.
+    pub received: u64,
+    /// Received messages posted into this node's runtime.
+    pub delivered: u64,
+    /// Received messages this node sent back to their sender, with the reason.
+    pub bounced: u64,
+    /// Messages other nodes bounced back here.
+    pub returned: u64,
+    /// Of [`returned`](DistCounts::returned), those whose sender gave no bounce handler: logged
+    /// and counted as dead letters here.
+    pub returned_unrouted: u64,
+    /// Messages sent and never acknowledged when their node went Down.
+    pub in_doubt: u64,
+    /// Frames refused as malformed (truncated, oversized, undecodable header).
+    pub malformed: u64,
+    /// Frames in a frame format this node does not speak (answered with a version notice).
+    pub foreign_version: u64,
+    /// Frames from quarantined nodes (bounced with `Quarantined`).
+    pub from_quarantined: u64,
+    /// Control frames (acknowledgements, bounces, replies) that found their lane full. Always
+    /// 0 unless there is a bug: the lane is sized for the most that can be outstanding.
+    pub control_overflow: u64,
+}
+
+/// The live counters behind [`DistCounts`].
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) sent: AtomicU64,
+    pub(crate) refused: AtomicU64,
+    pub(crate) received: AtomicU64,
+    pub(crate) delivered: AtomicU64,
+    pub(crate) bounced: AtomicU64,
+    pub(crate) returned: AtomicU64,
+    pub(crate) returned_unrouted: AtomicU64,
+    pub(crate) in_doubt: AtomicU64,
+    pub(crate) malformed: AtomicU64,
+    pub(crate) foreign_version: AtomicU64,
+    pub(crate) from_quarantined: AtomicU64,
+    pub(crate) control_overflow: AtomicU64,
+}
+
+/// Adds one.
+pub(crate) fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Relaxed);
+}
+
+impl Counters {
+    pub(crate) fn read(&self) -> DistCounts {
+        DistCounts {
+            sent: self.sent.load(Relaxed),
+            refused: self.refused.load(Relaxed),
+            received: self.received.load(Relaxed),
+            delivered: self.delivered.load(Relaxed),
+            bounced: self.bounced.load(Relaxed),
+            returned: self.returned.load(Relaxed),
+            returned_unrouted: self.returned_unrouted.load(Relaxed),
+            in_doubt: self.in_doubt.load(Relaxed),
+            malformed: self.malformed.load(Relaxed),
+            foreign_version: self.foreign_version.load(Relaxed),
+            from_quarantined: self.from_quarantined.load(Relaxed),
+            control_overflow: self.control_overflow.load(Relaxed),
+        }
+    }
+}

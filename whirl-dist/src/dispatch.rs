@@ -1,0 +1,68 @@
+//! What the export table holds: per process, one entry per accepted message tag, and what
+//! became of a message handed to one.
+//!
+//! Entries are built by [`crate::export`] (which knows the process and message types) and
+//! called by the receive path in [`crate::core`] (which knows neither): a post entry decodes
+//! and posts; an ask entry decodes, asks, and later answers through a [`Replier`].
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::wire::BounceReason;
+
+/// What became of a received message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// Posted into the local runtime (which counts it from now on).
+    Delivered,
+    /// Refused; the message goes back to its sender.
+    Refused(BounceReason),
+}
+
+/// Decodes a payload and posts it.
+pub(crate) type PostFn = Box<dyn Fn(&[u8]) -> Delivery + Send + Sync>;
+
+/// Decodes a payload and asks it; the answer goes to the [`Replier`].
+pub(crate) type AskFn = Box<dyn Fn(&[u8], Replier) -> Delivery + Send + Sync>;
+
+/// One accepted message type of an exported process.
+pub(crate) struct Entry {
+    pub(crate) post: PostFn,
+    pub(crate) ask: Option<AskFn>,
+}
+
+/// An exported process: its entries by tag.
+pub(crate) struct Export {
+    pub(crate) entries: HashMap<u64, Entry>,
+}
+
+/// Where an ask's end goes: called once, with the encoded answer or `None` for "no answer".
+pub(crate) struct Replier {
+    send: Box<dyn FnOnce(Option<Vec<u8>>) + Send>,
+}
+
+impl Replier {
+    pub(crate) fn new(send: impl FnOnce(Option<Vec<u8>>) + Send + 'static) -> Replier {
+        Replier {
+            send: Box::new(send),
+        }
+    }
+
+    /// Sends the handler's answer back; one that cannot be encoded is logged and the asker
+    /// told there is no answer.
+    pub(crate) fn answer<R: Serialize>(self, answer: &R) {
+        match postcard::to_stdvec(answer) {
+            Ok(bytes) => (self.send)(Some(bytes)),
+            Err(error) => {
+                tracing::error!(%error, "an answer cannot be encoded; the asker is told NoReply");
+                (self.send)(None)
+            }
+        }
+    }
+
+    /// Tells the asker there will be no answer.
+    pub(crate) fn no_reply(self) {
+        (self.send)(None)
+    }
+}

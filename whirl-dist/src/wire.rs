@@ -1,0 +1,345 @@
+//! Frames: what nodes send each other, and the strict decoder for what arrives.
+//!
+//! A frame is one Zenoh sample on the receiving node's mailbox key:
+//!
+//! ```text
+//! [version: u8][sender node id: 16 bytes, little endian][header: postcard][payload]
+//! ```
+//!
+//! * The **version** byte comes first and the sender's id after it, at fixed offsets in every
+//!   version, so a node can always tell who spoke an unknown version. Version 0 is reserved
+//!   for the **version notice** (`[0][id][version spoken]`), which a node sends back to a peer
+//!   whose frames it cannot read; this layout is frozen.
+//! * The **header** ([`Header`]) says what the frame is: a posted message, an asked one, an
+//!   acknowledgement, a bounce or a reply.
+//! * The **payload** is the rest of the frame: a message's postcard encoding, decoded only by
+//!   the receiving process's entry for the header's tag, which requires every byte to be used.
+//!
+//! Frames come from the network, so decoding is total: any byte string gives a [`Frame`] or a
+//! [`WireError`], never a panic, and nothing is allocated from a length the peer chose
+//! (postcard reads borrowed data in place). Oversized frames are refused before decoding.
+
+use serde::{Deserialize, Serialize};
+
+use crate::NodeId;
+
+/// The frame format this build speaks.
+pub(crate) const VERSION: u8 = 1;
+
+/// The version byte of a version notice (frozen).
+const NOTICE: u8 = 0;
+
+/// Bytes before the header: version and sender id.
+const PREFIX: usize = 17;
+
+/// Why a frame was bounced back to its sender, with its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum BounceReason {
+    /// The receiving group's admission predicate refused it (overload).
+    Rejected,
+    /// The receiving process had terminated.
+    Terminated,
+    /// No process with that id is exported on the receiving node (it never was, or it ended
+    /// and its export was removed).
+    NoProcess,
+    /// The receiving process does not accept this message tag, or the payload did not decode
+    /// as the type its tag names (the two nodes disagree on the message's encoding).
+    Incompatible,
+    /// The receiving node has quarantined the sender (it saw it Down earlier): the sender
+    /// must restart under a new identity to talk to it again.
+    Quarantined,
+}
+
+impl std::fmt::Display for BounceReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BounceReason::Rejected => "the receiving group rejected the message (overload)",
+            BounceReason::Terminated => "the receiving process has terminated",
+            BounceReason::NoProcess => "no such process is exported on the receiving node",
+            BounceReason::Incompatible => {
+                "the receiving process does not accept this message type or encoding"
+            }
+            BounceReason::Quarantined => "the receiving node has quarantined this node",
+        })
+    }
+}
+
+/// The principal a message is sent on behalf of, as it travels: what remote admission
+/// predicates read.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct WirePrincipal {
+    pub(crate) id: u64,
+    pub(crate) priority: u8,
+    pub(crate) class: u16,
+    pub(crate) utility: f64,
+}
+
+/// How an ask ended on the receiving node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Outcome {
+    /// The handler answered; the payload is the answer.
+    Answered,
+    /// The request never reached the handler; the payload is the request, given back.
+    Bounced(BounceReason),
+    /// The handler failed or dropped its reply handle without answering; no payload.
+    NoReply,
+}
+
+/// What a frame is. The payload follows it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) enum Header {
+    /// A posted message for process `to`. `route` names, on the sender's node, where a bounce
+    /// goes back to.
+    Post {
+        to: u64,
+        tag: u64,
+        route: Option<u64>,
+        principal: Option<WirePrincipal>,
+    },
+    /// An asked message for process `to`; the answer comes back as `Reply { req }`.
+    Ask {
+        to: u64,
+        tag: u64,
+        req: u64,
+        principal: Option<WirePrincipal>,
+    },
+    /// The receiver has taken `received` data frames (posts and asks) from this sender so
+    /// far, in total: the sender's credit window refills by the difference.
+    Ack { received: u64 },
+    /// A posted message given back; the payload is the original message bytes.
+    Bounce {
+        tag: u64,
+        route: Option<u64>,
+        reason: BounceReason,
+    },
+    /// The end of the ask `req`.
+    Reply { req: u64, outcome: Outcome },
+}
+
+/// A decoded frame: its sender, header and payload (borrowed from the bytes received).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Frame<'a> {
+    pub(crate) from: NodeId,
+    pub(crate) header: Header,
+    pub(crate) payload: &'a [u8],
+}
+
+/// Why an incoming frame was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum WireError {
+    /// Shorter than the fixed prefix.
+    #[error("frame of {0} bytes is shorter than the 17-byte prefix")]
+    Truncated(usize),
+    /// Longer than the configured bound.
+    #[error("frame of {len} bytes exceeds the limit of {limit}")]
+    TooLarge { len: usize, limit: usize },
+    /// A version this build does not speak; the sender is known.
+    #[error("frame version {version} from {from} (this node speaks {VERSION})")]
+    Version { from: NodeId, version: u8 },
+    /// A version notice: `from` speaks `version` and cannot read ours.
+    #[error("{from} speaks frame version {version} only")]
+    Notice { from: NodeId, version: u8 },
+    /// The header did not decode.
+    #[error("malformed frame header from {from}")]
+    Header { from: NodeId },
+}
+
+/// Encodes a frame whose payload is `payload`, serialized in place after the header.
+/// `Err` if the payload cannot be encoded by serde.
+pub(crate) fn encode<T: Serialize + ?Sized>(
+    from: NodeId,
+    header: &Header,
+    payload: &T,
+) -> Result<Vec<u8>, postcard::Error> {
+    let mut bytes = Vec::with_capacity(64);
+    bytes.push(VERSION);
+    bytes.extend_from_slice(&from.as_u128().to_le_bytes());
+    let bytes = postcard::to_extend(header, bytes)?;
+    postcard::to_extend(payload, bytes)
+}
+
+/// Encodes a frame whose payload is already-encoded bytes (a bounce giving a message back).
+pub(crate) fn encode_raw(from: NodeId, header: &Header, payload: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(PREFIX + 24 + payload.len());
+    bytes.push(VERSION);
+    bytes.extend_from_slice(&from.as_u128().to_le_bytes());
+    // A header is plain integers and enums: serializing it into a Vec cannot fail.
+    let mut bytes = postcard::to_extend(header, bytes).unwrap_or_else(|_| {
+        unreachable!("postcard encodes integers and enums into a Vec without error")
+    });
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+/// The version notice: "I am `from` and speak only `VERSION`".
+pub(crate) fn notice(from: NodeId) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(PREFIX + 1);
+    bytes.push(NOTICE);
+    bytes.extend_from_slice(&from.as_u128().to_le_bytes());
+    bytes.push(VERSION);
+    bytes
+}
+
+/// Decodes a frame received from the network. Total: never panics, whatever `bytes` holds.
+pub(crate) fn decode(bytes: &[u8], limit: usize) -> Result<Frame<'_>, WireError> {
+    if bytes.len() > limit {
+        return Err(WireError::TooLarge {
+            len: bytes.len(),
+            limit,
+        });
+    }
+    let (Some(&version), Some(id)) = (bytes.first(), bytes.get(1..PREFIX)) else {
+        return Err(WireError::Truncated(bytes.len()));
+    };
+    let mut id_bytes = [0u8; 16];
+    id_bytes.copy_from_slice(id);
+    let from = NodeId::from_u128(u128::from_le_bytes(id_bytes));
+    let rest = &bytes[PREFIX..];
+    match version {
+        VERSION => {}
+        NOTICE => {
+            return Err(WireError::Notice {
+                from,
+                version: rest.first().copied().unwrap_or(0),
+            })
+        }
+        version => return Err(WireError::Version { from, version }),
+    }
+    let (header, payload) =
+        postcard::take_from_bytes::<Header>(rest).map_err(|_| WireError::Header { from })?;
+    Ok(Frame {
+        from,
+        header,
+        payload,
+    })
+}
+
+/// Decodes a payload as exactly one `T`: trailing bytes are an error, as is anything that does
+/// not decode.
+pub(crate) fn decode_payload<T: serde::de::DeserializeOwned>(
+    payload: &[u8],
+) -> Result<T, postcard::Error> {
+    match postcard::take_from_bytes::<T>(payload)? {
+        (value, []) => Ok(value),
+        (_, _) => Err(postcard::Error::DeserializeBadEncoding),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const LIMIT: usize = 1 << 20;
+
+    fn me() -> NodeId {
+        NodeId::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677)
+    }
+
+    #[test]
+    fn a_post_round_trips() {
+        let header = Header::Post {
+            to: 42,
+            tag: 7,
+            route: Some(3),
+            principal: Some(WirePrincipal {
+                id: 9,
+                priority: 2,
+                class: 1,
+                utility: 0.5,
+            }),
+        };
+        let bytes = encode(me(), &header, &("hello", 5u32)).unwrap();
+        let frame = decode(&bytes, LIMIT).unwrap();
+        assert_eq!(frame.from, me());
+        assert_eq!(frame.header, header);
+        assert_eq!(
+            decode_payload::<(String, u32)>(frame.payload).unwrap(),
+            ("hello".to_owned(), 5)
+        );
+    }
+
+    #[test]
+    fn raw_payloads_come_back_byte_for_byte() {
+        let payload = postcard::to_stdvec(&vec![1u64, 2, 3]).unwrap();
+        let header = Header::Bounce {
+            tag: 1,
+            route: None,
+            reason: BounceReason::Rejected,
+        };
+        let bytes = encode_raw(me(), &header, &payload);
+        let frame = decode(&bytes, LIMIT).unwrap();
+        assert_eq!(frame.payload, &payload[..]);
+        assert_eq!(frame.header, header);
+    }
+
+    #[test]
+    fn payloads_must_be_used_up() {
+        let mut payload = postcard::to_stdvec(&5u32).unwrap();
+        assert_eq!(decode_payload::<u32>(&payload), Ok(5));
+        payload.push(0);
+        assert!(decode_payload::<u32>(&payload).is_err());
+        assert!(decode_payload::<String>(&[200]).is_err());
+    }
+
+    #[test]
+    fn short_large_and_foreign_frames_are_refused() {
+        assert_eq!(decode(&[], LIMIT), Err(WireError::Truncated(0)));
+        assert_eq!(decode(&[VERSION; 16], LIMIT), Err(WireError::Truncated(16)));
+        let bytes = encode(me(), &Header::Ack { received: 1 }, &()).unwrap();
+        assert_eq!(
+            decode(&bytes, 4),
+            Err(WireError::TooLarge {
+                len: bytes.len(),
+                limit: 4
+            })
+        );
+        let mut foreign = bytes.clone();
+        foreign[0] = 9;
+        assert_eq!(
+            decode(&foreign, LIMIT),
+            Err(WireError::Version {
+                from: me(),
+                version: 9
+            })
+        );
+        assert_eq!(
+            decode(&notice(me()), LIMIT),
+            Err(WireError::Notice {
+                from: me(),
+                version: VERSION
+            })
+        );
+        let mut bad_header = bytes[..PREFIX].to_vec();
+        bad_header.push(200);
+        assert_eq!(
+            decode(&bad_header, LIMIT),
+            Err(WireError::Header { from: me() })
+        );
+    }
+
+    proptest! {
+        /// Whatever arrives, decoding returns; and what decodes re-encodes to a prefix of it.
+        #[test]
+        fn decoding_any_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..96)) {
+            if let Ok(frame) = decode(&bytes, LIMIT) {
+                let again = encode_raw(frame.from, &frame.header, frame.payload);
+                prop_assert_eq!(decode(&again, LIMIT), Ok(frame));
+            }
+            let _ = decode_payload::<(String, Vec<u64>, Option<bool>)>(&bytes);
+        }
+
+        /// Frames built from valid headers with one byte changed still decode or fail cleanly.
+        #[test]
+        fn mutated_frames_never_panic(to in any::<u64>(), tag in any::<u64>(), req in any::<u64>(),
+                                      at in any::<prop::sample::Index>(), byte in any::<u8>()) {
+            let header = Header::Ask { to, tag, req, principal: None };
+            let mut bytes = encode(me(), &header, &"payload").unwrap();
+            let i = at.index(bytes.len());
+            bytes[i] = byte;
+            let _ = decode(&bytes, LIMIT).map(|f| decode_payload::<String>(f.payload));
+        }
+    }
+}
