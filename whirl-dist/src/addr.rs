@@ -17,8 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::ask::{AskEnd, AskFuture, AskSlot};
+use crate::core::SendError;
 use crate::core::{Core, RouteGuard};
-use crate::link::{Link, Refusal};
+use crate::link::Link;
 use crate::remote::{Remote, Request, TagOf};
 use crate::wire::{self, BounceReason, Header};
 use crate::Pid;
@@ -111,79 +112,10 @@ impl<M: Remote> RemoteAddr<M> {
             route: self.route.as_ref().map(|r| r.id()),
             principal: None,
         };
-        let Some(link) = self.link_or_local() else {
-            return self.post_local(msg, &header);
-        };
-        self.send(link, msg, &header)
+        self.core
+            .send_data(self.link.as_deref(), self.pid.node(), &header, &msg)
+            .map_err(|e| post_error(e, msg))
     }
-
-    fn link_or_local(&self) -> Option<&Arc<Link>> {
-        self.link.as_ref()
-    }
-
-    /// A pid on this node goes through the same decode-and-dispatch path as a remote one,
-    /// without the network.
-    fn post_local(&self, msg: M, header: &Header) -> Result<(), RemotePostError<M>> {
-        if self.pid.node() != self.core.id() {
-            self.core.count_refused();
-            return Err(RemotePostError::Terminated(msg));
-        }
-        let frame = self.encode(msg, header)?;
-        self.core.count_sent();
-        self.core.on_frame(&frame);
-        Ok(())
-    }
-
-    fn encode(&self, msg: M, header: &Header) -> Result<Vec<u8>, RemotePostError<M>> {
-        let frame = match wire::encode(self.core.id(), header, &msg) {
-            Ok(frame) => frame,
-            Err(source) => return Err(RemotePostError::Encode { msg, source }),
-        };
-        let limit = self.core.max_frame();
-        match frame.len() > limit {
-            true => Err(RemotePostError::TooLarge {
-                msg,
-                size: frame.len(),
-                limit,
-            }),
-            false => Ok(frame),
-        }
-    }
-
-    fn send(&self, link: &Link, msg: M, header: &Header) -> Result<(), RemotePostError<M>> {
-        if let Err(refusal) = link.take_credit() {
-            self.core.count_refused();
-            return Err(refused(refusal, msg));
-        }
-        let frame = match self.encode(msg, header) {
-            Ok(frame) => frame,
-            Err(e) => {
-                link.return_credit(self.core.counts());
-                return Err(e);
-            }
-        };
-        match link.send_data(frame) {
-            Ok(()) => {
-                self.core.count_sent();
-                Ok(())
-            }
-            Err(frame) => {
-                link.return_credit(self.core.counts());
-                self.core.count_refused();
-                match give_back::<M>(&frame) {
-                    Some(msg) => Err(RemotePostError::Rejected(msg)),
-                    None => Err(RemotePostError::Unsent),
-                }
-            }
-        }
-    }
-}
-
-/// The message inside a frame that could not be queued. The lane cannot be full when credit
-/// was granted (see `Link::send_data`), so this runs only if that invariant breaks.
-fn give_back<M: Remote>(frame: &[u8]) -> Option<M> {
-    let frame = wire::decode(frame, usize::MAX).ok()?;
-    wire::decode_payload(frame.payload).ok()
 }
 
 impl<M: Request> RemoteAddr<M>
@@ -217,68 +149,31 @@ where
     }
 
     fn start_ask(&self, msg: M, timeout: Duration) -> Result<Arc<AskSlot>, RemoteCallError<M>> {
-        let local = self.pid.node() == self.core.id();
-        let link = match (&self.link, local) {
-            (Some(link), _) => Some(link),
-            (None, true) => None,
-            (None, false) => {
-                self.core.count_refused();
-                return Err(RemoteCallError::Post(RemotePostError::Terminated(msg)));
-            }
-        };
-        if let Some(link) = link {
-            if !link.begin_ask() {
-                self.core.count_refused();
-                return Err(RemoteCallError::Post(RemotePostError::Rejected(msg)));
-            }
-            if let Err(refusal) = link.take_credit() {
-                link.end_ask();
-                self.core.count_refused();
-                return Err(RemoteCallError::Post(refused(refusal, msg)));
-            }
-        }
-        let slot = AskSlot::new();
-        let req = self
-            .core
-            .begin_ask(self.pid.node(), Instant::now() + timeout, Arc::clone(&slot));
-        let header = Header::Ask {
-            to: self.pid.local(),
-            tag: TagOf::<M>::TAG,
-            req,
-            principal: None,
-        };
-        let undo = |core: &Core| {
-            core.forget_ask(req);
-            if let Some(link) = link {
-                link.end_ask();
-                link.return_credit(core.counts());
-            }
-        };
-        let frame = match self.encode(msg, &header) {
-            Ok(frame) => frame,
-            Err(e) => {
-                undo(&self.core);
-                return Err(RemoteCallError::Post(e));
-            }
-        };
-        match link {
-            None => {
-                self.core.count_sent();
-                self.core.on_frame(&frame);
-            }
-            Some(l) => match l.send_data(frame) {
-                Ok(()) => self.core.count_sent(),
-                Err(frame) => {
-                    undo(&self.core);
-                    self.core.count_refused();
-                    return Err(RemoteCallError::Post(match give_back::<M>(&frame) {
-                        Some(msg) => RemotePostError::Rejected(msg),
-                        None => RemotePostError::Unsent,
-                    }));
-                }
-            },
-        }
-        Ok(slot)
+        let (to, tag) = (self.pid.local(), TagOf::<M>::TAG);
+        self.core
+            .start_request(
+                self.link.as_deref(),
+                self.pid.node(),
+                |req| Header::Ask {
+                    to,
+                    tag,
+                    req,
+                    principal: None,
+                },
+                &msg,
+                Instant::now() + timeout,
+            )
+            .map_err(|e| RemoteCallError::Post(post_error(e, msg)))
+    }
+}
+
+/// The error of a post that did not go, with its message.
+fn post_error<M>(error: SendError, msg: M) -> RemotePostError<M> {
+    match error {
+        SendError::Full => RemotePostError::Rejected(msg),
+        SendError::Down => RemotePostError::Terminated(msg),
+        SendError::Encode(source) => RemotePostError::Encode { msg, source },
+        SendError::TooLarge { size, limit } => RemotePostError::TooLarge { msg, size, limit },
     }
 }
 
@@ -291,16 +186,10 @@ fn finish_ask<M: Request>(end: AskEnd) -> Result<M::Reply, RemoteCallError<M>> {
             Ok(msg) => Err(RemoteCallError::Bounced { reason, msg }),
             Err(_) => Err(RemoteCallError::Incompatible),
         },
-        AskEnd::NoReply => Err(RemoteCallError::NoReply),
+        // `Failed` ends spawns only; an ask that meets one has no answer.
+        AskEnd::NoReply | AskEnd::Failed(_) => Err(RemoteCallError::NoReply),
         AskEnd::Timeout => Err(RemoteCallError::Timeout),
         AskEnd::NodeDown => Err(RemoteCallError::NodeDown),
-    }
-}
-
-fn refused<M>(refusal: Refusal, msg: M) -> RemotePostError<M> {
-    match refusal {
-        Refusal::Full => RemotePostError::Rejected(msg),
-        Refusal::Down => RemotePostError::Terminated(msg),
     }
 }
 
@@ -317,8 +206,7 @@ pub struct Undelivered<M> {
     pub msg: M,
 }
 
-/// Why a post to a [`RemoteAddr`] failed at once. The message comes back inside (see
-/// [`Unsent`](RemotePostError::Unsent) for the one exception).
+/// Why a post to a [`RemoteAddr`] failed at once. The message comes back inside.
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum RemotePostError<M> {
@@ -349,23 +237,16 @@ pub enum RemotePostError<M> {
         /// The limit.
         limit: usize,
     },
-    /// The lane refused a frame the credit window had admitted, and the frame did not decode
-    /// back into the message (its serde implementation does not round-trip). The message was
-    /// not sent. This needs two faults at once: a broken invariant of the link and a
-    /// non-round-tripping encoding; it is here so that even then the sender is told.
-    #[error("the message was not sent and could not be given back")]
-    Unsent,
 }
 
 impl<M> RemotePostError<M> {
-    /// The message, if it came back.
-    pub fn into_message(self) -> Option<M> {
+    /// The message that could not be sent.
+    pub fn into_message(self) -> M {
         match self {
             RemotePostError::Rejected(m)
             | RemotePostError::Terminated(m)
             | RemotePostError::Encode { msg: m, .. }
-            | RemotePostError::TooLarge { msg: m, .. } => Some(m),
-            RemotePostError::Unsent => None,
+            | RemotePostError::TooLarge { msg: m, .. } => m,
         }
     }
 }
@@ -380,7 +261,6 @@ impl<M> fmt::Debug for RemotePostError<M> {
             RemotePostError::TooLarge { size, limit, .. } => {
                 write!(f, "TooLarge({name}, {size} > {limit})")
             }
-            RemotePostError::Unsent => write!(f, "Unsent({name})"),
         }
     }
 }

@@ -20,6 +20,8 @@ pub(crate) enum AskEnd {
     Bounced(BounceReason, Vec<u8>),
     /// The handler failed or dropped the reply handle.
     NoReply,
+    /// A remote spawn failed, for this reason.
+    Failed(String),
     /// No answer within the time limit.
     Timeout,
     /// The node went Down (or this node shut down) first.

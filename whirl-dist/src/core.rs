@@ -20,21 +20,42 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Sender;
 use parking_lot::{Mutex, RwLock};
+use zenoh::liveliness::LivelinessToken;
 use zenoh::qos::CongestionControl;
 use zenoh::sample::{Sample, SampleKind};
 use zenoh::{Session, Wait};
 
 use crate::ask::{AskEnd, AskSlot};
 use crate::counts::{bump, Counters};
-use crate::dispatch::{Delivery, Export, Replier};
-use crate::link::Link;
+use crate::dispatch::{Delivery, Export, FactoryFn, FactoryResult, Replier};
+use crate::link::{Link, Refusal};
 use crate::membership::{parse_alive_key, Membership, Observation};
+use crate::registry::{self, Entry as RegEntry, Registry};
 use crate::remote::tag_of;
-use crate::wire::{self, BounceReason, Frame, Header, Outcome, WireError};
-use crate::{DistCounts, DistError, MemberState, NodeEvent, NodeId};
+use crate::watches::{MonitorRef, Notify, Theirs, Watches};
+use crate::wire::{
+    self, BounceReason, Frame, Header, Outcome, RemoteExit, WireError, WirePrincipal,
+};
+use crate::{DistCounts, DistError, MemberState, NodeEvent, NodeId, Pid};
 
 /// How long a received frame waits, at most, for its acknowledgement.
 pub(crate) const ACK_INTERVAL: Duration = Duration::from_millis(5);
+
+/// One registration of this node: the name, the entry, and the token that publishes it.
+type Registration = (String, RegEntry, LivelinessToken);
+
+/// Why a data frame was not sent.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// The credit window (or the lane, or the asks in flight) to the node is full.
+    Full,
+    /// The node is Down, or this node is closing.
+    Down,
+    /// serde could not encode the payload.
+    Encode(postcard::Error),
+    /// The frame would exceed the frame limit.
+    TooLarge { size: usize, limit: usize },
+}
 
 /// A bounce route: decodes the payload and hands the message to the sender's handler;
 /// `false` if it does not decode.
@@ -76,6 +97,13 @@ pub(crate) struct Core {
     routes: RwLock<HashMap<u64, RouteFn>>,
     next_route: AtomicU64,
     inbound: Mutex<HashMap<NodeId, Inbound>>,
+    watches: Mutex<Watches>,
+    /// For each link this node placed, the watch on its local process.
+    link_watches: Mutex<HashMap<u64, whirl::Watch>>,
+    registry: Mutex<Registry>,
+    /// This node's registrations, by local process: their tokens.
+    tokens: Mutex<HashMap<u64, Vec<Registration>>>,
+    factories: RwLock<HashMap<u64, FactoryFn>>,
     counts: Counters,
     closing: AtomicBool,
 }
@@ -106,6 +134,11 @@ impl Core {
             routes: RwLock::new(HashMap::new()),
             next_route: AtomicU64::new(1),
             inbound: Mutex::new(HashMap::new()),
+            watches: Mutex::new(Watches::default()),
+            link_watches: Mutex::new(HashMap::new()),
+            registry: Mutex::new(Registry::default()),
+            tokens: Mutex::new(HashMap::new()),
+            factories: RwLock::new(HashMap::new()),
             counts: Counters::default(),
             closing: AtomicBool::new(false),
         }
@@ -115,24 +148,10 @@ impl Core {
         self.id
     }
 
-    pub(crate) fn max_frame(&self) -> usize {
-        self.max_frame
-    }
-
-    pub(crate) fn counts(&self) -> &Counters {
-        &self.counts
-    }
-
     pub(crate) fn read_counts(&self) -> DistCounts {
-        self.counts.read()
-    }
-
-    pub(crate) fn count_sent(&self) {
-        bump(&self.counts.sent);
-    }
-
-    pub(crate) fn count_refused(&self) {
-        bump(&self.counts.refused);
+        let mut counts = self.counts.read();
+        counts.malformed_names = self.registry.lock().malformed;
+        counts
     }
 
     /// `whirl/<cluster>/alive/`.
@@ -184,6 +203,98 @@ impl Core {
         }
     }
 
+    /// Sends one data frame (a post, an ask, a spawn) to `node` through `link`, or handles
+    /// it here when `node` is this node. Takes a unit of credit; never blocks.
+    pub(crate) fn send_data<T: serde::Serialize + ?Sized>(
+        self: &Arc<Self>,
+        link: Option<&Link>,
+        node: NodeId,
+        header: &Header,
+        payload: &T,
+    ) -> Result<(), SendError> {
+        let result = self.try_send_data(link, node, header, payload);
+        match result {
+            Ok(()) => bump(&self.counts.sent),
+            Err(_) => bump(&self.counts.refused),
+        }
+        result
+    }
+
+    fn try_send_data<T: serde::Serialize + ?Sized>(
+        self: &Arc<Self>,
+        link: Option<&Link>,
+        node: NodeId,
+        header: &Header,
+        payload: &T,
+    ) -> Result<(), SendError> {
+        let Some(link) = link else {
+            if node != self.id {
+                return Err(SendError::Down);
+            }
+            self.on_frame(&self.encode(header, payload)?);
+            return Ok(());
+        };
+        link.take_credit().map_err(|refusal| match refusal {
+            Refusal::Full => SendError::Full,
+            Refusal::Down => SendError::Down,
+        })?;
+        let frame = match self.encode(header, payload) {
+            Ok(frame) => frame,
+            Err(e) => {
+                link.return_credit(&self.counts);
+                return Err(e);
+            }
+        };
+        link.send_data(frame).map_err(|_| {
+            // Cannot happen while the link's invariants hold (see `Link::send_data`).
+            link.return_credit(&self.counts);
+            SendError::Full
+        })
+    }
+
+    fn encode<T: serde::Serialize + ?Sized>(
+        &self,
+        header: &Header,
+        payload: &T,
+    ) -> Result<Vec<u8>, SendError> {
+        let frame = wire::encode(self.id, header, payload).map_err(SendError::Encode)?;
+        match frame.len() > self.max_frame {
+            true => Err(SendError::TooLarge {
+                size: frame.len(),
+                limit: self.max_frame,
+            }),
+            false => Ok(frame),
+        }
+    }
+
+    /// Sends a request (an ask or a spawn) whose end comes back as `Reply { req }`: reserves
+    /// an ask slot on the link, records the pending request until `deadline`, sends.
+    pub(crate) fn start_request<T: serde::Serialize + ?Sized>(
+        self: &Arc<Self>,
+        link: Option<&Link>,
+        node: NodeId,
+        header: impl FnOnce(u64) -> Header,
+        payload: &T,
+        deadline: Instant,
+    ) -> Result<Arc<AskSlot>, SendError> {
+        if let Some(link) = link {
+            if !link.begin_ask() {
+                bump(&self.counts.refused);
+                return Err(SendError::Full);
+            }
+        }
+        let slot = AskSlot::new();
+        let req = self.begin_ask(node, deadline, Arc::clone(&slot));
+        if let Err(e) = self.send_data(link, node, &header(req), payload) {
+            self.forget_ask(req);
+            if let Some(link) = link {
+                link.end_ask();
+            }
+            return Err(e);
+        }
+        Ok(slot)
+    }
+
     // ----- membership -----
 
     /// Handles one liveliness sample. Runs on a Zenoh thread.
@@ -233,6 +344,16 @@ impl Core {
         // A link opened later (a post racing with this) finds the peer quarantined.
         self.fail_asks(|ask| ask.peer == peer);
         self.inbound.lock().remove(&peer);
+        self.registry.lock().forget_node(peer);
+        let lost = self.watches.lock().lost(peer);
+        for (mref, pid, notify) in lost.notify {
+            self.link_watches.lock().remove(&mref);
+            tracing::debug!(%pid, "watched process unreachable: its node is down");
+            notify(RemoteExit::NoConnection);
+        }
+        for local in lost.kill {
+            self.kill(local, format!("linked node {peer} is down"));
+        }
     }
 
     fn fail_asks(&self, matching: impl Fn(&PendingAsk) -> bool) {
@@ -278,8 +399,299 @@ impl Core {
         }
     }
 
-    pub(crate) fn install_export(&self, local: u64, export: Export) {
-        self.exports.write().insert(local, Arc::new(export));
+    /// Installs (or replaces) the export of `local`; returns it.
+    pub(crate) fn install_export(&self, local: u64, export: Export) -> Arc<Export> {
+        let export = Arc::new(export);
+        self.exports.write().insert(local, Arc::clone(&export));
+        export
+    }
+
+    /// Local process `local` ended: withdraw its export and its names, tell its watchers.
+    /// Runs on the thread that ended it (a worker, usually): short locks and queued frames.
+    pub(crate) fn process_ended(self: &Arc<Self>, local: u64, reason: &whirl::ExitReason) {
+        self.exports.write().remove(&local);
+        let watchers = self.watches.lock().ended(local);
+        let exit = RemoteExit::of(reason);
+        for w in watchers {
+            let header = Header::Down {
+                mref: w.mref,
+                reason: exit.clone(),
+            };
+            self.send_control(w.node, wire::encode_raw(self.id, &header, &[]));
+        }
+        let names = self.tokens.lock().remove(&local).unwrap_or_default();
+        self.forget_names(names);
+    }
+
+    /// Removes registrations of this node from the table, then withdraws their tokens. The
+    /// tokens are dropped after the table's lock is released: Zenoh tells this node's own
+    /// registry subscriber of the withdrawal synchronously, on this thread.
+    fn forget_names(&self, names: Vec<Registration>) {
+        {
+            let mut registry = self.registry.lock();
+            for (name, entry, _) in &names {
+                registry.remove(name, *entry);
+            }
+        }
+        drop(names);
+    }
+
+    // ----- watches -----
+
+    /// Watches `pid`; `notify` runs once when it ends (or cannot be reached).
+    pub(crate) fn monitor(self: &Arc<Self>, pid: Pid, link: bool, notify: Notify) -> MonitorRef {
+        let mref = self.watches.lock().watch(pid, notify);
+        let monitor = MonitorRef { pid, mref };
+        // Inserted before the check: a Down racing with this either finds the watch or is
+        // seen here as quarantine.
+        if pid.node() != self.id
+            && self.members.lock().membership.state(pid.node()) == Some(MemberState::Quarantined)
+        {
+            self.end_mine(mref, RemoteExit::NoConnection);
+            return monitor;
+        }
+        let header = Header::Monitor {
+            target: pid.local(),
+            mref,
+            link,
+        };
+        self.send_control(pid.node(), wire::encode_raw(self.id, &header, &[]));
+        monitor
+    }
+
+    /// Stops a watch; `false` if it had already ended.
+    pub(crate) fn demonitor(self: &Arc<Self>, monitor: MonitorRef) -> bool {
+        if self.watches.lock().take_mine(monitor.mref).is_none() {
+            return false;
+        }
+        self.link_watches.lock().remove(&monitor.mref);
+        let header = Header::Demonitor { mref: monitor.mref };
+        self.send_control(monitor.pid.node(), wire::encode_raw(self.id, &header, &[]));
+        true
+    }
+
+    /// Links local process `local` with `pid`: each fails when the other fails.
+    pub(crate) fn link<P: whirl::Process>(self: &Arc<Self>, local: &whirl::Addr<P>, pid: Pid) {
+        let victim = local.clone();
+        let monitor = self.monitor(
+            pid,
+            true,
+            Box::new(move |exit: RemoteExit| {
+                if exit.is_failure() {
+                    victim.exit(whirl::ExitReason::Failed(whirl::Failure::new(format!(
+                        "linked process {pid} ended: {exit}"
+                    ))));
+                }
+            }),
+        );
+        let core = Arc::downgrade(self);
+        let watch = local.watch(move |down| {
+            let Some(core) = core.upgrade() else { return };
+            core.link_watches.lock().remove(&monitor.mref);
+            if down.reason.is_failure() && core.watches.lock().take_mine(monitor.mref).is_some() {
+                let header = Header::Exit {
+                    mref: monitor.mref,
+                    reason: RemoteExit::of(&down.reason),
+                };
+                core.send_control(pid.node(), wire::encode_raw(core.id, &header, &[]));
+            }
+        });
+        self.link_watches.lock().insert(monitor.mref, watch);
+    }
+
+    /// Ends this node's watch `mref` with `exit`, if it is still there.
+    fn end_mine(&self, mref: u64, exit: RemoteExit) {
+        let mine = self.watches.lock().take_mine(mref);
+        self.link_watches.lock().remove(&mref);
+        if let Some((_, notify)) = mine {
+            notify(exit);
+        }
+    }
+
+    fn on_monitor(self: &Arc<Self>, from: NodeId, target: u64, mref: u64, link: bool) {
+        let added = {
+            // The export is checked under the watch lock: `process_ended` withdraws the
+            // export before it takes this lock, so a watch added here is always told.
+            let mut watches = self.watches.lock();
+            self.exports.read().contains_key(&target)
+                && watches.add_theirs(
+                    target,
+                    Theirs {
+                        node: from,
+                        mref,
+                        link,
+                    },
+                )
+        };
+        if !added {
+            let header = Header::Down {
+                mref,
+                reason: RemoteExit::NoProcess,
+            };
+            self.send_control(from, wire::encode_raw(self.id, &header, &[]));
+        }
+    }
+
+    fn on_exit(&self, from: NodeId, mref: u64, reason: RemoteExit) {
+        let target = {
+            let mut watches = self.watches.lock();
+            let target = watches.link_target(from, mref);
+            if target.is_some() {
+                watches.remove_theirs(from, mref);
+            }
+            target
+        };
+        if let Some(local) = target {
+            self.kill(local, format!("linked process on {from} ended: {reason}"));
+        }
+    }
+
+    fn kill(&self, local: u64, why: String) {
+        let export = self.exports.read().get(&local).cloned();
+        if let Some(export) = export {
+            (export.kill)(whirl::ExitReason::Failed(whirl::Failure::new(why)));
+        }
+    }
+
+    // ----- registry -----
+
+    /// Registers exported local process `pid` under `name`.
+    pub(crate) fn register(&self, name: &str, pid: Pid) -> Result<(), DistError> {
+        if !registry::valid_name(name) {
+            return Err(DistError::InvalidName {
+                name: name.to_owned(),
+            });
+        }
+        if pid.node() != self.id || !self.exports.read().contains_key(&pid.local()) {
+            return Err(DistError::NotExported(pid));
+        }
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let entry = RegEntry { ms, pid };
+        let key = format!("{}reg/{}", self.root, registry::key_suffix(name, entry));
+        let token = self
+            .session
+            .liveliness()
+            .declare_token(key)
+            .wait()
+            .map_err(|source| DistError::Declare {
+                what: "registry token",
+                source,
+            })?;
+        self.registry.lock().insert(name.to_owned(), entry);
+        let mut tokens = self.tokens.lock();
+        tokens
+            .entry(pid.local())
+            .or_default()
+            .push((name.to_owned(), entry, token));
+        drop(tokens);
+        // The process may have ended while the token was being declared.
+        if !self.exports.read().contains_key(&pid.local()) {
+            let names = self.tokens.lock().remove(&pid.local()).unwrap_or_default();
+            self.forget_names(names);
+            return Err(DistError::NotExported(pid));
+        }
+        Ok(())
+    }
+
+    /// Withdraws `pid`'s registration under `name`.
+    pub(crate) fn unregister(&self, name: &str, pid: Pid) -> bool {
+        let removed: Vec<Registration> = {
+            let mut tokens = self.tokens.lock();
+            let Some(list) = tokens.get_mut(&pid.local()) else {
+                return false;
+            };
+            let (gone, kept): (Vec<_>, Vec<_>) = list.drain(..).partition(|(n, _, _)| n == name);
+            *list = kept;
+            gone
+        };
+        let any = !removed.is_empty();
+        self.forget_names(removed);
+        any
+    }
+
+    pub(crate) fn whereis(&self, name: &str) -> Option<Pid> {
+        self.registry.lock().first(name)
+    }
+
+    pub(crate) fn whereis_all(&self, name: &str) -> Vec<Pid> {
+        self.registry.lock().all(name)
+    }
+
+    pub(crate) fn registered(&self) -> Vec<(String, usize)> {
+        self.registry.lock().names()
+    }
+
+    /// A registry token appeared or was withdrawn. Runs on a Zenoh thread.
+    pub(crate) fn on_registry(&self, sample: &Sample) {
+        let prefix = format!("{}reg/", self.root);
+        let parsed = sample
+            .key_expr()
+            .as_str()
+            .strip_prefix(&prefix)
+            .and_then(registry::parse_suffix);
+        let mut registry = self.registry.lock();
+        let Some((name, entry)) = parsed else {
+            registry.malformed += 1;
+            return;
+        };
+        match sample.kind() {
+            SampleKind::Put => {
+                let quarantined = entry.pid.node() != self.id
+                    && self.members.lock().membership.state(entry.pid.node())
+                        == Some(MemberState::Quarantined);
+                if !quarantined {
+                    registry.insert(name, entry);
+                }
+            }
+            SampleKind::Delete => registry.remove(&name, entry),
+        }
+    }
+
+    // ----- remote spawn -----
+
+    pub(crate) fn add_factory(
+        &self,
+        name: &'static str,
+        factory: FactoryFn,
+    ) -> Result<(), DistError> {
+        self.claim_tag(name)?;
+        self.factories.write().insert(tag_of(name), factory);
+        Ok(())
+    }
+
+    fn on_spawn(
+        self: &Arc<Self>,
+        from: NodeId,
+        req: u64,
+        factory: u64,
+        principal: Option<WirePrincipal>,
+        args: &[u8],
+    ) {
+        let result = {
+            let factories = self.factories.read();
+            factories
+                .get(&factory)
+                .map(|f| f(args, principal.map(WirePrincipal::build)))
+        };
+        let (outcome, payload) = match result {
+            None => (Outcome::Bounced(BounceReason::NoProcess), Vec::new()),
+            Some(FactoryResult::BadArguments) => {
+                (Outcome::Bounced(BounceReason::Incompatible), Vec::new())
+            }
+            Some(FactoryResult::Failed(why)) => (Outcome::Failed, why.into_bytes()),
+            Some(FactoryResult::Spawned(local)) => (
+                Outcome::Answered,
+                postcard::to_stdvec(&local).unwrap_or_default(),
+            ),
+        };
+        match outcome {
+            Outcome::Answered => bump(&self.counts.delivered),
+            _ => bump(&self.counts.bounced),
+        }
+        let header = Header::Reply { req, outcome };
+        self.send_control(from, wire::encode_raw(self.id, &header, &payload));
     }
 
     pub(crate) fn remove_export(&self, local: u64) -> bool {
@@ -363,6 +775,23 @@ impl Core {
                 }
             }
             Header::Bounce { route, reason, .. } => self.returned(&frame, route, reason),
+            Header::Monitor { target, mref, link } => {
+                self.on_monitor(frame.from, target, mref, link)
+            }
+            Header::Demonitor { mref } => {
+                self.watches.lock().remove_theirs(frame.from, mref);
+            }
+            Header::Down { mref, ref reason } => self.end_mine(mref, reason.clone()),
+            Header::Exit { mref, ref reason } => self.on_exit(frame.from, mref, reason.clone()),
+            Header::Spawn {
+                req,
+                factory,
+                principal,
+            } => {
+                bump(&self.counts.received);
+                self.on_spawn(frame.from, req, factory, principal, frame.payload);
+                self.taken(frame.from);
+            }
             Header::Reply { req, outcome } => {
                 let Some(ask) = self.asks.lock().remove(&req) else {
                     // Timed out (or never ours): nobody waits.
@@ -375,6 +804,9 @@ impl Core {
                         AskEnd::Bounced(reason, frame.payload.to_vec())
                     }
                     Outcome::NoReply => AskEnd::NoReply,
+                    Outcome::Failed => {
+                        AskEnd::Failed(String::from_utf8_lossy(frame.payload).into_owned())
+                    }
                 };
                 self.end_ask_slot(&ask, end);
             }

@@ -46,6 +46,8 @@ pub struct DistCounts {
     pub foreign_version: u64,
     /// Frames from quarantined nodes (bounced with `Quarantined`).
     pub from_quarantined: u64,
+    /// Registry keys that did not parse (a node of another version, or a stranger).
+    pub malformed_names: u64,
     /// Control frames (acknowledgements, bounces, replies) that found their lane full. Always
     /// 0 unless there is a bug: the lane is sized for the most that can be outstanding.
     pub control_overflow: u64,
@@ -88,6 +90,7 @@ impl Counters {
             foreign_version: self.foreign_version.load(Relaxed),
             from_quarantined: self.from_quarantined.load(Relaxed),
             control_overflow: self.control_overflow.load(Relaxed),
+            malformed_names: 0,
         }
     }
 }

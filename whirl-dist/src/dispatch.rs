@@ -32,9 +32,28 @@ pub(crate) struct Entry {
     pub(crate) ask: Option<AskFn>,
 }
 
-/// An exported process: its entries by tag.
+/// An exported process: its entries by tag, and how to end it (for links across nodes).
 pub(crate) struct Export {
     pub(crate) entries: HashMap<u64, Entry>,
+    pub(crate) kill: Box<dyn Fn(whirl::ExitReason) + Send + Sync>,
+    /// The watch that withdraws the export when the process ends; set right after the export
+    /// is installed (a process already ended is withdrawn at once).
+    pub(crate) watch: parking_lot::Mutex<Option<whirl::Watch>>,
+}
+
+/// A factory: spawns a process from encoded arguments, on behalf of a principal; answers its
+/// local id or why it could not.
+pub(crate) type FactoryFn =
+    Box<dyn Fn(&[u8], Option<whirl::Principal>) -> FactoryResult + Send + Sync>;
+
+/// What a factory did.
+pub(crate) enum FactoryResult {
+    /// Spawned (and exported) as this local id.
+    Spawned(u64),
+    /// The arguments did not decode.
+    BadArguments,
+    /// The factory refused or failed, with its reason.
+    Failed(String),
 }
 
 /// Where an ask's end goes: called once, with the encoded answer or `None` for "no answer".

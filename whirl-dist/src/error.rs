@@ -64,6 +64,18 @@ pub enum DistError {
         /// The tag refused.
         second: &'static str,
     },
+    /// A registry name must be one key-expression chunk: 1 to 128 ASCII letters, digits, `-`,
+    /// `_` and `.`.
+    #[error(
+        "invalid registry name {name:?}: use 1 to 128 ASCII letters, digits, '-', '_' and '.'"
+    )]
+    InvalidName {
+        /// The name given.
+        name: String,
+    },
+    /// Only a process of this node, exported and alive, can be registered.
+    #[error("{0} is not an exported, live process of this node")]
+    NotExported(crate::Pid),
     /// A thread the node needs could not be started.
     #[error("cannot start the node's {what} thread")]
     Thread {

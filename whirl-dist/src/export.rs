@@ -131,12 +131,22 @@ impl<'n, P: Process> ExportBuilder<'n, P> {
             self.core.claim_tag(name)?;
         }
         let local = self.addr.id().as_u64();
-        self.core.install_export(
+        let kill_addr = self.addr.clone();
+        let export = self.core.install_export(
             local,
             Export {
                 entries: self.entries,
+                kill: Box::new(move |reason| kill_addr.exit(reason)),
+                watch: Mutex::new(None),
             },
         );
+        let core = Arc::downgrade(self.core);
+        let watch = self.addr.watch(move |down| {
+            if let Some(core) = core.upgrade() {
+                core.process_ended(local, &down.reason);
+            }
+        });
+        *export.watch.lock() = Some(watch);
         Ok(Pid::new(self.core.id(), local))
     }
 }

@@ -56,7 +56,10 @@ pub mod membership;
 mod node;
 mod node_id;
 mod pid;
+mod registry;
 mod remote;
+mod spawn;
+mod watches;
 mod wire;
 
 pub use addr::{RemoteAddr, RemoteCallError, RemotePostError, Undelivered};
@@ -69,4 +72,6 @@ pub use node::Node;
 pub use node_id::{NodeId, ParseNodeIdError};
 pub use pid::Pid;
 pub use remote::{Remote, Request};
-pub use wire::BounceReason;
+pub use spawn::{FactoryCtx, SpawnRemoteError, Spawned};
+pub use watches::{MonitorRef, RemoteDown};
+pub use wire::{BounceReason, RemoteExit};

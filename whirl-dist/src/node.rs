@@ -24,11 +24,21 @@ use zenoh::liveliness::LivelinessToken;
 use zenoh::pubsub::Subscriber;
 use zenoh::{Session, Wait};
 
-use crate::core::Core;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::ask::AskEnd;
+use crate::core::{Core, SendError};
+use crate::dispatch::FactoryResult;
 use crate::export::ExportBuilder;
-use crate::remote::Remote;
+use crate::remote::{tag_of, Remote};
+use crate::spawn::FactoryCtx;
+use crate::wire::{self, Header, WirePrincipal};
 use crate::{
-    DistCounts, DistError, MemberState, NodeConfig, NodeEvent, NodeId, NodeStats, Pid, RemoteAddr,
+    DistCounts, DistError, MemberState, MonitorRef, NodeConfig, NodeEvent, NodeId, NodeStats, Pid,
+    RemoteAddr, RemoteDown, RemoteExit, SpawnRemoteError, Spawned,
 };
 
 /// One node of a whirl cluster: a Zenoh session with a fresh [`NodeId`].
@@ -60,6 +70,7 @@ pub struct Node {
     cluster: String,
     // Dropped in this order if `shutdown` is not called: subscribers, token, session.
     mailbox: Option<Subscriber<()>>,
+    names: Option<Subscriber<()>>,
     subscriber: Option<Subscriber<()>>,
     token: Option<LivelinessToken>,
     ticker: Option<JoinHandle<()>>,
@@ -98,6 +109,14 @@ impl Node {
             .declare_token(format!("{}{id}", core.alive_prefix()))
             .wait()
             .map_err(declare("liveliness token"))?;
+        let registry_core = Arc::clone(&core);
+        let names = session
+            .liveliness()
+            .declare_subscriber(format!("whirl/{cluster}/reg/**"))
+            .history(true)
+            .callback(move |sample| registry_core.on_registry(&sample))
+            .wait()
+            .map_err(declare("registry subscriber"))?;
         let liveliness_core = Arc::clone(&core);
         let subscriber = session
             .liveliness()
@@ -115,6 +134,7 @@ impl Node {
             core,
             cluster,
             mailbox: Some(mailbox),
+            names: Some(names),
             subscriber: Some(subscriber),
             token: Some(token),
             ticker: Some(ticker),
@@ -187,6 +207,181 @@ impl Node {
         RemoteAddr::new(Arc::clone(&self.core), pid)
     }
 
+    /// Monitors `pid` (on any node): `watcher` receives one [`RemoteDown`] when the process
+    /// ends, is found not to exist ([`RemoteExit::NoProcess`]), or its node is Down
+    /// ([`RemoteExit::NoConnection`], final). Erlang's `monitor(process, Pid)`.
+    pub fn monitor(&self, pid: Pid, watcher: whirl::Recipient<RemoteDown>) -> MonitorRef {
+        self.monitor_with(pid, move |reason| {
+            let notice = RemoteDown { pid, reason };
+            if let Err(e) = watcher.post(notice) {
+                tracing::debug!(%pid, error = %e, "the watcher of a remote process is gone");
+            }
+        })
+    }
+
+    /// Like [`monitor`](Node::monitor), for code outside processes: `callback` runs once, on a
+    /// network or worker thread (it must not block).
+    pub fn monitor_with(
+        &self,
+        pid: Pid,
+        callback: impl FnOnce(RemoteExit) + Send + 'static,
+    ) -> MonitorRef {
+        self.core.monitor(pid, false, Box::new(callback))
+    }
+
+    /// Stops a monitor; returns `false` if it had already fired (its notice may be in the
+    /// watcher's mailbox).
+    pub fn demonitor(&self, monitor: MonitorRef) -> bool {
+        self.core.demonitor(monitor)
+    }
+
+    /// Links the local process `local` with `pid` (Erlang's `link`): when either fails, the
+    /// other is made to fail too. A node Down counts as a failure of the processes on it
+    /// ([`RemoteExit::NoConnection`]), and so does a `pid` that does not exist. Normal ends
+    /// and supervisor shutdowns do not propagate.
+    pub fn link<P: Process>(&self, local: &whirl::Addr<P>, pid: Pid) {
+        self.core.link(local, pid);
+    }
+
+    /// Registers the exported process `pid` of this node under `name`, cluster-wide. The
+    /// name goes with the process's end, with this node's end, and with
+    /// [`unregister`](Node::unregister). Several processes may hold one name (see
+    /// [`whereis_all`](Node::whereis_all)).
+    pub fn register(&self, name: &str, pid: Pid) -> Result<(), DistError> {
+        self.core.register(name, pid)
+    }
+
+    /// Withdraws `pid`'s registration under `name`; returns whether there was one.
+    pub fn unregister(&self, name: &str, pid: Pid) -> bool {
+        pid.node() == self.id() && self.core.unregister(name, pid)
+    }
+
+    /// The process registered under `name` (the earliest registration, if several), as an
+    /// address accepting `M`. A local lookup: every node holds the whole registry.
+    pub fn whereis<M: Remote>(&self, name: &str) -> Option<RemoteAddr<M>> {
+        self.core.whereis(name).map(|pid| self.remote(pid))
+    }
+
+    /// Every process registered under `name`, earliest first.
+    pub fn whereis_all(&self, name: &str) -> Vec<Pid> {
+        self.core.whereis_all(name)
+    }
+
+    /// Every registered name, with how many processes hold it.
+    pub fn registered(&self) -> Vec<(String, usize)> {
+        self.core.registered()
+    }
+
+    /// Offers a factory named `name` to other nodes (see [`Node::spawn_on`]): `factory` gets
+    /// the decoded arguments and a [`FactoryCtx`] with the caller's principal; it spawns a
+    /// process (with `Group::spawn_for` when a principal is given, so the process serves it),
+    /// exports it through the context, and returns its pid, or a refusal. It runs on a network
+    /// thread: spawn and export only, never block.
+    ///
+    /// ```no_run
+    /// # use serde::{Deserialize, Serialize};
+    /// # use whirl::prelude::*;
+    /// # use whirl_dist::{Node, NodeConfig, Remote, Spawned};
+    /// # #[derive(Message, Serialize, Deserialize)] struct Add(u64);
+    /// # impl Remote for Add { const TAG: &'static str = "demo.Add/1"; }
+    /// # #[process] struct Counter { n: u64 }
+    /// # #[process] impl Counter { #[handle] fn add(&mut self, Add(k): Add) { self.n += k; } }
+    /// # fn main() -> Result<(), whirl_dist::DistError> {
+    /// let runtime = Runtime::new();
+    /// let node = Node::start(NodeConfig::new("demo"))?;
+    /// let group = runtime.default_group().clone();
+    /// node.add_factory("counter", move |start: u64, ctx| {
+    ///     let state = Counter { n: start };
+    ///     let addr = match ctx.principal() {
+    ///         Some(p) => group.spawn_for(p.clone(), state),
+    ///         None => group.spawn(state),
+    ///     };
+    ///     ctx.export(&addr).accept::<Add>().build().into()
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn add_factory<A, F>(&self, name: &'static str, factory: F) -> Result<(), DistError>
+    where
+        A: DeserializeOwned,
+        F: Fn(A, &mut FactoryCtx<'_>) -> Spawned + Send + Sync + 'static,
+    {
+        let me = self.id();
+        let core = Arc::downgrade(&self.core);
+        self.core.add_factory(
+            name,
+            Box::new(move |bytes: &[u8], principal| {
+                let Some(core) = core.upgrade() else {
+                    return FactoryResult::Failed("the node is shutting down".to_owned());
+                };
+                let Ok(args) = wire::decode_payload::<A>(bytes) else {
+                    return FactoryResult::BadArguments;
+                };
+                let mut ctx = FactoryCtx {
+                    core: &core,
+                    principal,
+                };
+                match factory(args, &mut ctx) {
+                    Spawned::Pid(pid) if pid.node() == me => FactoryResult::Spawned(pid.local()),
+                    Spawned::Pid(pid) => FactoryResult::Failed(format!(
+                        "the factory returned {pid}, which is not a process of this node"
+                    )),
+                    Spawned::Refused(why) => FactoryResult::Failed(why),
+                }
+            }),
+        )
+    }
+
+    /// Spawns a process on `node` from its factory `factory` with `args`, on behalf of
+    /// `principal`, and waits up to `timeout` for its pid. Blocking: call it from outside
+    /// processes, or from a handler that may block (a blocking group).
+    pub fn spawn_on<A: Serialize + ?Sized>(
+        &self,
+        node: NodeId,
+        factory: &str,
+        args: &A,
+        principal: Option<&whirl::Principal>,
+        timeout: Duration,
+    ) -> Result<Pid, SpawnRemoteError> {
+        let link = match node == self.id() {
+            true => None,
+            false => Some(self.core.link_to(node).ok_or(SpawnRemoteError::NodeDown)?),
+        };
+        let principal = principal.map(WirePrincipal::of);
+        let tag = tag_of(factory);
+        let deadline = Instant::now() + timeout;
+        let slot = self
+            .core
+            .start_request(
+                link.as_deref(),
+                node,
+                |req| Header::Spawn {
+                    req,
+                    factory: tag,
+                    principal,
+                },
+                args,
+                deadline,
+            )
+            .map_err(|e| match e {
+                SendError::Full => SpawnRemoteError::Rejected,
+                SendError::Down => SpawnRemoteError::NodeDown,
+                SendError::Encode(e) => SpawnRemoteError::Encode(e.to_string()),
+                SendError::TooLarge { size, limit } => {
+                    SpawnRemoteError::Encode(format!("{size} bytes, over the limit of {limit}"))
+                }
+            })?;
+        match slot.wait(deadline) {
+            AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
+                .map(|local| Pid::new(node, local))
+                .map_err(|_| SpawnRemoteError::Failed("the answer did not decode".to_owned())),
+            AskEnd::Bounced(reason, _) => Err(crate::spawn::bounced(reason, factory)),
+            AskEnd::Failed(why) => Err(SpawnRemoteError::Failed(why)),
+            AskEnd::NoReply => Err(SpawnRemoteError::Failed("no answer".to_owned())),
+            AskEnd::Timeout => Err(SpawnRemoteError::Timeout),
+            AskEnd::NodeDown => Err(SpawnRemoteError::NodeDown),
+        }
+    }
+
     /// What the distribution layer has counted so far (see [`DistCounts`]).
     pub fn counts(&self) -> DistCounts {
         self.core.read_counts()
@@ -212,6 +407,12 @@ impl Node {
             );
         }
         self.core.close();
+        if let Some(names) = self.names.take() {
+            note(
+                "undeclare the registry subscriber",
+                names.undeclare().wait(),
+            );
+        }
         if let Some(ticker) = self.ticker.take() {
             let _ = ticker.join();
         }

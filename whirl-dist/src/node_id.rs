@@ -22,7 +22,7 @@ use crate::DistError;
 /// assert_eq!("00000000000000000000000000000abc".parse::<NodeId>(), Ok(id));
 /// assert!("abc".parse::<NodeId>().is_err()); // not canonical: 32 digits are required
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, whirl::Isolated)]
 pub struct NodeId(u128);
 
 impl NodeId {

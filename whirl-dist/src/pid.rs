@@ -15,7 +15,7 @@ use crate::NodeId;
 /// let pid = Pid::new(NodeId::from_u128(0xab), 7);
 /// assert_eq!(pid.to_string(), "7@000000000000000000000000000000ab");
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, whirl::Isolated)]
 pub struct Pid {
     node: NodeId,
     local: u64,

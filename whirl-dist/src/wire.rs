@@ -75,6 +75,27 @@ pub(crate) struct WirePrincipal {
     pub(crate) utility: f64,
 }
 
+impl WirePrincipal {
+    /// The principal a message carries, as this node's admission predicates see it.
+    pub(crate) fn of(principal: &whirl::Principal) -> WirePrincipal {
+        WirePrincipal {
+            id: principal.id(),
+            priority: principal.priority(),
+            class: principal.class(),
+            utility: principal.utility(),
+        }
+    }
+
+    /// A principal with the travelling attributes (its estimator, if any, stays home).
+    pub(crate) fn build(self) -> whirl::Principal {
+        whirl::Principal::builder(self.id)
+            .priority(self.priority)
+            .class(self.class)
+            .utility(self.utility)
+            .build()
+    }
+}
+
 /// How an ask ended on the receiving node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Outcome {
@@ -84,10 +105,12 @@ pub(crate) enum Outcome {
     Bounced(BounceReason),
     /// The handler failed or dropped its reply handle without answering; no payload.
     NoReply,
+    /// A spawn failed; the payload is the reason, as UTF-8 text.
+    Failed,
 }
 
 /// What a frame is. The payload follows it.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Header {
     /// A posted message for process `to`. `route` names, on the sender's node, where a bounce
     /// goes back to.
@@ -113,8 +136,71 @@ pub(crate) enum Header {
         route: Option<u64>,
         reason: BounceReason,
     },
-    /// The end of the ask `req`.
+    /// The end of the ask (or spawn) `req`.
     Reply { req: u64, outcome: Outcome },
+    /// Watch process `target`; its end comes back as `Down { mref }`. With `link`, the target
+    /// is also killed when the watching side sends `Exit { mref }` or its node goes Down.
+    Monitor { target: u64, mref: u64, link: bool },
+    /// Stop the watch `mref`.
+    Demonitor { mref: u64 },
+    /// The process watched under `mref` ended (or never existed, or its node was lost).
+    Down { mref: u64, reason: RemoteExit },
+    /// The linked process on the sending side failed: kill the target of link `mref`.
+    Exit { mref: u64, reason: RemoteExit },
+    /// Spawn a process from the factory named by `factory` (a tag of its name), with the
+    /// payload as its arguments; the new pid comes back as `Reply { req }`.
+    Spawn {
+        req: u64,
+        factory: u64,
+        principal: Option<WirePrincipal>,
+    },
+}
+
+/// Why a process watched across nodes ended, or is considered gone: what a
+/// [`RemoteDown`](crate::RemoteDown) carries.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, whirl::Isolated)]
+#[non_exhaustive]
+pub enum RemoteExit {
+    /// It completed, or its runtime shut down.
+    Normal,
+    /// Its supervisor stopped it.
+    Shutdown,
+    /// It failed; the failure's text.
+    Failed(String),
+    /// No such process (it had already ended, or was never exported).
+    NoProcess,
+    /// Its node is Down: it cannot be known whether the process is alive.
+    NoConnection,
+}
+
+impl RemoteExit {
+    /// The reason of a local process's end, for the wire.
+    pub(crate) fn of(reason: &whirl::ExitReason) -> RemoteExit {
+        match reason {
+            whirl::ExitReason::Normal => RemoteExit::Normal,
+            whirl::ExitReason::Shutdown => RemoteExit::Shutdown,
+            whirl::ExitReason::Failed(failure) => RemoteExit::Failed(failure.to_string()),
+            other => RemoteExit::Failed(other.to_string()),
+        }
+    }
+
+    /// Whether a process linked to one that ended this way fails with it (Erlang: every
+    /// reason but a normal exit, including `noproc` and `noconnection`).
+    pub fn is_failure(&self) -> bool {
+        !matches!(self, RemoteExit::Normal | RemoteExit::Shutdown)
+    }
+}
+
+impl std::fmt::Display for RemoteExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RemoteExit::Normal => f.write_str("normal"),
+            RemoteExit::Shutdown => f.write_str("shutdown"),
+            RemoteExit::Failed(why) => write!(f, "failed: {why}"),
+            RemoteExit::NoProcess => f.write_str("no such process"),
+            RemoteExit::NoConnection => f.write_str("its node is down"),
+        }
+    }
 }
 
 /// A decoded frame: its sender, header and payload (borrowed from the bytes received).

@@ -73,7 +73,7 @@ pub use process::{
 };
 pub use process::{
     Addr, Answers, CallError, Ctx, Handles, PostError, Process, Recipient, ReplyTo, SpawnError,
-    SpawnRefusal,
+    SpawnRefusal, Watch,
 };
 pub use runtime::{AbandonedProcess, Runtime, RuntimeBuilder, ShutdownReport};
 

@@ -26,6 +26,7 @@ mod model;
 mod reply;
 mod spawn;
 mod turn;
+mod watch;
 
 pub use addr::{Addr, Recipient};
 pub use error::{CallError, PostError, SpawnError, SpawnRefusal};
@@ -37,6 +38,7 @@ pub use reply::ReplyTo;
 #[doc(hidden)]
 pub use reply::{answer, into_handler_result, HandlerOutput};
 pub(crate) use spawn::{spawn, spawn_watched, try_spawn, Placement};
+pub use watch::Watch;
 
 #[cfg(loom)]
 pub(crate) use mailbox::Suspend;

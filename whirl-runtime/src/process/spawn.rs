@@ -133,3 +133,20 @@ fn start<P: Process>(
     }
     Addr::from_cell(cell)
 }
+
+/// Spawning from a group handle, for code that holds a [`Group`](crate::Group) but not the
+/// runtime: a factory that remote nodes call, a router growing its pool. (Defined here, in the
+/// process layer, because the group layer below does not know processes.)
+impl crate::Group {
+    /// Spawns a process in this group: [`Runtime::spawn_in`](crate::Runtime::spawn_in) with
+    /// this group.
+    pub fn spawn<P: Process>(&self, state: P) -> Addr<P> {
+        spawn(Placement::Explicit(self.shared()), state, None)
+    }
+
+    /// Spawns a process in this group, serving `principal`:
+    /// [`Runtime::spawn_for`](crate::Runtime::spawn_for) with this group.
+    pub fn spawn_for<P: Process>(&self, principal: Principal, state: P) -> Addr<P> {
+        spawn(Placement::Explicit(self.shared()), state, Some(principal))
+    }
+}

@@ -1,0 +1,172 @@
+//! The cluster-wide name registry, as each node holds it: a full copy, fed by liveliness
+//! tokens.
+//!
+//! `register(name, pid)` declares the token `whirl/<cluster>/reg/<name>/<ms>/<node-hex>/<local>`
+//! (`ms`: the registration time in milliseconds since the Unix epoch). Tokens carry no payload:
+//! the key is the whole entry. Every node subscribes, with history, to `whirl/<cluster>/reg/**`
+//! and keeps every entry it sees, so `whereis` is a local lookup; Zenoh withdraws a token when
+//! its node closes its session or is cut off, so a dead node's names vanish by themselves (the
+//! failure kameo's DHT registry showed: entries that outlive their node). A node also drops the
+//! names of a node it sees Down, without waiting for the withdrawal.
+//!
+//! A name may be held by several processes (Erlang's `pg`-style duplicates happen when two
+//! nodes register at once): `whereis` answers the earliest registration (lowest time, then
+//! node id, then local id), `whereis_all` all of them. Clocks that disagree only change which
+//! duplicate is first.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::{NodeId, Pid};
+
+/// One registration, ordered by time, then node, then local id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Entry {
+    pub(crate) ms: u64,
+    pub(crate) pid: Pid,
+}
+
+/// The registry table.
+#[derive(Default)]
+pub(crate) struct Registry {
+    names: BTreeMap<String, BTreeSet<Entry>>,
+    /// Keys under the registry prefix that did not parse.
+    pub(crate) malformed: u64,
+}
+
+/// Whether `name` can be one chunk of a key expression: non-empty, at most 128 bytes of ASCII
+/// letters, digits, `-`, `_` and `.`.
+pub(crate) fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The token key suffix (after `whirl/<cluster>/reg/`) of a registration.
+pub(crate) fn key_suffix(name: &str, entry: Entry) -> String {
+    format!(
+        "{name}/{}/{}/{}",
+        entry.ms,
+        entry.pid.node(),
+        entry.pid.local()
+    )
+}
+
+/// Parses a key suffix; `None` if it is not one this module makes.
+pub(crate) fn parse_suffix(suffix: &str) -> Option<(String, Entry)> {
+    let mut parts = suffix.split('/');
+    let (name, ms, node, local) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || !valid_name(name) {
+        return None;
+    }
+    let node: NodeId = node.parse().ok()?;
+    let entry = Entry {
+        ms: ms.parse().ok()?,
+        pid: Pid::new(node, local.parse().ok()?),
+    };
+    Some((name.to_owned(), entry))
+}
+
+impl Registry {
+    pub(crate) fn insert(&mut self, name: String, entry: Entry) {
+        self.names.entry(name).or_default().insert(entry);
+    }
+
+    pub(crate) fn remove(&mut self, name: &str, entry: Entry) {
+        if let Some(set) = self.names.get_mut(name) {
+            set.remove(&entry);
+            if set.is_empty() {
+                self.names.remove(name);
+            }
+        }
+    }
+
+    /// Drops every name held by a process of `node`.
+    pub(crate) fn forget_node(&mut self, node: NodeId) {
+        self.names.retain(|_, set| {
+            set.retain(|e| e.pid.node() != node);
+            !set.is_empty()
+        });
+    }
+
+    pub(crate) fn first(&self, name: &str) -> Option<Pid> {
+        self.names.get(name)?.first().map(|e| e.pid)
+    }
+
+    pub(crate) fn all(&self, name: &str) -> Vec<Pid> {
+        self.names
+            .get(name)
+            .map(|set| set.iter().map(|e| e.pid).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every name, with how many processes hold it.
+    pub(crate) fn names(&self) -> Vec<(String, usize)> {
+        self.names
+            .iter()
+            .map(|(n, set)| (n.clone(), set.len()))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip_and_strangers_are_refused() {
+        let entry = Entry {
+            ms: 1_700_000_000_000,
+            pid: Pid::new(NodeId::from_u128(0xabc), 42),
+        };
+        let key = key_suffix("orders.db", entry);
+        assert_eq!(parse_suffix(&key), Some(("orders.db".to_owned(), entry)));
+        for bad in [
+            "",
+            "a",
+            "a/1/2",
+            "a/x/00000000000000000000000000000abc/1",
+            "a/1/abc/1",
+            "a/1/00000000000000000000000000000abc/1/extra",
+            "a*/1/00000000000000000000000000000abc/1",
+        ] {
+            assert_eq!(parse_suffix(bad), None, "{bad}");
+        }
+        assert!(!valid_name("a/b") && !valid_name("") && !valid_name("**"));
+        assert!(!valid_name(&"x".repeat(129)));
+    }
+
+    #[test]
+    fn the_earliest_registration_answers_and_dead_nodes_vanish() {
+        let mut r = Registry::default();
+        let (a, b) = (NodeId::from_u128(1), NodeId::from_u128(2));
+        r.insert(
+            "db".into(),
+            Entry {
+                ms: 20,
+                pid: Pid::new(a, 1),
+            },
+        );
+        r.insert(
+            "db".into(),
+            Entry {
+                ms: 10,
+                pid: Pid::new(b, 7),
+            },
+        );
+        assert_eq!(r.first("db"), Some(Pid::new(b, 7)));
+        assert_eq!(r.all("db"), vec![Pid::new(b, 7), Pid::new(a, 1)]);
+        r.forget_node(b);
+        assert_eq!(r.first("db"), Some(Pid::new(a, 1)));
+        r.remove(
+            "db",
+            Entry {
+                ms: 20,
+                pid: Pid::new(a, 1),
+            },
+        );
+        assert_eq!(r.first("db"), None);
+        assert!(r.names().is_empty());
+    }
+}

@@ -1,0 +1,114 @@
+//! Spawning on another node from registered factories (DDE's `addIsolate`), with the
+//! principal the work is done for.
+//!
+//! A node offers **factories**: named functions that take serde-encoded arguments, spawn a
+//! process in that node's runtime, and export it ([`Node::add_factory`](crate::Node::add_factory)).
+//! Any node can then [`spawn_on`](crate::Node::spawn_on) a named node: the request travels as
+//! a data frame (it uses the credit window like a post), the factory runs on the receiving
+//! node's network thread (so it must only spawn and export, never block), and the new
+//! process's [`Pid`] comes back. The principal given travels with the request, so the new
+//! process serves the same principal there: its group's predicates and scheduler see it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use whirl::{Addr, Principal, Process};
+
+use crate::core::Core;
+use crate::export::ExportBuilder;
+use crate::wire::BounceReason;
+use crate::Pid;
+
+/// What a factory gets besides its arguments: the principal the caller spawns for, and the
+/// node to export the new process with.
+pub struct FactoryCtx<'a> {
+    pub(crate) core: &'a Arc<Core>,
+    pub(crate) principal: Option<Principal>,
+}
+
+impl FactoryCtx<'_> {
+    /// The principal the caller spawns for (with its id, priority, class and utility), if
+    /// any: spawn with `Group::spawn_for` so the new process serves it.
+    pub fn principal(&self) -> Option<&Principal> {
+        self.principal.as_ref()
+    }
+
+    /// Takes the principal out (to pass it to `spawn_for` by value).
+    pub fn take_principal(&mut self) -> Option<Principal> {
+        self.principal.take()
+    }
+
+    /// Exports the new process with this node, as [`Node::export`](crate::Node::export).
+    pub fn export<P: Process>(&self, addr: &Addr<P>) -> ExportBuilder<'_, P> {
+        ExportBuilder::new(self.core, addr)
+    }
+}
+
+/// Why a remote spawn did not produce a process.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpawnRemoteError {
+    /// The target node has no factory by that name.
+    #[error("the node has no factory named {0:?}")]
+    NoFactory(String),
+    /// The arguments did not decode as the factory's argument type.
+    #[error("the arguments do not decode as the factory's argument type")]
+    BadArguments,
+    /// The factory refused or failed, with its reason.
+    #[error("the factory failed: {0}")]
+    Failed(String),
+    /// The credit window to the node is full; try later.
+    #[error("the link to the node is full")]
+    Rejected,
+    /// The node is Down, or went Down before answering (a process may have been spawned).
+    #[error("the node is down")]
+    NodeDown,
+    /// No answer within the time limit (a process may have been spawned).
+    #[error("no answer within the time limit")]
+    Timeout,
+    /// The arguments cannot be encoded, or exceed the frame limit.
+    #[error("the arguments cannot be sent: {0}")]
+    Encode(String),
+}
+
+/// How a factory call went, for the factory's author: return it from the factory function.
+pub enum Spawned {
+    /// The process was spawned and exported as this pid.
+    Pid(Pid),
+    /// The factory refuses (bad values, no capacity): the reason goes back to the caller.
+    Refused(String),
+}
+
+impl fmt::Debug for Spawned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Spawned::Pid(pid) => write!(f, "Pid({pid})"),
+            Spawned::Refused(why) => write!(f, "Refused({why:?})"),
+        }
+    }
+}
+
+impl From<Pid> for Spawned {
+    fn from(pid: Pid) -> Spawned {
+        Spawned::Pid(pid)
+    }
+}
+
+impl<E: fmt::Display> From<Result<Pid, E>> for Spawned {
+    fn from(result: Result<Pid, E>) -> Spawned {
+        match result {
+            Ok(pid) => Spawned::Pid(pid),
+            Err(e) => Spawned::Refused(e.to_string()),
+        }
+    }
+}
+
+/// The error for a bounced spawn request.
+pub(crate) fn bounced(reason: BounceReason, factory: &str) -> SpawnRemoteError {
+    match reason {
+        BounceReason::NoProcess => SpawnRemoteError::NoFactory(factory.to_owned()),
+        BounceReason::Incompatible => SpawnRemoteError::BadArguments,
+        BounceReason::Quarantined => SpawnRemoteError::NodeDown,
+        other => SpawnRemoteError::Failed(other.to_string()),
+    }
+}

@@ -1,0 +1,388 @@
+//! Monitors and links across nodes, the cluster registry, and spawning from factories: nodes
+//! in one process, on loopback.
+//!
+//! No assertion is timed: each waits with a generous deadline and fails only if the awaited
+//! thing never happens.
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use whirl::prelude::*;
+use whirl_dist::{
+    Node, NodeConfig, NodeId, Pid, Remote, RemoteDown, RemoteExit, Request, SpawnRemoteError,
+    Spawned,
+};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+fn endpoint(port: u16) -> String {
+    format!("tcp/127.0.0.1:{port}")
+}
+
+/// `n` nodes in a full mesh, each having seen all the others Up.
+fn cluster(n: usize) -> Vec<Node> {
+    let id = NodeId::random().expect("entropy");
+    let name = format!("wrs-{}", &id.to_string()[..12]);
+    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+    let nodes: Vec<Node> = (0..n)
+        .map(|i| {
+            Node::start(
+                NodeConfig::new(&name)
+                    .listen([endpoint(ports[i])])
+                    .connect(ports[..i].iter().map(|&p| endpoint(p)))
+                    .lease(Duration::from_millis(1000)),
+            )
+            .expect("node starts")
+        })
+        .collect();
+    for node in &nodes {
+        let others: Vec<NodeId> = nodes
+            .iter()
+            .map(Node::id)
+            .filter(|&i| i != node.id())
+            .collect();
+        wait_for("all up", || {
+            others.iter().all(|o| node.members().contains(o))
+        });
+    }
+    nodes
+}
+
+fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what}: not within {DEADLINE:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[derive(Message, Serialize, Deserialize)]
+struct Crash;
+impl Remote for Crash {
+    const TAG: &'static str = "wrs.Crash/1";
+}
+
+#[derive(Message, Serialize, Deserialize)]
+struct Hello(String);
+impl Remote for Hello {
+    const TAG: &'static str = "wrs.Hello/1";
+}
+impl Request for Hello {
+    type Reply = String;
+}
+
+/// Which principal a process serves: asked across nodes.
+#[derive(Message, Serialize, Deserialize)]
+struct WhoFor;
+impl Remote for WhoFor {
+    const TAG: &'static str = "wrs.WhoFor/1";
+}
+impl Request for WhoFor {
+    type Reply = Option<(u64, u8)>;
+}
+
+#[process]
+struct Greeter {
+    name: String,
+}
+
+#[process]
+impl Greeter {
+    #[handle]
+    fn crash(&mut self, _: Crash) -> Result<(), Failure> {
+        Err(Failure::new("asked to crash"))
+    }
+
+    #[handle]
+    fn hello(&mut self, Hello(who): Hello) -> String {
+        format!("{} greets {who}", self.name)
+    }
+
+    #[handle]
+    fn who_for(&mut self, _: WhoFor, ctx: &mut Ctx<Self>) -> Option<(u64, u8)> {
+        ctx.principal().map(|p| (p.id(), p.priority()))
+    }
+}
+
+fn greeter(node: &Node, runtime: &Runtime, name: &str) -> (Addr<Greeter>, Pid) {
+    let addr = runtime.spawn(Greeter { name: name.into() });
+    let pid = node
+        .export(&addr)
+        .accept::<Crash>()
+        .answer::<Hello>()
+        .answer::<WhoFor>()
+        .build()
+        .expect("export");
+    (addr, pid)
+}
+
+/// Keeps the `RemoteDown` notices it receives until the test takes them.
+#[process]
+struct Watcher {
+    seen: Vec<RemoteDown>,
+}
+
+#[derive(Message)]
+struct Take;
+
+#[process]
+impl Watcher {
+    #[handle]
+    fn down(&mut self, notice: RemoteDown) {
+        self.seen.push(notice);
+    }
+
+    #[handle]
+    fn take(&mut self, _: Take) -> Vec<RemoteDown> {
+        std::mem::take(&mut self.seen)
+    }
+}
+
+/// The notices a watcher received, one at a time.
+struct Notices {
+    watcher: Addr<Watcher>,
+    taken: std::collections::VecDeque<RemoteDown>,
+}
+
+impl Notices {
+    fn recv_timeout(&mut self, timeout: Duration) -> Result<RemoteDown, &'static str> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(n) = self.taken.pop_front() {
+                return Ok(n);
+            }
+            self.taken.extend(self.watcher.call(Take).expect("take"));
+            if self.taken.is_empty() {
+                if Instant::now() >= deadline {
+                    return Err("no notice");
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+    }
+}
+
+fn watcher(runtime: &Runtime) -> (Addr<Watcher>, Notices) {
+    let w = runtime.spawn(Watcher { seen: Vec::new() });
+    let notices = Notices {
+        watcher: w.clone(),
+        taken: Default::default(),
+    };
+    (w, notices)
+}
+
+#[test]
+fn monitors_see_ends_missing_processes_and_lost_nodes() {
+    let nodes = cluster(3);
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    let rt_a = Runtime::new();
+    let rt_b = Runtime::new();
+    let rt_c = Runtime::new();
+    let (w, mut notices) = watcher(&rt_a);
+
+    // A process that fails: Down with its failure.
+    let (_g, pid) = greeter(b, &rt_b, "g");
+    a.monitor(pid, w.recipient());
+    // The monitor frame and the crash travel on different lanes: wait until it is in place.
+    std::thread::sleep(Duration::from_millis(200));
+    a.remote::<Crash>(pid).post(Crash).expect("post");
+    let notice = notices.recv_timeout(DEADLINE).expect("down");
+    assert_eq!(notice.pid, pid);
+    assert_eq!(notice.reason, RemoteExit::Failed("asked to crash".into()));
+
+    // A process that does not exist: NoProcess at once.
+    a.monitor(Pid::new(b.id(), 999_999), w.recipient());
+    let notice = notices.recv_timeout(DEADLINE).expect("noproc");
+    assert_eq!(notice.reason, RemoteExit::NoProcess);
+
+    // A demonitored process ends: nothing.
+    let (g2, pid2) = greeter(b, &rt_b, "g2");
+    let m = a.monitor(pid2, w.recipient());
+    assert!(a.demonitor(m));
+    std::thread::sleep(Duration::from_millis(200));
+    g2.exit(ExitReason::Normal);
+    assert!(notices.recv_timeout(Duration::from_millis(300)).is_err());
+
+    // A node lost: NoConnection, for every process watched there.
+    let (_g3, pid3) = greeter(c, &rt_c, "g3");
+    let (_g4, pid4) = greeter(c, &rt_c, "g4");
+    a.monitor(pid3, w.recipient());
+    a.monitor(pid4, w.recipient());
+    std::thread::sleep(Duration::from_millis(200));
+    let c_id = c.id();
+    drop(nodes_into_shutdown(nodes, 2));
+    let mut lost = vec![
+        notices.recv_timeout(DEADLINE).expect("lost 1"),
+        notices.recv_timeout(DEADLINE).expect("lost 2"),
+    ];
+    lost.sort_by_key(|n| n.pid);
+    let mut want = [pid3, pid4];
+    want.sort();
+    assert!(lost
+        .iter()
+        .all(|n| n.reason == RemoteExit::NoConnection && n.pid.node() == c_id));
+    assert_eq!([lost[0].pid, lost[1].pid], want);
+    rt_a.shutdown_graceful();
+    rt_b.shutdown_graceful();
+    rt_c.shutdown_graceful();
+}
+
+/// Shuts down node `i` of `nodes`; returns the rest.
+fn nodes_into_shutdown(mut nodes: Vec<Node>, i: usize) -> Vec<Node> {
+    nodes.remove(i).shutdown().expect("shutdown");
+    nodes
+}
+
+#[test]
+fn links_fail_together_across_nodes() {
+    let nodes = cluster(2);
+    let (a, b) = (&nodes[0], &nodes[1]);
+    let rt_a = Runtime::new();
+    let rt_b = Runtime::new();
+
+    // The remote one fails: the local one fails with it.
+    let (local, _) = greeter(a, &rt_a, "local");
+    let (_remote, remote_pid) = greeter(b, &rt_b, "remote");
+    a.link(&local, remote_pid);
+    std::thread::sleep(Duration::from_millis(200));
+    a.remote::<Crash>(remote_pid).post(Crash).expect("post");
+    wait_for("local fails with its link", || local.is_terminated());
+
+    // The local one fails: the remote one fails with it.
+    let (local, _) = greeter(a, &rt_a, "local2");
+    let (remote, remote_pid) = greeter(b, &rt_b, "remote2");
+    a.link(&local, remote_pid);
+    std::thread::sleep(Duration::from_millis(200));
+    local.post(Crash).expect("post");
+    wait_for("remote fails with its link", || remote.is_terminated());
+
+    // A normal end does not propagate.
+    let (local, _) = greeter(a, &rt_a, "local3");
+    let (remote, remote_pid) = greeter(b, &rt_b, "remote3");
+    a.link(&local, remote_pid);
+    std::thread::sleep(Duration::from_millis(200));
+    remote.exit(ExitReason::Normal);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!local.is_terminated());
+
+    // The node of the linked process is lost: the local one fails.
+    let (_remote, remote_pid) = greeter(b, &rt_b, "remote4");
+    a.link(&local, remote_pid);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut nodes = nodes;
+    nodes.remove(1).shutdown().expect("b shuts down");
+    wait_for("local fails with the lost node", || local.is_terminated());
+    rt_a.shutdown_graceful();
+    rt_b.shutdown_graceful();
+}
+
+#[test]
+fn the_registry_is_cluster_wide_and_forgets_the_dead() {
+    let nodes = cluster(3);
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    let rt_b = Runtime::new();
+    let rt_c = Runtime::new();
+    let (g, pid) = greeter(b, &rt_b, "bob");
+    b.register("greeter", pid).expect("register");
+    assert!(matches!(
+        b.register("no/slash", pid),
+        Err(whirl_dist::DistError::InvalidName { .. })
+    ));
+    assert!(matches!(
+        a.register("greeter", pid),
+        Err(whirl_dist::DistError::NotExported(_))
+    ));
+    wait_for("a sees the name", || a.whereis_all("greeter") == vec![pid]);
+    let hello = a.whereis::<Hello>("greeter").expect("found");
+    assert_eq!(
+        hello.call(Hello("ann".into()), DEADLINE).expect("answer"),
+        "bob greets ann"
+    );
+
+    // A second holder on another node; the earliest answers `whereis`.
+    std::thread::sleep(Duration::from_millis(5));
+    let (_g2, pid2) = greeter(c, &rt_c, "cid");
+    c.register("greeter", pid2).expect("register");
+    wait_for("a sees both", || a.whereis_all("greeter").len() == 2);
+    assert_eq!(a.whereis::<Hello>("greeter").map(|r| r.pid()), Some(pid));
+
+    // The process ends: its name goes.
+    g.exit(ExitReason::Normal);
+    wait_for("the ended process's name goes", || {
+        a.whereis_all("greeter") == vec![pid2]
+    });
+    // Its node goes: its names go.
+    let mut nodes = nodes;
+    let c = nodes.remove(2);
+    let c_id = c.id();
+    c.shutdown().expect("c shuts down");
+    wait_for("the lost node's names go", || {
+        nodes[0].whereis_all("greeter").is_empty()
+            && nodes[0].state(c_id) == Some(whirl_dist::MemberState::Quarantined)
+    });
+    assert!(nodes[0].registered().is_empty());
+    rt_b.shutdown_graceful();
+    rt_c.shutdown_graceful();
+}
+
+#[test]
+fn factories_spawn_on_named_nodes_for_a_principal() {
+    let nodes = cluster(2);
+    let (a, b) = (&nodes[0], &nodes[1]);
+    let rt_b = Runtime::new();
+    let group = rt_b.default_group().clone();
+    b.add_factory("greeter", move |name: String, ctx| {
+        if name.is_empty() {
+            return Spawned::Refused("a greeter needs a name".into());
+        }
+        let state = Greeter { name };
+        let addr = match ctx.take_principal() {
+            Some(p) => group.spawn_for(p, state),
+            None => group.spawn(state),
+        };
+        ctx.export(&addr)
+            .accept::<Crash>()
+            .answer::<Hello>()
+            .answer::<WhoFor>()
+            .build()
+            .into()
+    })
+    .expect("factory");
+
+    let vip = Principal::builder(77).priority(3).build();
+    let pid = a
+        .spawn_on(b.id(), "greeter", "dora", Some(&vip), DEADLINE)
+        .expect("spawned");
+    assert_eq!(pid.node(), b.id());
+    assert_eq!(
+        a.remote::<Hello>(pid)
+            .call(Hello("eve".into()), DEADLINE)
+            .expect("hello"),
+        "dora greets eve"
+    );
+    assert_eq!(
+        a.remote::<WhoFor>(pid)
+            .call(WhoFor, DEADLINE)
+            .expect("who for"),
+        Some((77, 3))
+    );
+    assert!(matches!(
+        a.spawn_on(b.id(), "greeter", "", None, DEADLINE),
+        Err(SpawnRemoteError::Failed(why)) if why.contains("needs a name")
+    ));
+    assert!(matches!(
+        a.spawn_on(b.id(), "nope", "x", None, DEADLINE),
+        Err(SpawnRemoteError::NoFactory(f)) if f == "nope"
+    ));
+    assert!(matches!(
+        a.spawn_on(b.id(), "greeter", &12u8, None, DEADLINE),
+        Err(SpawnRemoteError::BadArguments)
+    ));
+    rt_b.shutdown_graceful();
+}
