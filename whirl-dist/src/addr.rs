@@ -21,7 +21,7 @@ use crate::core::SendError;
 use crate::core::{Core, RouteGuard};
 use crate::link::Link;
 use crate::remote::{Remote, Request, TagOf};
-use crate::wire::{self, BounceReason, Header};
+use crate::wire::{self, BounceReason, Header, WirePrincipal};
 use crate::Pid;
 
 /// The typed address of a process that may run on another node, accepting messages `M`.
@@ -33,6 +33,7 @@ pub struct RemoteAddr<M> {
     /// was made, or the pid is on this node.
     link: Option<Arc<Link>>,
     route: Option<Arc<RouteGuard>>,
+    principal: Option<WirePrincipal>,
     _message: PhantomData<fn(M)>,
 }
 
@@ -43,6 +44,7 @@ impl<M> Clone for RemoteAddr<M> {
             pid: self.pid,
             link: self.link.clone(),
             route: self.route.clone(),
+            principal: self.principal,
             _message: PhantomData,
         }
     }
@@ -70,6 +72,7 @@ impl<M: Remote> RemoteAddr<M> {
             pid,
             link,
             route: None,
+            principal: None,
             _message: PhantomData,
         }
     }
@@ -101,6 +104,16 @@ impl<M: Remote> RemoteAddr<M> {
         self
     }
 
+    /// This address, with every message sent through it carrying `principal` (its id,
+    /// priority, class and utility): the receiving group's admission predicate weighs the
+    /// messages as that principal's work, as it does for a local
+    /// `Addr::post_on_behalf`. Principals with an estimator keep it at home: the receiving
+    /// node knows only the travelling attributes.
+    pub fn on_behalf(mut self, principal: &whirl::Principal) -> Self {
+        self.principal = Some(WirePrincipal::of(principal));
+        self
+    }
+
     /// Posts `msg` to the process. Never blocks, never waits for the network.
     ///
     /// `Ok` means the message is on its way: the receiving node delivers it, or gives it back
@@ -110,7 +123,7 @@ impl<M: Remote> RemoteAddr<M> {
             to: self.pid.local(),
             tag: TagOf::<M>::TAG,
             route: self.route.as_ref().map(|r| r.id()),
-            principal: None,
+            principal: self.principal,
         };
         self.core
             .send_data(self.link.as_deref(), self.pid.node(), &header, &msg)
@@ -149,7 +162,7 @@ where
     }
 
     fn start_ask(&self, msg: M, timeout: Duration) -> Result<Arc<AskSlot>, RemoteCallError<M>> {
-        let (to, tag) = (self.pid.local(), TagOf::<M>::TAG);
+        let (to, tag, principal) = (self.pid.local(), TagOf::<M>::TAG, self.principal);
         self.core
             .start_request(
                 self.link.as_deref(),
@@ -158,7 +171,7 @@ where
                     to,
                     tag,
                     req,
-                    principal: None,
+                    principal,
                 },
                 &msg,
                 Instant::now() + timeout,

@@ -38,6 +38,9 @@ use crate::wire::{
 };
 use crate::{DistCounts, DistError, MemberState, NodeEvent, NodeId, Pid};
 
+/// How many distinct travelling principals a node keeps built at once.
+const PRINCIPAL_CACHE: usize = 4096;
+
 /// How long a received frame waits, at most, for its acknowledgement.
 pub(crate) const ACK_INTERVAL: Duration = Duration::from_millis(5);
 
@@ -104,6 +107,7 @@ pub(crate) struct Core {
     /// This node's registrations, by local process: their tokens.
     tokens: Mutex<HashMap<u64, Vec<Registration>>>,
     factories: RwLock<HashMap<u64, FactoryFn>>,
+    principals: Mutex<HashMap<(u64, u8, u16, u64), whirl::Principal>>,
     counts: Counters,
     closing: AtomicBool,
 }
@@ -139,6 +143,7 @@ impl Core {
             registry: Mutex::new(Registry::default()),
             tokens: Mutex::new(HashMap::new()),
             factories: RwLock::new(HashMap::new()),
+            principals: Mutex::new(HashMap::new()),
             counts: Counters::default(),
             closing: AtomicBool::new(false),
         }
@@ -673,7 +678,7 @@ impl Core {
             let factories = self.factories.read();
             factories
                 .get(&factory)
-                .map(|f| f(args, principal.map(WirePrincipal::build)))
+                .map(|f| f(args, principal.map(|p| self.principal(p))))
         };
         let (outcome, payload) = match result {
             None => (Outcome::Bounced(BounceReason::NoProcess), Vec::new()),
@@ -741,9 +746,15 @@ impl Core {
             return self.refuse_quarantined(&frame);
         }
         match frame.header {
-            Header::Post { to, tag, route, .. } => {
+            Header::Post {
+                to,
+                tag,
+                route,
+                principal,
+            } => {
                 bump(&self.counts.received);
-                let delivery = self.deliver(to, tag, frame.payload, None);
+                let principal = principal.map(|p| self.principal(p));
+                let delivery = self.deliver(to, tag, frame.payload, principal.as_ref(), None);
                 if let Delivery::Refused(reason) = delivery {
                     let header = Header::Bounce { tag, route, reason };
                     self.send_control(
@@ -753,10 +764,17 @@ impl Core {
                 }
                 self.taken(frame.from);
             }
-            Header::Ask { to, tag, req, .. } => {
+            Header::Ask {
+                to,
+                tag,
+                req,
+                principal,
+            } => {
+                let principal = principal.map(|p| self.principal(p));
                 bump(&self.counts.received);
                 let replier = self.replier(frame.from, req);
-                let delivery = self.deliver(to, tag, frame.payload, Some(replier));
+                let delivery =
+                    self.deliver(to, tag, frame.payload, principal.as_ref(), Some(replier));
                 if let Delivery::Refused(reason) = delivery {
                     let header = Header::Reply {
                         req,
@@ -860,8 +878,32 @@ impl Core {
         }
     }
 
+    /// The principal a frame carries, shared by every message that carries the same one (a
+    /// small cache, emptied when it reaches [`PRINCIPAL_CACHE`] entries), so its counters
+    /// accumulate and a message does not cost an allocation.
+    fn principal(&self, wire: WirePrincipal) -> whirl::Principal {
+        let key = (wire.id, wire.priority, wire.class, wire.utility.to_bits());
+        let mut cache = self.principals.lock();
+        if let Some(p) = cache.get(&key) {
+            return p.clone();
+        }
+        if cache.len() >= PRINCIPAL_CACHE {
+            cache.clear();
+        }
+        let principal = wire.build();
+        cache.insert(key, principal.clone());
+        principal
+    }
+
     /// Posts (or asks) a received message into the local runtime.
-    fn deliver(&self, to: u64, tag: u64, payload: &[u8], replier: Option<Replier>) -> Delivery {
+    fn deliver(
+        &self,
+        to: u64,
+        tag: u64,
+        payload: &[u8],
+        principal: Option<&whirl::Principal>,
+        replier: Option<Replier>,
+    ) -> Delivery {
         let Some(export) = self.exports.read().get(&to).cloned() else {
             return Delivery::Refused(BounceReason::NoProcess);
         };
@@ -869,8 +911,8 @@ impl Core {
             return Delivery::Refused(BounceReason::Incompatible);
         };
         let delivery = match (replier, &entry.ask) {
-            (None, _) => (entry.post)(payload),
-            (Some(replier), Some(ask)) => ask(payload, replier),
+            (None, _) => (entry.post)(payload, principal),
+            (Some(replier), Some(ask)) => ask(payload, principal, replier),
             (Some(_), None) => Delivery::Refused(BounceReason::Incompatible),
         };
         match delivery {

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
+use whirl::Principal;
 
 use crate::wire::BounceReason;
 
@@ -20,11 +21,12 @@ pub(crate) enum Delivery {
     Refused(BounceReason),
 }
 
-/// Decodes a payload and posts it.
-pub(crate) type PostFn = Box<dyn Fn(&[u8]) -> Delivery + Send + Sync>;
+/// Decodes a payload and posts it, on behalf of the principal it carries.
+pub(crate) type PostFn = Box<dyn Fn(&[u8], Option<&Principal>) -> Delivery + Send + Sync>;
 
-/// Decodes a payload and asks it; the answer goes to the [`Replier`].
-pub(crate) type AskFn = Box<dyn Fn(&[u8], Replier) -> Delivery + Send + Sync>;
+/// Decodes a payload and asks it, on behalf of the principal it carries; the answer goes to
+/// the [`Replier`].
+pub(crate) type AskFn = Box<dyn Fn(&[u8], Option<&Principal>, Replier) -> Delivery + Send + Sync>;
 
 /// One accepted message type of an exported process.
 pub(crate) struct Entry {

@@ -105,11 +105,14 @@ impl<'n, P: Process> ExportBuilder<'n, P> {
     {
         self.names.push(M::TAG);
         let ask_addr = self.addr.clone();
-        let ask: AskFn = Box::new(move |payload, replier| {
+        let ask: AskFn = Box::new(move |payload, principal, replier| {
             let Ok(msg) = wire::decode_payload::<M>(payload) else {
                 return Delivery::Refused(BounceReason::Incompatible);
             };
-            ReplyTask::start(ask_addr.ask(msg), replier)
+            match principal {
+                Some(p) => ReplyTask::start(ask_addr.ask_on_behalf(msg, p), replier),
+                None => ReplyTask::start(ask_addr.ask(msg), replier),
+            }
         });
         self.entries.insert(
             TagOf::<M>::TAG,
@@ -156,14 +159,19 @@ where
     M: Remote,
     P: Handles<M>,
 {
-    Box::new(move |payload| match wire::decode_payload::<M>(payload) {
-        Err(_) => Delivery::Refused(BounceReason::Incompatible),
-        Ok(msg) => match addr.post(msg) {
-            Ok(()) => Delivery::Delivered,
-            Err(PostError::Rejected(_)) => Delivery::Refused(BounceReason::Rejected),
-            Err(_) => Delivery::Refused(BounceReason::Terminated),
+    Box::new(
+        move |payload, principal| match wire::decode_payload::<M>(payload) {
+            Err(_) => Delivery::Refused(BounceReason::Incompatible),
+            Ok(msg) => match match principal {
+                Some(p) => addr.post_on_behalf(msg, p),
+                None => addr.post(msg),
+            } {
+                Ok(()) => Delivery::Delivered,
+                Err(PostError::Rejected(_)) => Delivery::Refused(BounceReason::Rejected),
+                Err(_) => Delivery::Refused(BounceReason::Terminated),
+            },
         },
-    })
+    )
 }
 
 type BoxedAsk<R, M> = Pin<Box<dyn Future<Output = Result<R, CallError<M>>> + Send>>;

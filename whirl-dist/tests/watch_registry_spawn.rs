@@ -386,3 +386,64 @@ fn factories_spawn_on_named_nodes_for_a_principal() {
     ));
     rt_b.shutdown_graceful();
 }
+
+/// Admits only principals of priority 5 or more: what the test needs to see the principal
+/// arrive with remote messages.
+struct VipsOnly;
+
+impl whirl::admission::MessagePredicate for VipsOnly {
+    fn admit(&self, offer: &whirl::admission::Offer<'_>) -> bool {
+        offer.priority() >= 5
+    }
+}
+
+#[test]
+fn the_principal_travels_with_posts_and_asks() {
+    let nodes = cluster(2);
+    let (a, b) = (&nodes[0], &nodes[1]);
+    let rt_b = Runtime::new();
+    let vip_group = rt_b
+        .group("vip")
+        .threads(1)
+        .predicate(VipsOnly)
+        .build()
+        .expect("group");
+    let addr = vip_group.spawn(Greeter {
+        name: "door".into(),
+    });
+    let pid = b.export(&addr).answer::<Hello>().build().expect("export");
+    let anonymous = a.remote::<Hello>(pid);
+    assert!(matches!(
+        anonymous.call(Hello("x".into()), DEADLINE),
+        Err(whirl_dist::RemoteCallError::Bounced {
+            reason: whirl_dist::BounceReason::Rejected,
+            ..
+        })
+    ));
+    let vip = Principal::builder(1).priority(7).build();
+    let as_vip = anonymous.clone().on_behalf(&vip);
+    assert_eq!(
+        as_vip
+            .call(Hello("vip".into()), DEADLINE)
+            .expect("admitted"),
+        "door greets vip"
+    );
+    // Posts too: one refused, one admitted, counted by the receiving group.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let posts = a.remote::<Hello>(pid).on_bounce(move |u| {
+        let _ = tx.send(u.reason);
+    });
+    posts.post(Hello("anon".into())).expect("sent");
+    assert_eq!(
+        rx.recv_timeout(DEADLINE),
+        Ok(whirl_dist::BounceReason::Rejected)
+    );
+    posts
+        .clone()
+        .on_behalf(&vip)
+        .post(Hello("vip".into()))
+        .expect("sent");
+    wait_for("handled", || vip_group.counts().handled == 2);
+    assert_eq!(vip_group.counts().rejected, 2);
+    rt_b.shutdown_graceful();
+}

@@ -13,6 +13,7 @@ use crate::admission::Offer;
 use crate::group::{observe, on_worker_thread, Holder, Runnable};
 use crate::isolation::{Isolated, Message};
 use crate::lifecycle::{ExitReason, ProcessId};
+use crate::principal::Principal;
 
 /// The typed address of a process. Cheap to clone; posting never blocks.
 pub struct Addr<P: Process> {
@@ -63,9 +64,38 @@ impl<P: Process> Addr<P> {
         self.post_as(msg, P::into_message)
     }
 
+    /// Posts `msg` on behalf of `principal`: the group's admission predicate weighs it as
+    /// work of that principal (its priority, class, utility and estimates) instead of the
+    /// receiving process's own. For messages that arrive from elsewhere carrying the principal
+    /// they serve, such as a request forwarded from another node; the process still runs
+    /// under its own principal.
+    #[inline]
+    pub fn post_on_behalf<M>(&self, msg: M, principal: &Principal) -> Result<(), PostError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+    {
+        self.post_with(msg, Some(principal), P::into_message)
+    }
+
     /// `post`, with `wrap` making the process's message once `msg` is admitted.
     #[inline]
     fn post_as<M>(&self, msg: M, wrap: impl FnOnce(M) -> P::Message) -> Result<(), PostError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+    {
+        self.post_with(msg, None, wrap)
+    }
+
+    /// `post_as`, the predicate seeing `principal` if one is given.
+    #[inline]
+    fn post_with<M>(
+        &self,
+        msg: M,
+        principal: Option<&Principal>,
+        wrap: impl FnOnce(M) -> P::Message,
+    ) -> Result<(), PostError<M>>
     where
         P: Handles<M>,
         M: Message,
@@ -82,7 +112,7 @@ impl<P: Process> Addr<P> {
         if let Some(predicate) = admission {
             let offer = Offer::new::<M>(
                 cell.id(),
-                cell.principal.as_ref(),
+                principal.or(cell.principal.as_ref()),
                 cost,
                 &cell.group.counters,
             );
@@ -150,6 +180,25 @@ impl<P: Process> Addr<P> {
         let (reply, pending) = reply_channel();
         answer(
             self.post_as(msg, |msg| P::into_request(msg, reply)),
+            pending,
+        )
+    }
+
+    /// [`Addr::ask`] on behalf of `principal`: the group's admission predicate weighs the
+    /// request as that principal's work (see [`Addr::post_on_behalf`]).
+    pub fn ask_on_behalf<M, R>(
+        &self,
+        msg: M,
+        principal: &Principal,
+    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
+    where
+        P: Answers<M, Reply = R>,
+        M: Message,
+        R: Isolated,
+    {
+        let (reply, pending) = reply_channel();
+        answer(
+            self.post_with(msg, Some(principal), |msg| P::into_request(msg, reply)),
             pending,
         )
     }
