@@ -1,5 +1,6 @@
 //! Distribution for whirl, on [Zenoh](https://zenoh.io): nodes, membership and failure
-//! detection.
+//! detection, typed remote addresses, monitors and links across nodes, a cluster-wide
+//! registry, and spawning on named nodes.
 //!
 //! A **node** is one OS process with one Zenoh session and a fresh random [`NodeId`]. Nodes of
 //! the same cluster find each other through the endpoints they are configured with
@@ -9,39 +10,99 @@
 //! * it is **Down**, with reason [`DownReason::NoConnection`], when its token is withdrawn: it
 //!   shut down, crashed, or its link lease expired;
 //! * Down is final: the node is **quarantined** and its id is never Up again, even if its token
-//!   comes back after a partition heals ([`NodeEvent::ResurrectionRefused`]). A node that was
-//!   cut off restarts under a new id.
+//!   comes back after a partition heals ([`NodeEvent::ResurrectionRefused`]); frames from it
+//!   are bounced as [`BounceReason::Quarantined`]. A node that was cut off restarts under a new
+//!   id.
 //!
-//! This is the membership layer of the design in the project's distribution notes (Zenoh
-//! peer mode, liveliness tokens as the single failure detector, Akka-style quarantine); remote
-//! posting, monitors and the registry build on it.
+//! **Messages across nodes.** A message type that implements serde's traits gets a stable name
+//! with [`Remote`] (and an answer type with [`Request`]). A process is made reachable with
+//! [`Node::export`], which lists the message types it accepts; any node then holds a typed
+//! [`RemoteAddr`] to it ([`Node::remote`], or [`Node::whereis`] by registered name):
+//!
+//! * [`RemoteAddr::post`] never blocks and never waits for the network: the message comes back
+//!   at once as `Rejected` when the peer's credit window is used up, as `Terminated` when its
+//!   node is Down; a message the receiving node refuses later (its group's predicate, a
+//!   terminated process, a type it does not accept) comes back to the address's
+//!   [bounce handler](RemoteAddr::on_bounce);
+//! * [`RemoteAddr::ask`] / [`RemoteAddr::call`] return the handler's answer, with a timeout;
+//! * messages from one sender to one process arrive in the order they were posted;
+//! * [`RemoteAddr::on_behalf`] makes messages carry a principal, which the receiving group's
+//!   admission predicate sees;
+//! * every message is accounted for ([`DistCounts`]): refused at the sender, delivered into the
+//!   receiving runtime, bounced back, or in doubt when its node went Down unacknowledged.
+//!
+//! **Watching across nodes.** [`Node::monitor`] gives a [`RemoteDown`] when a process ends, does
+//! not exist, or its node is lost ([`RemoteExit::NoConnection`]); [`Node::link`] makes a local
+//! and a remote process fail together. [`Node::register`] publishes a name cluster-wide; every
+//! node holds the whole registry, and a node's names vanish with it. [`Node::spawn_on`] starts a
+//! process on a named node from one of its factories ([`Node::add_factory`]).
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use whirl_dist::{Node, NodeConfig, NodeEvent};
+//! use serde::{Deserialize, Serialize};
+//! use whirl::prelude::*;
+//! use whirl_dist::{Node, NodeConfig, Remote, Request};
 //!
-//! # fn main() -> Result<(), whirl_dist::DistError> {
-//! let a = Node::start(NodeConfig::new("demo").listen(["tcp/127.0.0.1:17447"]))?;
-//! let b = Node::start(
+//! #[derive(Message, Serialize, Deserialize)]
+//! struct Deposit(i64);
+//! impl Remote for Deposit {
+//!     const TAG: &'static str = "bank.Deposit/1";
+//! }
+//!
+//! #[derive(Message, Serialize, Deserialize)]
+//! struct Balance;
+//! impl Remote for Balance {
+//!     const TAG: &'static str = "bank.Balance/1";
+//! }
+//! impl Request for Balance {
+//!     type Reply = i64;
+//! }
+//!
+//! #[process]
+//! struct Account {
+//!     cents: i64,
+//! }
+//!
+//! #[process]
+//! impl Account {
+//!     #[handle]
+//!     fn deposit(&mut self, Deposit(cents): Deposit) {
+//!         self.cents += cents;
+//!     }
+//!
+//!     #[handle]
+//!     fn balance(&mut self, _: Balance) -> i64 {
+//!         self.cents
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // On the bank's node:
+//! let runtime = Runtime::new();
+//! let bank = Node::start(NodeConfig::new("demo").listen(["tcp/127.0.0.1:17447"]))?;
+//! let account = runtime.spawn(Account { cents: 0 });
+//! let pid = bank.export(&account).accept::<Deposit>().answer::<Balance>().build()?;
+//! bank.register("account", pid)?;
+//!
+//! // On a client's node (another OS process, usually):
+//! let client = Node::start(
 //!     NodeConfig::new("demo")
 //!         .listen(Vec::<String>::new())
 //!         .connect(["tcp/127.0.0.1:17447"]),
 //! )?;
-//! let events = a.events();
-//! assert_eq!(events.recv_timeout(Duration::from_secs(10)).ok(), Some(NodeEvent::Up(b.id())));
-//! let b_id = b.id();
-//! b.shutdown()?;
-//! assert!(matches!(
-//!     events.recv_timeout(Duration::from_secs(10)),
-//!     Ok(NodeEvent::Down { node, .. }) if node == b_id
-//! ));
-//! a.shutdown()?;
+//! # std::thread::sleep(Duration::from_secs(1));
+//! let deposits = client.whereis::<Deposit>("account").expect("registered");
+//! deposits.post(Deposit(250))?;
+//! let balance = client.remote::<Balance>(deposits.pid());
+//! assert_eq!(balance.call(Balance, Duration::from_secs(5))?, 250);
 //! # Ok(())
 //! # }
 //! ```
 //!
-//! The API is blocking: Zenoh runs its own tokio runtime internally, and whirl-dist waits on it
-//! with Zenoh's `Wait` trait, so no async runtime is needed by the caller.
+//! The API is blocking where it waits (`call`, `spawn_on`, `Node::start`), and never blocks
+//! where it need not (`post`, `ask`, `monitor`). Zenoh runs its own tokio runtime internally,
+//! and whirl-dist waits on it with Zenoh's `Wait` trait, so no async runtime is needed by the
+//! caller, and `whirl` itself depends on neither Zenoh nor tokio.
 
 mod addr;
 mod ask;

@@ -7,8 +7,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::DistError;
-
 /// The identity of one node incarnation: a random `u128`, drawn anew on every start.
 ///
 /// Its text form is exactly 32 lowercase hexadecimal digits, zero-padded; that is the last
@@ -27,7 +25,7 @@ pub struct NodeId(u128);
 
 impl NodeId {
     /// A fresh id from the operating system's random source.
-    pub fn random() -> Result<NodeId, DistError> {
+    pub fn random() -> Result<NodeId, getrandom::Error> {
         let mut bytes = [0u8; 16];
         getrandom::fill(&mut bytes)?;
         Ok(NodeId(u128::from_le_bytes(bytes)))

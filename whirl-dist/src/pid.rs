@@ -32,7 +32,7 @@ impl Pid {
         self.node
     }
 
-    /// The process's id on its node (its whirl [`ProcessId`](whirl::lifecycle::ProcessId) there).
+    /// The process's id on its node (its whirl [`ProcessId`](whirl::ProcessId) there).
     pub const fn local(self) -> u64 {
         self.local
     }
