@@ -348,3 +348,23 @@ fn runtime_stats_list_every_group_and_sum_counts() {
     assert_eq!(stats.live_processes, 3);
     common::assert_balanced(&stats.counts);
 }
+
+/// A quiet group gets latency figures for every turn, not one in 64: a new user saw `0
+/// samples` after a thousand messages. Each message here arrives alone, a few milliseconds
+/// after the last, so each is its own turn in its own millisecond.
+#[test]
+fn a_quiet_group_samples_every_turn() {
+    let rt = Runtime::builder().threads(1).build();
+    let quiet = rt.group("quiet").threads(1).build().expect("build group");
+    let worker = rt.spawn_in(&quiet, Worker);
+    const MESSAGES: u64 = 40;
+    for _ in 0..MESSAGES {
+        worker.post(Job::Nothing).unwrap();
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    rt.block_until_idle();
+    let stats = wait_for_stats(&quiet, "a sample per message", |s| {
+        s.queue_latency.samples == MESSAGES && s.handling_time.samples == MESSAGES
+    });
+    assert_eq!(stats.counts.handled, MESSAGES);
+}

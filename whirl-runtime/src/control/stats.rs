@@ -5,8 +5,9 @@
 //! * Counters (posted, handled...) are the group's striped counters (`counters.rs`).
 //! * Queue latency comes from the enqueue stamp every message carries in its inbox slot
 //!   (`observe.rs`: a coarse millisecond clock, so 1 ms resolution). Workers record it for the
-//!   messages of *sampled* turns: one turn in 64 per worker, plus every turn of
-//!   a process that serves a principal.
+//!   messages of *sampled* turns: one turn in 64 per worker, the first turn of each worker in
+//!   every millisecond (so at low volume every turn is sampled), and every turn of a process
+//!   that serves a principal.
 //! * Handling time is measured on the same sampled turns (two clock reads per turn, not per
 //!   message): the turn's time divided among its messages.
 //! * Idle time is measured per worker from the moment it runs out of work until it finds
