@@ -280,7 +280,11 @@
 //!
 //! ## 6. Failures and monitors
 //!
-//! A panic or an `Err` from a handler terminates only that process. A *system* process,
+//! A panic or an `Err` from a handler terminates only that process. A panic is reported as a
+//! `tracing` error event naming the process, its group and the message type; the panic hook
+//! that was installed before the runtime (the default prints to stderr, with a backtrace under
+//! `RUST_BACKTRACE=1`) still runs for the first five, then for at most one every ten seconds,
+//! so a storm of failing requests does not bury stderr in backtraces. A *system* process,
 //! declared `#[process(system)]`, receives a [`Down`] message when a process it monitors
 //! terminates; it must handle `Down` (the compiler checks). A non-system process that
 //! monitors a failing process fails with it.

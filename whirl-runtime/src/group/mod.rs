@@ -52,7 +52,7 @@ pub(crate) use probe::{Running, TurnProbe};
 pub use shared::DEFAULT_BUDGET;
 pub(crate) use shared::{GroupShared, Kernel};
 pub(crate) use task::{Recorder, Runnable, Task};
-pub(crate) use worker::{may_linger, on_worker_thread};
+pub(crate) use worker::{current_turn, may_linger, on_worker_thread};
 
 #[cfg(all(test, loom))]
 pub(crate) use idle::{Idle, SleepDecision};

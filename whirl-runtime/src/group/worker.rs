@@ -14,6 +14,7 @@ use crossbeam_deque::{Steal, Stealer, Worker};
 use super::idle::SleepDecision;
 use super::park::{Parker, Unparker};
 use super::pool::{now, Slot};
+use super::probe::Running;
 use super::scheduler::{Scheduler, TurnReport};
 use super::shared::{GroupShared, LOCAL_QUEUE_CAP};
 use super::task::{Recorder, Task};
@@ -39,6 +40,23 @@ thread_local! {
 /// Whether the calling thread is a whirl worker (that is, we are inside a handler).
 pub(crate) fn on_worker_thread() -> bool {
     CURRENT.with(|c| !c.get().is_null())
+}
+
+/// What the calling thread's worker is running, if the caller is a worker inside a turn: for
+/// reports made on that thread, such as the panic hook's.
+pub(crate) fn current_turn() -> Option<(Running, String)> {
+    CURRENT.with(|c| {
+        let current = c.get();
+        if current.is_null() {
+            return None;
+        }
+        // SAFETY: `CURRENT` is non-null only while `WorkerThread::run` is executing on this
+        // thread, and it points at that function's own `self`, which outlives the call
+        // (invariant I10 in ARCHITECTURE.md).
+        let worker = unsafe { &*current };
+        let running = worker.recorder.probe().read()?;
+        Some((running, worker.group.name.clone()))
+    })
 }
 
 /// Schedules `task` on the calling thread's worker if it belongs to `group`; otherwise hands

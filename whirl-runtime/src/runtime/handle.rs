@@ -89,6 +89,7 @@ impl RuntimeBuilder {
     pub fn try_build(self) -> Result<Runtime, GroupError> {
         // The clock behind every message's enqueue stamp (`group/observe.rs`).
         let _ = shared_clock();
+        super::panics::install();
         let kernel = Arc::new(Kernel::new(self.dead_letters));
         let default_group = GroupBuilder::new(Arc::clone(&kernel), "default".into())
             .threads(self.threads)

@@ -9,6 +9,7 @@
 //! Layer 9, the top: uses every layer below.
 
 mod handle;
+mod panics;
 mod shutdown;
 #[cfg(unix)]
 pub(crate) mod signal;

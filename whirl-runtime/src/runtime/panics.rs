@@ -1,0 +1,142 @@
+//! Handler panics, reported through `tracing` with the process, its group and the message
+//! type, without a flood of backtraces when many handlers panic at once.
+//!
+//! A panic in a handler fails only its process (the turn catches it), but Rust's panic hook
+//! runs first, on the panicking thread, and by default prints the message, and with
+//! `RUST_BACKTRACE=1` a whole backtrace, for every panic: a storm of ten thousand failing
+//! requests becomes ten thousand backtraces on stderr. The first runtime built installs a hook
+//! that wraps whatever hook was installed before it:
+//!
+//! * a panic on a whirl worker, inside a turn, becomes one `tracing` error event with the
+//!   process id, the group, the message type being handled, the panic's location and message;
+//! * the previous hook (the default prints to stderr) still runs for the first
+//!   [`BURST`] such panics, and then for at most one every [`QUIET`]; the panics it skips are
+//!   counted, and the next one printed says how many were not;
+//! * a panic anywhere else (user threads, the runtime's own threads outside a turn) goes to
+//!   the previous hook unchanged.
+//!
+//! A program that installs its own hook after building its runtime replaces this one, as it
+//! replaces any hook.
+
+use std::panic::PanicHookInfo;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use crate::group::current_turn;
+
+/// Handler panics printed in full before the limit applies.
+pub(crate) const BURST: u32 = 5;
+/// After the burst, at most one handler panic is printed in this long.
+pub(crate) const QUIET: Duration = Duration::from_secs(10);
+
+static INSTALL: Once = Once::new();
+static LIMITER: Mutex<Limiter> = Mutex::new(Limiter::new());
+
+/// Installs the hook, once per program.
+pub(crate) fn install() {
+    INSTALL.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| match current_turn() {
+            None => previous(info),
+            Some((running, group)) => {
+                let message = payload_text(info);
+                let location = info
+                    .location()
+                    .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()));
+                tracing::error!(
+                    process = %running.process,
+                    group = %group,
+                    message_type = running.message.unwrap_or("unknown"),
+                    location = location.as_deref().unwrap_or("unknown"),
+                    panic = %message,
+                    "handler panicked; its process fails"
+                );
+                let decision = LIMITER.lock().admit(Instant::now());
+                if let Print::Yes { skipped } = decision {
+                    if skipped > 0 {
+                        eprintln!(
+                            "whirl: {skipped} handler panics since the last one printed were not \
+                             printed (each was reported through `tracing`)"
+                        );
+                    }
+                    previous(info);
+                }
+            }
+        }));
+    });
+}
+
+/// The panic's message, when it is text.
+fn payload_text(info: &PanicHookInfo<'_>) -> String {
+    let payload = info.payload();
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned())
+}
+
+/// Whether to print a panic.
+#[derive(Debug, PartialEq, Eq)]
+enum Print {
+    /// Print it; `skipped` panics were not printed since the last one that was.
+    Yes {
+        skipped: u64,
+    },
+    No,
+}
+
+/// The first [`BURST`] panics, then one per [`QUIET`].
+struct Limiter {
+    printed: u32,
+    last: Option<Instant>,
+    skipped: u64,
+}
+
+impl Limiter {
+    const fn new() -> Limiter {
+        Limiter {
+            printed: 0,
+            last: None,
+            skipped: 0,
+        }
+    }
+
+    fn admit(&mut self, now: Instant) -> Print {
+        let quiet_enough = self
+            .last
+            .is_none_or(|last| now.saturating_duration_since(last) >= QUIET);
+        if self.printed < BURST || quiet_enough {
+            self.printed = self.printed.saturating_add(1);
+            self.last = Some(now);
+            Print::Yes {
+                skipped: std::mem::take(&mut self.skipped),
+            }
+        } else {
+            self.skipped += 1;
+            Print::No
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_then_one_per_quiet_period_with_the_skipped_counted() {
+        let mut limiter = Limiter::new();
+        let t0 = Instant::now();
+        for _ in 0..BURST {
+            assert_eq!(limiter.admit(t0), Print::Yes { skipped: 0 });
+        }
+        for _ in 0..100 {
+            assert_eq!(limiter.admit(t0 + Duration::from_secs(1)), Print::No);
+        }
+        assert_eq!(limiter.admit(t0 + QUIET), Print::Yes { skipped: 100 });
+        assert_eq!(limiter.admit(t0 + QUIET), Print::No);
+        assert_eq!(limiter.admit(t0 + QUIET + QUIET), Print::Yes { skipped: 1 });
+    }
+}
