@@ -13,7 +13,9 @@
 //! * `net`: non-blocking sockets as processes ([`net`]: an `Acceptor` and `SocketConnection`
 //!   on a poller thread per runtime, mio underneath). Off by default.
 //! * `serde`: `serde::Serialize` for the statistics snapshots ([`control::RuntimeStats`] and
-//!   what it holds), for JSON status pages and exporters. Off by default.
+//!   what it holds) and the events ([`ExitReason`], [`Failure`], [`Down`], [`DeadLetter`],
+//!   [`failures::FailureReport`], [`ShutdownReport`]), for JSON status pages, logs and
+//!   exporters. Off by default.
 //! * `tokio`: `async` handlers may await futures of tokio-based libraries; the runtime owns a
 //!   tokio runtime on its own threads (`Runtime::tokio_handle`). Off by default: without
 //!   it, whirl does not depend on tokio.

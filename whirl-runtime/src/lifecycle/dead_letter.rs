@@ -34,6 +34,20 @@ pub struct DeadLetter {
     message: Box<dyn Any + Send>,
 }
 
+/// A dead letter serializes as `{"to": ..., "reason": ..., "message_type": ...}`: the message
+/// itself is a value of any type, kept for [`DeadLetter::downcast`], not serialized.
+#[cfg(feature = "serde")]
+impl serde::Serialize for DeadLetter {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("DeadLetter", 3)?;
+        s.serialize_field("to", &self.to)?;
+        s.serialize_field("reason", &self.reason)?;
+        s.serialize_field("message_type", self.type_name)?;
+        s.end()
+    }
+}
+
 impl DeadLetter {
     /// A letter for `to`, holding a `message` already unwrapped to the value that was posted
     /// (`Process::__dead_letter`), named `type_name`.

@@ -12,6 +12,7 @@ use crate::isolation::{Isolated, Message};
 /// Non-exhaustive: match the variants you act on and treat the rest as "not a failure"
 /// with [`ExitReason::is_failure`].
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum ExitReason {
     /// `complete()`, or the runtime shutting down: not an error.
@@ -44,6 +45,7 @@ impl fmt::Display for ExitReason {
 
 /// What made a process fail.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum FailureKind {
     /// The process called `fail()` or a handler returned `Err`.
@@ -184,8 +186,22 @@ impl<E: std::error::Error> From<E> for Failure {
     }
 }
 
+/// A failure serializes as `{"kind": ..., "reason": ..., "causes": [...]}`.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Failure {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut s = serializer.serialize_struct("Failure", 3)?;
+        s.serialize_field("kind", &self.kind)?;
+        s.serialize_field("reason", self.reason())?;
+        s.serialize_field("causes", &*self.text.causes)?;
+        s.end()
+    }
+}
+
 /// The termination notice a monitoring process receives.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct Down {
     /// The process that terminated.

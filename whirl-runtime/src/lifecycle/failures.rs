@@ -22,6 +22,7 @@ use super::{Failure, ProcessId};
 
 /// A failure reported to the failure hook (see [`set_failure_hook`]).
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub enum FailureReport {
     /// A handler or hook returned an error (or called `fail`), the process was refused at

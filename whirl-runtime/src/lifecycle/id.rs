@@ -4,6 +4,7 @@ use std::fmt;
 
 /// A runtime-unique process identifier, stable for the process's whole life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(transparent))]
 pub struct ProcessId(pub(crate) u64);
 
 impl ProcessId {

@@ -18,6 +18,7 @@ use crate::lifecycle::ProcessId;
 /// What a shutdown did. Every path that ends a runtime accounts for every accepted message;
 /// processes whose handler does not return are listed in [`abandoned`](Self::abandoned).
 #[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ShutdownReport {
     /// Whether every inbox drained before the deadline (always, for a graceful shutdown that
@@ -73,6 +74,7 @@ impl fmt::Display for ShutdownReport {
 
 /// A process left running at shutdown because its handler did not return.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct AbandonedProcess {
     /// Its id.
