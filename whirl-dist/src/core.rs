@@ -8,10 +8,12 @@
 //!
 //! **Acknowledgements.** For each peer the node counts the data frames it has taken (posted
 //! into the runtime or bounced) and acknowledges the running total: at once after every
-//! `window / 4` frames, and otherwise from the ticker within [`ACK_INTERVAL`]. A bounce is
+//! `window / 8` frames, and otherwise from the ticker within [`ACK_INTERVAL`]. A bounce is
 //! queued before the acknowledgement that covers its frame.
 
 use std::collections::HashMap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Weak};
@@ -36,7 +38,7 @@ use crate::watches::{MonitorRef, Notify, Theirs, Watches};
 use crate::wire::{
     self, BounceReason, Frame, Header, Outcome, RemoteExit, WireError, WirePrincipal,
 };
-use crate::{DistCounts, DistError, MemberState, NodeEvent, NodeId, Pid};
+use crate::{DistCounts, DistError, DownReason, MemberState, NodeEvent, NodeId, Pid};
 
 /// How many distinct travelling principals a node keeps built at once.
 const PRINCIPAL_CACHE: usize = 4096;
@@ -92,14 +94,18 @@ pub(crate) struct Core {
     window: usize,
     max_frame: usize,
     pub(crate) members: Mutex<Members>,
-    links: RwLock<HashMap<NodeId, Arc<Link>>>,
-    exports: RwLock<HashMap<u64, Arc<Export>>>,
+    links: RwLock<FxHashMap<NodeId, Arc<Link>>>,
+    exports: RwLock<FxHashMap<u64, Arc<Export>>>,
     tags: Mutex<HashMap<u64, &'static str>>,
-    asks: Mutex<HashMap<u64, PendingAsk>>,
+    asks: Mutex<FxHashMap<u64, PendingAsk>>,
     next_req: AtomicU64,
-    routes: RwLock<HashMap<u64, RouteFn>>,
+    routes: RwLock<FxHashMap<u64, RouteFn>>,
     next_route: AtomicU64,
-    inbound: Mutex<HashMap<NodeId, Inbound>>,
+    inbound: Mutex<FxHashMap<NodeId, Inbound>>,
+    /// The nodes Up now: frames are read only from these (and from this node). A frame from
+    /// anyone else is refused before anything is allocated for its sender, so a stranger
+    /// cannot make this node open links or keep counts for made-up ids.
+    up: RwLock<FxHashSet<NodeId>>,
     watches: Mutex<Watches>,
     /// For each link this node placed, the watch on its local process.
     link_watches: Mutex<HashMap<u64, whirl::Watch>>,
@@ -130,14 +136,15 @@ impl Core {
                 membership: Membership::new(id),
                 listeners: Vec::new(),
             }),
-            links: RwLock::new(HashMap::new()),
-            exports: RwLock::new(HashMap::new()),
+            links: RwLock::new(FxHashMap::default()),
+            exports: RwLock::new(FxHashMap::default()),
             tags: Mutex::new(HashMap::new()),
-            asks: Mutex::new(HashMap::new()),
+            asks: Mutex::new(FxHashMap::default()),
             next_req: AtomicU64::new(1),
-            routes: RwLock::new(HashMap::new()),
+            routes: RwLock::new(FxHashMap::default()),
             next_route: AtomicU64::new(1),
-            inbound: Mutex::new(HashMap::new()),
+            inbound: Mutex::new(FxHashMap::default()),
+            up: RwLock::new(FxHashSet::default()),
             watches: Mutex::new(Watches::default()),
             link_watches: Mutex::new(HashMap::new()),
             registry: Mutex::new(Registry::default()),
@@ -318,15 +325,39 @@ impl Core {
             SampleKind::Delete => Observation::Gone(node),
         };
         let event = members.membership.observe(observation);
+        self.publish(members, event);
+        if matches!(observation, Observation::Gone(_)) {
+            self.peer_down(node);
+        }
+    }
+
+    /// `node` is Down for `reason` although its token may still be there (it cannot read this
+    /// node's frames, or it has quarantined this node): quarantine it as if it had gone.
+    fn unusable(&self, node: NodeId, reason: DownReason) {
+        let mut members = self.members.lock();
+        let event = members.membership.unusable(node, reason);
+        self.publish(members, event);
+        self.peer_down(node);
+    }
+
+    /// Applies a membership event to the set of Up nodes and tells the listeners; releases
+    /// the lock.
+    fn publish(&self, mut members: parking_lot::MutexGuard<'_, Members>, event: Option<NodeEvent>) {
+        match event {
+            Some(NodeEvent::Up(node)) => {
+                self.up.write().insert(node);
+            }
+            Some(NodeEvent::Down { node, .. }) => {
+                self.up.write().remove(&node);
+            }
+            _ => {}
+        }
         if let Some(event) = event {
             members
                 .listeners
                 .retain(|listener| listener.send(event).is_ok());
         }
         drop(members);
-        if matches!(observation, Observation::Gone(_)) {
-            self.peer_down(node);
-        }
         match event {
             Some(NodeEvent::Up(node)) => tracing::debug!(%node, "node up"),
             Some(NodeEvent::Down { node, reason }) => {
@@ -740,10 +771,14 @@ impl Core {
             Ok(frame) => frame,
             Err(error) => return self.refuse(error),
         };
-        if frame.from != self.id
-            && self.members.lock().membership.state(frame.from) == Some(MemberState::Quarantined)
-        {
-            return self.refuse_quarantined(&frame);
+        if frame.from != self.id && !self.up.read().contains(&frame.from) {
+            let state = self.members.lock().membership.state(frame.from);
+            if state == Some(MemberState::Quarantined) {
+                return self.refuse_quarantined(&frame);
+            }
+            bump(&self.counts.from_unknown);
+            tracing::debug!(from = %frame.from, "refused a frame from a node that is not Up");
+            return;
         }
         match frame.header {
             Header::Post {
@@ -819,6 +854,9 @@ impl Core {
                     Outcome::Answered => AskEnd::Answered(frame.payload.to_vec()),
                     Outcome::Bounced(reason) => {
                         bump(&self.counts.returned);
+                        if reason == BounceReason::Quarantined {
+                            self.unusable(frame.from, DownReason::QuarantinedBy);
+                        }
                         AskEnd::Bounced(reason, frame.payload.to_vec())
                     }
                     Outcome::NoReply => AskEnd::NoReply,
@@ -835,13 +873,19 @@ impl Core {
         match error {
             WireError::Version { from, version } => {
                 bump(&self.counts.foreign_version);
+                if !self.up.read().contains(&from) {
+                    return;
+                }
                 tracing::warn!(%from, version, ours = wire::VERSION, "frame in a version this node does not speak; sent a version notice");
                 self.send_control(from, wire::notice(self.id));
             }
             WireError::Notice { from, version } => {
                 bump(&self.counts.foreign_version);
-                tracing::error!(%from, version, ours = wire::VERSION, "peer cannot read this node's frames; its link is closed");
-                self.peer_down(from);
+                if !self.up.read().contains(&from) {
+                    return;
+                }
+                tracing::error!(%from, version, ours = wire::VERSION, "peer cannot read this node's frames; it is Down for this node");
+                self.unusable(from, DownReason::Incompatible);
             }
             other => {
                 bump(&self.counts.malformed);
@@ -957,7 +1001,7 @@ impl Core {
         if peer == self.id {
             return;
         }
-        let batch = (self.window as u64 / 4).max(1);
+        let batch = (self.window as u64 / 8).max(1);
         let ack = {
             let mut inbound = self.inbound.lock();
             let entry = inbound.entry(peer).or_default();
@@ -983,7 +1027,7 @@ impl Core {
         bump(&self.counts.returned);
         if reason == BounceReason::Quarantined {
             // The peer saw this node Down: it is gone for this incarnation.
-            self.peer_down(frame.from);
+            self.unusable(frame.from, DownReason::QuarantinedBy);
         }
         // Cloned out of the table: the handler may drop the last address using the route,
         // which removes it from the table.

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// Across a pair of nodes at rest: `sent = received + in_doubt` (over the senders and
 /// receivers), `received = delivered + bounced`, and the bounced of one are the returned of
 /// the other.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct DistCounts {
     /// Posts and asks to other nodes handed to the network.
@@ -46,6 +46,9 @@ pub struct DistCounts {
     pub foreign_version: u64,
     /// Frames from quarantined nodes (bounced with `Quarantined`).
     pub from_quarantined: u64,
+    /// Frames from nodes that are not Up (never seen, or gone): dropped unread. A node is Up
+    /// here once its liveliness token arrives, which Zenoh sends before the node's first data.
+    pub from_unknown: u64,
     /// Registry keys that did not parse (a node of another version, or a stranger).
     pub malformed_names: u64,
     /// Control frames (acknowledgements, bounces, replies) that found their lane full. Always
@@ -67,6 +70,7 @@ pub(crate) struct Counters {
     pub(crate) malformed: AtomicU64,
     pub(crate) foreign_version: AtomicU64,
     pub(crate) from_quarantined: AtomicU64,
+    pub(crate) from_unknown: AtomicU64,
     pub(crate) control_overflow: AtomicU64,
 }
 
@@ -89,6 +93,7 @@ impl Counters {
             malformed: self.malformed.load(Relaxed),
             foreign_version: self.foreign_version.load(Relaxed),
             from_quarantined: self.from_quarantined.load(Relaxed),
+            from_unknown: self.from_unknown.load(Relaxed),
             control_overflow: self.control_overflow.load(Relaxed),
             malformed_names: 0,
         }

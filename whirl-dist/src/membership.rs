@@ -24,16 +24,22 @@ use std::collections::BTreeSet;
 use crate::NodeId;
 
 /// Why a node is Down.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
 pub enum DownReason {
     /// Its liveliness token was withdrawn: it closed its session, crashed, or its link lease
     /// expired (Erlang's `noconnection`).
     NoConnection,
+    /// It cannot read this node's frames (it answered with a version notice): another
+    /// release of whirl-dist that speaks another frame format.
+    Incompatible,
+    /// It has quarantined this node (it bounced a frame as `Quarantined`): it saw this node
+    /// Down earlier, so this incarnation cannot talk to it again.
+    QuarantinedBy,
 }
 
 /// A change in cluster membership, as one node sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
 pub enum NodeEvent {
     /// A node joined (its liveliness token appeared).
@@ -51,7 +57,7 @@ pub enum NodeEvent {
 }
 
 /// Where a node stands in the membership table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
 pub enum MemberState {
     /// Its token is present and it was never Down.
@@ -61,7 +67,7 @@ pub enum MemberState {
 }
 
 /// Counters of what a node's membership table has seen.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct NodeStats {
     /// Up events.
@@ -131,6 +137,20 @@ impl Membership {
                 })
             }
         }
+    }
+
+    /// `node` is unusable for `reason` although its token may still be there: it is Down and
+    /// quarantined as if the token had gone.
+    pub(crate) fn unusable(&mut self, node: NodeId, reason: DownReason) -> Option<NodeEvent> {
+        if node == self.me {
+            return None;
+        }
+        let was_up = self.up.remove(&node);
+        self.quarantined.insert(node);
+        was_up.then(|| {
+            self.stats.downs += 1;
+            NodeEvent::Down { node, reason }
+        })
     }
 
     /// Counts a key that named no node.
@@ -246,5 +266,27 @@ mod tests {
         ] {
             assert_eq!(parse_alive_key(prefix, &bad), None, "{bad:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_to_json_with_ids_as_text() {
+        let node = NodeId::from_u128(0xabc);
+        let down = NodeEvent::Down {
+            node,
+            reason: DownReason::NoConnection,
+        };
+        assert_eq!(
+            serde_json::to_value(down).unwrap(),
+            serde_json::json!({"Down": {"node": "00000000000000000000000000000abc", "reason": "NoConnection"}})
+        );
+        assert_eq!(
+            serde_json::to_value(NodeEvent::Up(node)).unwrap(),
+            serde_json::json!({"Up": "00000000000000000000000000000abc"})
+        );
     }
 }

@@ -42,6 +42,13 @@ impl NodeId {
     }
 }
 
+/// Serialized as its text form, 32 hex digits (a JSON number cannot hold 128 bits).
+impl serde::Serialize for NodeId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 impl fmt::Display for NodeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:032x}", self.0)

@@ -7,7 +7,7 @@ use crate::NodeId;
 /// A process on some node: the node's id (fresh on each start, so a pid of an earlier
 /// incarnation never resolves again) and the process's id on that node.
 ///
-/// Text form: `<local>@<node-hex>`.
+/// Text form: `<local>@<node-hex>`; serialized as `{"node": "<node-hex>", "local": n}`.
 ///
 /// ```
 /// use whirl_dist::{NodeId, Pid};
@@ -15,7 +15,7 @@ use crate::NodeId;
 /// let pid = Pid::new(NodeId::from_u128(0xab), 7);
 /// assert_eq!(pid.to_string(), "7@000000000000000000000000000000ab");
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, whirl::Isolated)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, whirl::Isolated, serde::Serialize)]
 pub struct Pid {
     node: NodeId,
     local: u64,

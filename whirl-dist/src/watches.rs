@@ -45,7 +45,7 @@ pub(crate) const MAX_WATCHES_PER_PEER: usize = 1 << 16;
 ///     }
 /// }
 /// ```
-#[derive(Message, Debug, Clone, PartialEq, Eq)]
+#[derive(Message, Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[message(bypass_admission)]
 #[non_exhaustive]
 pub struct RemoteDown {
