@@ -3,29 +3,18 @@
 //! No assertion is timed: each waits for an event with a generous deadline and fails only if
 //! the event never comes.
 
-use std::net::TcpListener;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 use whirl_dist::{MemberState, Node, NodeConfig, NodeEvent, NodeId};
 use zenoh::Wait;
 
+use common::{cluster_name, endpoint, free_port, raw_session};
+
 const DEADLINE: Duration = Duration::from_secs(20);
 const LEASE: Duration = Duration::from_millis(1000);
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
-}
-
-fn cluster_name() -> String {
-    let id = NodeId::random().expect("entropy");
-    format!("test-{}", &id.to_string()[..12])
-}
-
-fn endpoint(port: u16) -> String {
-    format!("tcp/127.0.0.1:{port}")
-}
 
 /// A node listening on `port` and connecting to `connect`.
 fn node(cluster: &str, port: u16, connect: &[u16]) -> Node {
@@ -73,24 +62,9 @@ fn down(id: NodeId) -> impl Fn(&NodeEvent) -> bool {
     move |e| matches!(e, NodeEvent::Down { node, .. } if *node == id)
 }
 
-/// A plain Zenoh session (not a whirl node) linked to the node on `port`.
-fn raw_session(port: u16) -> zenoh::Session {
-    let mut config = zenoh::Config::default();
-    for (key, value) in [
-        ("mode", "\"peer\"".to_owned()),
-        ("listen/endpoints", "[]".to_owned()),
-        ("connect/endpoints", format!("[\"{}\"]", endpoint(port))),
-        ("scouting/multicast/enabled", "false".to_owned()),
-        ("scouting/gossip/enabled", "false".to_owned()),
-    ] {
-        config.insert_json5(key, &value).expect("zenoh config");
-    }
-    zenoh::open(config).wait().expect("raw session opens")
-}
-
 #[test]
 fn three_nodes_see_each_other_up_and_a_shutdown_is_down_everywhere() {
-    let cluster = cluster_name();
+    let cluster = cluster_name("test");
     let (pa, pb, pc) = (free_port(), free_port(), free_port());
     // A full mesh: scouting is off, and peers do not route for one another.
     let a = node(&cluster, pa, &[]);
@@ -123,7 +97,7 @@ fn three_nodes_see_each_other_up_and_a_shutdown_is_down_everywhere() {
 
 #[test]
 fn events_replays_the_nodes_already_up() {
-    let cluster = cluster_name();
+    let cluster = cluster_name("test");
     let pa = free_port();
     let a = node(&cluster, pa, &[]);
     let b = Node::start(
@@ -144,7 +118,7 @@ fn events_replays_the_nodes_already_up() {
 
 #[test]
 fn a_quarantined_id_that_reappears_is_refused_and_stays_quarantined() {
-    let cluster = cluster_name();
+    let cluster = cluster_name("test");
     let pa = free_port();
     let a = node(&cluster, pa, &[]);
     let events = a.events();
@@ -180,7 +154,7 @@ fn a_quarantined_id_that_reappears_is_refused_and_stays_quarantined() {
 
 #[test]
 fn a_malformed_key_is_counted_and_ignored() {
-    let cluster = cluster_name();
+    let cluster = cluster_name("test");
     let pa = free_port();
     let a = node(&cluster, pa, &[]);
     let events = a.events();

@@ -4,7 +4,8 @@
 //! No assertion is timed: each waits for a condition with a generous deadline and fails only
 //! if it never holds.
 
-use std::net::TcpListener;
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,50 +19,14 @@ use whirl_dist::{
 };
 use zenoh::Wait;
 
-const DEADLINE: Duration = Duration::from_secs(30);
+use common::{block_on, cluster, cluster_name, raw_session, wait_for, DEADLINE};
 
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
-}
-
-fn cluster_name() -> String {
-    let id = NodeId::random().expect("entropy");
-    format!("remote-{}", &id.to_string()[..12])
-}
-
-fn endpoint(port: u16) -> String {
-    format!("tcp/127.0.0.1:{port}")
-}
-
-/// Two linked nodes, each having seen the other Up.
+/// Two linked nodes, each having seen the other Up; and the second one's port.
 fn pair(config: impl Fn(NodeConfig) -> NodeConfig) -> (Node, Node, u16) {
-    let cluster = cluster_name();
-    let (pa, pb) = (free_port(), free_port());
-    let a =
-        Node::start(config(NodeConfig::new(&cluster).listen([endpoint(pa)]))).expect("a starts");
-    let b = Node::start(config(
-        NodeConfig::new(&cluster)
-            .listen([endpoint(pb)])
-            .connect([endpoint(pa)]),
-    ))
-    .expect("b starts");
-    for (node, other) in [(&a, b.id()), (&b, a.id())] {
-        let events = node.events();
-        wait_for("peer up", || {
-            matches!(events.try_recv(), Ok(NodeEvent::Up(n)) if n == other)
-                || node.members().contains(&other)
-        });
-    }
-    (a, b, pb)
-}
-
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !ok() {
-        assert!(Instant::now() < deadline, "{what}: not within {DEADLINE:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let (mut nodes, ports) = cluster(2, config);
+    let b = nodes.pop().expect("two nodes");
+    let a = nodes.pop().expect("two nodes");
+    (a, b, ports[1])
 }
 
 #[derive(Message, Serialize, Deserialize, Debug, PartialEq)]
@@ -417,8 +382,8 @@ fn asks_time_out_and_fail_when_the_node_goes_down() {
 
 #[test]
 fn the_credit_window_refuses_when_nothing_is_acknowledged() {
-    let cluster = cluster_name();
-    let a = Node::start(NodeConfig::new(&cluster).window(8)).expect("a starts");
+    let name = cluster_name("remote");
+    let a = Node::start(NodeConfig::new(&name).window(8)).expect("a starts");
     // A node that never comes: nothing acknowledges.
     let ghost = a.remote::<Deposit>(Pid::new(NodeId::from_u128(42), 1));
     let mut rejected = 0;
@@ -446,8 +411,8 @@ fn the_credit_window_refuses_when_nothing_is_acknowledged() {
 
 #[test]
 fn a_pid_on_this_node_works_through_the_same_address() {
-    let cluster = cluster_name();
-    let a = Node::start(NodeConfig::new(&cluster)).expect("a starts");
+    let name = cluster_name("remote");
+    let a = Node::start(NodeConfig::new(&name)).expect("a starts");
     let runtime = Runtime::new();
     let account = runtime.spawn(account());
     let pid = export(&a, &account);
@@ -475,18 +440,7 @@ fn hostile_frames_are_counted_and_harmless() {
     let account = runtime.spawn(account());
     let pid = export(&b, &account);
     // A plain Zenoh session linked to b, writing to b's mailbox key.
-    let mut config = zenoh::Config::default();
-    config.insert_json5("mode", "\"peer\"").expect("mode");
-    config
-        .insert_json5("connect/endpoints", &format!("[\"{}\"]", endpoint(pb)))
-        .expect("connect");
-    config
-        .insert_json5("listen/endpoints", "[]")
-        .expect("listen");
-    config
-        .insert_json5("scouting/multicast/enabled", "false")
-        .expect("scouting");
-    let raw = zenoh::open(config).wait().expect("raw session");
+    let raw = raw_session(pb);
     let mailbox = format!("whirl/{}/n/{}/mbox", b.cluster(), b.id());
     let prefix = |version: u8, from: u128| {
         let mut bytes = vec![version];
@@ -554,24 +508,4 @@ fn hostile_frames_are_counted_and_harmless() {
 /// The header of an acknowledgement, as postcard encodes it (variant 2, then a varint).
 fn postcard_ack() -> Vec<u8> {
     vec![2, 5]
-}
-
-/// A minimal executor for the futures the tests await.
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
-            return out;
-        }
-        std::thread::park();
-    }
 }

@@ -4,62 +4,19 @@
 //! No assertion is timed: each waits with a generous deadline and fails only if the awaited
 //! thing never happens.
 
-use std::net::TcpListener;
+mod common;
+
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use whirl::prelude::*;
-use whirl_dist::{
-    Node, NodeConfig, NodeId, Pid, Remote, RemoteDown, RemoteExit, Request, SpawnRemoteError,
-    Spawned,
-};
+use whirl_dist::{Node, Pid, Remote, RemoteDown, RemoteExit, Request, SpawnRemoteError, Spawned};
 
-const DEADLINE: Duration = Duration::from_secs(30);
-
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
-}
-
-fn endpoint(port: u16) -> String {
-    format!("tcp/127.0.0.1:{port}")
-}
+use common::{wait_for, DEADLINE};
 
 /// `n` nodes in a full mesh, each having seen all the others Up.
 fn cluster(n: usize) -> Vec<Node> {
-    let id = NodeId::random().expect("entropy");
-    let name = format!("wrs-{}", &id.to_string()[..12]);
-    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
-    let nodes: Vec<Node> = (0..n)
-        .map(|i| {
-            Node::start(
-                NodeConfig::new(&name)
-                    .listen([endpoint(ports[i])])
-                    .connect(ports[..i].iter().map(|&p| endpoint(p)))
-                    .lease(Duration::from_millis(1000)),
-            )
-            .expect("node starts")
-        })
-        .collect();
-    for node in &nodes {
-        let others: Vec<NodeId> = nodes
-            .iter()
-            .map(Node::id)
-            .filter(|&i| i != node.id())
-            .collect();
-        wait_for("all up", || {
-            others.iter().all(|o| node.members().contains(o))
-        });
-    }
-    nodes
-}
-
-fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    while !ok() {
-        assert!(Instant::now() < deadline, "{what}: not within {DEADLINE:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    common::cluster(n, |c| c).0
 }
 
 #[derive(Message, Serialize, Deserialize)]

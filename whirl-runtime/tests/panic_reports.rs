@@ -4,62 +4,14 @@
 //!
 //! One test in this binary: the panic hook and the tracing subscriber are process-wide.
 
-use std::collections::HashMap;
-use std::fmt;
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Level, Metadata, Subscriber};
+use common::capture::{capture, Fields};
 use whirl::prelude::*;
-
-type Fields = HashMap<&'static str, String>;
-
-#[derive(Clone, Default)]
-struct Capture {
-    events: Arc<Mutex<Vec<Fields>>>,
-}
-
-struct FieldText<'a>(&'a mut Fields);
-
-impl Visit for FieldText<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(field.name(), format!("{value:?}"));
-    }
-}
-
-impl Subscriber for Capture {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.is_event() && *metadata.level() <= Level::ERROR
-    }
-
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-
-    fn event(&self, event: &Event<'_>) {
-        let mut fields = Fields::new();
-        event.record(&mut FieldText(&mut fields));
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(fields);
-    }
-
-    fn enter(&self, _: &Id) {}
-
-    fn exit(&self, _: &Id) {}
-}
 
 #[derive(Message)]
 struct Boom;
@@ -79,8 +31,7 @@ const STORM: usize = 300;
 
 #[test]
 fn a_storm_of_handler_panics_is_traced_and_printed_a_few_times() {
-    let capture = Capture::default();
-    tracing::subscriber::set_global_default(capture.clone()).expect("one subscriber");
+    let capture = capture();
     // The hook in place before the runtime: counts what reaches it, prints nothing.
     let reached = Arc::new(AtomicU64::new(0));
     let counter = Arc::clone(&reached);

@@ -478,3 +478,113 @@ pub fn failure(reason: &ExitReason) -> &Failure {
 pub fn id_of<const S: bool>(node: &Addr<Node<S>>) -> ProcessId {
     run(node, |_, ctx| ctx.id())
 }
+
+// ---------------------------------------------------------------------------------------------
+// Capturing `tracing` warnings and errors (for the tests of what the runtime reports).
+// ---------------------------------------------------------------------------------------------
+
+/// A `tracing` subscriber for a whole test binary that keeps every warning and error.
+pub mod capture {
+    use std::collections::HashMap;
+    use std::fmt;
+    use std::sync::{Mutex, OnceLock};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Level, Metadata, Subscriber};
+
+    /// One captured event: its fields, by name, as text (the event's text is `message`).
+    pub type Fields = HashMap<&'static str, String>;
+
+    /// Keeps the fields of every warning and error, from any thread.
+    pub struct Capture {
+        pub events: Mutex<Vec<Fields>>,
+    }
+
+    struct FieldText<'a>(&'a mut Fields);
+
+    impl Visit for FieldText<'_> {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.insert(field.name(), value.to_owned());
+        }
+
+        fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+            self.0.insert(field.name(), format!("{value:?}"));
+        }
+    }
+
+    impl Subscriber for Capture {
+        fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+            metadata.is_event() && *metadata.level() <= Level::WARN
+        }
+
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+        fn event(&self, event: &Event<'_>) {
+            let mut fields = Fields::new();
+            event.record(&mut FieldText(&mut fields));
+            self.events
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(fields);
+        }
+
+        fn enter(&self, _: &Id) {}
+
+        fn exit(&self, _: &Id) {}
+    }
+
+    /// The binary's subscriber, installed on first use (the watchdog warns from the controller
+    /// thread, so a thread-local subscriber would not see it).
+    pub fn capture() -> &'static Capture {
+        static CAPTURE: OnceLock<&'static Capture> = OnceLock::new();
+        CAPTURE.get_or_init(|| {
+            let capture: &'static Capture = Box::leak(Box::new(Capture {
+                events: Mutex::new(Vec::new()),
+            }));
+            tracing::subscriber::set_global_default(ForwardTo(capture))
+                .expect("no other global subscriber in this test binary");
+            capture
+        })
+    }
+
+    /// The global default takes ownership of a subscriber; this one forwards to the leaked capture
+    /// the tests read.
+    struct ForwardTo(&'static Capture);
+
+    impl Subscriber for ForwardTo {
+        fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+            self.0.enabled(metadata)
+        }
+
+        fn new_span(&self, span: &Attributes<'_>) -> Id {
+            self.0.new_span(span)
+        }
+
+        fn record(&self, span: &Id, values: &Record<'_>) {
+            self.0.record(span, values);
+        }
+
+        fn record_follows_from(&self, span: &Id, follows: &Id) {
+            self.0.record_follows_from(span, follows);
+        }
+
+        fn event(&self, event: &Event<'_>) {
+            self.0.event(event);
+        }
+
+        fn enter(&self, span: &Id) {
+            self.0.enter(span);
+        }
+
+        fn exit(&self, span: &Id) {
+            self.0.exit(span);
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! What the distribution tests share: free loopback ports, fresh cluster names, clusters of
+//! nodes that have seen each other Up, raw Zenoh sessions, waiting for a condition, and a
+//! minimal executor. Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use whirl_dist::{Node, NodeConfig, NodeId};
+use zenoh::Wait;
+
+/// How long a wait for something to happen may take before the test fails.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
+
+/// A cluster name no other test uses.
+pub fn cluster_name(prefix: &str) -> String {
+    let id = NodeId::random().expect("entropy");
+    format!("{prefix}-{}", &id.to_string()[..12])
+}
+
+/// The Zenoh endpoint of a loopback port.
+pub fn endpoint(port: u16) -> String {
+    format!("tcp/127.0.0.1:{port}")
+}
+
+/// `n` nodes of a fresh cluster in a full mesh (each connects to those started before it),
+/// configured by `config`, each having seen all the others Up. Returns the nodes and their
+/// ports.
+pub fn cluster(n: usize, config: impl Fn(NodeConfig) -> NodeConfig) -> (Vec<Node>, Vec<u16>) {
+    let name = cluster_name("mesh");
+    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+    let nodes: Vec<Node> = (0..n)
+        .map(|i| {
+            Node::start(config(
+                NodeConfig::new(&name)
+                    .listen([endpoint(ports[i])])
+                    .connect(ports[..i].iter().map(|&p| endpoint(p)))
+                    .lease(Duration::from_millis(1000)),
+            ))
+            .expect("node starts")
+        })
+        .collect();
+    for node in &nodes {
+        let others: Vec<NodeId> = nodes
+            .iter()
+            .map(Node::id)
+            .filter(|&i| i != node.id())
+            .collect();
+        wait_for("all up", || {
+            others.iter().all(|o| node.members().contains(o))
+        });
+    }
+    (nodes, ports)
+}
+
+/// Polls `ok` every 5 ms; fails the test with `what` if it does not hold within [`DEADLINE`].
+pub fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !ok() {
+        assert!(Instant::now() < deadline, "{what}: not within {DEADLINE:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A plain Zenoh session (not a whirl node) linked to the node listening on `port`.
+pub fn raw_session(port: u16) -> zenoh::Session {
+    let mut config = zenoh::Config::default();
+    for (key, value) in [
+        ("mode", "\"peer\"".to_owned()),
+        ("listen/endpoints", "[]".to_owned()),
+        ("connect/endpoints", format!("[\"{}\"]", endpoint(port))),
+        ("scouting/multicast/enabled", "false".to_owned()),
+        ("scouting/gossip/enabled", "false".to_owned()),
+    ] {
+        config.insert_json5(key, &value).expect("zenoh config");
+    }
+    zenoh::open(config).wait().expect("raw session opens")
+}
+
+/// Polls a future to completion on this thread.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        std::thread::park();
+    }
+}
