@@ -549,6 +549,14 @@
 //! TCP stream with bounded buffers, an `Acceptor` is the accept loop. The `iris_http` example
 //! builds the paper's server on it (`cargo run --release -p examples --bin iris_http`).
 //!
+//! A `SocketEvent::Data` holds bytes wherever the network cut them, not messages. The process
+//! owning a socket keeps a `Framed` with a codec (`LinesCodec` for text lines,
+//! `LengthDelimited` for length-prefixed frames, or its own `Decoder` and `Encoder`): it
+//! pushes each read into it and takes out whole items (`while let Some(line) =
+//! framed.next_item()? { ... }`), and `framed.encode(item)?` is the `SocketMsg::Write` to
+//! post. Every codec has a maximum frame length, so a peer cannot make it buffer without
+//! bound.
+//!
 //! # Supervision
 //!
 //! A [`Supervisor`](crate::supervision::Supervisor) (Erlang/OTP's `supervisor`, the paper's section III-G) starts children

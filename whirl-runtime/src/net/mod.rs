@@ -74,10 +74,20 @@
 //!
 //! An acceptor that needs data (a group to spawn in, shared immutable configuration)
 //! implements [`Accept`] on a struct holding it: see the trait's documentation.
+//!
+//! The bytes of a [`SocketEvent::Data`] are wherever the network cut them, not messages. A
+//! [`Framed`] with a codec ([`LinesCodec`], [`LengthDelimited`], or a [`Decoder`] and
+//! [`Encoder`] of your own) turns them into items, and items into [`SocketMsg::Write`]s, with
+//! bounded buffering.
 
+mod codec;
 mod listener;
 mod socket;
 
 pub use crate::io::{Net, Readiness};
+pub use codec::{
+    DecodeBuf, Decoder, Encoder, Framed, LengthDelimited, LengthDelimitedError, LengthPrefix,
+    LinesCodec, LinesCodecError,
+};
 pub use listener::{Accept, AcceptError, AcceptFn, Acceptor, AcceptorMsg};
 pub use socket::{CloseReason, SocketConnection, SocketEvent, SocketLimits, SocketMsg};
