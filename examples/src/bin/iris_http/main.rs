@@ -14,6 +14,12 @@
 //!
 //! Idle keep-alive connections are closed after 30 s; a request that has not fully arrived
 //! after 10 s is answered 408 and its connection closed.
+//!
+//! Files under `/files/` are served as static file servers serve them: `Date`, `ETag`,
+//! `Last-Modified`, 304 to conditional requests, 206 to a single byte range, percent-encoded
+//! paths decoded (and checked after decoding), a directory's `index.html` for `/dir/` and a
+//! 301 from `/dir` to it. Requests may carry chunked bodies and `Expect: 100-continue`; an
+//! HTTP/1.1 request without exactly one `Host` is refused (400).
 
 mod config;
 mod http;

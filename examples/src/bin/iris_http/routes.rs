@@ -1,10 +1,17 @@
 //! The `Dispatcher`'s decision: which handler a request goes to, from its method and path.
 //!
-//! Routing also refuses unsafe paths once for every handler, so the file handler can join
-//! the path to its root without checking again: any `..` or `.` segment, empty segment,
-//! NUL, backslash, drive colon or percent sign (paths are not percent-decoded, so a `%`
-//! could only smuggle an encoded `..` or `/` past a later decoder) gives [`Route::BadPath`],
-//! answered 400.
+//! Routing also decodes the path and refuses unsafe ones once for every handler, so the file
+//! handler can join the path to its root without checking again. Each `/`-separated segment
+//! is percent-decoded on its own (by the percent-encoding crate), exactly once, and checked
+//! after decoding: a segment that decodes to `.` or `..`, or holds a `/` (`%2F`), a
+//! backslash, NUL or another control character, or is not UTF-8, gives [`Route::BadPath`],
+//! answered 400; so do empty segments and drive colons in file paths. Decoding once and
+//! checking what was decoded is what keeps `%2e%2e` and `..%2f` from reaching the file
+//! system as `..`.
+
+use std::borrow::Cow;
+
+use percent_encoding::percent_decode_str;
 
 use crate::http::{Method, Request};
 
@@ -18,10 +25,19 @@ pub const MAX_LIMIT: usize = 500;
 pub enum Route {
     /// `POST /login`: credentials in the body.
     Login,
-    /// `GET /files/<path>`: a static file, `path` relative and checked.
+    /// `GET /files/<path>`: a static file, `path` relative, decoded and checked.
     File {
         /// Relative path under the file root, without `.`/`..`/empty segments.
         path: String,
+        /// The target named a directory (it ended in `/`) and `path` is its `index.html`.
+        /// When false and `path` turns out to be a directory, the answer is a redirect to
+        /// the target with a `/` added, as static file servers do.
+        index: bool,
+    },
+    /// A permanent redirect to `location` (`/files` to `/files/`).
+    Redirect {
+        /// The `Location` value.
+        location: &'static str,
     },
     /// `GET /resources?offset=&limit=`: a page of resources.
     ListResources {
@@ -66,12 +82,13 @@ impl Route {
 
 /// Routes `request`. `HEAD` goes wherever `GET` does.
 pub fn route(request: &Request) -> Route {
-    let Some(path) = origin_path(&request.path) else {
+    let Some(target) = origin_path(&request.path) else {
         return Route::NotFound;
     };
-    if !path_is_safe(path) {
+    let Some(path) = decode_path(target) else {
         return Route::BadPath;
-    }
+    };
+    let path = path.as_ref();
     let readable = matches!(request.method, Method::Get | Method::Head);
     let read_only = |route: Route| {
         if readable {
@@ -89,10 +106,13 @@ pub fn route(request: &Request) -> Route {
             let (offset, limit) = page(request.query.as_deref());
             read_only(Route::ListResources { offset, limit })
         }
+        "/files" => read_only(Route::Redirect {
+            location: "/files/",
+        }),
         _ => {
             if let Some(rest) = path.strip_prefix("/files/") {
                 match file_path(rest) {
-                    Some(path) => read_only(Route::File { path }),
+                    Some((path, index)) => read_only(Route::File { path, index }),
                     None => Route::BadPath,
                 }
             } else if let Some(id) = path.strip_prefix("/resources/") {
@@ -121,20 +141,61 @@ fn origin_path(target: &str) -> Option<&str> {
     Some(rest.find('/').map_or("/", |i| &rest[i..]))
 }
 
-/// No `.`/`..` segment, NUL or backslash anywhere in the path.
-fn path_is_safe(path: &str) -> bool {
-    !path.contains(['\0', '\\']) && path.split('/').all(|s| s != ".." && s != ".")
+/// The path with each segment percent-decoded, or `None` if a `%` is not followed by two hex
+/// digits (RFC 3986 §2.1; the crate would keep it as it is) or a decoded segment is `.` or
+/// `..`, holds a `/`, a backslash or a control character (NUL included), or is not UTF-8.
+/// Borrowed when there was nothing to decode, the common case.
+fn decode_path(path: &str) -> Option<Cow<'_, str>> {
+    let safe = |segment: &str| {
+        segment != "."
+            && segment != ".."
+            && !segment.contains(|c: char| c == '/' || c == '\\' || c.is_control())
+    };
+    if !path.contains('%') {
+        return path.split('/').all(safe).then_some(Cow::Borrowed(path));
+    }
+    let escapes_are_whole = path.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_are_whole {
+        return None;
+    }
+    let mut decoded = String::with_capacity(path.len());
+    for (i, segment) in path.split('/').enumerate() {
+        let segment = percent_decode_str(segment).decode_utf8().ok()?;
+        if !safe(&segment) {
+            return None;
+        }
+        if i > 0 {
+            decoded.push('/');
+        }
+        decoded.push_str(&segment);
+    }
+    Some(Cow::Owned(decoded))
 }
 
-/// The file path after `/files/` if it is a plain relative path: non-empty segments only
-/// (so not absolute), none `.` or `..`, and no NUL, backslash, colon or percent sign.
-fn file_path(rest: &str) -> Option<String> {
-    let plain = !rest.is_empty()
-        && !rest.contains(['\0', '\\', ':', '%'])
-        && rest
-            .split('/')
-            .all(|s| !s.is_empty() && s != "." && s != "..");
-    plain.then(|| rest.to_string())
+/// The file to open for the (decoded) path after `/files/`, and whether it is a directory's
+/// index: `a/b` → `a/b`, `a/` → `a/index.html`, `` → `index.html`. `None` unless every
+/// segment is non-empty (so the path is not absolute) and none holds a colon (a Windows
+/// drive); `decode_path` already refused the rest.
+fn file_path(rest: &str) -> Option<(String, bool)> {
+    if rest.is_empty() {
+        return Some(("index.html".into(), true));
+    }
+    let (path, index) = match rest.strip_suffix('/') {
+        Some(dir) => (dir, true),
+        None => (rest, false),
+    };
+    if !path.split('/').all(|s| !s.is_empty() && !s.contains(':')) {
+        return None;
+    }
+    Some(match index {
+        true => (format!("{path}/index.html"), true),
+        false => (path.to_string(), false),
+    })
 }
 
 /// `offset` and `limit` from the query: missing or unparsable values take the defaults,
@@ -192,25 +253,58 @@ mod tests {
         assert_eq!(get("/login"), Route::MethodNotAllowed { allow: "POST" });
     }
 
+    fn file(path: &str, index: bool) -> Route {
+        Route::File {
+            path: path.into(),
+            index,
+        }
+    }
+
     #[test]
     fn files() {
         assert_eq!(
             get("/files/docs/index.html"),
-            Route::File {
-                path: "docs/index.html".into()
-            }
+            file("docs/index.html", false)
         );
         assert_eq!(
             route(&request(Method::Head, "/files/a.png")),
-            Route::File {
-                path: "a.png".into()
-            }
+            file("a.png", false)
         );
         assert_eq!(
             route(&request(Method::Post, "/files/a.png")),
             Route::MethodNotAllowed { allow: "GET, HEAD" }
         );
-        assert_eq!(get("/files"), Route::NotFound);
+    }
+
+    #[test]
+    fn directories_get_their_index_or_a_redirect() {
+        assert_eq!(get("/files/"), file("index.html", true));
+        assert_eq!(get("/files/a/"), file("a/index.html", true));
+        assert_eq!(get("/files/a/b/"), file("a/b/index.html", true));
+        // Whether `a` is a directory is for the file handler to find out.
+        assert_eq!(get("/files/a"), file("a", false));
+        assert_eq!(
+            get("/files"),
+            Route::Redirect {
+                location: "/files/"
+            }
+        );
+        assert_eq!(
+            route(&request(Method::Post, "/files")),
+            Route::MethodNotAllowed { allow: "GET, HEAD" }
+        );
+    }
+
+    #[test]
+    fn paths_are_percent_decoded_once() {
+        assert_eq!(get("/files/ind%65x.html"), file("index.html", false));
+        assert_eq!(get("/files/a%20b/c%25d"), file("a b/c%d", false));
+        assert_eq!(get("/files/%25%32%65"), file("%2e", false));
+        assert_eq!(get("/files/caf%C3%A9/"), file("café/index.html", true));
+        assert_eq!(get("/st%61tus"), Route::Status);
+        for malformed in ["/files/%", "/files/a%zz", "/files/a%2", "/files/%%41"] {
+            assert_eq!(get(malformed), Route::BadPath, "{malformed}");
+        }
     }
 
     #[test]
@@ -220,16 +314,29 @@ mod tests {
             "/files/a/../../etc/passwd",
             "/files/..",
             "/files/./a",
-            "/files/",
             "/files//etc/passwd",
             "/files/a//b",
-            "/files/a/",
+            "/files/a//",
+            "/files//",
             "/files/..\\..\\windows",
             "/files/a\\b",
             "/files/%2e%2e/etc/passwd",
+            "/files/%2E%2E/etc/passwd",
+            "/files/.%2e/etc/passwd",
+            "/files/%2e/a",
             "/files/..%2fetc",
+            "/files/a%2Fb",
+            "/files/a%5cb",
+            "/files/a%00b",
+            "/files/a%0d%0aSet-Cookie:x",
+            "/files/%ff",
+            "/files/%c3%28",
+            "/files/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
             "/files/C:/boot.ini",
+            "/files/C%3a/boot.ini",
             "/files/a\0b",
+            "/%2e%2e/files/a",
+            "/resources/%2e%2e/status",
             "/resources/../status",
             "/../files/a",
             "/./status",
@@ -237,12 +344,7 @@ mod tests {
         ] {
             assert_eq!(get(target), Route::BadPath, "{target:?}");
         }
-        assert_eq!(
-            get("/files/..hidden/a..b"),
-            Route::File {
-                path: "..hidden/a..b".into()
-            }
-        );
+        assert_eq!(get("/files/..hidden/a..b"), file("..hidden/a..b", false));
     }
 
     #[test]
@@ -317,6 +419,7 @@ mod tests {
 
     #[test]
     fn error_statuses() {
+        assert_eq!(Route::Redirect { location: "/" }.error_status(), None);
         assert_eq!(Route::BadPath.error_status(), Some(400));
         assert_eq!(Route::NotFound.error_status(), Some(404));
         assert_eq!(

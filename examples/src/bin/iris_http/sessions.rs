@@ -255,7 +255,7 @@ mod tests {
 
     fn request_with_cookie(cookie: &str) -> Request {
         let mut decoder = RequestDecoder::default();
-        decoder.feed(format!("GET / HTTP/1.1\r\nCookie: {cookie}\r\n\r\n").as_bytes());
+        decoder.feed(format!("GET / HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n").as_bytes());
         decoder.next_request().unwrap().unwrap()
     }
 

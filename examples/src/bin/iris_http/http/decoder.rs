@@ -3,8 +3,18 @@
 //!
 //! Limits are checked as early as possible so a peer cannot make the server buffer more than
 //! `max_head_bytes + max_body_bytes` plus one read: an oversized head is refused as soon as
-//! that many bytes arrive without its end, an oversized body as soon as its head is parsed.
+//! that many bytes arrive without its end, an oversized body as soon as its head is parsed
+//! (with `Content-Length`) or as soon as a chunk would take it past the limit (chunked).
+//!
+//! The head is also checked for what RFC 9112 makes the server refuse before any body: a
+//! missing (HTTP/1.1) or repeated `Host` (400), `Transfer-Encoding` together with
+//! `Content-Length` or in HTTP/1.0 (400: the framing would be ambiguous, the classic request
+//! smuggling), a transfer coding other than `chunked` (501) and an expectation other than
+//! `100-continue` (417). A head that expects `100-continue` and has a body raises
+//! [`RequestDecoder::take_continue`], so the server can send the interim answer only for a
+//! request it is going to read.
 
+use super::chunked::ChunkedBody;
 use super::{HttpError, Method, Request};
 
 /// The read size the server should use: the decoder's buffer bound leaves room for one
@@ -48,6 +58,8 @@ enum State {
     Head,
     /// The head is parsed; waiting for `len` body bytes.
     Body { request: Request, len: usize },
+    /// The head is parsed; decoding a chunked body into `request.body`.
+    Chunked { request: Request, body: ChunkedBody },
     /// A request was refused; the framing is lost, so is every later request.
     Poisoned(HttpError),
 }
@@ -67,6 +79,25 @@ pub struct RequestDecoder {
     state: State,
     /// A feed was dropped because it would have exceeded `Limits::max_buffered`.
     overfed: bool,
+    /// The request whose body is awaited asked for `100 Continue` and has not been told.
+    continue_due: bool,
+}
+
+/// How the body of a request is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// `Content-Length` bytes (0 without the header).
+    Length(usize),
+    /// The chunked transfer coding.
+    Chunked,
+}
+
+/// A parsed head, before its body.
+struct Head {
+    request: Request,
+    framing: Framing,
+    /// `Expect: 100-continue` in an HTTP/1.1 request.
+    expects_continue: bool,
 }
 
 impl Default for RequestDecoder {
@@ -85,6 +116,7 @@ impl RequestDecoder {
             scanned: 0,
             state: State::Head,
             overfed: false,
+            continue_due: false,
         }
     }
 
@@ -99,7 +131,7 @@ impl RequestDecoder {
         match self.state {
             State::Head => self.buf.len() - self.pos,
             // A parsed head waiting for its body is pending even before a body byte arrives.
-            State::Body { .. } => (self.buf.len() - self.pos).max(1),
+            State::Body { .. } | State::Chunked { .. } => (self.buf.len() - self.pos).max(1),
             State::Poisoned(_) => 0,
         }
     }
@@ -108,6 +140,14 @@ impl RequestDecoder {
     /// response.
     pub fn is_poisoned(&self) -> bool {
         matches!(self.state, State::Poisoned(_))
+    }
+
+    /// Whether the request now awaiting its body asked for `100 Continue` (RFC 9110
+    /// §10.1.1): true once per such request, and only while its body has not all arrived
+    /// (a client that sent it anyway needs no invitation). The interim answer must follow
+    /// the final answers to the requests before it.
+    pub fn take_continue(&mut self) -> bool {
+        std::mem::take(&mut self.continue_due)
     }
 
     /// Appends `bytes` read from the peer. If they would take the buffer past
@@ -134,6 +174,11 @@ impl RequestDecoder {
     /// answer before closing the connection (returned again on every later call).
     pub fn next_request(&mut self) -> Result<Option<Request>, HttpError> {
         let result = self.step();
+        if !matches!(result, Ok(None)) {
+            // A request came out (its body is here) or the stream was refused: either way no
+            // interim answer is owed any more.
+            self.continue_due = false;
+        }
         if let Err(error) = &result {
             self.state = State::Poisoned(error.clone());
             self.buf = Vec::new();
@@ -146,15 +191,34 @@ impl RequestDecoder {
     fn step(&mut self) -> Result<Option<Request>, HttpError> {
         match &self.state {
             State::Poisoned(error) => Err(error.clone()),
-            State::Head => match self.decode_head()? {
-                None => self.need_more(),
-                Some((request, 0)) => Ok(Some(request)),
-                Some((request, len)) => {
-                    self.state = State::Body { request, len };
-                    self.take_body()
+            State::Head => {
+                let Some(head) = self.decode_head()? else {
+                    return self.need_more();
+                };
+                let Head {
+                    request,
+                    framing,
+                    expects_continue,
+                } = head;
+                match framing {
+                    Framing::Length(0) => Ok(Some(request)),
+                    Framing::Length(len) => {
+                        self.continue_due = expects_continue;
+                        self.state = State::Body { request, len };
+                        self.take_body()
+                    }
+                    Framing::Chunked => {
+                        self.continue_due = expects_continue;
+                        self.state = State::Chunked {
+                            request,
+                            body: ChunkedBody::default(),
+                        };
+                        self.take_chunked()
+                    }
                 }
-            },
+            }
             State::Body { .. } => self.take_body(),
+            State::Chunked { .. } => self.take_chunked(),
         }
     }
 
@@ -182,8 +246,24 @@ impl RequestDecoder {
         Ok(Some(request))
     }
 
-    /// Parses a head if one is complete: the request (without body) and its body length.
-    fn decode_head(&mut self) -> Result<Option<(Request, usize)>, HttpError> {
+    /// Decodes what has arrived of a chunked body; the request once it is complete.
+    fn take_chunked(&mut self) -> Result<Option<Request>, HttpError> {
+        let State::Chunked { request, body } = &mut self.state else {
+            return self.need_more();
+        };
+        let progress = body.decode(&self.buf[self.pos..], &mut request.body, &self.limits)?;
+        self.pos += progress.consumed;
+        if !progress.done {
+            return self.need_more();
+        }
+        let State::Chunked { request, .. } = std::mem::replace(&mut self.state, State::Head) else {
+            return self.need_more();
+        };
+        Ok(Some(request))
+    }
+
+    /// Parses a head if one is complete, and checks what must be refused before its body.
+    fn decode_head(&mut self) -> Result<Option<Head>, HttpError> {
         self.skip_empty_lines();
         let rest = &self.buf[self.pos..];
         let Some(end) = find_head_end(rest, self.scanned) else {
@@ -197,10 +277,16 @@ impl RequestDecoder {
             return Err(HttpError::HeaderTooLarge);
         }
         let (request, consumed) = parse_head(&rest[..end], self.limits.max_headers)?;
-        let len = body_length(&request, self.limits.max_body_bytes)?;
+        check_host(&request)?;
+        let framing = framing(&request, self.limits.max_body_bytes)?;
+        let expects_continue = expects_continue(&request)?;
         self.pos += consumed;
         self.scanned = 0;
-        Ok(Some((request, len)))
+        Ok(Some(Head {
+            request,
+            framing,
+            expects_continue,
+        }))
     }
 
     /// RFC 9112 §2.2: a server should ignore empty lines before a request line (some clients
@@ -293,14 +379,62 @@ fn keep_alive(request: &Request) -> bool {
     !close && (request.version >= 1 || keep)
 }
 
-/// The body length announced by the head. Requests without `Content-Length` have no body
-/// (RFC 9112 §6.3). Transfer codings are refused with 501 rather than guessed at; several
-/// `Content-Length` headers must agree; a value is digits only (no sign, no list).
-fn body_length(request: &Request, max_body: usize) -> Result<usize, HttpError> {
+/// RFC 9112 §3.2: an HTTP/1.1 request has exactly one `Host`, an HTTP/1.0 one at most one,
+/// and its value is an authority (`host[:port]`, possibly empty), nothing else.
+fn check_host(request: &Request) -> Result<(), HttpError> {
+    let bad = |why: &str| Err(HttpError::BadRequest(why.into()));
+    let mut hosts = request.header_values("host");
+    match (hosts.next(), hosts.next()) {
+        (None, _) if request.version >= 1 => bad("HTTP/1.1 request without Host"),
+        (Some(_), Some(_)) => bad("more than one Host"),
+        (Some(host), None) if !host.iter().all(|&b| is_authority_byte(b)) => {
+            bad("Host is not an authority")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The bytes of an authority without userinfo (RFC 3986 §3.2: unreserved, sub-delims,
+/// percent-encodings, `:` and the brackets of an IPv6 literal).
+fn is_authority_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:[]%".contains(&b)
+}
+
+/// The comma-separated tokens of every `name` header, trimmed, empty ones skipped.
+fn list_tokens<'a>(request: &'a Request, name: &'a str) -> impl Iterator<Item = &'a [u8]> + 'a {
+    request
+        .header_values(name)
+        .flat_map(|v| v.split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|t| !t.is_empty())
+}
+
+/// How the body is delimited (RFC 9112 §6.1, §6.3). With `Transfer-Encoding`: `chunked`
+/// alone, since any other coding is one the server cannot decode (501) and `chunked` twice or
+/// not last leaves the length unknown (400); with `Content-Length` too, or in HTTP/1.0, the
+/// framing is ambiguous (400). Without it: several `Content-Length` headers must agree, a
+/// value is digits only (no sign, no list), and no header means no body.
+fn framing(request: &Request, max_body: usize) -> Result<Framing, HttpError> {
+    let bad = |why: &str| Err(HttpError::BadRequest(why.into()));
     if request.header("transfer-encoding").is_some() {
-        return Err(HttpError::NotImplemented(
-            "Transfer-Encoding request bodies".into(),
-        ));
+        if request.header("content-length").is_some() {
+            return bad("both Transfer-Encoding and Content-Length");
+        }
+        if request.version == 0 {
+            return bad("Transfer-Encoding in an HTTP/1.0 request");
+        }
+        let codings: Vec<&[u8]> = list_tokens(request, "transfer-encoding").collect();
+        if let Some(unknown) = codings.iter().find(|c| !c.eq_ignore_ascii_case(b"chunked")) {
+            return Err(HttpError::NotImplemented(format!(
+                "transfer coding {:?}",
+                String::from_utf8_lossy(unknown)
+            )));
+        }
+        return match codings.len() {
+            1 => Ok(Framing::Chunked),
+            0 => bad("empty Transfer-Encoding"),
+            _ => bad("chunked applied more than once"),
+        };
     }
     let mut length: Option<u64> = None;
     for value in request.header_values("content-length") {
@@ -312,9 +446,28 @@ fn body_length(request: &Request, max_body: usize) -> Result<usize, HttpError> {
     }
     let length = length.unwrap_or(0);
     match usize::try_from(length) {
-        Ok(n) if n <= max_body => Ok(n),
+        Ok(n) if n <= max_body => Ok(Framing::Length(n)),
         _ => Err(HttpError::PayloadTooLarge),
     }
+}
+
+/// Whether the request expects `100 Continue`. RFC 9110 §10.1.1: an HTTP/1.0 request's
+/// expectations are ignored; any expectation other than `100-continue` may be refused with
+/// 417, and is, since the server meets none.
+fn expects_continue(request: &Request) -> Result<bool, HttpError> {
+    if request.version == 0 {
+        return Ok(false);
+    }
+    let mut continue_ = false;
+    for token in list_tokens(request, "expect") {
+        if !token.eq_ignore_ascii_case(b"100-continue") {
+            return Err(HttpError::ExpectationFailed(
+                String::from_utf8_lossy(token).into_owned(),
+            ));
+        }
+        continue_ = true;
+    }
+    Ok(continue_)
 }
 
 /// A `Content-Length` value: one or more ASCII digits, without overflowing `u64`.

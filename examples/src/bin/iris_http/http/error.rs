@@ -6,25 +6,32 @@ use thiserror::Error;
 /// doubt the decoder cannot find the next request reliably, so it is poisoned.
 #[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq, Error)]
 pub enum HttpError {
-    /// Malformed request line or headers, or an unusable `Content-Length`.
+    /// Malformed request line, headers or chunked body, an unusable `Content-Length`, a
+    /// missing or repeated `Host`, or ambiguous framing (`Transfer-Encoding` with
+    /// `Content-Length`).
     #[error("bad request: {0}")]
     BadRequest(String),
     /// The head is longer than `Limits::max_head_bytes` or has more than
     /// `Limits::max_headers` headers.
     #[error("request head too large")]
     HeaderTooLarge,
-    /// The announced body is longer than `Limits::max_body_bytes`.
+    /// The announced body (or the sum of its chunks so far) is longer than
+    /// `Limits::max_body_bytes`.
     #[error("request body too large")]
     PayloadTooLarge,
     /// The caller fed more bytes than the decoder buffers without draining the requests
     /// already complete; answered like an oversized payload (the peer sent too much at once).
     #[error("too many bytes buffered")]
     BufferFull,
-    /// A feature the server does not implement, such as `Transfer-Encoding` request bodies:
+    /// A feature the server does not implement: a transfer coding other than `chunked`.
     /// RFC 9112 says a server that does not understand a transfer coding answers 501, and
     /// guessing the body's length instead would open the door to request smuggling.
     #[error("not implemented: {0}")]
     NotImplemented(String),
+    /// An `Expect` other than `100-continue` (RFC 9110 §10.1.1). Refused before the body,
+    /// which may or may not follow, so the connection cannot go on either.
+    #[error("expectation failed: {0}")]
+    ExpectationFailed(String),
     /// The rest of a request did not arrive in time (raised by the connection, not the
     /// decoder: it is how slow clients are let go).
     #[error("the request did not arrive in time")]
@@ -39,6 +46,7 @@ impl HttpError {
             HttpError::HeaderTooLarge => 431,
             HttpError::PayloadTooLarge | HttpError::BufferFull => 413,
             HttpError::NotImplemented(_) => 501,
+            HttpError::ExpectationFailed(_) => 417,
             HttpError::Timeout => 408,
         }
     }
@@ -55,5 +63,7 @@ mod tests {
         assert_eq!(HttpError::PayloadTooLarge.status(), 413);
         assert_eq!(HttpError::BufferFull.status(), 413);
         assert_eq!(HttpError::NotImplemented("x".into()).status(), 501);
+        assert_eq!(HttpError::ExpectationFailed("x".into()).status(), 417);
+        assert_eq!(HttpError::Timeout.status(), 408);
     }
 }

@@ -31,8 +31,8 @@ impl Method {
 pub struct Request {
     /// The method.
     pub method: Method,
-    /// The request target up to `?`, not percent-decoded; checking it for traversal is the
-    /// router's job.
+    /// The request target up to `?`, not percent-decoded; decoding it and checking it for
+    /// traversal is the router's job.
     pub path: String,
     /// The query after `?`, if any.
     pub query: Option<String>,
@@ -41,7 +41,8 @@ pub struct Request {
     /// Headers in arrival order with their names as sent; values are bytes because RFC 9110
     /// allows obs-text in them.
     pub headers: Vec<(String, Vec<u8>)>,
-    /// The body (empty without `Content-Length`).
+    /// The body, delimited by `Content-Length` or decoded from chunks (empty without
+    /// either).
     pub body: Vec<u8>,
     /// Whether the connection stays open after the response: HTTP/1.1 unless
     /// `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.

@@ -1,7 +1,9 @@
 //! Responses and their wire encoding.
 //!
-//! Every response carries `Content-Length` (no chunked encoding), so the connection can be
-//! kept alive after any of them, and `Connection` says whether it will be.
+//! Every response carries `Date` and, but for those that cannot have a body (304, and 1xx
+//! and 204, which the server does not send as final answers), `Content-Length` (no chunked
+//! encoding), so the connection can be kept alive after any of them; `Connection` says
+//! whether it will be.
 
 use std::fmt::Write as _;
 
@@ -10,8 +12,8 @@ use super::HttpError;
 /// The server's name in the `Server` header.
 const SERVER: &str = "whirl-iris";
 
-/// A response: status, extra headers and body. `Content-Length`, `Connection` and `Server`
-/// are written by [`encode`](Response::encode), not stored here.
+/// A response: status, extra headers and body. `Content-Length`, `Connection`, `Date` and
+/// `Server` are written by [`encode`](Response::encode), not stored here.
 #[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     /// The status code.
@@ -120,30 +122,40 @@ impl Response {
         self.close || !keep_alive
     }
 
-    /// The bytes to send. `keep_alive` is the request's wish (overridden by
-    /// [`close`](Response::close)); `head_only` omits the body but keeps its
-    /// `Content-Length`, as `HEAD` requires.
-    pub fn encode(&self, keep_alive: bool, head_only: bool) -> Vec<u8> {
+    /// Whether the status forbids a body (RFC 9110 §6.4.1): then neither the body nor a
+    /// `Content-Length` is sent (a 304's length would have to be the full file's, §8.6).
+    fn bodiless(&self) -> bool {
+        matches!(self.status, 100..=199 | 204 | 304)
+    }
+
+    /// The bytes to send. `date` is the `Date` value (see `DateCache`); `keep_alive` is the
+    /// request's wish (overridden by [`close`](Response::close)); `head_only` omits the body
+    /// but keeps its `Content-Length`, as `HEAD` requires.
+    pub fn encode(&self, date: &str, keep_alive: bool, head_only: bool) -> Vec<u8> {
         let mut head = String::with_capacity(128);
         let connection = if self.closes_connection(keep_alive) {
             "close"
         } else {
             "keep-alive"
         };
+        let bodiless = self.bodiless();
         // Writing to a String cannot fail.
         let _ = write!(
             head,
-            "HTTP/1.1 {} {}\r\nServer: {SERVER}\r\nContent-Length: {}\r\nConnection: {connection}\r\n",
+            "HTTP/1.1 {} {}\r\nServer: {SERVER}\r\nDate: {date}\r\n",
             self.status,
             reason_phrase(self.status),
-            self.body.len()
         );
+        if !bodiless {
+            let _ = write!(head, "Content-Length: {}\r\n", self.body.len());
+        }
+        let _ = write!(head, "Connection: {connection}\r\n");
         for (name, value) in &self.headers {
             let _ = write!(head, "{name}: {value}\r\n");
         }
         head.push_str("\r\n");
         let mut out = head.into_bytes();
-        if !head_only {
+        if !head_only && !bodiless {
             out.extend_from_slice(&self.body);
         }
         out
@@ -153,7 +165,11 @@ impl Response {
 /// The reason phrase for the codes this server sends.
 pub fn reason_phrase(status: u16) -> &'static str {
     match status {
+        100 => "Continue",
         200 => "OK",
+        206 => "Partial Content",
+        301 => "Moved Permanently",
+        304 => "Not Modified",
         400 => "Bad Request",
         408 => "Request Timeout",
         401 => "Unauthorized",
@@ -162,6 +178,8 @@ pub fn reason_phrase(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         411 => "Length Required",
         413 => "Content Too Large",
+        416 => "Range Not Satisfiable",
+        417 => "Expectation Failed",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
@@ -174,6 +192,8 @@ pub fn reason_phrase(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
+    const DATE: &str = "Sun, 06 Nov 1994 08:49:37 GMT";
+
     fn text(bytes: &[u8]) -> String {
         String::from_utf8(bytes.to_vec()).unwrap()
     }
@@ -182,16 +202,30 @@ mod tests {
     fn encodes_ok_with_keep_alive() {
         let r = Response::ok("text/plain", "hi");
         assert_eq!(
-            text(&r.encode(true, false)),
-            "HTTP/1.1 200 OK\r\nServer: whirl-iris\r\nContent-Length: 2\r\n\
-             Connection: keep-alive\r\nContent-Type: text/plain\r\n\r\nhi"
+            text(&r.encode(DATE, true, false)),
+            "HTTP/1.1 200 OK\r\nServer: whirl-iris\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n\
+             Content-Length: 2\r\nConnection: keep-alive\r\nContent-Type: text/plain\r\n\r\nhi"
+        );
+    }
+
+    #[test]
+    fn not_modified_has_neither_body_nor_length() {
+        let r = Response {
+            body: b"ignored".to_vec(),
+            ..Response::new(304)
+        }
+        .with_header("ETag", "\"x\"");
+        assert_eq!(
+            text(&r.encode(DATE, true, false)),
+            "HTTP/1.1 304 Not Modified\r\nServer: whirl-iris\r\n\
+             Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: keep-alive\r\nETag: \"x\"\r\n\r\n"
         );
     }
 
     #[test]
     fn head_only_keeps_the_length_and_drops_the_body() {
         let r = Response::ok("text/plain", "hello");
-        let out = text(&r.encode(false, true));
+        let out = text(&r.encode(DATE, false, true));
         assert!(out.contains("Content-Length: 5\r\n"));
         assert!(out.contains("Connection: close\r\n"));
         assert!(out.ends_with("\r\n\r\n"));
@@ -202,7 +236,7 @@ mod tests {
         let r = Response::not_found();
         assert_eq!(r.status, 404);
         assert_eq!(r.body, b"404 Not Found\n");
-        let out = text(&Response::error(405).encode(true, false));
+        let out = text(&Response::error(405).encode(DATE, true, false));
         assert!(out.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"));
         assert!(out.ends_with("405 Method Not Allowed\n"));
     }
@@ -211,7 +245,7 @@ mod tests {
     fn service_unavailable_closes_and_sets_retry_after() {
         let r = Response::service_unavailable(7);
         assert!(r.closes_connection(true));
-        let out = text(&r.encode(true, false));
+        let out = text(&r.encode(DATE, true, false));
         assert!(out.starts_with("HTTP/1.1 503 Service Unavailable\r\n"));
         assert!(out.contains("Retry-After: 7\r\n"));
         assert!(out.contains("Connection: close\r\n"));
@@ -229,23 +263,29 @@ mod tests {
         let r = Response::ok("text/plain", "")
             .with_header("X-A", "v\r\nSet-Cookie: evil=1")
             .with_cookie("session", "ab; Domain=evil\r\n");
-        let out = text(&r.encode(true, false));
+        let out = text(&r.encode(DATE, true, false));
         assert!(out.contains("X-A: vSet-Cookie: evil=1\r\n"));
         assert!(
             out.contains("Set-Cookie: session=abDomainevil; Path=/; HttpOnly; SameSite=Lax\r\n")
         );
-        // Seven header lines (status line included) and the empty line: nothing injected.
-        assert_eq!(out.matches("\r\n").count(), 8);
+        // Eight header lines (status line included) and the empty line: nothing injected.
+        assert_eq!(out.matches("\r\n").count(), 9);
     }
 
     #[test]
     fn reason_phrases() {
         for (code, phrase) in [
+            (100, "Continue"),
             (200, "OK"),
+            (206, "Partial Content"),
+            (301, "Moved Permanently"),
+            (304, "Not Modified"),
             (400, "Bad Request"),
             (401, "Unauthorized"),
             (411, "Length Required"),
             (413, "Content Too Large"),
+            (416, "Range Not Satisfiable"),
+            (417, "Expectation Failed"),
             (431, "Request Header Fields Too Large"),
             (500, "Internal Server Error"),
             (501, "Not Implemented"),

@@ -1,5 +1,8 @@
 //! `HttpConnection`: decodes a socket's bytes into requests, finds each request's session,
-//! hands requests to the session's dispatcher, and writes the answers back in request order.
+//! hands requests to the session's dispatcher, and writes the answers back in request order,
+//! each with the `Date` header. A request that expects `100 Continue` gets it once the answers
+//! before it are written (an interim answer must not overtake them), unless its body arrives
+//! first.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,7 +14,7 @@ use whirl::prelude::*;
 use super::dispatcher::Dispatcher;
 use super::messages::{IdleCheck, Resolve, Respond, Retire, Route, SessionResolved};
 use super::Site;
-use crate::http::{HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
+use crate::http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 use crate::sessions::{session_token, SESSION_COOKIE};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a
@@ -21,6 +24,8 @@ const MAX_QUEUED: usize = 32;
 const MAX_IN_FLIGHT: usize = 8;
 /// What a 503 asks the client to wait, seconds.
 const RETRY_AFTER_SECS: u32 = 2;
+/// The interim answer to `Expect: 100-continue` (RFC 9110 §15.2.1): no headers needed.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// The session a connection is serving now, and its dispatcher.
 #[derive(Isolated)]
@@ -68,6 +73,11 @@ pub struct HttpConnection {
     last_activity: Instant,
     /// Since when part of a request has been waiting for the rest.
     partial_since: Option<Instant>,
+    /// The request whose body is awaited expects `100 Continue`, not sent yet because
+    /// earlier requests are still unanswered.
+    continue_owed: bool,
+    /// The `Date` value, formatted once a second.
+    date: DateCache,
 }
 
 impl HttpConnection {
@@ -87,6 +97,8 @@ impl HttpConnection {
             broken: None,
             last_activity: Instant::now(),
             partial_since: None,
+            continue_owed: false,
+            date: DateCache::default(),
         }
     }
 
@@ -101,17 +113,23 @@ impl HttpConnection {
             self.decoder.feed(chunk);
             loop {
                 match self.decoder.next_request() {
-                    Ok(Some(request)) => self.waiting.push_back(request),
+                    Ok(Some(request)) => {
+                        // Its body arrived: an owed `100 Continue` was for it, and is moot.
+                        self.continue_owed = false;
+                        self.waiting.push_back(request);
+                    }
                     Ok(None) => break,
                     Err(error) => {
                         // Answered, and the connection closed, once the requests before it
                         // are (see `pump`).
+                        self.continue_owed = false;
                         self.broken = Some(error);
                         return;
                     }
                 }
             }
         }
+        self.continue_owed |= self.decoder.take_continue();
         self.partial_since = match (self.decoder.pending(), self.partial_since) {
             (0, _) => None,
             (_, Some(since)) => Some(since),
@@ -200,6 +218,7 @@ impl HttpConnection {
                 self.answer(seq, Response::from_http_error(&error));
             }
         }
+        self.send_continue();
         self.flow_control();
     }
 
@@ -290,9 +309,8 @@ impl HttpConnection {
             }
             let closes = response.closes_connection(done.keep_alive);
             self.last_activity = Instant::now();
-            let _ = self.socket.post(SocketMsg::Write(
-                response.encode(done.keep_alive, done.head_only),
-            ));
+            let bytes = response.encode(self.date.now(), done.keep_alive, done.head_only);
+            let _ = self.socket.post(SocketMsg::Write(bytes));
             if closes {
                 self.closing = true;
                 self.waiting.clear();
@@ -302,6 +320,19 @@ impl HttpConnection {
         if self.eof && self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
             self.closing = true;
             let _ = self.socket.post(SocketMsg::Close);
+        }
+    }
+
+    /// Sends an owed `100 Continue` once every earlier request is answered.
+    fn send_continue(&mut self) {
+        if self.continue_owed
+            && !self.closing
+            && self.broken.is_none()
+            && self.waiting.is_empty()
+            && self.in_flight.is_empty()
+        {
+            self.continue_owed = false;
+            let _ = self.socket.post(SocketMsg::Write(CONTINUE.to_vec()));
         }
     }
 

@@ -13,7 +13,7 @@ use super::messages::{
     FileRequest, ListRequest, Login, Quality, Respond, Retire, Route, ShowRequest,
 };
 use super::{Site, RETRY_AFTER_SECS};
-use crate::http::Response;
+use crate::http::{Conditions, Request, Response};
 use crate::routes::{self, Route as Path};
 use crate::sessions::Role;
 
@@ -40,11 +40,13 @@ impl Dispatcher {
         self.respond(seq, Response::service_unavailable(RETRY_AFTER_SECS));
     }
 
-    fn file(&self, path: String, seq: u64, ctx: &mut Ctx<Self>) {
+    fn file(&self, path: String, request: &Request, index: bool, seq: u64, ctx: &mut Ctx<Self>) {
         let handler = ctx.spawn(FileHandler::new(Arc::clone(&self.site)));
         let high = FileRequest {
             path,
             quality: Quality::High,
+            conditions: Conditions::of(request),
+            directory_location: (!index).then(|| directory_location(request)),
             seq,
             conn: self.conn.clone(),
         };
@@ -122,6 +124,16 @@ impl Dispatcher {
     }
 }
 
+/// The target of `request` with a `/` added to its path: where a request for a directory
+/// without the trailing slash is sent, so that relative links in its index resolve inside
+/// it. The path is kept as the client encoded it.
+fn directory_location(request: &Request) -> String {
+    match &request.query {
+        Some(query) => format!("{}/?{query}", request.path),
+        None => format!("{}/", request.path),
+    }
+}
+
 #[process]
 impl Dispatcher {
     #[handle]
@@ -137,7 +149,10 @@ impl Dispatcher {
                     self.respond(seq, Response::error(500));
                 }
             }
-            Path::File { path } => self.file(path, seq, ctx),
+            Path::File { path, index } => self.file(path, &request, index, seq, ctx),
+            Path::Redirect { location } => {
+                self.respond(seq, Response::error(301).with_header("Location", location));
+            }
             Path::ListResources { offset, limit } => self.list(offset, limit, seq, ctx),
             Path::ShowResource { id } => self.show(id, seq, ctx),
             Path::Status => {

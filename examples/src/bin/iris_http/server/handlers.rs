@@ -1,7 +1,15 @@
 //! The request handlers (one new process per request, carrying the session's principal) and
 //! the processes they create: `AsyncFile` for blocking file reads, `DbConnection` for the
 //! resource store.
+//!
+//! Files are answered as static file servers do: with `ETag`, `Last-Modified` and
+//! `Accept-Ranges`, 304 to a client whose copy is current, 206 for one byte range, 416 for a
+//! range past the end, the `index.html` of a directory named with a trailing slash and a 301
+//! to that form for one named without. `AsyncFile` decides from the open file's metadata
+//! and reads only what it sends: nothing for a 304 or 416, the range alone for a 206.
 
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,13 +18,14 @@ use whirl::prelude::*;
 
 use super::connection::HttpConnection;
 use super::messages::{
-    FileError, FileRead, FileRequest, ListRequest, Quality, Query, QueryKind, ReadFile, Respond,
-    Rows, ShowRequest,
+    FileBody, FileContent, FileError, FileRead, FileRequest, ListRequest, Quality, Query,
+    QueryKind, ReadFile, Respond, Rows, ShowRequest,
 };
 use super::Site;
-use crate::http::Response;
+use crate::http::{Conditions, Response, Selection, Validators};
 
-/// Largest file served, bytes.
+/// Largest response body read from a file, bytes: a whole file larger than this is refused
+/// (413), a range of it within this is served.
 const MAX_FILE: u64 = 8 * 1024 * 1024;
 
 /// Spends `d` on the CPU: the simulated cost of the work a real handler does (rendering,
@@ -32,17 +41,60 @@ fn respond(conn: &Addr<HttpConnection>, seq: u64, response: Response) {
     let _ = conn.post(Respond { seq, response });
 }
 
-fn content_type(path: &Path) -> &'static str {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("html" | "htm") => "text/html; charset=utf-8",
-        Some("txt") => "text/plain; charset=utf-8",
-        Some("json") => "application/json",
-        Some("css") => "text/css",
-        Some("js") => "text/javascript",
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("svg") => "image/svg+xml",
-        _ => "application/octet-stream",
+/// The media type for a file name (mime_guess's table, by extension); text is declared
+/// UTF-8, which is what the site's files are written in.
+fn content_type(path: &Path) -> String {
+    let mime = mime_guess::from_path(path).first_or_octet_stream();
+    if mime.type_() == mime_guess::mime::TEXT && mime.get_param("charset").is_none() {
+        format!("{}; charset=utf-8", mime.essence_str())
+    } else {
+        mime.essence_str().to_owned()
+    }
+}
+
+/// The answer for `body`, a file found at `full` (its high-quality path, which names the
+/// type) in `quality`.
+fn file_response(full: &Path, quality: Quality, body: FileBody) -> Response {
+    let FileBody {
+        validators,
+        content,
+    } = body;
+    let last_modified = validators.last_modified_header();
+    // RFC 9110 §15.4.5: a 304 carries the validators a 200 would have.
+    let with_validators = |response: Response| {
+        let response = response.with_header("ETag", &validators.etag);
+        match &last_modified {
+            Some(date) => response.with_header("Last-Modified", date),
+            None => response,
+        }
+    };
+    let quality = match quality {
+        Quality::High => "high",
+        Quality::Low => "low",
+    };
+    let with_content = |response: Response| {
+        with_validators(response)
+            .with_header("Accept-Ranges", "bytes")
+            .with_header("X-Quality", quality)
+    };
+    match content {
+        FileContent::NotModified => with_validators(Response::new(304)),
+        FileContent::Full(bytes) => with_content(Response::ok(&content_type(full), bytes)),
+        FileContent::Partial {
+            range,
+            total,
+            bytes,
+        } => with_content(
+            Response {
+                body: bytes,
+                ..Response::new(206)
+            }
+            .with_header("Content-Type", &content_type(full))
+            .with_header("Content-Range", &range.content_range(total)),
+        ),
+        FileContent::Unsatisfiable { total } => Response::error(416)
+            .with_header("Content-Range", &format!("bytes */{total}"))
+            .with_header("Accept-Ranges", "bytes"),
     }
 }
 
@@ -59,11 +111,23 @@ fn low_variant(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
+/// The request a file handler is serving.
+#[derive(Isolated)]
+struct Serving {
+    seq: u64,
+    conn: Addr<HttpConnection>,
+    /// The file at the high-quality path.
+    full: PathBuf,
+    quality: Quality,
+    conditions: Conditions,
+    directory_location: Option<String>,
+}
+
 /// Serves one file, high or low quality.
 #[process(group = "files")]
 pub struct FileHandler {
     site: Arc<Site>,
-    request: Option<(u64, Addr<HttpConnection>, PathBuf, Quality)>,
+    request: Option<Serving>,
     tried_full_after_low: bool,
 }
 
@@ -77,15 +141,17 @@ impl FileHandler {
     }
 
     fn read(&self, path: PathBuf, ctx: &mut Ctx<Self>) {
+        let Some(serving) = &self.request else {
+            return ctx.complete();
+        };
         let reader = ctx.spawn(AsyncFile);
         let asked = reader.post(ReadFile {
             path,
+            conditions: serving.conditions.clone(),
             reply: ctx.myself().into(),
         });
         if asked.is_err() {
-            if let Some((seq, conn, _, _)) = &self.request {
-                respond(conn, *seq, Response::error(500));
-            }
+            respond(&serving.conn, serving.seq, Response::error(500));
             ctx.complete();
         }
     }
@@ -101,34 +167,42 @@ impl FileHandler {
             Quality::Low => low_variant(&full),
         };
         work(self.site.work * u32::try_from(msg.quality.cost()).unwrap_or(1));
-        self.request = Some((msg.seq, msg.conn, full, msg.quality));
+        self.request = Some(Serving {
+            seq: msg.seq,
+            conn: msg.conn,
+            full,
+            quality: msg.quality,
+            conditions: msg.conditions,
+            directory_location: msg.directory_location,
+        });
         self.read(path, ctx);
     }
 
     #[handle]
     fn read_done(&mut self, FileRead { result }: FileRead, ctx: &mut Ctx<Self>) {
-        let Some((seq, conn, full, quality)) = self.request.clone() else {
+        let Some(serving) = &self.request else {
             return ctx.complete();
         };
         let response = match result {
-            Ok(bytes) => Response::ok(content_type(&full), bytes).with_header(
-                "X-Quality",
-                if quality == Quality::High {
-                    "high"
-                } else {
-                    "low"
-                },
-            ),
-            // No low-quality variant: the full file it is.
-            Err(FileError::NotFound) if quality == Quality::Low && !self.tried_full_after_low => {
+            Ok(body) => file_response(&serving.full, serving.quality, body),
+            // No low-quality variant (or a directory by that name): the full file it is.
+            Err(FileError::NotFound | FileError::Directory)
+                if serving.quality == Quality::Low && !self.tried_full_after_low =>
+            {
                 self.tried_full_after_low = true;
+                let full = serving.full.clone();
                 return self.read(full, ctx);
             }
+            Err(FileError::Directory) => match &serving.directory_location {
+                Some(location) => Response::error(301).with_header("Location", location),
+                // The target named a directory, and its `index.html` is one too.
+                None => Response::not_found(),
+            },
             Err(FileError::NotFound) => Response::not_found(),
             Err(FileError::TooLarge) => Response::error(413),
             Err(FileError::Io(_)) => Response::error(500),
         };
-        respond(&conn, seq, response);
+        respond(&serving.conn, serving.seq, response);
         ctx.complete();
     }
 }
@@ -138,17 +212,81 @@ impl FileHandler {
 #[process(group = "files-io")]
 pub struct AsyncFile;
 
+/// What `conditions` select of the file at `path`, read from one open handle so that the
+/// validators describe the bytes sent even if the path is replaced meanwhile.
+fn read_selected(path: &Path, conditions: &Conditions) -> Result<FileBody, FileError> {
+    let io_error = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => FileError::NotFound,
+        _ => FileError::Io(e.to_string()),
+    };
+    let mut file = File::open(path).map_err(io_error)?;
+    let meta = file.metadata().map_err(io_error)?;
+    if meta.is_dir() {
+        return Err(FileError::Directory);
+    }
+    if !meta.is_file() {
+        return Err(FileError::NotFound);
+    }
+    let total = meta.len();
+    let validators = Validators::new(total, meta.modified().ok());
+    let content = match conditions.select(&validators, total) {
+        Selection::NotModified => FileContent::NotModified,
+        Selection::Unsatisfiable => FileContent::Unsatisfiable { total },
+        Selection::Full if total > MAX_FILE => return Err(FileError::TooLarge),
+        Selection::Full => FileContent::Full(read_exactly(&mut file, total).map_err(io_error)?),
+        Selection::Partial(range) => {
+            if range.len() > MAX_FILE {
+                return Err(FileError::TooLarge);
+            }
+            file.seek(SeekFrom::Start(range.first)).map_err(io_error)?;
+            let bytes = read_exactly(&mut file, range.len()).map_err(io_error)?;
+            FileContent::Partial {
+                range,
+                total,
+                bytes,
+            }
+        }
+    };
+    Ok(FileBody {
+        validators,
+        content,
+    })
+}
+
+/// `len` bytes from `file`'s position, never more than [`MAX_FILE`]; an error if the file
+/// ends sooner (it shrank since its length was read, and the headers would lie).
+fn read_exactly(file: &mut File, len: u64) -> io::Result<Vec<u8>> {
+    if len > MAX_FILE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "longer than MAX_FILE",
+        ));
+    }
+    // `len <= MAX_FILE`, which fits in a usize on every platform the server runs on.
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(len).read_to_end(&mut bytes)?;
+    if u64::try_from(bytes.len()).ok() != Some(len) {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the file shrank while it was read",
+        ));
+    }
+    Ok(bytes)
+}
+
 #[process]
 impl AsyncFile {
     #[handle]
-    fn read(&mut self, ReadFile { path, reply }: ReadFile, ctx: &mut Ctx<Self>) {
-        let result = match std::fs::metadata(&path) {
-            Ok(meta) if !meta.is_file() => Err(FileError::NotFound),
-            Ok(meta) if meta.len() > MAX_FILE => Err(FileError::TooLarge),
-            Ok(_) => std::fs::read(&path).map_err(|e| FileError::Io(e.to_string())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(FileError::NotFound),
-            Err(e) => Err(FileError::Io(e.to_string())),
-        };
+    fn read(
+        &mut self,
+        ReadFile {
+            path,
+            conditions,
+            reply,
+        }: ReadFile,
+        ctx: &mut Ctx<Self>,
+    ) {
+        let result = read_selected(&path, &conditions);
         let _ = reply.post(FileRead { result });
         ctx.complete();
     }

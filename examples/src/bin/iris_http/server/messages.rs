@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use whirl::prelude::*;
 
 use super::connection::HttpConnection;
-use crate::http::{Request, Response};
+use crate::http::{ByteRange, Conditions, Request, Response, Validators};
 use crate::sessions::Resolved;
 
 /// A response for the request numbered `seq` on a connection (answers may arrive out of
@@ -86,14 +86,20 @@ impl Quality {
 pub struct FileRequest {
     pub path: String,
     pub quality: Quality,
+    /// What part of the file the request asks for, and on what condition.
+    pub conditions: Conditions,
+    /// Where a client is sent if `path` is a directory: the target with a `/` added. `None`
+    /// when the target named a directory already (and `path` is its index).
+    pub directory_location: Option<String>,
     pub seq: u64,
     pub conn: Addr<HttpConnection>,
 }
 
-/// To an async-file process: read `path` and answer `reply`.
+/// To an async-file process: read what `conditions` select of `path`, answer `reply`.
 #[derive(Message)]
 pub struct ReadFile {
     pub path: PathBuf,
+    pub conditions: Conditions,
     pub reply: Recipient<FileRead>,
 }
 
@@ -101,13 +107,40 @@ pub struct ReadFile {
 #[derive(Message)]
 #[message(bypass_admission)]
 pub struct FileRead {
-    pub result: Result<Vec<u8>, FileError>,
+    pub result: Result<FileBody, FileError>,
+}
+
+/// A file found: its validators and what of it is sent.
+#[derive(Debug, Clone, PartialEq, Eq, Isolated)]
+pub struct FileBody {
+    pub validators: Validators,
+    pub content: FileContent,
+}
+
+/// What of a file is sent, read only as far as needed.
+#[derive(Debug, Clone, PartialEq, Eq, Isolated)]
+pub enum FileContent {
+    /// Nothing: the client's copy is current (304).
+    NotModified,
+    /// All of it (200).
+    Full(Vec<u8>),
+    /// `range` of a file of `total` bytes (206).
+    Partial {
+        range: ByteRange,
+        total: u64,
+        bytes: Vec<u8>,
+    },
+    /// Nothing: the range starts past the end of a file of `total` bytes (416).
+    Unsatisfiable { total: u64 },
 }
 
 /// Why a file could not be served.
 #[derive(Debug, Clone, PartialEq, Eq, Isolated)]
 pub enum FileError {
     NotFound,
+    /// The path is a directory.
+    Directory,
+    /// What would be sent is larger than the server sends in one response.
     TooLarge,
     Io(String),
 }

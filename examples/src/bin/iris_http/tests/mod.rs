@@ -5,6 +5,7 @@
 
 mod basic;
 mod overload;
+mod protocol;
 mod resilience;
 
 use std::io::{self, Read, Write};
@@ -102,7 +103,7 @@ impl TestServer {
     /// connections in order, so every connection opened before has been accepted.
     fn sync_with_acceptor(&self) {
         let mut probe = self.connect();
-        probe.send(b"GET /resources/1 HTTP/1.1\r\nConnection: close\r\n\r\n");
+        probe.send(b"GET /resources/1 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
         let _ = probe.try_read_response();
     }
 
@@ -196,8 +197,8 @@ impl Response {
 }
 
 /// A blocking HTTP/1.1 client over one connection: writes raw bytes, reads responses
-/// (status line, headers, `Content-Length` body), keeping bytes read past one response for
-/// the next (pipelining).
+/// (status line, headers, `Content-Length` body; no body for 1xx, 204 and 304), keeping
+/// bytes read past one response for the next (pipelining).
 struct Client {
     stream: TcpStream,
     buf: Vec<u8>,
@@ -232,6 +233,16 @@ impl Client {
 
     /// Reads one response.
     fn try_read_response(&mut self) -> io::Result<Response> {
+        self.try_read(false)
+    }
+
+    /// Reads the answer to a HEAD: a head whose `Content-Length` has no body behind it.
+    fn read_head_response(&mut self) -> Response {
+        self.try_read(true).expect("a response to HEAD")
+    }
+
+    /// Reads one response, without its body if `head_only`.
+    fn try_read(&mut self, head_only: bool) -> io::Result<Response> {
         let head_end = loop {
             if let Some(i) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break i + 4;
@@ -264,11 +275,17 @@ impl Client {
             .filter_map(|l| l.split_once(':'))
             .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
             .collect();
-        let len: usize = headers
+        let length = headers
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-            .and_then(|(_, v)| v.parse().ok())
-            .ok_or_else(|| bad("no Content-Length"))?;
+            .map(|(_, v)| v.parse::<usize>());
+        let len = match (status, length) {
+            // RFC 9110 §6.4.1: these have no body, whatever the headers say.
+            (100..=199 | 204 | 304, _) => 0,
+            _ if head_only => 0,
+            (_, Some(Ok(len))) => len,
+            _ => return Err(bad(&format!("no Content-Length in {head:?}"))),
+        };
         while self.buf.len() < head_end + len {
             if self.fill()? == 0 {
                 return Err(io::Error::new(

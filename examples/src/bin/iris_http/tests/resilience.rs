@@ -81,11 +81,11 @@ fn disconnects_mid_request_leak_nothing() {
         b"",
         b"GET /files/ind",
         b"GET /files/index.html HTTP/1.1\r\nHost: localhost\r\nX-Partial: ab",
-        b"POST /login HTTP/1.1\r\nContent-Length: 100\r\n\r\nuser=ad",
+        b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nuser=ad",
         // Whole requests, dropped before the answers are read.
-        b"GET /files/index.html HTTP/1.1\r\n\r\n",
-        b"GET /resources HTTP/1.1\r\n\r\nGET /resources/5 HTTP/1.1\r\n\r\n",
-        b"POST /login HTTP/1.1\r\nContent-Length: 26\r\n\r\nuser=admin&password=secret",
+        b"GET /files/index.html HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /resources HTTP/1.1\r\nHost: x\r\n\r\nGET /resources/5 HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 26\r\n\r\nuser=admin&password=secret",
     ];
     for bytes in partials {
         eprintln!("disconnect after {:?}", String::from_utf8_lossy(bytes));
@@ -214,7 +214,7 @@ fn idle_and_slow_connections_are_let_go() {
     let mut slow_head = server.connect();
     slow_head.send(b"GET /resources/1 HTTP/1.1\r\nHost: x\r\n");
     let mut slow_body = server.connect();
-    slow_body.send(b"POST /login HTTP/1.1\r\nContent-Length: 50\r\n\r\nuser=");
+    slow_body.send(b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\nuser=");
     for client in [&mut slow_head, &mut slow_body] {
         let response = client.read_response();
         assert_eq!(response.status, 408);

@@ -1,6 +1,6 @@
-//! Decoder tests: framing, keep-alive, limits, malformed input, and property tests
-//! (proptest): random input never panics and stays bounded; any split of valid requests
-//! decodes the same.
+//! Decoder tests: framing (`Content-Length` and chunked), keep-alive, `Host`, `Expect`,
+//! limits, malformed input, and property tests (proptest): random input never panics and
+//! stays bounded; any split of valid requests, chunked or not, decodes the same.
 
 use proptest::prelude::*;
 
@@ -48,9 +48,9 @@ fn simple_get() {
 
 #[test]
 fn pipelined_requests_in_one_feed() {
-    let input = b"GET /a HTTP/1.1\r\n\r\n\
-        POST /login HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello\
-        HEAD /b HTTP/1.1\r\nConnection: close\r\n\r\n";
+    let input = b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n\
+        POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\
+        HEAD /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     let all = decode_all(Limits::default(), input).unwrap();
     assert_eq!(all.len(), 3);
     assert_eq!(
@@ -65,7 +65,7 @@ fn pipelined_requests_in_one_feed() {
 
 #[test]
 fn request_split_byte_by_byte() {
-    let input = b"POST /login HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET /x HTTP/1.1\r\n\r\n";
+    let input = b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /x HTTP/1.1\r\nHost: x\r\n\r\n";
     let mut decoder = RequestDecoder::default();
     let mut got = Vec::new();
     for &b in input.iter() {
@@ -81,7 +81,7 @@ fn request_split_byte_by_byte() {
 #[test]
 fn every_split_point_gives_the_same_requests() {
     let input = b"GET /a HTTP/1.0\r\nConnection: keep-alive\r\n\r\n\
-        POST /p HTTP/1.1\r\ncontent-length: 4\r\n\r\nbody";
+        POST /p HTTP/1.1\r\nHost: x\r\ncontent-length: 4\r\n\r\nbody";
     let whole = decode_all(Limits::default(), input).unwrap();
     for split in 0..=input.len() {
         let mut decoder = RequestDecoder::default();
@@ -96,9 +96,13 @@ fn every_split_point_gives_the_same_requests() {
 #[test]
 fn keep_alive_rules() {
     let ka = |head: &str| one(head.as_bytes()).unwrap().keep_alive;
-    assert!(ka("GET / HTTP/1.1\r\n\r\n"));
-    assert!(!ka("GET / HTTP/1.1\r\nConnection: close\r\n\r\n"));
-    assert!(!ka("GET / HTTP/1.1\r\nConnection: Upgrade, CLOSE\r\n\r\n"));
+    assert!(ka("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+    assert!(!ka(
+        "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    ));
+    assert!(!ka(
+        "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, CLOSE\r\n\r\n"
+    ));
     assert!(!ka("GET / HTTP/1.0\r\n\r\n"));
     assert!(ka("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
     assert!(!ka(
@@ -109,7 +113,11 @@ fn keep_alive_rules() {
 
 #[test]
 fn leading_empty_lines_are_skipped() {
-    let all = decode_all(Limits::default(), b"\r\n\n\r\nGET / HTTP/1.1\r\n\r\n\r\n").unwrap();
+    let all = decode_all(
+        Limits::default(),
+        b"\r\n\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n\r\n",
+    )
+    .unwrap();
     assert_eq!(all.len(), 1);
 }
 
@@ -122,7 +130,7 @@ fn bare_lf_line_ends_are_accepted() {
 #[test]
 fn head_too_large_without_its_end() {
     let mut decoder = RequestDecoder::default();
-    decoder.feed(b"GET / HTTP/1.1\r\n");
+    decoder.feed(b"GET / HTTP/1.1\r\nHost: x\r\n");
     let filler = format!("X-Fill: {}\r\n", "a".repeat(100));
     while decoder.buffered() <= 8 * 1024 {
         assert_eq!(decoder.next_request(), Ok(None));
@@ -138,25 +146,26 @@ fn head_too_large_with_its_end() {
         max_head_bytes: 64,
         ..Limits::default()
     };
-    let long = format!("GET /{} HTTP/1.1\r\n\r\n", "a".repeat(60));
+    let long = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(60));
     assert_eq!(
         decode_all(limits, long.as_bytes()),
         Err(HttpError::HeaderTooLarge)
     );
-    let fits = "GET / HTTP/1.1\r\n\r\n";
+    let fits = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     assert!(decode_all(limits, fits.as_bytes()).is_ok());
 }
 
 #[test]
 fn too_many_headers() {
-    let mut input = String::from("GET / HTTP/1.1\r\n");
+    let mut input = String::from("GET / HTTP/1.1\r\nHost: x\r\n");
     for i in 0..65 {
         input.push_str(&format!("X-{i}: v\r\n"));
     }
     input.push_str("\r\n");
     assert_eq!(error_of(input.as_bytes()), HttpError::HeaderTooLarge);
+    // 65 and Host.
     let limits = Limits {
-        max_headers: 65,
+        max_headers: 66,
         ..Limits::default()
     };
     assert!(decode_all(limits, input.as_bytes()).is_ok());
@@ -165,7 +174,7 @@ fn too_many_headers() {
 #[test]
 fn body_too_large_is_refused_at_the_head() {
     let mut decoder = RequestDecoder::default();
-    decoder.feed(b"POST / HTTP/1.1\r\nContent-Length: 1048577\r\n\r\n");
+    decoder.feed(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\n");
     assert_eq!(decoder.next_request(), Err(HttpError::PayloadTooLarge));
     assert_eq!(HttpError::PayloadTooLarge.status(), 413);
     assert!(decoder.is_poisoned());
@@ -175,7 +184,7 @@ fn body_too_large_is_refused_at_the_head() {
 fn body_at_the_limit_is_accepted_in_chunks_within_the_buffer_bound() {
     let limits = Limits::default();
     let mut decoder = RequestDecoder::new(limits);
-    decoder.feed(b"POST / HTTP/1.1\r\nContent-Length: 1048576\r\n\r\n");
+    decoder.feed(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n");
     assert_eq!(decoder.next_request(), Ok(None));
     let chunk = vec![b'z'; READ_CHUNK];
     let mut got = Vec::new();
@@ -196,7 +205,7 @@ fn overfeeding_without_draining_ends_with_buffer_full() {
         max_body_bytes: 16,
     };
     let mut decoder = RequestDecoder::new(limits);
-    let request = b"GET / HTTP/1.1\r\n\r\n";
+    let request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     let mut fed = 0;
     while fed <= limits.max_buffered() {
         decoder.feed(request);
@@ -221,13 +230,178 @@ fn decoder_capacity_in_requests(limits: Limits, len: usize) -> usize {
 }
 
 #[test]
-fn transfer_encoding_is_not_implemented() {
-    let e =
-        error_of(b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
-    assert!(matches!(e, HttpError::NotImplemented(_)));
-    assert_eq!(e.status(), 501);
-    let both = b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: gzip\r\n\r\nabc";
-    assert!(matches!(error_of(both), HttpError::NotImplemented(_)));
+fn chunked_bodies_are_decoded_and_the_connection_goes_on() {
+    let input = b"POST /login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+        5;ext=1\r\nuser=\r\n5\r\nadmin\r\n0\r\nX-Trailer: t\r\n\r\n\
+        POST /p HTTP/1.1\r\nHost: x\r\ntransfer-encoding: , Chunked\r\n\r\n0\r\n\r\n\
+        GET /next HTTP/1.1\r\nHost: x\r\n\r\n";
+    let whole = decode_all(Limits::default(), input).unwrap();
+    assert_eq!(whole.len(), 3);
+    assert_eq!(whole[0].body, b"user=admin");
+    assert!(whole[0].keep_alive);
+    assert_eq!(whole[1].body, b"");
+    assert_eq!(whole[2].path, "/next");
+    for split in 0..=input.len() {
+        let mut decoder = RequestDecoder::default();
+        decoder.feed(&input[..split]);
+        let mut got = drain(&mut decoder).unwrap();
+        decoder.feed(&input[split..]);
+        got.extend(drain(&mut decoder).unwrap());
+        assert_eq!(got, whole, "split at {split}");
+    }
+}
+
+#[test]
+fn chunked_bodies_keep_the_body_limit_and_the_buffer_bound() {
+    let limits = Limits::default();
+    let mut decoder = RequestDecoder::new(limits);
+    decoder.feed(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    assert_eq!(decoder.next_request(), Ok(None));
+    // 1 MiB in 64 chunks: accepted, the buffer never holding more than a read.
+    let chunk = [
+        format!("{:x}\r\n", 16 * 1024).into_bytes(),
+        vec![b'z'; 16 * 1024],
+    ]
+    .concat();
+    for _ in 0..64 {
+        decoder.feed(&chunk);
+        assert_eq!(decoder.next_request(), Ok(None));
+        assert!(decoder.buffered() <= READ_CHUNK + 16);
+        decoder.feed(b"\r\n");
+    }
+    decoder.feed(b"0\r\n\r\n");
+    let request = decoder.next_request().unwrap().unwrap();
+    assert_eq!(request.body.len(), 1024 * 1024);
+    // One byte more is refused as soon as its chunk-size line arrives.
+    let mut over = RequestDecoder::new(limits);
+    over.feed(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n");
+    over.feed(format!("{:x}\r\n", 1024 * 1024 + 1).as_bytes());
+    assert_eq!(over.next_request(), Err(HttpError::PayloadTooLarge));
+}
+
+#[test]
+fn transfer_codings_other_than_chunked_are_not_implemented() {
+    for coding in [
+        "gzip",
+        "gzip, chunked",
+        "chunked, gzip",
+        "chunked;q=1",
+        "identity",
+    ] {
+        let input = format!("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: {coding}\r\n\r\n");
+        let e = error_of(input.as_bytes());
+        assert!(matches!(e, HttpError::NotImplemented(_)), "{coding}: {e:?}");
+        assert_eq!(e.status(), 501);
+    }
+}
+
+#[test]
+fn ambiguous_framing_is_refused() {
+    let cases: &[&[u8]] = &[
+        // RFC 9112 §6.1: the classic request-smuggling pair.
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabc",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: gzip\r\n\r\nabc",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ,\r\n\r\n",
+        b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcd\r\n",
+        b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n",
+    ];
+    for case in cases {
+        let e = error_of(case);
+        assert!(
+            matches!(e, HttpError::BadRequest(_)),
+            "{:?}: {e:?}",
+            String::from_utf8_lossy(case)
+        );
+    }
+}
+
+#[test]
+fn host_is_required_once_in_http_1_1() {
+    let bad: &[&[u8]] = &[
+        b"GET / HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n",
+        b"GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: user@a\r\n\r\n",
+    ];
+    for case in bad {
+        let e = error_of(case);
+        assert!(
+            matches!(e, HttpError::BadRequest(_)),
+            "{:?}: {e:?}",
+            String::from_utf8_lossy(case)
+        );
+    }
+    for good in [
+        "GET / HTTP/1.0\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: example.org:8080\r\n\r\n",
+        "GET / HTTP/1.1\r\nHOST: [::1]:80\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost:\r\n\r\n",
+    ] {
+        assert!(one(good.as_bytes()).is_ok(), "{good:?}");
+    }
+}
+
+#[test]
+fn expect_100_continue_is_raised_while_the_body_is_awaited() {
+    let mut decoder = RequestDecoder::default();
+    decoder
+        .feed(b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n");
+    assert_eq!(decoder.next_request(), Ok(None));
+    assert!(decoder.take_continue());
+    assert!(!decoder.take_continue(), "raised once");
+    decoder.feed(b"abc");
+    assert_eq!(decoder.next_request().unwrap().unwrap().body, b"abc");
+
+    // Chunked, the same.
+    decoder.feed(
+        b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n",
+    );
+    assert_eq!(decoder.next_request(), Ok(None));
+    assert!(decoder.take_continue());
+    decoder.feed(b"1\r\na\r\n0\r\n\r\n");
+    assert_eq!(decoder.next_request().unwrap().unwrap().body, b"a");
+
+    // Not raised: the body came with the head, there is no body, or HTTP/1.0.
+    for quiet in [
+        "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz",
+        "GET / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n",
+        "POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
+        "POST / HTTP/1.0\r\nExpect: something-else\r\nContent-Length: 1\r\n\r\n",
+    ] {
+        let mut decoder = RequestDecoder::default();
+        decoder.feed(quiet.as_bytes());
+        let _ = drain(&mut decoder).unwrap();
+        assert!(!decoder.take_continue(), "{quiet:?}");
+    }
+
+    // Refused before the body: no interim answer either.
+    let mut decoder = RequestDecoder::default();
+    decoder.feed(
+        b"POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1048577\r\n\r\n",
+    );
+    assert_eq!(decoder.next_request(), Err(HttpError::PayloadTooLarge));
+    assert!(!decoder.take_continue());
+}
+
+#[test]
+fn unknown_expectations_fail() {
+    for expect in ["something-else", "100-continue, x", "100-continue=1"] {
+        let input =
+            format!("POST / HTTP/1.1\r\nHost: x\r\nExpect: {expect}\r\nContent-Length: 1\r\n\r\n");
+        let e = error_of(input.as_bytes());
+        assert!(
+            matches!(e, HttpError::ExpectationFailed(_)),
+            "{expect}: {e:?}"
+        );
+        assert_eq!(e.status(), 417);
+    }
 }
 
 #[test]
@@ -242,20 +416,25 @@ fn bad_content_lengths() {
         "0x10",
         "99999999999999999999999",
     ] {
-        let input = format!("POST / HTTP/1.1\r\nContent-Length: {value}\r\n\r\n");
+        let input = format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {value}\r\n\r\n");
         let e = error_of(input.as_bytes());
         assert!(matches!(e, HttpError::BadRequest(_)), "{value:?}: {e:?}");
         assert_eq!(e.status(), 400);
     }
-    let conflicting = b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab";
+    let conflicting =
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab";
     assert!(matches!(error_of(conflicting), HttpError::BadRequest(_)));
-    let agreeing = b"POST / HTTP/1.1\r\nContent-Length: 2\r\ncontent-length: 02\r\n\r\nab";
+    let agreeing =
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\ncontent-length: 02\r\n\r\nab";
     assert_eq!(one(agreeing).unwrap().body, b"ab");
 }
 
 #[test]
 fn huge_but_valid_content_length_is_too_large() {
-    let input = format!("POST / HTTP/1.1\r\nContent-Length: {}\r\n\r\n", u64::MAX);
+    let input = format!(
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        u64::MAX
+    );
     assert_eq!(error_of(input.as_bytes()), HttpError::PayloadTooLarge);
 }
 
@@ -265,11 +444,11 @@ fn malformed_heads_are_bad_requests() {
         b"\x00\x01\x02garbage\r\n\r\n",
         b"GET /\r\n\r\n",
         b"GET / HTTP/2.0\r\n\r\n",
-        b"GET / HTTP/1.1\r\nBad Header: x\r\n\r\n",
-        b"GET / HTTP/1.1\r\nX: a\x01b\r\n\r\n",
-        b"GET / HTTP/1.1\r\n: novalue\r\n\r\n",
-        b"GET\t/ HTTP/1.1\r\n\r\n",
-        b"GET /a\x00b HTTP/1.1\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\nX: a\x01b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\n: novalue\r\n\r\n",
+        b"GET\t/ HTTP/1.1\r\nHost: x\r\n\r\n",
+        b"GET /a\x00b HTTP/1.1\r\nHost: x\r\n\r\n",
         b"HTTP/1.1 200 OK\r\n\r\n",
     ];
     for case in cases {
@@ -284,7 +463,7 @@ fn malformed_heads_are_bad_requests() {
 
 #[test]
 fn other_methods_are_kept_by_name() {
-    let r = one(b"DELETE /x HTTP/1.1\r\n\r\n").unwrap();
+    let r = one(b"DELETE /x HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
     assert_eq!(r.method, Method::Other("DELETE".into()));
 }
 
@@ -293,7 +472,7 @@ fn errors_poison_the_decoder() {
     let mut decoder = RequestDecoder::default();
     decoder.feed(b"garbage\r\n\r\n");
     let e = decoder.next_request().unwrap_err();
-    decoder.feed(b"GET / HTTP/1.1\r\n\r\n");
+    decoder.feed(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(decoder.next_request(), Err(e));
     assert_eq!(decoder.buffered(), 0);
 }
@@ -301,7 +480,7 @@ fn errors_poison_the_decoder() {
 #[test]
 fn requests_before_an_error_are_delivered() {
     let mut decoder = RequestDecoder::default();
-    decoder.feed(b"GET /ok HTTP/1.1\r\n\r\nnonsense\r\n\r\n");
+    decoder.feed(b"GET /ok HTTP/1.1\r\nHost: x\r\n\r\nnonsense\r\n\r\n");
     assert_eq!(decoder.next_request().unwrap().unwrap().path, "/ok");
     assert!(decoder.next_request().is_err());
 }
@@ -323,6 +502,14 @@ const FRAGMENTS: &[&[u8]] = &[
     b"Content-Length: ",
     b"Content-Length: 18446744073709551616",
     b"Transfer-Encoding: chunked",
+    b"Transfer-Encoding: chunked\r\n",
+    b"Host: x\r\n",
+    b"Expect: 100-continue\r\n",
+    b"5\r\nhello\r\n",
+    b"0\r\n\r\n",
+    b"0\r\nX-T: 1\r\n",
+    b";ext=1",
+    b"ffffffffffffffffff\r\n",
     b"Connection: close",
     b"Cookie: session=abc; x",
     b": ",
@@ -349,23 +536,66 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
     proptest::collection::vec(piece, 0..40).prop_map(|pieces| pieces.concat())
 }
 
-/// A valid request: method, path, optional keep-alive header and a body within the limits.
-fn valid_request() -> impl Strategy<Value = Vec<u8>> {
+/// A body's wire form in the chunked coding: `body` cut at `cuts` (chunk sizes in hex,
+/// upper or lower case, some with an extension), then the last chunk and maybe a trailer.
+fn chunked(body: &[u8], cuts: &[usize], upper: bool, trailer: bool) -> Vec<u8> {
+    let mut wire = Vec::new();
+    let mut rest = body;
+    let mut cuts = cuts.iter().cycle();
+    while !rest.is_empty() {
+        let n = (*cuts.next().unwrap_or(&1)).clamp(1, rest.len());
+        let size = if upper {
+            format!("{n:X}")
+        } else {
+            format!("{n:x}")
+        };
+        let ext = if n % 3 == 0 { ";name=\"v\"" } else { "" };
+        wire.extend_from_slice(format!("{size}{ext}\r\n").as_bytes());
+        wire.extend_from_slice(&rest[..n]);
+        wire.extend_from_slice(b"\r\n");
+        rest = &rest[n..];
+    }
+    wire.extend_from_slice(b"0\r\n");
+    if trailer {
+        wire.extend_from_slice(b"X-Trailer: yes\r\n");
+    }
+    wire.extend_from_slice(b"\r\n");
+    wire
+}
+
+/// A valid request and its body: method, path, optional keep-alive and expect headers, and
+/// a body within the limits, framed by `Content-Length` or chunked.
+fn valid_request() -> impl Strategy<Value = (Vec<u8>, Vec<u8>)> {
     (
         proptest::sample::select(&["GET", "POST", "HEAD"][..]),
         "/[a-z0-9]{0,12}",
-        any::<bool>(),
+        (any::<bool>(), any::<bool>()),
         proptest::collection::vec(any::<u8>(), 0..32),
+        proptest::option::of((
+            proptest::collection::vec(1usize..12, 1..6),
+            any::<bool>(),
+            any::<bool>(),
+        )),
     )
-        .prop_map(|(method, path, close, body)| {
-            let mut request = format!("{method} {path} HTTP/1.1\r\n");
+        .prop_map(|(method, path, (close, expect), body, chunks)| {
+            let mut request = format!("{method} {path} HTTP/1.1\r\nHost: x\r\n");
             if close {
                 request.push_str("Connection: close\r\n");
             }
-            request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
-            let mut bytes = request.into_bytes();
-            bytes.extend(body);
-            bytes
+            if expect {
+                request.push_str("Expect: 100-continue\r\n");
+            }
+            let framed = match &chunks {
+                Some((cuts, upper, trailer)) => {
+                    request.push_str("Transfer-Encoding: chunked\r\n\r\n");
+                    chunked(&body, cuts, *upper, *trailer)
+                }
+                None => {
+                    request.push_str(&format!("Content-Length: {}\r\n\r\n", body.len()));
+                    body.clone()
+                }
+            };
+            ([request.into_bytes(), framed].concat(), body)
         })
 }
 
@@ -393,6 +623,9 @@ proptest! {
                 calls += 1;
                 prop_assert!(calls <= input.len(), "decoder made no progress");
             }
+            if decoder.take_continue() {
+                prop_assert!(decoder.pending() > 0, "a 100 is only owed for a pending body");
+            }
         }
     }
 
@@ -402,9 +635,12 @@ proptest! {
         requests in proptest::collection::vec(valid_request(), 1..6),
         split in any::<proptest::sample::Index>(),
     ) {
-        let input = requests.concat();
+        let input: Vec<u8> = requests.iter().flat_map(|(wire, _)| wire.clone()).collect();
         let whole = decode_all(Limits::default(), &input).expect("valid requests decode");
         prop_assert_eq!(whole.len(), requests.len());
+        for (request, (_, body)) in whole.iter().zip(&requests) {
+            prop_assert_eq!(&request.body, body);
+        }
         let split = split.index(input.len() + 1);
         let mut decoder = RequestDecoder::default();
         decoder.feed(&input[..split]);
