@@ -174,7 +174,7 @@ fn monitors_see_ends_missing_processes_and_lost_nodes() {
     std::thread::sleep(Duration::from_millis(200));
     let c_id = c.id();
     drop(nodes_into_shutdown(nodes, 2));
-    let mut lost = vec![
+    let mut lost = [
         notices.recv_timeout(DEADLINE).expect("lost 1"),
         notices.recv_timeout(DEADLINE).expect("lost 2"),
     ];

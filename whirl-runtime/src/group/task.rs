@@ -6,7 +6,7 @@
 //! into the recorder it was given (its worker's probe and statistics), and never calls back
 //! into the worker.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +46,14 @@ pub(crate) type Task = Arc<dyn Runnable>;
 pub(crate) struct Recorder {
     pub(super) slot: Arc<Slot>,
     pub(super) stats: RefCell<LocalStats>,
+    /// Whether turns open a `tracing` span: whether a subscriber wants TRACE, as the worker
+    /// last looked (once every `SAMPLE_EVERY` turns), so a turn reads a flag of its own
+    /// worker instead of asking tracing.
+    pub(super) spans: Cell<bool>,
+    /// The span of the turn running now, entered, when `spans` is on. Kept as a `Span`
+    /// entered and exited by hand: the guard type is not `Send`, and a recorder moves to its
+    /// worker's thread when the worker starts.
+    turn_span: RefCell<Option<tracing::Span>>,
 }
 
 impl Recorder {
@@ -54,6 +62,34 @@ impl Recorder {
         Recorder {
             slot,
             stats: RefCell::new(LocalStats::new()),
+            spans: Cell::new(tracing::level_enabled!(tracing::Level::TRACE)),
+            turn_span: RefCell::new(None),
+        }
+    }
+
+    /// Whether a turn should open its `tracing` span (a subscriber wants TRACE, as of a few
+    /// turns ago).
+    #[inline]
+    pub(crate) fn spans(&self) -> bool {
+        self.spans.get()
+    }
+
+    /// Enters `span` for the turn beginning (closed by [`Recorder::close_turn_span`]).
+    #[cold]
+    pub(crate) fn open_turn_span(&self, span: tracing::Span) {
+        if let Ok(mut slot) = self.turn_span.try_borrow_mut() {
+            span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
+            *slot = Some(span);
+        }
+    }
+
+    /// Leaves and closes the turn's span, if one is open.
+    #[cold]
+    pub(crate) fn close_turn_span(&self) {
+        if let Ok(mut slot) = self.turn_span.try_borrow_mut() {
+            if let Some(span) = slot.take() {
+                span.with_subscriber(|(id, dispatch)| dispatch.exit(id));
+            }
         }
     }
 

@@ -291,7 +291,14 @@ impl WorkerThread {
     #[inline]
     fn run_task(&self, task: Task) -> usize {
         let ms = shared_millis();
-        let sampled = self.tick.get() % SAMPLE_EVERY == 0 || ms != self.sampled_ms.get();
+        let every = self.tick.get() % SAMPLE_EVERY == 0;
+        if every {
+            // Whether turns open tracing spans, looked up once per `SAMPLE_EVERY` turns.
+            self.recorder
+                .spans
+                .set(tracing::level_enabled!(tracing::Level::TRACE));
+        }
+        let sampled = every || ms != self.sampled_ms.get();
         if sampled {
             self.sampled_ms.set(ms);
         }

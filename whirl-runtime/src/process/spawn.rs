@@ -112,6 +112,14 @@ fn start<P: Process>(
 ) -> Addr<P> {
     let kernel = &group.kernel;
     let id = kernel.next_process_id();
+    let _span = tracing::debug_span!(
+        "spawn",
+        process = id.as_u64(),
+        process_type = std::any::type_name::<P>(),
+        group = %group.name,
+        principal = principal.as_ref().map(Principal::id),
+    )
+    .entered();
     let cell = Arc::new(ProcessCell::new(id, Arc::clone(&group), principal, state));
     if let Some(callback) = on_started {
         cell.set_on_started(callback);

@@ -65,6 +65,13 @@ impl<P: Process> ProcessCell<P> {
         // The process's message type, until a handler says which one it handles.
         let probe = recorder.probe();
         probe.begin(cell_ref.id, std::any::type_name::<P::Message>);
+        // One span per turn, at TRACE. Whether a subscriber wants TRACE is looked up by the
+        // worker once every 64 turns; the turn reads its worker's flag, and the span is built
+        // and kept out of line (in the recorder), so without such a subscriber a turn pays a
+        // load and a branch at each end.
+        if recorder.spans() {
+            open_turn_span::<P>(recorder, cell_ref);
+        }
         let mut consumed_activations = 0;
         let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
         if cell_ref.mailbox.first_turn() {
@@ -213,6 +220,9 @@ impl<P: Process> ProcessCell<P> {
         }
         let more = exit.is_none() && !waiting && handled == budget && inbox.has_messages();
         probe.end();
+        if recorder.spans() {
+            recorder.close_turn_span();
+        }
         drop(inbox);
         let cell = ctx.into_cell();
         let uncounted = if count_each { 0 } else { handled as u64 };
@@ -355,6 +365,21 @@ impl<P: Process> ProcessCell<P> {
             reason: reason.clone(),
         });
     }
+}
+
+/// Opens the turn's `tracing` span and keeps it entered in the recorder until the turn ends.
+#[cold]
+#[inline(never)]
+fn open_turn_span<P: Process>(recorder: &Recorder, cell: &ProcessCell<P>) {
+    let span = tracing::trace_span!(
+        "turn",
+        process = cell.id.as_u64(),
+        process_type = std::any::type_name::<P>(),
+        messages = std::any::type_name::<P::Message>(),
+        group = %cell.group.name,
+        principal = cell.principal.as_ref().map(Principal::id),
+    );
+    recorder.open_turn_span(span);
 }
 
 /// Runs a handler or hook with panics contained; returns the exit it asked for, if any.

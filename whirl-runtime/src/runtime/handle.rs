@@ -322,6 +322,7 @@ impl Runtime {
     /// for workers to exit.
     fn shutdown(&self, drain_timeout: Option<Duration>, grace: Duration) -> ShutdownReport {
         let began = Instant::now();
+        let _span = tracing::info_span!("shutdown", ?drain_timeout).entered();
         if self.shut_down.swap(true, Ordering::AcqRel) {
             return ShutdownReport {
                 drained: true,

@@ -18,6 +18,14 @@ impl<A: 'static> Supervisor<A> {
         let Some(index) = self.index_of_pid(down.id) else {
             return; // an incarnation the supervisor already let go of
         };
+        // The decision (restart, escalate, shut down) and the events it emits happen inside.
+        let _span = tracing::debug_span!(
+            "supervision",
+            supervisor = %self.name,
+            child = down.id.as_u64(),
+            reason = %down.reason,
+        )
+        .entered();
         let key = self.children[index].key;
         if let Some(op) = &mut self.op {
             let waited_for = op.waiting.as_ref().is_some_and(|w| w.pid == down.id);

@@ -1,0 +1,124 @@
+//! `tracing` spans: one per turn (process, its type, its message type, group, principal), and
+//! around spawn, supervision decisions and shutdown. The cost without a subscriber is measured
+//! by the benchmarks, not here.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
+use whirl::prelude::*;
+use whirl::supervision::{ChildSpec, Supervisor, SupervisorSpec};
+
+type Fields = HashMap<&'static str, String>;
+
+/// Keeps every span created: its name and fields.
+#[derive(Clone, Default)]
+struct Spans {
+    seen: Arc<Mutex<Vec<(&'static str, Fields)>>>,
+    next: Arc<AtomicU64>,
+}
+
+struct FieldText<'a>(&'a mut Fields);
+
+impl Visit for FieldText<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name(), format!("{value:?}"));
+    }
+}
+
+impl Subscriber for Spans {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let mut fields = Fields::new();
+        span.record(&mut FieldText(&mut fields));
+        self.seen
+            .lock()
+            .unwrap()
+            .push((span.metadata().name(), fields));
+        Id::from_u64(self.next.fetch_add(1, SeqCst) + 1)
+    }
+
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+
+    fn event(&self, _: &Event<'_>) {}
+
+    fn enter(&self, _: &Id) {}
+
+    fn exit(&self, _: &Id) {}
+}
+
+#[derive(Message)]
+struct Work;
+
+#[derive(Message)]
+struct Crash;
+
+#[process]
+#[derive(Clone)]
+struct Job;
+
+#[process]
+impl Job {
+    #[handle]
+    fn work(&mut self, _: Work) {}
+
+    #[handle]
+    fn crash(&mut self, _: Crash) -> Result<(), Failure> {
+        Err(Failure::new("crash"))
+    }
+}
+
+#[test]
+fn turns_spawns_supervision_and_shutdown_have_spans() {
+    let spans = Spans::default();
+    tracing::subscriber::set_global_default(spans.clone()).expect("one subscriber");
+    let runtime = Runtime::new();
+    let group = runtime.group("jobs").threads(1).build().unwrap();
+    let job = group.spawn_for(Principal::builder(42).build(), Job);
+    job.post(Work).unwrap();
+    let _sup = runtime.spawn(Supervisor::new(
+        SupervisorSpec::new("sup").child(ChildSpec::worker("child", Job).named("child")),
+    ));
+    runtime.block_until_idle();
+    let child = runtime.whereis::<Job>("child").expect("the child runs");
+    child.post(Crash).unwrap();
+    // The supervisor restarts it under the same name.
+    while runtime
+        .whereis::<Job>("child")
+        .is_none_or(|c| c.id() == child.id())
+    {
+        std::thread::yield_now();
+    }
+    runtime.shutdown_graceful();
+
+    let seen = spans.seen.lock().unwrap();
+    let named = |name: &'static str| seen.iter().filter(move |(n, _)| *n == name);
+    let turn = named("turn")
+        .find(|(_, f)| f.get("group").map(String::as_str) == Some("jobs"))
+        .expect("a turn span in the jobs group");
+    assert_eq!(turn.1["process"], job.id().as_u64().to_string());
+    assert!(turn.1["process_type"].ends_with("Job"), "{:?}", turn.1);
+    assert_eq!(turn.1["principal"], "42");
+    let spawn = named("spawn")
+        .find(|(_, f)| f["process"] == job.id().as_u64().to_string())
+        .expect("a spawn span for the job");
+    assert_eq!(spawn.1["group"], "jobs");
+    let decision = named("supervision").next().expect("a supervision span");
+    assert_eq!(decision.1["supervisor"], "sup");
+    assert_eq!(decision.1["child"], child.id().as_u64().to_string());
+    assert_eq!(decision.1["reason"], "failed: crash");
+    assert!(named("shutdown").next().is_some());
+}
