@@ -141,7 +141,9 @@ impl NodeConfig {
     /// peer without the peer acknowledging them (default 8,192; at least 1). When it is used
     /// up, posts to that peer return `Rejected` at once: the receiver or the network is
     /// behind, and the sender sheds instead of queueing without bound. It also bounds the asks
-    /// awaiting an answer from one peer.
+    /// awaiting an answer from one peer. Give every node of a cluster the same window: a
+    /// receiver sizes its way back for bounces by its own window, and bounces that do not fit
+    /// are dead-lettered there ([`DistCounts::bounce_overflow`](crate::DistCounts::bounce_overflow)).
     pub fn window(mut self, window: usize) -> NodeConfig {
         self.window = window.max(1);
         self

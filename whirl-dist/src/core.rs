@@ -206,12 +206,32 @@ impl Core {
         }
     }
 
-    /// Sends a control frame to `peer` (or handles it here, for this node).
-    fn send_control(self: &Arc<Self>, peer: NodeId, frame: Vec<u8>) {
+    /// Sends a control frame to `peer` (or handles it here, for this node); `false` if the
+    /// peer's control lane was full (counted as a control overflow).
+    fn send_control(self: &Arc<Self>, peer: NodeId, frame: Vec<u8>) -> bool {
         if peer == self.id {
             self.on_frame(&frame);
-        } else if let Some(link) = self.link_to(peer) {
-            link.send_control(frame, &self.counts);
+            return true;
+        }
+        let Some(link) = self.link_to(peer) else {
+            return true; // the peer is Down: the frame is moot
+        };
+        let queued = link.send_control(frame);
+        if !queued {
+            bump(&self.counts.control_overflow);
+            tracing::warn!(%peer, "control lane full; a control frame was dropped");
+        }
+        queued
+    }
+
+    /// Sends a refused message back to its sender. If the control lane to the sender is full
+    /// (the sender's credit window is larger than this node's), the message is dead-lettered
+    /// here instead, and counted: it is not delivered, and it is not lost without a trace.
+    fn bounce(self: &Arc<Self>, peer: NodeId, header: &Header, payload: &[u8]) {
+        if !self.send_control(peer, wire::encode_raw(self.id, header, payload)) {
+            self.counts.control_overflow.fetch_sub(1, Relaxed);
+            bump(&self.counts.bounce_overflow);
+            tracing::warn!(%peer, "bounce lane full (is the peer's window larger than this node's?); the message is dead-lettered here");
         }
     }
 
@@ -325,8 +345,13 @@ impl Core {
             SampleKind::Delete => Observation::Gone(node),
         };
         let event = members.membership.observe(observation);
+        let gone = matches!(observation, Observation::Gone(_));
+        if gone {
+            // Before anyone hears of the Down: a post made after it must see the link closed.
+            self.close_link(node);
+        }
         self.publish(members, event);
-        if matches!(observation, Observation::Gone(_)) {
+        if gone {
             self.peer_down(node);
         }
     }
@@ -336,6 +361,7 @@ impl Core {
     fn unusable(&self, node: NodeId, reason: DownReason) {
         let mut members = self.members.lock();
         let event = members.membership.unusable(node, reason);
+        self.close_link(node);
         self.publish(members, event);
         self.peer_down(node);
     }
@@ -370,13 +396,20 @@ impl Core {
         }
     }
 
-    /// `peer` is Down for good: close its link (what it had unacknowledged is in doubt), end
-    /// the asks waiting on it, forget its inbound count.
-    fn peer_down(&self, peer: NodeId) {
+    /// Closes the link to `peer` for good: what it had unacknowledged is in doubt. Runs no
+    /// user code, so it may run under the membership lock (lock order: members, then links).
+    fn close_link(&self, peer: NodeId) {
         if let Some(link) = self.links.write().remove(&peer) {
             let unacknowledged = link.close();
             self.counts.in_doubt.fetch_add(unacknowledged, Relaxed);
         }
+    }
+
+    /// `peer` is Down for good: close its link (if not yet), end the asks waiting on it,
+    /// forget its inbound count and its names, tell the watchers of its processes, fail what
+    /// was linked from it.
+    fn peer_down(&self, peer: NodeId) {
+        self.close_link(peer);
         // A link opened later (a post racing with this) finds the peer quarantined.
         self.fail_asks(|ask| ask.peer == peer);
         self.inbound.lock().remove(&peer);
@@ -792,10 +825,7 @@ impl Core {
                 let delivery = self.deliver(to, tag, frame.payload, principal.as_ref(), None);
                 if let Delivery::Refused(reason) = delivery {
                     let header = Header::Bounce { tag, route, reason };
-                    self.send_control(
-                        frame.from,
-                        wire::encode_raw(self.id, &header, frame.payload),
-                    );
+                    self.bounce(frame.from, &header, frame.payload);
                 }
                 self.taken(frame.from);
             }

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// * delivered into the receiving node's runtime, which counts it from then on as any local
 ///   post ([`delivered`](DistCounts::delivered));
 /// * bounced by the receiving node and given back at the sender
-///   ([`bounced`](DistCounts::bounced) there, [`returned`](DistCounts::returned) here);
+///   ([`bounced`](DistCounts::bounced) there, [`returned`](DistCounts::returned) here), or,
+///   if the way back is full, dead-lettered there ([`bounce_overflow`](DistCounts::bounce_overflow));
 /// * in doubt: sent, never acknowledged, and its node went Down
 ///   ([`in_doubt`](DistCounts::in_doubt)); the sender cannot know whether it was handled.
 ///
@@ -51,7 +52,11 @@ pub struct DistCounts {
     pub from_unknown: u64,
     /// Registry keys that did not parse (a node of another version, or a stranger).
     pub malformed_names: u64,
-    /// Control frames (acknowledgements, bounces, replies) that found their lane full. Always
+    /// Of [`bounced`](DistCounts::bounced), those whose sender's control lane was full (the
+    /// sender's credit window is larger than this node's): dead-lettered here, with a
+    /// warning, instead of going back. 0 when all nodes use the same window.
+    pub bounce_overflow: u64,
+    /// Control frames (replies, watch notices) that found their lane full. Always
     /// 0 unless there is a bug: the lane is sized for the most that can be outstanding.
     pub control_overflow: u64,
 }
@@ -71,6 +76,7 @@ pub(crate) struct Counters {
     pub(crate) foreign_version: AtomicU64,
     pub(crate) from_quarantined: AtomicU64,
     pub(crate) from_unknown: AtomicU64,
+    pub(crate) bounce_overflow: AtomicU64,
     pub(crate) control_overflow: AtomicU64,
 }
 
@@ -94,6 +100,7 @@ impl Counters {
             foreign_version: self.foreign_version.load(Relaxed),
             from_quarantined: self.from_quarantined.load(Relaxed),
             from_unknown: self.from_unknown.load(Relaxed),
+            bounce_overflow: self.bounce_overflow.load(Relaxed),
             control_overflow: self.control_overflow.load(Relaxed),
             malformed_names: 0,
         }

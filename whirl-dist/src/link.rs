@@ -12,10 +12,13 @@
 //!
 //! The **control lane** carries acknowledgements, bounces and replies, ahead of data and at
 //! Zenoh's `InteractiveHigh` priority, so they never queue behind bulk data. Its capacity is
-//! `2 × window + 16`, which bounds what can be outstanding: a bounce is queued before the
-//! acknowledgement that covers its frame, so at most `window` bounces are in the lane; asks
-//! awaiting an answer are limited to `window` per peer, so are replies; acknowledgements are
-//! cumulative, and one that finds the lane full can be dropped (the next one covers it).
+//! `2 × window + 16`, which bounds what can be outstanding when the peer uses the same window:
+//! a bounce is queued before the acknowledgement that covers its frame, so at most the peer's
+//! window of bounces are in the lane; asks awaiting an answer are limited to a window per peer,
+//! so are replies; acknowledgements are cumulative, and one that finds the lane full can be
+//! dropped (the next one covers it). A peer with a larger window can fill the lane: a bounce
+//! that finds it full is dead-lettered on this node and counted
+//! ([`bounce_overflow`](crate::DistCounts::bounce_overflow)), never dropped silently.
 //!
 //! **Down.** When the peer's token is withdrawn the link is closed for good: the credit word
 //! gets its `DOWN` bit, what it counted (frames sent and never acknowledged) becomes
@@ -33,7 +36,7 @@ use parking_lot::Mutex;
 use zenoh::qos::{CongestionControl, Priority};
 use zenoh::{Session, Wait};
 
-use crate::counts::{bump, Counters};
+use crate::counts::Counters;
 use crate::NodeId;
 
 /// Set in the credit word once the peer is Down.
@@ -50,7 +53,6 @@ pub(crate) enum Refusal {
 
 /// The outbound side of one peer.
 pub(crate) struct Link {
-    peer: NodeId,
     window: u64,
     /// Data frames sent and not yet acknowledged, plus the `DOWN` bit.
     credit: AtomicU64,
@@ -92,7 +94,6 @@ impl Link {
             .name(format!("whirl-dist-writer-{:08x}", peer.as_u128() as u32))
             .spawn(move || write_loop(&session, &key, &lanes))?;
         Ok(Link {
-            peer,
             window: window as u64,
             credit: AtomicU64::new(0),
             acked: AtomicU64::new(0),
@@ -139,13 +140,10 @@ impl Link {
         self.data.try_send(frame).map_err(TrySendError::into_inner)
     }
 
-    /// Queues a control frame. A full lane is counted (it cannot happen: see the module docs)
-    /// and the frame dropped; a closed one means the peer is Down and the frame moot.
-    pub(crate) fn send_control(&self, frame: Vec<u8>, counts: &Counters) {
-        if let Err(TrySendError::Full(_)) = self.control.try_send(frame) {
-            bump(&counts.control_overflow);
-            tracing::error!(peer = %self.peer, "control lane full; a control frame was dropped");
-        }
+    /// Queues a control frame; `false` if the lane is full (the caller accounts for what the
+    /// frame carried). A closed lane means the peer is Down and the frame moot.
+    pub(crate) fn send_control(&self, frame: Vec<u8>) -> bool {
+        !matches!(self.control.try_send(frame), Err(TrySendError::Full(_)))
     }
 
     /// Queues an acknowledgement; a full lane drops it (a later one covers it).

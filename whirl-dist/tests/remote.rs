@@ -509,3 +509,74 @@ fn hostile_frames_are_counted_and_harmless() {
 fn postcard_ack() -> Vec<u8> {
     vec![2, 5]
 }
+
+/// A sender with a larger window than its receiver can fill the receiver's way back: bounces
+/// that do not fit are dead-lettered on the receiver and counted, so the sum still holds.
+#[test]
+fn bounces_that_do_not_fit_the_way_back_are_dead_letters_not_losses() {
+    const POSTS: u64 = 20_000;
+    let name = cluster_name("mismatch");
+    let (pa, pb) = (common::free_port(), common::free_port());
+    let a = Node::start(
+        NodeConfig::new(&name)
+            .listen([common::endpoint(pa)])
+            .window(4096),
+    )
+    .expect("a starts");
+    let b = Node::start(
+        NodeConfig::new(&name)
+            .listen([common::endpoint(pb)])
+            .connect([common::endpoint(pa)])
+            .window(8),
+    )
+    .expect("b starts");
+    wait_for("up", || {
+        a.members().contains(&b.id()) && b.members().contains(&a.id())
+    });
+    let runtime = Runtime::builder().threads(1).build();
+    let group = runtime
+        .group("tiny")
+        .threads(1)
+        .predicate(QueueLength::max(1))
+        .build()
+        .expect("group");
+    let mut slow = account();
+    slow.work = Duration::from_micros(200);
+    let pid = export(&b, &runtime.spawn_in(&group, slow));
+    let bounced = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&bounced);
+    let deposits = a.remote::<Deposit>(pid).on_bounce(move |_| {
+        seen.fetch_add(1, Relaxed);
+    });
+    let mut refused = 0;
+    for seq in 0..POSTS {
+        if deposits
+            .post(Deposit {
+                from: 1,
+                seq,
+                cents: 1,
+            })
+            .is_err()
+        {
+            refused += 1;
+        }
+    }
+    wait_for("settled", || {
+        let (ca, cb) = (a.counts(), b.counts());
+        cb.received == ca.sent
+            && bounced.load(Relaxed) + cb.bounce_overflow == cb.bounced
+            && runtime.counts().is_quiescent()
+    });
+    let (ca, cb) = (a.counts(), b.counts());
+    let (handled, _) = a
+        .remote::<Balance>(pid)
+        .call(Balance, DEADLINE)
+        .expect("balance");
+    assert!(cb.bounce_overflow > 0, "the way back overflowed: {cb:?}");
+    assert_eq!(
+        POSTS,
+        refused + ca.returned + handled as u64 + cb.bounce_overflow,
+        "{ca:?} {cb:?}"
+    );
+    runtime.shutdown_graceful();
+}

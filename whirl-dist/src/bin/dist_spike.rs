@@ -1,4 +1,4 @@
-//! The Zenoh spike: measures the two gates whirl-dist must pass before it is built on Zenoh.
+//! The Zenoh spike: measures the gates whirl-dist must pass before it is built on Zenoh.
 //!
 //! * **Gate 1, `kill -9`:** a child node (an OS process) is killed with SIGKILL; the parent
 //!   must see it Down within lease + 1 s, in every trial. Gate 1b does the same with SIGSTOP:
@@ -9,16 +9,38 @@
 //!   sides must see each other Down. Heal: the proxy forwards again; the child's Zenoh session
 //!   reconnects under the same incarnation, and both sides must refuse it
 //!   (`ResurrectionRefused`), never mark it Up again.
+//! * **Gate 3, overload loses nothing:** a sink child runs a whirl runtime with one group of
+//!   one thread behind `QueueLength::max(K)`, and one exported process whose handler spins a
+//!   fixed time per message. The parent posts N messages to it (1,000,000 by default) paced at
+//!   10x the sink's nominal capacity, with a bounce handler. Once everything has settled,
+//!   summed over both nodes, every post must be accounted for:
+//!   `posts = refused at the sender + bounced back + handled + dead-lettered + in doubt`,
+//!   with `lost = 0` and `in doubt = 0`; the sink's runtime must count as rejected exactly
+//!   what its node bounced, and the sink process must have seen each sender's posts in order.
 //!
 //! ```text
 //! dist_spike [--trials N] [--stop-trials N] [--partition-trials N] [--lease-ms MS]
 //!            [--modes drop,blackhole]
+//!            [--overload-posts N] [--work-us US] [--queue-max K] [--overload X]
+//!            [--sink-rate MSGS_PER_S] [--window W]
 //! dist_spike --child --connect tcp/127.0.0.1:PORT --cluster NAME --lease-ms MS   (internal)
+//! dist_spike --child-sink --connect tcp/127.0.0.1:PORT --cluster NAME --lease-ms MS
+//!            --work-us US --queue-max K [--window W]                               (internal)
 //! ```
 //!
+//! A count of 0 skips its gate (`--trials 0 --stop-trials 0 --partition-trials 0` runs gate 3
+//! alone; `--overload-posts 0` skips it). Gate 3's flags: `--overload-posts` (default
+//! 1,000,000), `--work-us` (the sink's work per message, default 10 µs), `--queue-max` (K,
+//! default 1,000), `--overload` (the pacing factor, default 10), `--sink-rate` (the capacity
+//! the pacing assumes, default 1,000,000 / work-us per second), `--window` (both nodes'
+//! credit window, default whirl-dist's). Run it in release for the full million.
+//!
 //! The child prints one line per fact on stdout (`READY <id>`, `EVENT UP|DOWN|REFUSED <id>`,
-//! `BYE`) and shuts down when its stdin closes. Exit code: 0 if every gate passed, 1 if one
-//! failed, 2 on a usage or setup error.
+//! `BYE`) and shuts down when its stdin closes. The sink child prints `READY <node-hex>
+//! <local-id>`, answers each `REPORT` line on its stdin with one `REPORT key=value...` line
+//! (its runtime's and its node's counters, once both are at rest), and shuts down when its
+//! stdin closes. Exit code: 0 if every gate passed, 1 if one failed, 2 on a usage or setup
+//! error.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -30,7 +52,13 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use parking_lot::Mutex;
-use whirl_dist::{MemberState, Node, NodeConfig, NodeEvent, NodeId};
+use serde::{Deserialize, Serialize};
+use whirl::admission::QueueLength;
+use whirl::prelude::{process, Message, Runtime};
+use whirl_dist::{
+    BounceReason, DistCounts, MemberState, Node, NodeConfig, NodeEvent, NodeId, Pid, Remote,
+    RemotePostError, Request,
+};
 
 /// How long to wait for anything that should happen but is not being timed.
 const SETUP_DEADLINE: Duration = Duration::from_secs(20);
@@ -39,7 +67,9 @@ fn main() -> ExitCode {
     // Zenoh's own logs, if RUST_LOG asks for them.
     zenoh::try_init_log_from_env();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = if args.iter().any(|a| a == "--child") {
+    let result = if args.iter().any(|a| a == "--child-sink") {
+        sink_main(&args)
+    } else if args.iter().any(|a| a == "--child") {
         child_main(&args)
     } else {
         parent_main(&args)
@@ -293,6 +323,7 @@ fn parent_main(args: &[String]) -> Result<ExitCode, String> {
             other => Err(format!("unknown partition mode {other:?}")),
         })
         .collect::<Result<_, _>>()?;
+    let overload = Overload::from_args(args)?;
 
     println!(
         "dist_spike: zenoh peer mode on 127.0.0.1, multicast and gossip scouting off, lease {} ms \
@@ -311,6 +342,9 @@ fn parent_main(args: &[String]) -> Result<ExitCode, String> {
         if partition_trials > 0 {
             rows.push(gate2(partition_trials, lease, mode)?);
         }
+    }
+    if overload.posts > 0 {
+        rows.push(gate3(lease, &overload)?);
     }
 
     println!();
@@ -838,4 +872,688 @@ fn partition_trial(
             }
         )),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gate 3: overload loses nothing
+
+/// How long the sink and the parent wait for everything sent to settle after the last post.
+const SETTLE_DEADLINE: Duration = Duration::from_secs(60);
+
+/// How long the parent waits for more bounces once the sink has taken every frame sent.
+const STUCK_AFTER: Duration = Duration::from_secs(3);
+
+/// Posts between two looks at the pacing schedule.
+const PACE_BATCH: u64 = 1_000;
+
+/// Gate 3's settings.
+struct Overload {
+    /// Messages to post (0 skips the gate).
+    posts: u64,
+    /// The sink's work per message (a spin).
+    work: Duration,
+    /// The sink group's `QueueLength` threshold.
+    queue_max: u64,
+    /// How many times the sink's capacity the parent posts at.
+    factor: u64,
+    /// The sink's capacity the pacing assumes, in messages per second.
+    capacity: u64,
+    /// Both nodes' credit window, if not whirl-dist's default.
+    window: Option<usize>,
+}
+
+impl Overload {
+    fn from_args(args: &[String]) -> Result<Overload, String> {
+        let work_us = flag_number(args, "--work-us", 10)?;
+        Ok(Overload {
+            posts: flag_number(args, "--overload-posts", 1_000_000)?,
+            work: Duration::from_micros(work_us),
+            queue_max: flag_number(args, "--queue-max", 1_000)?,
+            factor: flag_number(args, "--overload", 10)?.max(1),
+            capacity: flag_number(args, "--sink-rate", 1_000_000 / work_us.max(1))?.max(1),
+            window: flag_window(args)?,
+        })
+    }
+}
+
+fn flag_window(args: &[String]) -> Result<Option<usize>, String> {
+    flag_value(args, "--window")
+        .map(|text| {
+            text.parse::<usize>()
+                .map_err(|_| format!("--window needs a whole number, got {text:?}"))
+        })
+        .transpose()
+}
+
+/// What gate 3 posts.
+#[derive(Message, Serialize, Deserialize, Debug)]
+struct Load {
+    seq: u64,
+}
+
+impl Remote for Load {
+    const TAG: &'static str = "dist_spike.Load/1";
+}
+
+/// Asks the sink what it counted itself: (handled, out of order, microseconds from the first
+/// message handled to the end of the last).
+#[derive(Message, Serialize, Deserialize, Debug)]
+struct Tally;
+
+impl Remote for Tally {
+    const TAG: &'static str = "dist_spike.Tally/1";
+}
+
+impl Request for Tally {
+    type Reply = (u64, u64, u64);
+}
+
+/// The sink's process: spins `work` per message, counts, and checks the sender's order.
+#[process]
+struct Sink {
+    work: Duration,
+    handled: u64,
+    out_of_order: u64,
+    last_seq: Option<u64>,
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+#[process]
+impl Sink {
+    #[handle]
+    fn load(&mut self, Load { seq }: Load) {
+        let started = Instant::now();
+        self.first.get_or_insert(started);
+        let until = started + self.work;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        if self.last_seq.is_some_and(|last| seq <= last) {
+            self.out_of_order += 1;
+        }
+        self.last_seq = Some(seq);
+        self.handled += 1;
+        self.last = Some(Instant::now());
+    }
+
+    #[handle]
+    fn tally(&mut self, _: Tally) -> (u64, u64, u64) {
+        let busy = match (self.first, self.last) {
+            (Some(first), Some(last)) => {
+                u64::try_from(last.duration_since(first).as_micros()).unwrap_or(u64::MAX)
+            }
+            _ => 0,
+        };
+        (self.handled, self.out_of_order, busy)
+    }
+}
+
+fn sink_main(args: &[String]) -> Result<ExitCode, String> {
+    let connect = flag_value(args, "--connect").ok_or("--child-sink needs --connect")?;
+    let cluster = flag_value(args, "--cluster").ok_or("--child-sink needs --cluster")?;
+    let lease = Duration::from_millis(flag_number(args, "--lease-ms", 1000)?);
+    let work = Duration::from_micros(flag_number(args, "--work-us", 10)?);
+    let queue_max = flag_number(args, "--queue-max", 1_000)?;
+    let runtime = Runtime::builder().threads(1).build();
+    let group = runtime
+        .group("sink")
+        .threads(1)
+        .predicate(QueueLength::max(queue_max))
+        .build()
+        .map_err(|e| format!("sink cannot build its group: {e}"))?;
+    let sink = runtime.spawn_in(
+        &group,
+        Sink {
+            work,
+            handled: 0,
+            out_of_order: 0,
+            last_seq: None,
+            first: None,
+            last: None,
+        },
+    );
+    let mut config = NodeConfig::new(cluster)
+        .listen(Vec::<String>::new())
+        .connect([connect])
+        .lease(lease)
+        .reconnect_max(Duration::from_millis(500));
+    if let Some(window) = flag_window(args)? {
+        config = config.window(window);
+    }
+    let node = Node::start(config).map_err(|e| format!("sink cannot start its node: {e}"))?;
+    let pid = node
+        .export(&sink)
+        .accept::<Load>()
+        .answer::<Tally>()
+        .build()
+        .map_err(|e| format!("sink cannot export its process: {e}"))?;
+    // READY only once the parent is Up here: its mailbox subscriber (declared before its
+    // token) is then known, so the first acknowledgements and bounces have a route.
+    let events = node.events();
+    wait_event(
+        &events,
+        Instant::now() + SETUP_DEADLINE,
+        |e| matches!(e, NodeEvent::Up(_)),
+        |_| {},
+    )
+    .ok_or("the sink never saw the parent Up")?;
+    drop(events);
+    println!("READY {} {}", pid.node(), pid.local());
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim() == "REPORT" {
+            println!("{}", sink_report(&node, &runtime));
+        }
+    }
+    let shutdown = node.shutdown();
+    let _report = runtime.shutdown_timeout(Duration::from_secs(5));
+    println!("BYE");
+    match shutdown {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => Err(format!("sink shutdown: {e}")),
+    }
+}
+
+/// One `REPORT` line: the runtime's and the node's counters, read once they are at rest (the
+/// node's counters unchanged around a reading of the runtime's, the runtime quiescent, every
+/// frame received delivered or bounced), or after 5 s with `settled=0`.
+fn sink_report(node: &Node, runtime: &Runtime) -> String {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let before = node.counts();
+        let rt = runtime.counts();
+        let dist = node.counts();
+        let settled =
+            before == dist && rt.is_quiescent() && dist.received == dist.delivered + dist.bounced;
+        if settled || Instant::now() >= deadline {
+            return format!(
+                "REPORT settled={} posted={} handled={} rejected={} dead_lettered={} queued={} \
+                 received={} delivered={} bounced={} malformed={} from_quarantined={} \
+                 control_overflow={} bounce_overflow={}",
+                u8::from(settled),
+                rt.posted,
+                rt.handled,
+                rt.rejected,
+                rt.dead_lettered,
+                rt.queued(),
+                dist.received,
+                dist.delivered,
+                dist.bounced,
+                dist.malformed,
+                dist.from_quarantined,
+                dist.control_overflow,
+                dist.bounce_overflow
+            );
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// What the sink reported.
+struct SinkReport {
+    settled: bool,
+    posted: u64,
+    handled: u64,
+    rejected: u64,
+    dead_lettered: u64,
+    queued: u64,
+    received: u64,
+    delivered: u64,
+    bounced: u64,
+    malformed: u64,
+    from_quarantined: u64,
+    control_overflow: u64,
+    /// Bounces the sink could not send back (its control lane was full): dead letters there.
+    bounce_overflow: u64,
+}
+
+impl SinkReport {
+    fn parse(line: &str) -> Result<SinkReport, String> {
+        let mut fields = std::collections::HashMap::new();
+        let mut words = line.split_whitespace();
+        if words.next() != Some("REPORT") {
+            return Err(format!("not a report: {line:?}"));
+        }
+        for word in words {
+            let (key, value) = word
+                .split_once('=')
+                .ok_or_else(|| format!("malformed field {word:?} in {line:?}"))?;
+            let value: u64 = value
+                .parse()
+                .map_err(|_| format!("malformed field {word:?} in {line:?}"))?;
+            fields.insert(key, value);
+        }
+        let get = |key: &str| {
+            fields
+                .get(key)
+                .copied()
+                .ok_or_else(|| format!("the sink's report lacks {key}: {line:?}"))
+        };
+        Ok(SinkReport {
+            settled: get("settled")? == 1,
+            posted: get("posted")?,
+            handled: get("handled")?,
+            rejected: get("rejected")?,
+            dead_lettered: get("dead_lettered")?,
+            queued: get("queued")?,
+            received: get("received")?,
+            delivered: get("delivered")?,
+            bounced: get("bounced")?,
+            malformed: get("malformed")?,
+            from_quarantined: get("from_quarantined")?,
+            control_overflow: get("control_overflow")?,
+            bounce_overflow: get("bounce_overflow")?,
+        })
+    }
+}
+
+/// The sink child process: its stdin (a `REPORT` line asks for a report, closing it asks the
+/// child to shut down) and its stdout lines.
+struct SinkProc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl SinkProc {
+    fn spawn(
+        connect: &str,
+        cluster: &str,
+        lease: Duration,
+        overload: &Overload,
+    ) -> Result<SinkProc, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let mut command = Command::new(exe);
+        command
+            .args(["--child-sink", "--connect", connect, "--cluster", cluster])
+            .args(["--lease-ms", &lease.as_millis().to_string()])
+            .args(["--work-us", &overload.work.as_micros().to_string()])
+            .args(["--queue-max", &overload.queue_max.to_string()]);
+        if let Some(window) = overload.window {
+            command.args(["--window", &window.to_string()]);
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot spawn the sink: {e}"))?;
+        let stdout = child.stdout.take().ok_or("the sink has no stdout")?;
+        let stdin = child.stdin.take();
+        let (tx, lines) = crossbeam_channel::unbounded();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(SinkProc {
+            child,
+            stdin,
+            lines,
+        })
+    }
+
+    /// The next line whose first word is `word`; the lines before it are echoed.
+    fn next_line(&self, deadline: Instant, word: &str) -> Result<String, String> {
+        loop {
+            let left = deadline
+                .checked_duration_since(Instant::now())
+                .ok_or_else(|| format!("the sink printed no {word} line in time"))?;
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.split_whitespace().next() == Some(word) => return Ok(line),
+                Ok(line) => eprintln!("  sink said: {line}"),
+                Err(RecvTimeoutError::Timeout) => {
+                    return Err(format!("the sink printed no {word} line in time"))
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(format!("the sink exited before printing a {word} line"))
+                }
+            }
+        }
+    }
+
+    /// The pid of the sink's process, from its `READY` line.
+    fn ready(&self) -> Result<Pid, String> {
+        let line = self.next_line(Instant::now() + SETUP_DEADLINE, "READY")?;
+        match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["READY", node, local] => {
+                let node: NodeId = node
+                    .parse()
+                    .map_err(|e| format!("malformed node id in {line:?}: {e}"))?;
+                let local: u64 = local
+                    .parse()
+                    .map_err(|_| format!("malformed process id in {line:?}"))?;
+                Ok(Pid::new(node, local))
+            }
+            _ => Err(format!("malformed READY line {line:?}")),
+        }
+    }
+
+    fn report(&mut self, deadline: Instant) -> Result<SinkReport, String> {
+        let stdin = self.stdin.as_mut().ok_or("the sink's stdin is closed")?;
+        stdin
+            .write_all(b"REPORT\n")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("cannot ask the sink for a report: {e}"))?;
+        SinkReport::parse(&self.next_line(deadline, "REPORT")?)
+    }
+
+    /// Asks the sink to shut down; kills it if it has not exited within `grace`.
+    fn finish(mut self, grace: Duration) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Bounces that came back to the parent, by reason.
+#[derive(Default)]
+struct Bounces {
+    total: AtomicU64,
+    by_reason: Mutex<std::collections::HashMap<BounceReason, u64>>,
+}
+
+impl Bounces {
+    fn record(&self, reason: BounceReason) {
+        *self.by_reason.lock().entry(reason).or_default() += 1;
+        self.total.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn total(&self) -> u64 {
+        self.total.load(Ordering::SeqCst)
+    }
+
+    /// Bounces for any reason but `Rejected`.
+    fn not_rejected(&self) -> u64 {
+        self.by_reason
+            .lock()
+            .iter()
+            .filter(|(reason, _)| **reason != BounceReason::Rejected)
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+fn rate(count: u64, over: Duration) -> f64 {
+    match over.is_zero() {
+        true => 0.0,
+        false => count as f64 / over.as_secs_f64(),
+    }
+}
+
+fn gate3(lease: Duration, overload: &Overload) -> Result<Row, String> {
+    let name = "gate 3 (overload): nothing lost over both nodes";
+    println!();
+    println!(
+        "== gate 3 (overload): {} posts at {}x the sink's capacity ({} µs of work per message, \
+         QueueLength::max({})) ==",
+        overload.posts,
+        overload.factor,
+        overload.work.as_micros(),
+        overload.queue_max
+    );
+    let cluster = random_cluster()?;
+    let port = free_loopback_port()?;
+    let mut config = NodeConfig::new(&cluster)
+        .listen([format!("tcp/127.0.0.1:{port}")])
+        .lease(lease);
+    if let Some(window) = overload.window {
+        config = config.window(window);
+    }
+    let parent =
+        Node::start(config).map_err(|e| format!("parent cannot start its node: {e:#?}"))?;
+    let events = parent.events();
+    let mut sink = SinkProc::spawn(&format!("tcp/127.0.0.1:{port}"), &cluster, lease, overload)?;
+    let outcome = overload_run(&parent, &events, &mut sink, overload);
+    sink.finish(Duration::from_secs(10));
+    let _ = parent.shutdown();
+    let (passed, figures) = match outcome {
+        Ok(outcome) => outcome,
+        Err(why) => {
+            println!("gate 3 (overload): FAIL  {why}");
+            (false, why)
+        }
+    };
+    Ok(Row {
+        name: name.into(),
+        trials: 1,
+        passed: u64::from(passed),
+        figures,
+    })
+}
+
+/// Posts, lets everything settle, and checks the accounting; returns the verdict and the
+/// figures for the summary.
+fn overload_run(
+    parent: &Node,
+    events: &Receiver<NodeEvent>,
+    sink: &mut SinkProc,
+    overload: &Overload,
+) -> Result<(bool, String), String> {
+    let pid = sink.ready()?;
+    wait_event(
+        events,
+        Instant::now() + SETUP_DEADLINE,
+        |e| *e == NodeEvent::Up(pid.node()),
+        |_| {},
+    )
+    .ok_or("the parent never saw the sink Up")?;
+
+    let bounces = Arc::new(Bounces::default());
+    let seen = Arc::clone(&bounces);
+    let loads = parent
+        .remote::<Load>(pid)
+        .on_bounce(move |u| seen.record(u.reason));
+    let target = overload.capacity.saturating_mul(overload.factor) as f64;
+    let (mut sent, mut rejected, mut terminated, mut other) = (0u64, 0u64, 0u64, 0u64);
+    let started = Instant::now();
+    for seq in 0..overload.posts {
+        if seq % PACE_BATCH == 0 {
+            let due = started + Duration::from_secs_f64(seq as f64 / target);
+            if let Some(ahead) = due.checked_duration_since(Instant::now()) {
+                thread::sleep(ahead);
+            }
+        }
+        match loads.post(Load { seq }) {
+            Ok(()) => sent += 1,
+            Err(RemotePostError::Rejected(_)) => rejected += 1,
+            Err(RemotePostError::Terminated(_)) => terminated += 1,
+            Err(e) => {
+                if other == 0 {
+                    eprintln!("  post {seq} failed: {e:?}");
+                }
+                other += 1;
+            }
+        }
+    }
+    let posting = started.elapsed();
+    let refused = rejected + terminated + other;
+    println!(
+        "  posted {} in {:.3} s ({:.0}/s, target {target:.0}/s): {sent} sent, {refused} refused at \
+         the sender ({rejected} rejected, {terminated} terminated, {other} other)",
+        overload.posts,
+        posting.as_secs_f64(),
+        rate(overload.posts, posting)
+    );
+
+    // Settle: every frame sent was received by the sink and delivered or bounced, every bounce
+    // came back to the handler, and the sink's runtime is quiescent. Gives up at the deadline,
+    // or earlier once the sink has taken everything and no bounce has come back for a while
+    // (a bounce the sink counted but never sent would otherwise keep it waiting to the end).
+    let settle_started = Instant::now();
+    let deadline = settle_started + SETTLE_DEADLINE;
+    let mut last_returned = (u64::MAX, Instant::now());
+    let (report, sender, settled) = loop {
+        let report = sink.report(deadline + Duration::from_secs(10))?;
+        let sender = parent.counts();
+        let sink_done = report.settled && report.received == sender.sent;
+        let settled = sink_done
+            && report.bounced == sender.returned + report.bounce_overflow
+            && sender.returned == bounces.total();
+        if sender.returned != last_returned.0 {
+            last_returned = (sender.returned, Instant::now());
+        }
+        let stuck = sink_done && last_returned.1.elapsed() >= STUCK_AFTER;
+        if settled || stuck || Instant::now() >= deadline {
+            break (report, sender, settled);
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    let settle_time = settle_started.elapsed();
+    let returned = bounces.total();
+    let by_reason = format!("{:?}", bounces.by_reason.lock());
+    // The sink process's own count, asked after the report (so outside the counts above).
+    let tally = parent.remote::<Tally>(pid).call(Tally, SETUP_DEADLINE);
+    drop(loads);
+
+    let accounted = i128::from(refused)
+        + i128::from(returned)
+        + i128::from(report.handled)
+        + i128::from(report.dead_lettered)
+        + i128::from(report.bounce_overflow)
+        + i128::from(sender.in_doubt);
+    let lost = i128::from(overload.posts) - accounted;
+
+    let mut problems = Vec::new();
+    if !settled {
+        problems.push(format!(
+            "not settled after {} ms (sink settled: {}, sink received {} of {} sent, sink \
+             bounced {}, sender returned {}, bounce handler saw {returned})",
+            settle_time.as_millis(),
+            report.settled,
+            report.received,
+            sender.sent,
+            report.bounced,
+            sender.returned
+        ));
+    }
+    if lost != 0 {
+        problems.push(format!("{lost} posts unaccounted for"));
+    }
+    if sender.in_doubt != 0 {
+        problems.push(format!("{} posts in doubt", sender.in_doubt));
+    }
+    if report.rejected != report.bounced {
+        problems.push(format!(
+            "the sink's runtime rejected {} but its node bounced {}",
+            report.rejected, report.bounced
+        ));
+    }
+    if report.posted != report.delivered + report.rejected {
+        problems.push(format!(
+            "the sink's runtime was offered {} but its node delivered {} and the runtime \
+             rejected {}",
+            report.posted, report.delivered, report.rejected
+        ));
+    }
+    if bounces.not_rejected() != 0 {
+        problems.push(format!(
+            "bounces for other reasons than Rejected: {by_reason}"
+        ));
+    }
+    if sender.sent != sent || sender.refused != refused {
+        problems.push(format!(
+            "the sender's counters disagree with its posts: sent {} (posts Ok {sent}), refused {} \
+             (posts Err {refused})",
+            sender.sent, sender.refused
+        ));
+    }
+    if sender.returned_unrouted != 0 {
+        problems.push(format!(
+            "{} bounces found no handler",
+            sender.returned_unrouted
+        ));
+    }
+    if report.control_overflow + report.malformed + report.from_quarantined != 0 {
+        problems.push(format!(
+            "sink: control_overflow {}, malformed {}, from_quarantined {}",
+            report.control_overflow, report.malformed, report.from_quarantined
+        ));
+    }
+    if refused + returned == 0 {
+        problems.push("the sink was never overloaded (nothing refused or bounced)".into());
+    }
+    let handled_rate = match &tally {
+        Ok((handled, out_of_order, busy_us)) => {
+            if *handled != report.handled {
+                problems.push(format!(
+                    "the sink process counted {handled} handled, its runtime {}",
+                    report.handled
+                ));
+            }
+            if *out_of_order != 0 {
+                problems.push(format!("{out_of_order} posts handled out of order"));
+            }
+            rate(*handled, Duration::from_micros(*busy_us))
+        }
+        Err(e) => {
+            problems.push(format!("the sink's tally could not be asked: {e:?}"));
+            0.0
+        }
+    };
+    let offered_rate = rate(overload.posts, posting);
+
+    println!(
+        "  {} {} ms after the last post; sender: {}",
+        if settled { "settled" } else { "gave up" },
+        settle_time.as_millis(),
+        describe_counts(&sender)
+    );
+    println!(
+        "  sink runtime: posted={} handled={} rejected={} dead_lettered={} queued={}; sink node: \
+         received={} delivered={} bounced={}; bounces back at the sender: {by_reason}",
+        report.posted,
+        report.handled,
+        report.rejected,
+        report.dead_lettered,
+        report.queued,
+        report.received,
+        report.delivered,
+        report.bounced
+    );
+    match &tally {
+        Ok((handled, out_of_order, busy_us)) => println!(
+            "  sink process: handled {handled} in {:.3} s of work ({handled_rate:.0}/s), {out_of_order} \
+             out of order; offered/handled rate = {:.1}x, sent/handled = {:.1}x",
+            *busy_us as f64 / 1e6,
+            offered_rate / handled_rate.max(1.0),
+            rate(sent, posting) / handled_rate.max(1.0)
+        ),
+        Err(e) => println!("  sink process: no tally ({e:?})"),
+    }
+    for problem in &problems {
+        println!("  problem: {problem}");
+    }
+    let passed = problems.is_empty();
+    let figures = format!(
+        "posts={} refused_at_sender={refused} bounced={returned} handled={} dead_lettered={} \
+         in_doubt={} lost={lost} offered_rate={offered_rate:.0}/s handled_rate={handled_rate:.0}/s",
+        overload.posts,
+        report.handled,
+        report.dead_lettered + report.bounce_overflow,
+        sender.in_doubt
+    );
+    println!(
+        "gate 3 (overload): {figures} {}",
+        if passed { "PASS" } else { "FAIL" }
+    );
+    Ok((passed, figures))
+}
+
+fn describe_counts(c: &DistCounts) -> String {
+    format!(
+        "sent={} refused={} returned={} returned_unrouted={} in_doubt={} control_overflow={}",
+        c.sent, c.refused, c.returned, c.returned_unrouted, c.in_doubt, c.control_overflow
+    )
 }
