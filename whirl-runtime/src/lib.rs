@@ -75,6 +75,8 @@ pub use process::{
     Addr, Answers, CallError, Ctx, Handles, PostError, Process, Recipient, ReplyTo, SpawnError,
     SpawnRefusal, Watch,
 };
+#[cfg(feature = "metrics")]
+pub use runtime::MetricsExporter;
 pub use runtime::{AbandonedProcess, Runtime, RuntimeBuilder, ShutdownReport};
 
 pub mod scheduler {

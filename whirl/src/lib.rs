@@ -10,6 +10,11 @@
 //!
 //! # Features
 //!
+//! * `metrics`: the statistics recorded through the [`metrics`](https://docs.rs/metrics)
+//!   facade (`Runtime::record_metrics`, or `Runtime::export_metrics` on a thread of its own),
+//!   for Prometheus and other exporters: per group message counters, queue length, threads,
+//!   latency quantiles, per principal handled counts, supervisor restarts, all named
+//!   `whirl_*`. Read from the snapshots, never on the message path. Off by default.
 //! * `net`: non-blocking sockets as processes ([`net`]: an `Acceptor` and `SocketConnection`
 //!   on a poller thread per runtime, mio underneath). Off by default.
 //! * `serde`: `serde::Serialize` for the statistics snapshots ([`control::RuntimeStats`] and

@@ -48,7 +48,10 @@ impl std::error::Error for Wrapped {
 
 #[test]
 fn events_serialize_to_json() {
-    assert_eq!(serde_json::to_value(ExitReason::Normal).unwrap(), json!("Normal"));
+    assert_eq!(
+        serde_json::to_value(ExitReason::Normal).unwrap(),
+        json!("Normal")
+    );
     let failure = Failure::new("out of disk");
     assert_eq!(
         serde_json::to_value(ExitReason::Failed(failure)).unwrap(),

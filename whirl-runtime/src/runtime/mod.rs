@@ -3,16 +3,22 @@
 //!
 //! * `handle.rs`: [`Runtime`] and [`RuntimeBuilder`], a handle on the kernel
 //!   (`group/shared.rs`) plus the default group.
+//! * `metrics.rs`: recording the statistics through the `metrics` facade (feature `metrics`):
+//!   `Runtime::record_metrics`, `Runtime::export_metrics` and its `MetricsExporter`.
 //! * `shutdown.rs`: what a shutdown reports ([`ShutdownReport`], [`AbandonedProcess`]).
 //! * `signal.rs`: shutting down on SIGINT/SIGTERM.
 //!
 //! Layer 9, the top: uses every layer below.
 
 mod handle;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod panics;
 mod shutdown;
 #[cfg(unix)]
 pub(crate) mod signal;
 
+#[cfg(feature = "metrics")]
+pub use self::metrics::MetricsExporter;
 pub use handle::{Runtime, RuntimeBuilder};
 pub use shutdown::{AbandonedProcess, ShutdownReport};

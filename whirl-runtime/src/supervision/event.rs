@@ -1,4 +1,7 @@
-//! Observability: what a supervisor reports, to a user sink and to `tracing`.
+//! Observability: what a supervisor reports, to a user sink and to `tracing`, and (feature
+//! `metrics`) its restarts to the `metrics` facade, as `whirl_supervisor_restarts_total`
+//! labelled with the supervisor's name: counted here, as they happen, because restarts are
+//! rare and no snapshot holds them.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -87,6 +90,16 @@ pub(super) fn emit(sink: Option<&EventSink>, event: SupervisorEvent) {
             reason: ExitReason::Failed(f),
         } => tracing::error!(supervisor = %event.supervisor, failure = %f, "supervisor failed"),
         kind => tracing::debug!(supervisor = %event.supervisor, ?kind, "supervisor"),
+    }
+    // Labelled by supervisor, not by child: a simple-one-for-one supervisor's children are
+    // named by process id, one series each.
+    #[cfg(feature = "metrics")]
+    if let EventKind::ChildRestarted { .. } = event.kind {
+        metrics::counter!(
+            "whirl_supervisor_restarts_total",
+            "supervisor" => Arc::clone(&event.supervisor)
+        )
+        .increment(1);
     }
     if let Some(sink) = sink {
         if catch_unwind(AssertUnwindSafe(|| sink(&event))).is_err() {
