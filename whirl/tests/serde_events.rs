@@ -11,7 +11,7 @@ use whirl::prelude::*;
 use whirl::{DeadLetter, Down};
 
 #[derive(Message)]
-struct Work(u32);
+struct Work;
 
 #[derive(Message)]
 struct Fail;
@@ -70,7 +70,7 @@ fn events_serialize_to_json() {
         let _ = tx.send(down);
     });
     job.post(Fail).unwrap();
-    job.post(Work(1)).unwrap();
+    job.post(Work).unwrap();
     let down: Down = rx.recv().unwrap();
     runtime.block_until_idle();
     let id = job.id().as_u64();
