@@ -2,36 +2,22 @@
 //! around spawn, supervision decisions and shutdown. The cost without a subscriber is measured
 //! by the benchmarks, not here.
 
-use std::collections::HashMap;
-use std::fmt;
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use tracing::field::{Field, Visit};
+use common::capture::{FieldText, Fields};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 use whirl::prelude::*;
 use whirl::supervision::{ChildSpec, Supervisor, SupervisorSpec};
-
-type Fields = HashMap<&'static str, String>;
 
 /// Keeps every span created: its name and fields.
 #[derive(Clone, Default)]
 struct Spans {
     seen: Arc<Mutex<Vec<(&'static str, Fields)>>>,
     next: Arc<AtomicU64>,
-}
-
-struct FieldText<'a>(&'a mut Fields);
-
-impl Visit for FieldText<'_> {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.0.insert(field.name(), format!("{value:?}"));
-    }
 }
 
 impl Subscriber for Spans {

@@ -501,7 +501,8 @@ pub mod capture {
         pub events: Mutex<Vec<Fields>>,
     }
 
-    struct FieldText<'a>(&'a mut Fields);
+    /// Writes an event's or a span's fields into a map, as text.
+    pub struct FieldText<'a>(pub &'a mut Fields);
 
     impl Visit for FieldText<'_> {
         fn record_str(&mut self, field: &Field, value: &str) {
