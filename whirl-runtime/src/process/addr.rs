@@ -61,7 +61,7 @@ impl<P: Process> Addr<P> {
         P: Handles<M>,
         M: Message,
     {
-        self.post_as(msg, P::into_message)
+        self.post_with(msg, None, P::into_message)
     }
 
     /// Posts `msg` on behalf of `principal`: the group's admission predicate weighs it as
@@ -78,17 +78,8 @@ impl<P: Process> Addr<P> {
         self.post_with(msg, Some(principal), P::into_message)
     }
 
-    /// `post`, with `wrap` making the process's message once `msg` is admitted.
-    #[inline]
-    fn post_as<M>(&self, msg: M, wrap: impl FnOnce(M) -> P::Message) -> Result<(), PostError<M>>
-    where
-        P: Handles<M>,
-        M: Message,
-    {
-        self.post_with(msg, None, wrap)
-    }
-
-    /// `post_as`, the predicate seeing `principal` if one is given.
+    /// `post`, with `wrap` making the process's message once `msg` is admitted, and the
+    /// predicate seeing `principal` if one is given (else the process's own).
     #[inline]
     fn post_with<M>(
         &self,
@@ -160,7 +151,7 @@ impl<P: Process> Addr<P> {
             return Err(CallError::WouldBlockWorker(msg));
         }
         let (reply, pending) = reply_channel();
-        self.post_as(msg, |msg| P::into_request(msg, reply))
+        self.post_with(msg, None, |msg| P::into_request(msg, reply))
             .map_err(CallError::Post)?;
         pending.wait(timeout)
     }
@@ -177,11 +168,7 @@ impl<P: Process> Addr<P> {
         M: Message,
         R: Isolated,
     {
-        let (reply, pending) = reply_channel();
-        answer(
-            self.post_as(msg, |msg| P::into_request(msg, reply)),
-            pending,
-        )
+        self.ask_for(msg, None)
     }
 
     /// [`Addr::ask`] on behalf of `principal`: the group's admission predicate weighs the
@@ -196,9 +183,23 @@ impl<P: Process> Addr<P> {
         M: Message,
         R: Isolated,
     {
+        self.ask_for(msg, Some(principal))
+    }
+
+    /// `ask`, the predicate seeing `principal` if one is given.
+    fn ask_for<M, R>(
+        &self,
+        msg: M,
+        principal: Option<&Principal>,
+    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
+    where
+        P: Answers<M, Reply = R>,
+        M: Message,
+        R: Isolated,
+    {
         let (reply, pending) = reply_channel();
         answer(
-            self.post_with(msg, Some(principal), |msg| P::into_request(msg, reply)),
+            self.post_with(msg, principal, |msg| P::into_request(msg, reply)),
             pending,
         )
     }
