@@ -206,30 +206,31 @@ impl Core {
         }
     }
 
-    /// Sends a control frame to `peer` (or handles it here, for this node); `false` if the
-    /// peer's control lane was full (counted as a control overflow).
-    fn send_control(self: &Arc<Self>, peer: NodeId, frame: Vec<u8>) -> bool {
+    /// Queues a control frame for `peer` (or handles it here, for this node); `false` only if
+    /// the peer's control lane is full. A Down peer takes nothing, and the frame is moot.
+    fn queue_control(self: &Arc<Self>, peer: NodeId, frame: Vec<u8>) -> bool {
         if peer == self.id {
             self.on_frame(&frame);
             return true;
         }
-        let Some(link) = self.link_to(peer) else {
-            return true; // the peer is Down: the frame is moot
-        };
-        let queued = link.send_control(frame);
-        if !queued {
+        self.link_to(peer)
+            .is_none_or(|link| link.send_control(frame))
+    }
+
+    /// Sends a control frame (a reply, a watch notice); one that finds the lane full is
+    /// counted and logged (see `link.rs` for why that takes a peer with a larger window).
+    fn send_control(self: &Arc<Self>, peer: NodeId, frame: Vec<u8>) {
+        if !self.queue_control(peer, frame) {
             bump(&self.counts.control_overflow);
             tracing::warn!(%peer, "control lane full; a control frame was dropped");
         }
-        queued
     }
 
     /// Sends a refused message back to its sender. If the control lane to the sender is full
     /// (the sender's credit window is larger than this node's), the message is dead-lettered
     /// here instead, and counted: it is not delivered, and it is not lost without a trace.
     fn bounce(self: &Arc<Self>, peer: NodeId, header: &Header, payload: &[u8]) {
-        if !self.send_control(peer, wire::encode_raw(self.id, header, payload)) {
-            self.counts.control_overflow.fetch_sub(1, Relaxed);
+        if !self.queue_control(peer, wire::encode_raw(self.id, header, payload)) {
             bump(&self.counts.bounce_overflow);
             tracing::warn!(%peer, "bounce lane full (is the peer's window larger than this node's?); the message is dead-lettered here");
         }
@@ -411,7 +412,7 @@ impl Core {
     fn peer_down(&self, peer: NodeId) {
         self.close_link(peer);
         // A link opened later (a post racing with this) finds the peer quarantined.
-        self.fail_asks(|ask| ask.peer == peer);
+        self.end_asks(|ask| ask.peer == peer, || AskEnd::NodeDown);
         self.inbound.lock().remove(&peer);
         self.registry.lock().forget_node(peer);
         let lost = self.watches.lock().lost(peer);
@@ -425,8 +426,9 @@ impl Core {
         }
     }
 
-    fn fail_asks(&self, matching: impl Fn(&PendingAsk) -> bool) {
-        let failed: Vec<PendingAsk> = {
+    /// Ends every pending ask `matching` selects with `end()`, outside the table's lock.
+    fn end_asks(&self, matching: impl Fn(&PendingAsk) -> bool, end: impl Fn() -> AskEnd) {
+        let ended: Vec<PendingAsk> = {
             let mut asks = self.asks.lock();
             let ids: Vec<u64> = asks
                 .iter()
@@ -435,8 +437,8 @@ impl Core {
                 .collect();
             ids.iter().filter_map(|id| asks.remove(id)).collect()
         };
-        for ask in failed {
-            self.end_ask_slot(&ask, AskEnd::NodeDown);
+        for ask in ended {
+            self.end_ask_slot(&ask, end());
         }
     }
 
@@ -1046,10 +1048,13 @@ impl Core {
         }
     }
 
-    fn send_ack(&self, peer: NodeId, received: u64) {
-        if let Some(link) = self.link_to(peer) {
-            link.send_ack(wire::encode_raw(self.id, &Header::Ack { received }, &[]));
-        }
+    /// Acknowledges `received` frames to `peer`; a full lane drops it (a later one covers
+    /// it: acknowledgements are cumulative).
+    fn send_ack(self: &Arc<Self>, peer: NodeId, received: u64) {
+        let _ = self.queue_control(
+            peer,
+            wire::encode_raw(self.id, &Header::Ack { received }, &[]),
+        );
     }
 
     /// A bounce came back for a message posted from here.
@@ -1072,7 +1077,7 @@ impl Core {
     // ----- time -----
 
     /// The ticker's work: flush due acknowledgements, time asks out.
-    fn tick(&self, now: Instant) {
+    fn tick(self: &Arc<Self>, now: Instant) {
         let due: Vec<(NodeId, u64)> = {
             let mut inbound = self.inbound.lock();
             inbound
@@ -1087,18 +1092,7 @@ impl Core {
         for (peer, received) in due {
             self.send_ack(peer, received);
         }
-        let expired: Vec<PendingAsk> = {
-            let mut asks = self.asks.lock();
-            let ids: Vec<u64> = asks
-                .iter()
-                .filter(|(_, ask)| ask.deadline <= now)
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| asks.remove(id)).collect()
-        };
-        for ask in expired {
-            self.end_ask_slot(&ask, AskEnd::Timeout);
-        }
+        self.end_asks(|ask| ask.deadline <= now, || AskEnd::Timeout);
     }
 
     /// Starts the ticker thread; it stops when the core is closed or dropped.
@@ -1124,7 +1118,7 @@ impl Core {
         for link in &links {
             self.counts.in_doubt.fetch_add(link.close(), Relaxed);
         }
-        self.fail_asks(|_| true);
+        self.end_asks(|_| true, || AskEnd::NodeDown);
         for link in &links {
             link.join();
         }

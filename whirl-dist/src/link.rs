@@ -146,11 +146,6 @@ impl Link {
         !matches!(self.control.try_send(frame), Err(TrySendError::Full(_)))
     }
 
-    /// Queues an acknowledgement; a full lane drops it (a later one covers it).
-    pub(crate) fn send_ack(&self, frame: Vec<u8>) {
-        let _ = self.control.try_send(frame);
-    }
-
     /// The peer has taken `received` data frames in total: refill the window. A peer cannot
     /// acknowledge more than was published to it (a confused or hostile one is capped).
     pub(crate) fn on_ack(&self, received: u64) {

@@ -183,14 +183,14 @@ impl Watches {
             .iter()
             .filter_map(|r| self.mine.remove(r).map(|m| (*r, m.pid, m.notify)))
             .collect();
-        let theirs: Vec<(u64, u64)> = self
+        let theirs: Vec<u64> = self
             .by_ref
             .keys()
             .filter(|(n, _)| *n == node)
-            .map(|(_, mref)| (*mref, 0))
+            .map(|(_, mref)| *mref)
             .collect();
         let mut kill = Vec::new();
-        for (mref, _) in theirs {
+        for mref in theirs {
             if let Some((local, true)) = self.remove_theirs(node, mref) {
                 kill.push(local);
             }
