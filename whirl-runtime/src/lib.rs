@@ -63,7 +63,7 @@ pub use isolation::{Reply, SharedClient};
 #[doc(hidden)]
 pub use lifecycle::posted as __posted;
 pub use lifecycle::{
-    DeadLetter, DeadLetterSink, Down, ExitReason, Failure, FailureKind, ProcessId,
+    DeadLetter, DeadLetterRecord, DeadLetterSink, Down, ExitReason, Failure, FailureKind, ProcessId,
 };
 pub use principal::{Principal, PrincipalBuilder};
 #[doc(hidden)]
@@ -77,7 +77,7 @@ pub use process::{
 };
 #[cfg(feature = "metrics")]
 pub use runtime::MetricsExporter;
-pub use runtime::{AbandonedProcess, Runtime, RuntimeBuilder, ShutdownReport};
+pub use runtime::{AbandonedProcess, Runtime, RuntimeBuilder, RuntimeObserver, ShutdownReport};
 
 pub mod scheduler {
     //! Schedulers: the policy that picks which ready process of a group runs next.

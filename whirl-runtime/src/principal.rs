@@ -166,6 +166,8 @@ struct PrincipalInner {
     handled: AtomicU64,
     /// Their total handling time, nanoseconds.
     handling_nanos: AtomicU64,
+    /// Messages sent on its behalf that a group's predicate rejected.
+    rejected: AtomicU64,
 }
 
 /// Builds a [`Principal`]: `Principal::builder(id)`, then the parameters that differ from the
@@ -220,6 +222,7 @@ impl PrincipalBuilder {
                 estimator: self.estimator,
                 handled: AtomicU64::new(0),
                 handling_nanos: AtomicU64::new(0),
+                rejected: AtomicU64::new(0),
             }),
         }
     }
@@ -307,6 +310,18 @@ impl Principal {
     /// Total time spent in handlers for this principal so far.
     pub fn handling_time(&self) -> Duration {
         Duration::from_nanos(self.inner.handling_nanos.load(Relaxed))
+    }
+
+    /// Counts one message sent on this principal's behalf that a group's predicate rejected.
+    pub(crate) fn record_rejected(&self) {
+        self.inner.rejected.fetch_add(1, Relaxed);
+    }
+
+    /// Messages sent on this principal's behalf that a group's predicate rejected so far, in
+    /// every group (those to processes serving it, and those posted on its behalf with
+    /// [`Addr::post_on_behalf`](crate::Addr::post_on_behalf)).
+    pub fn rejected(&self) -> u64 {
+        self.inner.rejected.load(Relaxed)
     }
 
     /// Whether two handles name the same principal.

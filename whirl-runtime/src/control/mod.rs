@@ -23,5 +23,7 @@ pub use controller::{
 pub use counters::MessageCounts;
 pub(crate) use counters::{Counters, Event};
 pub(crate) use sampling::{mean, Entry, Reading};
-pub(crate) use stats::{merge, LocalStats, SlotStats, SAMPLE_EVERY};
-pub use stats::{GroupStats, LatencySummary, PrincipalCounts, RuntimeStats};
+pub(crate) use stats::{merge, LocalStats, Rejections, SlotStats, RECENT_SLOW_TURNS, SAMPLE_EVERY};
+pub use stats::{
+    GroupStats, LatencySummary, PrincipalCounts, RuntimeStats, SlowTurn, MAX_REJECTED_PRINCIPALS,
+};

@@ -21,6 +21,11 @@
 //!   ([`GroupBuilder::slow_turn_threshold`](crate::GroupBuilder::slow_turn_threshold)) is
 //!   counted once, and its worker counts as *blocked* for as long as the turn lasts.
 //!
+//! * Rejections per principal are counted on the post path that failed (one short lock per
+//!   rejected message of a principal, none on the path that succeeds), for the first
+//!   [`MAX_REJECTED_PRINCIPALS`] principals a group rejects; the group's own `rejected` counter
+//!   counts every rejection.
+//!
 //! Each worker buffers what it records and publishes it to its slot's histograms (under a
 //! lock nobody else takes on the message path) every 32 sampled turns, every 50 ms, when it
 //! runs out of work, and after every turn of a principal's process (so per-principal counts
@@ -30,14 +35,20 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
 use super::controller::ControllerState;
 use super::counters::MessageCounts;
+use crate::lifecycle::{DeadLetterRecord, ProcessId};
 use crate::principal::Principal;
+
+/// Principals whose rejections a group counts one by one (see the [module docs](self)).
+pub const MAX_REJECTED_PRINCIPALS: usize = 4096;
+/// Slow turns a group remembers for [`GroupStats::recent_slow_turns`].
+pub(crate) const RECENT_SLOW_TURNS: usize = 32;
 
 /// One turn in this many is timed and has its messages' queue latencies recorded.
 pub(crate) const SAMPLE_EVERY: u32 = 64;
@@ -123,8 +134,67 @@ pub struct PrincipalCounts {
     pub class: u16,
     /// Messages handled for it in this group.
     pub handled: u64,
+    /// Messages for it that this group's predicate rejected (see the [module docs](self)
+    /// for the bound on how many principals are counted).
+    pub rejected: u64,
     /// Time spent in this group's handlers for it.
     pub handling_time: Duration,
+}
+
+impl PrincipalCounts {
+    fn zero(p: &Principal) -> Self {
+        PrincipalCounts {
+            id: p.id(),
+            priority: p.priority(),
+            class: p.class(),
+            handled: 0,
+            rejected: 0,
+            handling_time: Duration::ZERO,
+        }
+    }
+
+    fn add(&mut self, other: &PrincipalCounts) {
+        self.handled += other.handled;
+        self.rejected += other.rejected;
+        self.handling_time += other.handling_time;
+    }
+}
+
+/// A turn the group's watchdog found holding its worker longer than the group's threshold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct SlowTurn {
+    /// The process whose turn it was.
+    pub process: ProcessId,
+    /// The type of the message being handled, when the worker had published it.
+    pub message_type: Option<&'static str>,
+    /// How long the turn had held its worker when the watchdog saw it (at least the
+    /// threshold; the turn may have gone on).
+    pub held: Duration,
+    /// When the watchdog saw it.
+    pub seen_at: SystemTime,
+}
+
+/// Rejections per principal in one group (see the [module docs](self)).
+#[derive(Default)]
+pub(crate) struct Rejections {
+    by_principal: Mutex<HashMap<u64, PrincipalCounts>>,
+}
+
+impl Rejections {
+    /// Counts one message of `principal` rejected.
+    pub(crate) fn record(&self, principal: &Principal) {
+        principal.record_rejected();
+        let mut by = self.by_principal.lock();
+        if let Some(counts) = by.get_mut(&principal.id()) {
+            counts.rejected += 1;
+        } else if by.len() < MAX_REJECTED_PRINCIPALS {
+            let mut counts = PrincipalCounts::zero(principal);
+            counts.rejected = 1;
+            by.insert(principal.id(), counts);
+        }
+    }
 }
 
 /// A snapshot of a group's statistics. See the [module docs](crate::control) for how each
@@ -168,8 +238,10 @@ pub struct GroupStats {
     pub scheduler: String,
     /// The group's controllers and their state.
     pub controllers: Vec<ControllerState>,
-    /// Per-principal counts, busiest first.
+    /// Per-principal counts, busiest (handled plus rejected) first.
     pub principals: Vec<PrincipalCounts>,
+    /// The last slow turns the watchdog found (at most 32), oldest first.
+    pub recent_slow_turns: Vec<SlowTurn>,
 }
 
 /// A snapshot of every group's statistics.
@@ -183,6 +255,9 @@ pub struct RuntimeStats {
     pub live_processes: usize,
     /// Each group, in the order they were built.
     pub groups: Vec<GroupStats>,
+    /// The last dead letters (at most 32), oldest first; every one is counted in
+    /// `counts.dead_lettered` and was given to the runtime's dead-letter sink.
+    pub recent_dead_letters: Vec<DeadLetterRecord>,
 }
 
 /// Statistics a worker has published: merged across workers by readers.
@@ -313,13 +388,10 @@ impl LocalStats {
                 || now.saturating_sub(last) >= PUBLISH_INTERVAL;
         };
         p.record_handled(handled, elapsed);
-        let entry = self.principals.entry(p.id()).or_insert(PrincipalCounts {
-            id: p.id(),
-            priority: p.priority(),
-            class: p.class(),
-            handled: 0,
-            handling_time: Duration::ZERO,
-        });
+        let entry = self
+            .principals
+            .entry(p.id())
+            .or_insert_with(|| PrincipalCounts::zero(p));
         entry.handled += handled;
         entry.handling_time += elapsed;
         // Per-principal counts are published at once (one uncontended lock per turn of a
@@ -349,13 +421,10 @@ impl LocalStats {
                 let _ = p.lock_wait.record(us);
             }
             for (id, counts) in self.principals.drain() {
-                let entry = p.principals.entry(id).or_insert(PrincipalCounts {
-                    handled: 0,
-                    handling_time: Duration::ZERO,
-                    ..counts.clone()
-                });
-                entry.handled += counts.handled;
-                entry.handling_time += counts.handling_time;
+                p.principals
+                    .entry(id)
+                    .and_modify(|entry| entry.add(&counts))
+                    .or_insert(counts);
             }
         }
         let sums = &slot.sums;
@@ -378,25 +447,36 @@ pub(crate) struct Merged {
     pub(crate) principals: Vec<PrincipalCounts>,
 }
 
-pub(crate) fn merge<'a>(slots: impl Iterator<Item = &'a SlotStats>) -> Merged {
+/// Merges the slots' publications and the group's rejections.
+pub(crate) fn merge<'a>(
+    slots: impl Iterator<Item = &'a SlotStats>,
+    rejections: &Rejections,
+) -> Merged {
+    fn fold(principals: &mut HashMap<u64, PrincipalCounts>, counts: &PrincipalCounts) {
+        principals
+            .entry(counts.id)
+            .and_modify(|entry| entry.add(counts))
+            .or_insert_with(|| counts.clone());
+    }
     let mut all = Published::new();
     for slot in slots {
         let p = slot.published.lock();
         let _ = all.queue_latency.add(&p.queue_latency);
         let _ = all.handling.add(&p.handling);
         let _ = all.lock_wait.add(&p.lock_wait);
-        for (id, counts) in &p.principals {
-            let entry = all.principals.entry(*id).or_insert(PrincipalCounts {
-                handled: 0,
-                handling_time: Duration::ZERO,
-                ..counts.clone()
-            });
-            entry.handled += counts.handled;
-            entry.handling_time += counts.handling_time;
+        for counts in p.principals.values() {
+            fold(&mut all.principals, counts);
         }
     }
+    for counts in rejections.by_principal.lock().values() {
+        fold(&mut all.principals, counts);
+    }
     let mut principals: Vec<_> = all.principals.into_values().collect();
-    principals.sort_by(|a, b| b.handled.cmp(&a.handled).then(a.id.cmp(&b.id)));
+    principals.sort_by(|a, b| {
+        (b.handled + b.rejected)
+            .cmp(&(a.handled + a.rejected))
+            .then(a.id.cmp(&b.id))
+    });
     Merged {
         queue_latency: LatencySummary::of(&all.queue_latency),
         handling: LatencySummary::of(&all.handling),
@@ -425,7 +505,10 @@ mod tests {
         local.record_turn(1, Duration::from_micros(50), Some(&session), now);
         local.publish(&b, now);
 
-        let merged = merge([&a, &b].into_iter());
+        let rejections = Rejections::default();
+        rejections.record(&session);
+        rejections.record(&Principal::builder(10).build());
+        let merged = merge([&a, &b].into_iter(), &rejections);
         assert_eq!(merged.queue_latency.samples, 5);
         // Two significant digits: within 1%.
         let near =
@@ -439,8 +522,14 @@ mod tests {
         assert_eq!(merged.handling.samples, 5);
         assert!(near(merged.handling.p50, 100), "{:?}", merged.handling);
         assert_eq!(merged.lock_wait.samples, 1);
-        assert_eq!(merged.principals.len(), 1);
+        assert_eq!(merged.principals.len(), 2);
         assert_eq!(merged.principals[0].handled, 5);
+        assert_eq!(merged.principals[0].rejected, 1);
+        assert_eq!(
+            (merged.principals[1].id, merged.principals[1].rejected),
+            (10, 1)
+        );
+        assert_eq!(session.rejected(), 1);
         assert_eq!(
             merged.principals[0].handling_time,
             Duration::from_micros(450)

@@ -240,6 +240,7 @@ impl GroupBuilder {
             stealers: RwLock::new(Vec::new()),
             idle: Idle::new(),
             counters: Counters::new(),
+            rejections: Default::default(),
             pool: Pool::new(self.threads, self.threads.min()),
             budget: AtomicUsize::new(self.budget),
             lifo_slot: self.lifo_slot,

@@ -11,6 +11,7 @@
 //! keeps request/response pairs on one core. Tasks posted from outside the group go to the
 //! injector. Idle workers steal, then sleep (`idle.rs`).
 
+use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -29,14 +30,20 @@ use super::scheduler::{Ready, Scheduler};
 use super::task::Task;
 use super::watchdog::Watchdog;
 use crate::admission::MessagePredicate;
-use crate::control::{merge, Counters, Entry, Event, GroupStats, MessageCounts, RuntimeStats};
+use crate::control::{
+    merge, Counters, Entry, Event, GroupStats, MessageCounts, Rejections, RuntimeStats,
+};
 #[cfg(feature = "net")]
 use crate::io::Net;
-use crate::lifecycle::{DeadLetter, DeadLetterSink, ProcessId};
+use crate::lifecycle::{DeadLetter, DeadLetterRecord, DeadLetterSink, ProcessId};
+use crate::principal::Principal;
 use crate::time::Timers;
 
 /// Tasks a worker keeps locally before overflowing to the injector.
 pub(crate) const LOCAL_QUEUE_CAP: usize = 256;
+
+/// Dead letters the kernel remembers for `RuntimeStats::recent_dead_letters`.
+const RECENT_DEAD_LETTERS: usize = 32;
 
 /// Default number of messages a process handles per turn before yielding its worker.
 pub const DEFAULT_BUDGET: usize = 64;
@@ -49,6 +56,8 @@ pub(crate) struct GroupShared {
     pub(crate) stealers: RwLock<Vec<Option<Stealer<Task>>>>,
     pub(crate) idle: Idle,
     pub(crate) counters: Counters,
+    /// Rejections per principal (the counters count them all).
+    pub(crate) rejections: Rejections,
     pub(crate) pool: Pool,
     pub(super) budget: AtomicUsize,
     pub(crate) lifo_slot: bool,
@@ -106,9 +115,13 @@ impl GroupShared {
         self.observes
     }
 
-    pub(crate) fn count_rejected(&self) {
+    /// Counts a message the predicate rejected, sent by or for `principal` if any.
+    pub(crate) fn count_rejected(&self, principal: Option<&Principal>) {
         self.counters.add(Event::Posted, 1);
         self.counters.add(Event::Rejected, 1);
+        if let Some(principal) = principal {
+            self.rejections.record(principal);
+        }
     }
 
     pub(crate) fn is_stopped(&self) -> bool {
@@ -193,7 +206,7 @@ impl GroupShared {
     /// A snapshot of the group's statistics.
     pub(crate) fn stats(&self) -> GroupStats {
         let slots: Vec<_> = self.pool.slots.read().clone();
-        let merged = merge(slots.iter().map(|s| &s.stats));
+        let merged = merge(slots.iter().map(|s| &s.stats), &self.rejections);
         let now = now();
         let idle_time = slots.iter().map(|s| s.stats.idle_total(now).0).sum();
         GroupStats {
@@ -223,6 +236,7 @@ impl GroupShared {
                 .map(|c| c.controller().describe())
                 .collect(),
             principals: merged.principals,
+            recent_slow_turns: self.watchdog.recent(),
         }
     }
 }
@@ -247,6 +261,8 @@ pub(crate) struct Kernel {
     /// for the shutdown's report instead of being reported one by one.
     pub(crate) cancelled_by_shutdown: AtomicU64,
     dead_letters: DeadLetterSink,
+    /// The last dead letters, oldest first (`RECENT_DEAD_LETTERS` at most).
+    recent_dead_letters: Mutex<VecDeque<DeadLetterRecord>>,
     pub(crate) registry: Registry,
     pub(crate) timers: Timers,
     pub(crate) names: Names,
@@ -267,6 +283,7 @@ impl Kernel {
             closing: AtomicBool::new(false),
             cancelled_by_shutdown: AtomicU64::new(0),
             dead_letters,
+            recent_dead_letters: Mutex::new(VecDeque::new()),
             registry: Registry::new(),
             timers: Timers::new(),
             names: Names::default(),
@@ -296,6 +313,13 @@ impl Kernel {
     /// Hands a letter to the user's sink. The sink runs on a worker (or a poster's thread):
     /// a panic in it is contained and logged, never allowed to kill the thread.
     pub(crate) fn dead_letter(&self, letter: DeadLetter) {
+        {
+            let mut recent = self.recent_dead_letters.lock();
+            if recent.len() == RECENT_DEAD_LETTERS {
+                recent.pop_front();
+            }
+            recent.push_back(DeadLetterRecord::of(&letter));
+        }
         let sink = &self.dead_letters;
         if catch_unwind(AssertUnwindSafe(|| sink(letter))).is_err() {
             tracing::error!("the dead-letter sink panicked; the letter is dropped");
@@ -339,6 +363,7 @@ impl Kernel {
             counts: groups.iter().map(|g| g.counts).sum(),
             live_processes: self.registry.len(),
             groups,
+            recent_dead_letters: self.recent_dead_letters.lock().iter().cloned().collect(),
         }
     }
 

@@ -13,6 +13,8 @@
 //! * one `tracing` warning per slow turn, with the process, the group, the message type and
 //!   how long the turn had run when noticed (it may run on);
 //! * the watchdog's count of reported turns (`slow_turns`), shown in [`GroupStats`](crate::control::GroupStats);
+//! * the last 32 reported, with their process, message type and how long they had held their
+//!   worker, in [`GroupStats::recent_slow_turns`](crate::control::GroupStats::recent_slow_turns);
 //! * the number of workers in a slow turn now, `blocked_workers`, in the
 //!   [`GroupSample`](crate::control::GroupSample) the concurrency controllers see (so
 //!   [`AdaptiveConcurrency`](crate::control::AdaptiveConcurrency) can give a blocking group a
@@ -53,14 +55,16 @@
 //! without any hand-off between threads. The price is that a concurrency controller whose
 //! `adjust` is slow delays the watchdog; the library's controllers decide in microseconds.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
 use super::pool::Slot;
 use super::probe::Running;
+use crate::control::{SlowTurn, RECENT_SLOW_TURNS};
 use crate::lifecycle::ProcessId;
 
 /// A group's slow-turn threshold unless its builder says otherwise.
@@ -82,6 +86,8 @@ pub(crate) struct Watchdog {
     /// Slow turns reported so far (kept here, not with the message counters, whose layout the
     /// post path depends on).
     reported: AtomicU64,
+    /// The last ones reported, oldest first.
+    recent: Mutex<VecDeque<SlowTurn>>,
 }
 
 #[derive(Default)]
@@ -106,7 +112,13 @@ impl Watchdog {
             memory: Mutex::new(Memory::default()),
             blocked: AtomicUsize::new(0),
             reported: AtomicU64::new(0),
+            recent: Mutex::new(VecDeque::new()),
         }
+    }
+
+    /// The last slow turns reported, oldest first.
+    pub(crate) fn recent(&self) -> Vec<SlowTurn> {
+        self.recent.lock().iter().cloned().collect()
     }
 
     /// The group's threshold.
@@ -156,6 +168,18 @@ impl Watchdog {
                 threshold_ms = millis(threshold),
                 "slow turn: a handler held a worker longer than the group's threshold",
             );
+            {
+                let mut recent = self.recent.lock();
+                if recent.len() == RECENT_SLOW_TURNS {
+                    recent.pop_front();
+                }
+                recent.push_back(SlowTurn {
+                    process: running.process,
+                    message_type: running.message,
+                    held: running.for_how_long,
+                    seen_at: SystemTime::now(),
+                });
+            }
             // After the warning: whoever reads the count finds the warning already given.
             self.reported.fetch_add(1, Relaxed);
         }

@@ -136,6 +136,35 @@ impl fmt::Debug for DeadLetter {
     }
 }
 
+/// What the runtime remembers of a recent dead letter, for
+/// [`RuntimeStats::recent_dead_letters`](crate::control::RuntimeStats::recent_dead_letters)
+/// (the letter itself goes to the sink).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct DeadLetterRecord {
+    /// The process it was queued for.
+    pub to: ProcessId,
+    /// Why that process ended.
+    pub reason: ExitReason,
+    /// The type of the message.
+    pub message_type: &'static str,
+    /// When it was given to the sink.
+    pub at: std::time::SystemTime,
+}
+
+impl DeadLetterRecord {
+    /// The record of `letter`, now.
+    pub(crate) fn of(letter: &DeadLetter) -> Self {
+        DeadLetterRecord {
+            to: letter.to,
+            reason: letter.reason.clone(),
+            message_type: letter.type_name,
+            at: std::time::SystemTime::now(),
+        }
+    }
+}
+
 /// Receives dead letters. Runs on whichever thread terminated the process; keep it short.
 pub type DeadLetterSink = Box<dyn Fn(DeadLetter) + Send + Sync>;
 

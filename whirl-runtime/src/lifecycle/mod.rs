@@ -15,6 +15,6 @@ pub(crate) mod failures;
 mod id;
 
 pub(crate) use dead_letter::default_sink;
-pub use dead_letter::{posted, DeadLetter, DeadLetterSink};
+pub use dead_letter::{posted, DeadLetter, DeadLetterRecord, DeadLetterSink};
 pub use exit::{Down, ExitReason, Failure, FailureKind};
 pub use id::ProcessId;

@@ -101,14 +101,10 @@ impl<P: Process> Addr<P> {
             false => cell.group.admission(),
         };
         if let Some(predicate) = admission {
-            let offer = Offer::new::<M>(
-                cell.id(),
-                principal.or(cell.principal.as_ref()),
-                cost,
-                &cell.group.counters,
-            );
+            let principal = principal.or(cell.principal.as_ref());
+            let offer = Offer::new::<M>(cell.id(), principal, cost, &cell.group.counters);
             if !predicate.admit(&offer) {
-                cell.group.count_rejected();
+                cell.group.count_rejected(principal);
                 return Err(PostError::Rejected(msg));
             }
         }

@@ -115,6 +115,34 @@ pub struct Runtime {
     shut_down: AtomicBool,
 }
 
+/// Reads a runtime's statistics without keeping it alive: [`Runtime::observer`].
+#[derive(Clone)]
+pub struct RuntimeObserver {
+    kernel: std::sync::Weak<Kernel>,
+}
+
+impl RuntimeObserver {
+    /// A snapshot of every group's statistics, or `None` once the runtime is shutting down or
+    /// gone.
+    pub fn stats(&self) -> Option<RuntimeStats> {
+        let kernel = self.kernel.upgrade()?;
+        (!kernel.is_closing()).then(|| kernel.stats())
+    }
+
+    /// Whether the runtime still runs (not shutting down, not dropped).
+    pub fn is_running(&self) -> bool {
+        self.kernel.upgrade().is_some_and(|k| !k.is_closing())
+    }
+}
+
+impl std::fmt::Debug for RuntimeObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeObserver")
+            .field("running", &self.is_running())
+            .finish()
+    }
+}
+
 impl Default for Runtime {
     fn default() -> Self {
         Runtime::new()
@@ -229,6 +257,14 @@ impl Runtime {
     /// A snapshot of every group's statistics (see [`Group::stats`]).
     pub fn stats(&self) -> RuntimeStats {
         self.kernel.stats()
+    }
+
+    /// A handle that reads this runtime's statistics from any thread, later, without keeping
+    /// the runtime alive (for observers that outlive a borrow: a console, an exporter).
+    pub fn observer(&self) -> RuntimeObserver {
+        RuntimeObserver {
+            kernel: Arc::downgrade(&self.kernel),
+        }
     }
 
     /// The tokio runtime this runtime owns for async handlers (feature `tokio`), started on

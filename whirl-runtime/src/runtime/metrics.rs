@@ -37,6 +37,7 @@
 //! | `whirl_group_handling_seconds` | gauge | `group`, `quantile` | handler time per message, quantiles as above |
 //! | `whirl_group_handling_seconds_count` | counter | `group` | measurements behind those quantiles |
 //! | `whirl_principal_handled_total` | counter | `group`, `principal` | messages handled for the principal in the group |
+//! | `whirl_principal_rejected_total` | counter | `group`, `principal` | messages for the principal the group's predicate rejected (the first 4,096 principals a group rejects) |
 //! | `whirl_supervisor_restarts_total` | counter | `supervisor` | children restarted by the supervisor's strategy (counted as they happen) |
 //!
 //! Latencies are what the snapshots hold: quantiles of sampled measurements since the group
@@ -46,7 +47,7 @@
 //!
 //! Not recorded: a controller's state in words ([`ControllerState`](crate::control::ControllerState)
 //! has no numeric fields; what controllers move — threads, budget, admission — is recorded
-//! above), and rejections per principal (the snapshots do not count them). A group's series
+//! above). A group's series
 //! are keyed by its name: two groups, or two runtimes in one program, with the same name
 //! record over each other. A principal is one series per group it was served in: fine for
 //! tenants or classes of client, too many for a principal per session.
@@ -115,7 +116,7 @@ impl Runtime {
     /// | `whirl_group_controller` (1 per concurrency controller) | gauge | `group`, `controller` |
     /// | `whirl_group_queue_wait_seconds`, `whirl_group_handling_seconds` | gauge | `group`, `quantile` (`0.5`, `0.9`, `0.99`, `1`) |
     /// | `whirl_group_queue_wait_seconds_count`, `whirl_group_handling_seconds_count` | counter | `group` |
-    /// | `whirl_principal_handled_total` | counter | `group`, `principal` |
+    /// | `whirl_principal_handled_total`, `whirl_principal_rejected_total` | counter | `group`, `principal` |
     /// | `whirl_supervisor_restarts_total` (counted as restarts happen) | counter | `supervisor` |
     ///
     /// Latencies are quantiles of sampled measurements since the group was built (see
@@ -154,6 +155,16 @@ impl Runtime {
             stop: Some(stop),
             thread: Some(thread),
         })
+    }
+}
+
+impl RuntimeStats {
+    /// Records this snapshot through the [`metrics`] facade (feature `metrics`), as
+    /// [`Runtime::record_metrics`] does with a fresh one: for a program that already took a
+    /// snapshot, or that records into a recorder of its own with
+    /// [`metrics::with_local_recorder`].
+    pub fn record_metrics(&self) {
+        record(self);
     }
 }
 
@@ -276,11 +287,9 @@ fn record_group(g: &GroupStats) {
         &g.handling_time,
     );
     for p in &g.principals {
-        counter!(
-            "whirl_principal_handled_total",
-            with("principal", p.id.to_string())
-        )
-        .absolute(p.handled);
+        let labels = with("principal", p.id.to_string());
+        counter!("whirl_principal_handled_total", labels.iter()).absolute(p.handled);
+        counter!("whirl_principal_rejected_total", labels.iter()).absolute(p.rejected);
     }
 }
 
@@ -349,6 +358,10 @@ fn describe() {
         (
             "whirl_principal_handled_total",
             "Messages handled for the principal in the group.",
+        ),
+        (
+            "whirl_principal_rejected_total",
+            "Messages for the principal the group's predicate rejected.",
         ),
     ] {
         describe_counter!(name, what);

@@ -20,5 +20,5 @@ pub(crate) mod signal;
 
 #[cfg(feature = "metrics")]
 pub use self::metrics::MetricsExporter;
-pub use handle::{Runtime, RuntimeBuilder};
+pub use handle::{Runtime, RuntimeBuilder, RuntimeObserver};
 pub use shutdown::{AbandonedProcess, ShutdownReport};

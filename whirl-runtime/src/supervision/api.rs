@@ -84,6 +84,17 @@ impl<A: 'static> Addr<Supervisor<A>> {
             .map_err(unavailable)
     }
 
+    /// Like [`which_children`](Self::which_children), giving up after `timeout`
+    /// ([`SupervisorError::Unavailable`]): for observers that must not hang on a busy
+    /// supervisor (a console walking the tree).
+    pub fn which_children_timeout(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<ChildInfo>, SupervisorError> {
+        self.call_with_timeout(SupervisorMsg::which_children, timeout)
+            .map_err(unavailable)
+    }
+
     /// One child, by id (or by process id); with [`ChildInfo::addr`] its typed address.
     pub fn which_child(&self, child: impl Into<ChildRef>) -> Result<ChildInfo, SupervisorError> {
         flatten(self.call_with(|reply| SupervisorMsg::which_child(child, reply)))

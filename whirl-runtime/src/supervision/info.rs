@@ -1,10 +1,16 @@
-//! What a supervisor reports about its children: [`ChildInfo`] and [`ChildCounts`].
+//! What a supervisor reports about its children: [`ChildInfo`] and [`ChildCounts`], and the
+//! type-erased address a `ChildInfo` carries.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::lifecycle::ProcessId;
 use crate::process::{Addr, Process};
 
+use super::error::SupervisorError;
 use super::kinds::{ChildKind, Restart};
-use super::start::AnyAddr;
 
 /// A child as [`Addr::which_children`](crate::Addr::which_children) reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +42,16 @@ impl ChildInfo {
     pub fn addr<P: Process>(&self) -> Option<Addr<P>> {
         self.addr.as_ref()?.downcast()
     }
+
+    /// For a running child supervisor, its children (asked with
+    /// [`which_children_timeout`](crate::Addr::which_children_timeout), whatever the child's
+    /// template type); `None` for a worker or a stopped child. Walks a supervision tree.
+    pub fn which_children_timeout(
+        &self,
+        timeout: Duration,
+    ) -> Option<Result<Vec<ChildInfo>, SupervisorError>> {
+        self.addr.as_ref()?.which_children(timeout)
+    }
 }
 
 /// Child counts, as [`Addr::count_children`](crate::Addr::count_children) reports them
@@ -64,3 +80,62 @@ unsafe impl crate::isolation::Isolated for ChildInfo {}
 // SAFETY: plain counters. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl crate::isolation::Isolated for ChildCounts {}
+
+/// Asks a supervisor, whatever its template type, for its children, waiting at most the
+/// duration given.
+pub(super) type WhichChildren =
+    Arc<dyn Fn(Duration) -> Result<Vec<ChildInfo>, SupervisorError> + Send + Sync>;
+
+/// A running child's typed address, type-erased; compared and shown by process id.
+#[derive(Clone)]
+pub(super) struct AnyAddr {
+    id: ProcessId,
+    addr: Arc<dyn Any + Send + Sync>,
+    /// For a child supervisor: how to list its children without knowing its type.
+    children: Option<WhichChildren>,
+}
+
+impl AnyAddr {
+    pub(super) fn new<P: Process>(addr: &Addr<P>) -> Self {
+        AnyAddr {
+            id: addr.id(),
+            addr: Arc::new(addr.clone()),
+            children: None,
+        }
+    }
+
+    /// The address of a child supervisor, which `children` lists.
+    pub(super) fn supervisor<P: Process>(addr: &Addr<P>, children: WhichChildren) -> Self {
+        AnyAddr {
+            children: Some(children),
+            ..AnyAddr::new(addr)
+        }
+    }
+
+    /// A child supervisor's children, waiting at most `timeout`; `None` for a worker.
+    pub(super) fn which_children(
+        &self,
+        timeout: Duration,
+    ) -> Option<Result<Vec<ChildInfo>, SupervisorError>> {
+        self.children.as_ref().map(|ask| ask(timeout))
+    }
+
+    /// The address, if it is an `Addr<P>`.
+    pub(super) fn downcast<P: Process>(&self) -> Option<Addr<P>> {
+        self.addr.downcast_ref::<Addr<P>>().cloned()
+    }
+}
+
+impl PartialEq for AnyAddr {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for AnyAddr {}
+
+impl fmt::Debug for AnyAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Addr({})", self.id)
+    }
+}

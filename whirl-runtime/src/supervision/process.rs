@@ -18,6 +18,7 @@ use crate::time::{Clock, SystemClock};
 
 use super::error::SupervisorError;
 use super::event::{emit, EventKind, EventSink, SupervisorEvent};
+use super::info::AnyAddr;
 use super::intensity::Intensity;
 use super::kinds::ChildRef;
 use super::kinds::{AutoShutdown, Restart, Strategy};
@@ -26,7 +27,7 @@ use super::spec::{
     ChildSpec, ChildTemplate, Nested, NoTemplate, Start, SupervisorSpec, CLOCK_SHARED,
     EVENTS_SHARED,
 };
-use super::start::{AnyAddr, RunningChild, StartCx, StartError};
+use super::start::{RunningChild, StartCx, StartError};
 use super::stop_op::{StopOp, Then};
 
 /// A supervisor (OTP's `supervisor` behaviour): a system process that starts children from
@@ -385,7 +386,11 @@ impl<A: 'static> RunningChild for SupervisedSupervisor<A> {
     }
 
     fn addr(&self) -> AnyAddr {
-        AnyAddr::new(&self.0)
+        let asked = self.0.clone();
+        AnyAddr::supervisor(
+            &self.0,
+            Arc::new(move |timeout| asked.which_children_timeout(timeout)),
+        )
     }
 
     fn shutdown(&self) {

@@ -2,7 +2,6 @@
 //! id, its address, how to ask it to stop), and how a child spec's start function spawns,
 //! monitors and names it ([`StartCx`]).
 
-use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Weak};
 
@@ -16,6 +15,7 @@ use crate::process::{OnStarted, Watcher};
 use crate::time::Clock;
 
 use super::event::EventSink;
+use super::info::AnyAddr;
 
 /// One live incarnation of a child.
 pub(super) trait RunningChild: Send {
@@ -129,40 +129,5 @@ impl StartCx<'_> {
             }
         }
         Ok(addr)
-    }
-}
-
-/// A running child's typed address, type-erased; compared and shown by process id.
-#[derive(Clone)]
-pub(super) struct AnyAddr {
-    id: ProcessId,
-    addr: Arc<dyn Any + Send + Sync>,
-}
-
-impl AnyAddr {
-    pub(super) fn new<P: Process>(addr: &Addr<P>) -> Self {
-        AnyAddr {
-            id: addr.id(),
-            addr: Arc::new(addr.clone()),
-        }
-    }
-
-    /// The address, if it is an `Addr<P>`.
-    pub(super) fn downcast<P: Process>(&self) -> Option<Addr<P>> {
-        self.addr.downcast_ref::<Addr<P>>().cloned()
-    }
-}
-
-impl PartialEq for AnyAddr {
-    fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
-    }
-}
-
-impl Eq for AnyAddr {}
-
-impl fmt::Debug for AnyAddr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Addr({})", self.id)
     }
 }
