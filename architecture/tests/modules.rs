@@ -66,6 +66,12 @@ fn distribution_has_no_import_cycles() {
 }
 
 #[test]
+fn http_and_the_benchmark_recorder_have_no_import_cycles() {
+    assert_acyclic("whirl-http");
+    assert_acyclic("whirl-bench");
+}
+
+#[test]
 fn the_runtime_imports_point_down_the_layers_of_architecture_md() {
     let text = std::fs::read_to_string(workspace().join("ARCHITECTURE.md"))
         .expect("ARCHITECTURE.md at the workspace root");
@@ -81,12 +87,18 @@ fn the_runtime_imports_point_down_the_layers_of_architecture_md() {
 
 #[test]
 fn every_runtime_and_distribution_module_teaches_its_job() {
-    let undocumented: Vec<String> = ["whirl-runtime", "whirl-dist"]
-        .into_iter()
-        .flat_map(|krate| read(krate).modules)
-        .filter(|m| !m.has_doc)
-        .map(|m| format!("{} ({})", m.name(), m.file.display()))
-        .collect();
+    let undocumented: Vec<String> = [
+        "whirl-runtime",
+        "whirl-dist",
+        "whirl-http",
+        "whirl-bench",
+        "whirl",
+    ]
+    .into_iter()
+    .flat_map(|krate| read(krate).modules)
+    .filter(|m| !m.has_doc)
+    .map(|m| format!("{} ({})", m.name(), m.file.display()))
+    .collect();
     assert!(
         undocumented.is_empty(),
         "modules without a `//!` doc:\n{}",

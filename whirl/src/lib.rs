@@ -646,6 +646,10 @@ extern crate self as whirl;
 pub use whirl_macros::{allow_shared, handle, process, started, terminated, Isolated, Message};
 pub use whirl_runtime::*;
 
+#[cfg(feature = "console")]
+#[cfg_attr(docsrs, doc(cfg(feature = "console")))]
+pub mod console;
+
 /// What `#[process]` on a state type declares about the process, and the proof that its state
 /// was checked for isolation.
 ///

@@ -45,7 +45,8 @@ use super::counters::MessageCounts;
 use crate::lifecycle::{DeadLetterRecord, ProcessId};
 use crate::principal::Principal;
 
-/// Principals whose rejections a group counts one by one (see the [module docs](self)).
+/// Principals whose rejections a group counts one by one: the first this many it rejects (the
+/// group's `rejected` counter counts every rejection).
 pub const MAX_REJECTED_PRINCIPALS: usize = 4096;
 /// Slow turns a group remembers for [`GroupStats::recent_slow_turns`].
 pub(crate) const RECENT_SLOW_TURNS: usize = 32;
@@ -134,8 +135,8 @@ pub struct PrincipalCounts {
     pub class: u16,
     /// Messages handled for it in this group.
     pub handled: u64,
-    /// Messages for it that this group's predicate rejected (see the [module docs](self)
-    /// for the bound on how many principals are counted).
+    /// Messages for it that this group's predicate rejected (counted for the first
+    /// [`MAX_REJECTED_PRINCIPALS`] principals the group rejects).
     pub rejected: u64,
     /// Time spent in this group's handlers for it.
     pub handling_time: Duration,
@@ -213,6 +214,11 @@ pub struct GroupStats {
     pub queue_latency: LatencySummary,
     /// Time handlers took per message.
     pub handling_time: LatencySummary,
+    /// Queue latency over the last one to two seconds (what a live chart wants: the figures
+    /// above cover the group's whole life).
+    pub recent_queue_latency: LatencySummary,
+    /// Handling time over the last one to two seconds.
+    pub recent_handling_time: LatencySummary,
     /// Total time the group's workers have spent waiting for work.
     pub idle_time: Duration,
     /// Lock waits reported by handlers ([`Ctx::lock_timed`](crate::Ctx::lock_timed)).
@@ -260,12 +266,42 @@ pub struct RuntimeStats {
     pub recent_dead_letters: Vec<DeadLetterRecord>,
 }
 
+/// How long a window of recent latencies lasts: the `recent_*` figures cover the window in
+/// progress and, for its first `RECENT_WINDOW`, the one before it.
+pub(crate) const RECENT_WINDOW: Duration = Duration::from_secs(1);
+
+/// Latencies published since `since` (time since the group's epoch).
+struct Window {
+    since: Duration,
+    queue_latency: Histogram<u64>,
+    handling: Histogram<u64>,
+}
+
+impl Window {
+    fn new() -> Self {
+        Window {
+            since: Duration::ZERO,
+            queue_latency: new_histogram(),
+            handling: new_histogram(),
+        }
+    }
+
+    fn reset(&mut self, since: Duration) {
+        self.since = since;
+        self.queue_latency.reset();
+        self.handling.reset();
+    }
+}
+
 /// Statistics a worker has published: merged across workers by readers.
 pub(crate) struct Published {
     pub(crate) queue_latency: Histogram<u64>,
     pub(crate) handling: Histogram<u64>,
     pub(crate) lock_wait: Histogram<u64>,
     pub(crate) principals: HashMap<u64, PrincipalCounts>,
+    /// Recent latencies: the window in progress and the one before it.
+    current: Window,
+    previous: Window,
 }
 
 impl Published {
@@ -275,6 +311,24 @@ impl Published {
             handling: new_histogram(),
             lock_wait: new_histogram(),
             principals: HashMap::new(),
+            current: Window::new(),
+            previous: Window::new(),
+        }
+    }
+
+    /// Starts a new window if the current one is `RECENT_WINDOW` old at `now`.
+    fn rotate(&mut self, now: Duration) {
+        let age = now.saturating_sub(self.current.since);
+        if age < RECENT_WINDOW {
+            return;
+        }
+        if age < 2 * RECENT_WINDOW {
+            std::mem::swap(&mut self.current, &mut self.previous);
+            self.current.reset(now);
+        } else {
+            // Nothing was published for a whole window: both are stale.
+            self.previous.reset(now);
+            self.current.reset(now);
         }
     }
 }
@@ -411,11 +465,15 @@ impl LocalStats {
         let (queued, locks) = (self.queue_latency.len(), self.lock_wait.len());
         {
             let mut p = slot.published.lock();
+            p.rotate(now);
+            let p = &mut *p;
             for us in self.queue_latency.drain(..) {
                 let _ = p.queue_latency.record(us);
+                let _ = p.current.queue_latency.record(us);
             }
             for (us, n) in self.handling.drain(..) {
                 let _ = p.handling.record_n(us, n);
+                let _ = p.current.handling.record_n(us, n);
             }
             for us in self.lock_wait.drain(..) {
                 let _ = p.lock_wait.record(us);
@@ -443,14 +501,18 @@ impl LocalStats {
 pub(crate) struct Merged {
     pub(crate) queue_latency: LatencySummary,
     pub(crate) handling: LatencySummary,
+    pub(crate) recent_queue_latency: LatencySummary,
+    pub(crate) recent_handling: LatencySummary,
     pub(crate) lock_wait: LatencySummary,
     pub(crate) principals: Vec<PrincipalCounts>,
 }
 
-/// Merges the slots' publications and the group's rejections.
+/// Merges the slots' publications and the group's rejections, as of `now` (time since the
+/// group's epoch: it decides which windows of recent latencies are still recent).
 pub(crate) fn merge<'a>(
     slots: impl Iterator<Item = &'a SlotStats>,
     rejections: &Rejections,
+    now: Duration,
 ) -> Merged {
     fn fold(principals: &mut HashMap<u64, PrincipalCounts>, counts: &PrincipalCounts) {
         principals
@@ -459,11 +521,22 @@ pub(crate) fn merge<'a>(
             .or_insert_with(|| counts.clone());
     }
     let mut all = Published::new();
+    let mut recent = Window::new();
     for slot in slots {
         let p = slot.published.lock();
         let _ = all.queue_latency.add(&p.queue_latency);
         let _ = all.handling.add(&p.handling);
         let _ = all.lock_wait.add(&p.lock_wait);
+        let age = now.saturating_sub(p.current.since);
+        let windows = match age {
+            _ if age < RECENT_WINDOW => [Some(&p.current), Some(&p.previous)],
+            _ if age < 2 * RECENT_WINDOW => [Some(&p.current), None],
+            _ => [None, None],
+        };
+        for w in windows.into_iter().flatten() {
+            let _ = recent.queue_latency.add(&w.queue_latency);
+            let _ = recent.handling.add(&w.handling);
+        }
         for counts in p.principals.values() {
             fold(&mut all.principals, counts);
         }
@@ -480,6 +553,8 @@ pub(crate) fn merge<'a>(
     Merged {
         queue_latency: LatencySummary::of(&all.queue_latency),
         handling: LatencySummary::of(&all.handling),
+        recent_queue_latency: LatencySummary::of(&recent.queue_latency),
+        recent_handling: LatencySummary::of(&recent.handling),
         lock_wait: LatencySummary::of(&all.lock_wait),
         principals,
     }
@@ -508,7 +583,17 @@ mod tests {
         let rejections = Rejections::default();
         rejections.record(&session);
         rejections.record(&Principal::builder(10).build());
-        let merged = merge([&a, &b].into_iter(), &rejections);
+        let merged = merge([&a, &b].into_iter(), &rejections, now);
+        assert_eq!(
+            merged.recent_queue_latency.samples, 5,
+            "published within the window"
+        );
+        let later = merge([&a, &b].into_iter(), &rejections, now + 3 * RECENT_WINDOW);
+        assert_eq!(
+            later.recent_queue_latency.samples, 0,
+            "stale windows are left out"
+        );
+        assert_eq!(later.queue_latency.samples, 5);
         assert_eq!(merged.queue_latency.samples, 5);
         // Two significant digits: within 1%.
         let near =

@@ -206,8 +206,8 @@ impl GroupShared {
     /// A snapshot of the group's statistics.
     pub(crate) fn stats(&self) -> GroupStats {
         let slots: Vec<_> = self.pool.slots.read().clone();
-        let merged = merge(slots.iter().map(|s| &s.stats), &self.rejections);
         let now = now();
+        let merged = merge(slots.iter().map(|s| &s.stats), &self.rejections, now);
         let idle_time = slots.iter().map(|s| s.stats.idle_total(now).0).sum();
         GroupStats {
             name: self.name.clone(),
@@ -215,6 +215,8 @@ impl GroupShared {
             queue_length: self.counters.queued_estimate(),
             queue_latency: merged.queue_latency,
             handling_time: merged.handling,
+            recent_queue_latency: merged.recent_queue_latency,
+            recent_handling_time: merged.recent_handling,
             idle_time,
             lock_latency: merged.lock_wait,
             slow_turns: self.watchdog.reported(),

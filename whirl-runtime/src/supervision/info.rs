@@ -4,12 +4,10 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::lifecycle::ProcessId;
 use crate::process::{Addr, Process};
 
-use super::error::SupervisorError;
 use super::kinds::{ChildKind, Restart};
 
 /// A child as [`Addr::which_children`](crate::Addr::which_children) reports it.
@@ -42,16 +40,6 @@ impl ChildInfo {
     pub fn addr<P: Process>(&self) -> Option<Addr<P>> {
         self.addr.as_ref()?.downcast()
     }
-
-    /// For a running child supervisor, its children (asked with
-    /// [`which_children_timeout`](crate::Addr::which_children_timeout), whatever the child's
-    /// template type); `None` for a worker or a stopped child. Walks a supervision tree.
-    pub fn which_children_timeout(
-        &self,
-        timeout: Duration,
-    ) -> Option<Result<Vec<ChildInfo>, SupervisorError>> {
-        self.addr.as_ref()?.which_children(timeout)
-    }
 }
 
 /// Child counts, as [`Addr::count_children`](crate::Addr::count_children) reports them
@@ -81,18 +69,15 @@ unsafe impl crate::isolation::Isolated for ChildInfo {}
 #[diagnostic::do_not_recommend]
 unsafe impl crate::isolation::Isolated for ChildCounts {}
 
-/// Asks a supervisor, whatever its template type, for its children, waiting at most the
-/// duration given.
-pub(super) type WhichChildren =
-    Arc<dyn Fn(Duration) -> Result<Vec<ChildInfo>, SupervisorError> + Send + Sync>;
-
 /// A running child's typed address, type-erased; compared and shown by process id.
 #[derive(Clone)]
 pub(super) struct AnyAddr {
     id: ProcessId,
     addr: Arc<dyn Any + Send + Sync>,
-    /// For a child supervisor: how to list its children without knowing its type.
-    children: Option<WhichChildren>,
+    /// For a child supervisor: how to list its children without knowing its type (a
+    /// `listing::WhichChildren`, erased so that this module need not name the error type,
+    /// which names specs, which start children, which carry this type).
+    children: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl AnyAddr {
@@ -105,19 +90,19 @@ impl AnyAddr {
     }
 
     /// The address of a child supervisor, which `children` lists.
-    pub(super) fn supervisor<P: Process>(addr: &Addr<P>, children: WhichChildren) -> Self {
+    pub(super) fn supervisor<P: Process>(
+        addr: &Addr<P>,
+        children: Arc<dyn Any + Send + Sync>,
+    ) -> Self {
         AnyAddr {
             children: Some(children),
             ..AnyAddr::new(addr)
         }
     }
 
-    /// A child supervisor's children, waiting at most `timeout`; `None` for a worker.
-    pub(super) fn which_children(
-        &self,
-        timeout: Duration,
-    ) -> Option<Result<Vec<ChildInfo>, SupervisorError>> {
-        self.children.as_ref().map(|ask| ask(timeout))
+    /// How to list a child supervisor's children; `None` for a worker.
+    pub(super) fn children(&self) -> Option<&(dyn Any + Send + Sync)> {
+        self.children.as_deref()
     }
 
     /// The address, if it is an `Addr<P>`.

@@ -129,6 +129,7 @@ mod event;
 mod info;
 mod intensity;
 mod kinds;
+mod listing;
 mod message;
 mod process;
 mod requests;

@@ -22,6 +22,7 @@ use super::info::AnyAddr;
 use super::intensity::Intensity;
 use super::kinds::ChildRef;
 use super::kinds::{AutoShutdown, Restart, Strategy};
+use super::listing;
 use super::message::{Msg, Reply, SupervisorMsg};
 use super::spec::{
     ChildSpec, ChildTemplate, Nested, NoTemplate, Start, SupervisorSpec, CLOCK_SHARED,
@@ -389,7 +390,9 @@ impl<A: 'static> RunningChild for SupervisedSupervisor<A> {
         let asked = self.0.clone();
         AnyAddr::supervisor(
             &self.0,
-            Arc::new(move |timeout| asked.which_children_timeout(timeout)),
+            listing::erase(Arc::new(move |timeout| {
+                asked.which_children_timeout(timeout)
+            })),
         )
     }
 

@@ -4,11 +4,27 @@
 //! ```text
 //! cargo run --release -p examples --bin bench            # all rows
 //! cargo run --release -p examples --bin bench -- quick   # 1/10 of the work, for a smoke run
+//! cargo run --release -p examples --bin bench -- quick --json
 //! ```
 //!
 //! Every workload verifies its counts. Rates are best-of-`RUNS`, run alternately so both sides
 //! see the same machine noise; the ratio column is whirl / tokio. The spawn rows run in child
 //! processes so each side's peak RSS is its own.
+//!
+//! `--json` (with or without `quick`) prints one JSON document on stdout listing every figure,
+//! for the benchmark recorder (`whirl-bench record`); the human table then goes to stderr, so
+//! stdout holds nothing but the document:
+//!
+//! ```json
+//! { "suite": "bench quick", "threads": 2, "runs": 3, "sizes": { "ping_pong_round_trips": 100000 },
+//!   "figures": [ { "name": "ping-pong whirl", "value": 1.2e6, "unit": "msgs/s",
+//!                  "higher_is_better": true } ] }
+//! ```
+//!
+//! Figure names are `"<row> whirl"`, `"<row> tokio"` and `"<row> whirl/tokio"` (unit `x`), plus
+//! the LIFO comparison (`"<row> whirl LIFO off"`, `"<row> LIFO on/off"`). Rates are higher-better;
+//! bytes per process, peak RSS and the memory ratio are lower-better. A figure that is not a
+//! finite number (a zero denominator) is left out with a warning on stderr.
 
 mod memory;
 mod tokio_side;
@@ -16,8 +32,20 @@ mod whirl_side;
 
 use std::time::Duration;
 
+use serde::Serialize;
+
+/// Prints a human line: to stdout normally, to stderr under `--json` (stdout is the document).
+macro_rules! say {
+    ($json:expr) => {
+        if $json { eprintln!() } else { println!() }
+    };
+    ($json:expr, $($arg:tt)*) => {
+        if $json { eprintln!($($arg)*) } else { println!($($arg)*) }
+    };
+}
+
 /// The sizes of the workloads.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize)]
 pub(crate) struct Sizes {
     pub(crate) ping_pong_round_trips: u64,
     pub(crate) counting_posts: u64,
@@ -67,6 +95,41 @@ impl Measured {
 
 const RUNS: usize = 3;
 
+/// One figure of the `--json` document.
+#[derive(Serialize)]
+struct Figure {
+    name: String,
+    value: f64,
+    unit: &'static str,
+    higher_is_better: bool,
+}
+
+/// The `--json` document.
+#[derive(Serialize)]
+struct Report {
+    suite: &'static str,
+    threads: usize,
+    runs: usize,
+    sizes: Sizes,
+    figures: Vec<Figure>,
+}
+
+impl Report {
+    fn add(&mut self, name: impl Into<String>, value: f64, unit: &'static str, higher: bool) {
+        let name = name.into();
+        if value.is_finite() {
+            self.figures.push(Figure {
+                name,
+                value,
+                unit,
+                higher_is_better: higher,
+            });
+        } else {
+            eprintln!("warning: figure {name:?} is {value}, left out of the JSON document");
+        }
+    }
+}
+
 fn threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
@@ -83,7 +146,9 @@ fn main() {
         memory::run_spawn_child(&args[pos + 1..]);
         return;
     }
-    let sizes = if args.iter().any(|a| a == "quick") {
+    let quick = args.iter().any(|a| a == "quick");
+    let json = args.iter().any(|a| a == "--json");
+    let sizes = if quick {
         Sizes::full().scaled(10)
     } else {
         Sizes::full()
@@ -93,8 +158,15 @@ fn main() {
         profile_one(&args[pos + 1..], sizes, threads);
         return;
     }
-    println!("whirl vs tokio (tokio::sync::mpsc unbounded), {threads} worker threads each, best of {RUNS}");
-    println!("sizes: {sizes:?}\n");
+    say!(json, "whirl vs tokio (tokio::sync::mpsc unbounded), {threads} worker threads each, best of {RUNS}");
+    say!(json, "sizes: {sizes:?}\n");
+    let mut report = Report {
+        suite: if quick { "bench quick" } else { "bench full" },
+        threads,
+        runs: RUNS,
+        sizes,
+        figures: Vec::new(),
+    };
 
     let whirl = whirl_side::Bench::new(threads, true);
     let tokio = tokio_side::Bench::new(threads);
@@ -132,11 +204,13 @@ fn main() {
     let lifo_rows = [
         (
             "ping-pong",
+            rows[0].1,
             rows[0].2,
             best_of(|| no_lifo.ping_pong(sizes.ping_pong_round_trips)),
         ),
         (
             "thread ring",
+            rows[3].1,
             rows[3].2,
             best_of(|| no_lifo.ring(sizes.ring_processes, sizes.ring_hops)),
         ),
@@ -145,21 +219,31 @@ fn main() {
     let whirl_spawn = memory::spawn_in_child("whirl", sizes.spawn_processes, threads);
     let tokio_spawn = memory::spawn_in_child("tokio", sizes.spawn_processes, threads);
 
-    println!(
+    say!(
+        json,
         "{:<12} {:>8} {:>14} {:>14} {:>8}",
-        "workload", "unit", "whirl", "tokio", "ratio"
+        "workload",
+        "unit",
+        "whirl",
+        "tokio",
+        "ratio"
     );
-    for (name, unit, w, t) in &rows {
-        println!(
+    for &(name, unit, w, t) in &rows {
+        say!(
+            json,
             "{name:<12} {unit:>8} {:>14} {:>14} {:>7.2}x",
-            human(*w),
-            human(*t),
+            human(w),
+            human(t),
             w / t
         );
+        report.add(format!("{name} whirl"), w, unit, true);
+        report.add(format!("{name} tokio"), t, unit, true);
+        report.add(format!("{name} whirl/tokio"), w / t, "x", true);
     }
     match (whirl_spawn, tokio_spawn) {
         (Ok(w), Ok(t)) => {
-            println!(
+            say!(
+                json,
                 "{:<12} {:>8} {:>14} {:>14} {:>7.2}x",
                 "spawn",
                 "spawns/s",
@@ -167,7 +251,8 @@ fn main() {
                 human(t.rate),
                 w.rate / t.rate
             );
-            println!(
+            say!(
+                json,
                 "{:<12} {:>8} {:>14} {:>14} {:>7.2}x",
                 "memory",
                 "B/proc",
@@ -175,10 +260,24 @@ fn main() {
                 t.bytes_per_process,
                 w.bytes_per_process as f64 / t.bytes_per_process as f64
             );
-            println!(
+            say!(
+                json,
                 "{:<12} {:>8} {:>14} {:>14}",
-                "peak RSS", "MiB", w.peak_rss_mib, t.peak_rss_mib
+                "peak RSS",
+                "MiB",
+                w.peak_rss_mib,
+                t.peak_rss_mib
             );
+            report.add("spawn whirl", w.rate, "spawns/s", true);
+            report.add("spawn tokio", t.rate, "spawns/s", true);
+            report.add("spawn whirl/tokio", w.rate / t.rate, "x", true);
+            // Memory: fewer bytes per process is better, so a lower whirl/tokio ratio is too.
+            let (wb, tb) = (w.bytes_per_process as f64, t.bytes_per_process as f64);
+            report.add("memory whirl", wb, "B/proc", false);
+            report.add("memory tokio", tb, "B/proc", false);
+            report.add("memory whirl/tokio", wb / tb, "x", false);
+            report.add("peak RSS whirl", w.peak_rss_mib as f64, "MiB", false);
+            report.add("peak RSS tokio", t.peak_rss_mib as f64, "MiB", false);
         }
         (w, t) => {
             eprintln!(
@@ -189,17 +288,34 @@ fn main() {
             std::process::exit(1);
         }
     }
-    println!(
+    say!(
+        json,
         "\n{:<12} {:>14} {:>14} {:>8}",
-        "LIFO slot", "on", "off", "on/off"
+        "LIFO slot",
+        "on",
+        "off",
+        "on/off"
     );
-    for (name, on, off) in lifo_rows {
-        println!(
+    for (name, unit, on, off) in lifo_rows {
+        say!(
+            json,
             "{name:<12} {:>14} {:>14} {:>7.2}x",
             human(on),
             human(off),
             on / off
         );
+        // "on" is the "<row> whirl" figure above; only "off" and the ratio are new.
+        report.add(format!("{name} whirl LIFO off"), off, unit, true);
+        report.add(format!("{name} LIFO on/off"), on / off, "x", true);
+    }
+    if json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(doc) => println!("{doc}"),
+            Err(e) => {
+                eprintln!("cannot serialize the report: {e}");
+                std::process::exit(1);
+            }
+        }
     }
 }
 

@@ -22,7 +22,6 @@
 //! HTTP/1.1 request without exactly one `Host` is refused (400).
 
 mod config;
-mod http;
 mod routes;
 mod server;
 mod sessions;

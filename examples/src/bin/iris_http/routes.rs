@@ -12,8 +12,7 @@
 use std::borrow::Cow;
 
 use percent_encoding::percent_decode_str;
-
-use crate::http::{Method, Request};
+use whirl_http::{Method, Request};
 
 /// Resources per page when the query names no limit.
 pub const DEFAULT_LIMIT: usize = 50;

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::http::Request;
+use whirl_http::Request;
 
 /// The cookie holding the session token.
 pub const SESSION_COOKIE: &str = "session";
@@ -251,7 +251,7 @@ fn new_token() -> Result<String, getrandom::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::RequestDecoder;
+    use whirl_http::RequestDecoder;
 
     fn request_with_cookie(cookie: &str) -> Request {
         let mut decoder = RequestDecoder::default();

@@ -10,11 +10,11 @@ use std::time::{Duration, Instant};
 
 use whirl::net::{SocketConnection, SocketEvent, SocketMsg};
 use whirl::prelude::*;
+use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 
 use super::dispatcher::Dispatcher;
 use super::messages::{IdleCheck, Resolve, Respond, Retire, Route, SessionResolved};
 use super::Site;
-use crate::http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 use crate::sessions::{session_token, SESSION_COOKIE};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use whirl::prelude::*;
+use whirl_http::{Conditions, Request, Response};
 
 use super::connection::HttpConnection;
 use super::handlers::{FileHandler, ListResources, ShowResource};
@@ -13,7 +14,6 @@ use super::messages::{
     FileRequest, ListRequest, Login, Quality, Respond, Retire, Route, ShowRequest,
 };
 use super::{Site, RETRY_AFTER_SECS};
-use crate::http::{Conditions, Request, Response};
 use crate::routes::{self, Route as Path};
 use crate::sessions::Role;
 

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use whirl::prelude::*;
+use whirl_http::{Conditions, Response, Selection, Validators};
 
 use super::connection::HttpConnection;
 use super::messages::{
@@ -22,7 +23,6 @@ use super::messages::{
     QueryKind, ReadFile, Respond, Rows, ShowRequest,
 };
 use super::Site;
-use crate::http::{Conditions, Response, Selection, Validators};
 
 /// Largest response body read from a file, bytes: a whole file larger than this is refused
 /// (413), a range of it within this is served.
@@ -246,6 +246,9 @@ fn read_selected(path: &Path, conditions: &Conditions) -> Result<FileBody, FileE
                 bytes,
             }
         }
+        // An answer whirl-http added after this server was written (`Selection` is
+        // non-exhaustive): refused rather than guessed at.
+        _ => return Err(FileError::Io("unsupported selection".into())),
     };
     Ok(FileBody {
         validators,

@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use whirl::prelude::*;
+use whirl_http::{ByteRange, Conditions, Request, Response, Validators};
 
 use super::connection::HttpConnection;
-use crate::http::{ByteRange, Conditions, Request, Response, Validators};
 use crate::sessions::Resolved;
 
 /// A response for the request numbered `seq` on a connection (answers may arrive out of

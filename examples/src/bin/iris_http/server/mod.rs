@@ -34,12 +34,12 @@ use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
 use whirl::prelude::*;
 use whirl::scheduler::PrincipalPriority;
 use whirl::{GroupBuilder, GroupError};
+use whirl_http::Limits;
 
 pub use connection::HttpConnection;
 use session_store::SessionStore;
 
 use crate::config::Users;
-use crate::http::Limits;
 use crate::store::Store;
 
 /// What a 503 asks the client to wait, seconds.

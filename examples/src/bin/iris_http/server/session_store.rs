@@ -1,10 +1,10 @@
 //! `SessionStore`: the one process that owns the session table, so sessions need no lock.
 
 use whirl::prelude::*;
+use whirl_http::Response;
 
 use super::messages::{Login, Resolve, Respond, SessionResolved};
 use crate::config::Users;
-use crate::http::Response;
 use crate::sessions::{Resolved, Role, Session, Sessions, SESSION_COOKIE};
 
 #[process(group = "sessions")]

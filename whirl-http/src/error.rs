@@ -4,7 +4,11 @@ use thiserror::Error;
 
 /// A request the decoder refuses. Every variant ends the connection: once framing is in
 /// doubt the decoder cannot find the next request reliably, so it is poisoned.
-#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq, Error)]
+///
+/// More reasons may be added, hence `#[non_exhaustive]`; [`status`](HttpError::status) maps
+/// every one to its answer.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// Malformed request line, headers or chunked body, an unusable `Content-Length`, a
     /// missing or repeated `Host`, or ambiguous framing (`Transfer-Encoding` with
@@ -37,6 +41,18 @@ pub enum HttpError {
     #[error("the request did not arrive in time")]
     Timeout,
 }
+
+isolated!(
+    enum HttpError {
+        BadRequest(why),
+        HeaderTooLarge,
+        PayloadTooLarge,
+        BufferFull,
+        NotImplemented(what),
+        ExpectationFailed(what),
+        Timeout,
+    }
+);
 
 impl HttpError {
     /// The status code to answer with before closing the connection.

@@ -10,7 +10,7 @@
 
 /// A byte range as the client wrote it, before the file's length is known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RangeSpec {
+pub(crate) enum RangeSpec {
     /// `first-last`, both inclusive (`last` may lie past the end: it is clamped).
     FromTo(u64, u64),
     /// `first-`: from `first` to the end.
@@ -20,7 +20,7 @@ pub enum RangeSpec {
 }
 
 /// A range within a file: `first..=last`, `last` below the file's length.
-#[derive(whirl::Isolated, Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByteRange {
     /// The first byte's offset.
     pub first: u64,
@@ -28,8 +28,11 @@ pub struct ByteRange {
     pub last: u64,
 }
 
+isolated!(struct ByteRange { first, last });
+
 impl ByteRange {
     /// How many bytes the range holds (at least one).
+    #[allow(clippy::len_without_is_empty)] // never empty: a range holds its first byte
     pub fn len(&self) -> u64 {
         self.last - self.first + 1
     }
@@ -42,7 +45,7 @@ impl ByteRange {
 
 /// The one range `field` asks for; `None` when it is to be ignored: another unit, bad
 /// syntax, a number that overflows, `first > last`, or more than one range.
-pub fn parse(field: &str) -> Option<RangeSpec> {
+pub(crate) fn parse(field: &str) -> Option<RangeSpec> {
     let (unit, set) = field.trim().split_once('=')?;
     if !unit.eq_ignore_ascii_case("bytes") {
         return None;
@@ -67,7 +70,7 @@ pub fn parse(field: &str) -> Option<RangeSpec> {
 impl RangeSpec {
     /// Where the range lies in a file of `len` bytes; `None` if no byte of it exists
     /// (416), including every range of an empty file and the empty suffix `-0`.
-    pub fn resolve(self, len: u64) -> Option<ByteRange> {
+    pub(crate) fn resolve(self, len: u64) -> Option<ByteRange> {
         let end = len.checked_sub(1)?;
         let (first, last) = match self {
             RangeSpec::FromTo(first, last) => (first, last.min(end)),

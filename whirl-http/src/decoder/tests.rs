@@ -5,6 +5,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::READ_CHUNK;
 
 /// Feeds `input` in one go and drains every request (or the first error).
 fn decode_all(limits: Limits, input: &[u8]) -> Result<Vec<Request>, HttpError> {

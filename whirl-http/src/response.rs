@@ -1,20 +1,20 @@
 //! Responses and their wire encoding.
 //!
 //! Every response carries `Date` and, but for those that cannot have a body (304, and 1xx
-//! and 204, which the server does not send as final answers), `Content-Length` (no chunked
+//! and 204, which are not meant as final answers here), `Content-Length` (no chunked
 //! encoding), so the connection can be kept alive after any of them; `Connection` says
 //! whether it will be.
 
 use std::fmt::Write as _;
 
-use super::HttpError;
+use crate::HttpError;
 
-/// The server's name in the `Server` header.
+/// The server's name in the `Server` header of every response.
 const SERVER: &str = "whirl-iris";
 
 /// A response: status, extra headers and body. `Content-Length`, `Connection`, `Date` and
-/// `Server` are written by [`encode`](Response::encode), not stored here.
-#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
+/// `Server` (`whirl-iris`) are written by [`encode`](Response::encode), not stored here.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
     /// The status code.
     pub status: u16,
@@ -26,6 +26,8 @@ pub struct Response {
     /// (overload and framing errors).
     pub close: bool,
 }
+
+isolated!(struct Response { status, headers, body, close });
 
 impl Response {
     /// A response with `status`, no headers and no body.
@@ -71,9 +73,9 @@ impl Response {
         }
     }
 
-    /// 503 with `Retry-After`, closing the connection: the paper's answer when the
-    /// `Dispatcher` group's predicate sheds a request, so the client backs off rather than
-    /// pipelining more work into an overloaded server.
+    /// 503 with `Retry-After`, closing the connection: the answer to a request that admission
+    /// control sheds, so the client backs off rather than pipelining more work into an
+    /// overloaded server.
     pub fn service_unavailable(retry_after_secs: u32) -> Self {
         Response {
             close: true,
@@ -128,9 +130,9 @@ impl Response {
         matches!(self.status, 100..=199 | 204 | 304)
     }
 
-    /// The bytes to send. `date` is the `Date` value (see `DateCache`); `keep_alive` is the
-    /// request's wish (overridden by [`close`](Response::close)); `head_only` omits the body
-    /// but keeps its `Content-Length`, as `HEAD` requires.
+    /// The bytes to send. `date` is the `Date` value (see [`DateCache`](crate::DateCache));
+    /// `keep_alive` is the request's wish (overridden by [`close`](Response::close));
+    /// `head_only` omits the body but keeps its `Content-Length`, as `HEAD` requires.
     pub fn encode(&self, date: &str, keep_alive: bool, head_only: bool) -> Vec<u8> {
         let mut head = String::with_capacity(128);
         let connection = if self.closes_connection(keep_alive) {
@@ -162,8 +164,8 @@ impl Response {
     }
 }
 
-/// The reason phrase for the codes this server sends.
-pub fn reason_phrase(status: u16) -> &'static str {
+/// The reason phrase for the codes whirl's servers send (`Unknown` for any other).
+pub(crate) fn reason_phrase(status: u16) -> &'static str {
     match status {
         100 => "Continue",
         200 => "OK",

@@ -7,11 +7,13 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::range::{self, ByteRange};
-use super::{date, Method, Request};
+use crate::range::{self, ByteRange};
+use crate::{date, Method, Request};
 
-/// What identifies one version of a file.
-#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
+/// What identifies one version of a file (more validators may be added, hence
+/// `#[non_exhaustive]`: build it with [`Validators::new`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Validators {
     /// A strong entity tag, quoted: the modification time to the nanosecond and the length,
     /// in hex. Not a digest of the content (that would mean reading the file for a 304), but
@@ -22,6 +24,8 @@ pub struct Validators {
     /// HTTP-date can express.
     pub last_modified: Option<SystemTime>,
 }
+
+isolated!(struct Validators { etag, last_modified });
 
 impl Validators {
     /// The validators of a file of `len` bytes last modified at `modified`.
@@ -50,8 +54,10 @@ impl Validators {
 }
 
 /// The request headers that decide what part of a file is sent, copied out of the request
-/// so that the process reading the file can decide without it.
-#[derive(whirl::Isolated, Debug, Clone, Default, PartialEq, Eq)]
+/// so that the process reading the file can decide without it. Built by [`Conditions::of`]
+/// (more conditions may be added, hence `#[non_exhaustive]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Conditions {
     /// Every `If-None-Match` value, joined as one list.
     pub if_none_match: Option<String>,
@@ -64,8 +70,12 @@ pub struct Conditions {
     pub if_range: Option<String>,
 }
 
-/// What to send for a file.
+isolated!(struct Conditions { if_none_match, if_modified_since, range, if_range });
+
+/// What to send for a file. Conditions not handled yet (`If-Match`, `If-Unmodified-Since`)
+/// would add answers such as 412, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Selection {
     /// 304: the client's copy is current.
     NotModified,
@@ -76,6 +86,15 @@ pub enum Selection {
     /// 416: the range asked for starts past the end.
     Unsatisfiable,
 }
+
+isolated!(
+    enum Selection {
+        NotModified,
+        Full,
+        Partial(range),
+        Unsatisfiable,
+    }
+);
 
 impl Conditions {
     /// The conditions `request` carries. Values that are not UTF-8 are read lossily: they

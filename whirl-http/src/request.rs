@@ -1,8 +1,11 @@
-//! A decoded request: what the `Dispatcher` routes on and handlers read.
+//! A decoded request: its method, target, headers and body, with the lookups a router and
+//! its handlers make on them (headers by name, cookies).
 
-/// The request method. Only the methods the server routes on get a variant; the rest are
-/// kept by name so the router can answer 405 rather than 400.
-#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
+/// The request method. Only the methods servers commonly route on get a variant; the rest
+/// are kept by name so a router can answer 405 rather than 400. More may get a variant
+/// (`Other` then no longer holds them), hence `#[non_exhaustive]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Method {
     /// `GET`.
     Get,
@@ -13,6 +16,15 @@ pub enum Method {
     /// Any other token (`PUT`, `DELETE`, extensions...).
     Other(String),
 }
+
+isolated!(
+    enum Method {
+        Get,
+        Head,
+        Post,
+        Other(name),
+    }
+);
 
 impl Method {
     /// The method for a request-line token (case-sensitive, as RFC 9110 says).
@@ -27,7 +39,7 @@ impl Method {
 }
 
 /// One complete HTTP/1.x request.
-#[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
     /// The method.
     pub method: Method,
@@ -48,6 +60,8 @@ pub struct Request {
     /// `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
     pub keep_alive: bool,
 }
+
+isolated!(struct Request { method, path, query, version, headers, body, keep_alive });
 
 impl Request {
     /// The first header named `name` (case-insensitive).

@@ -14,45 +14,11 @@
 //! [`RequestDecoder::take_continue`], so the server can send the interim answer only for a
 //! request it is going to read.
 
-use super::chunked::ChunkedBody;
-use super::{HttpError, Method, Request};
-
-/// The read size the server should use: the decoder's buffer bound leaves room for one
-/// such read on top of a maximal request.
-pub const READ_CHUNK: usize = 16 * 1024;
-
-/// Size limits for one request.
-#[derive(whirl::Isolated, Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Longest request line plus headers, terminating empty line included (default 8 KiB).
-    pub max_head_bytes: usize,
-    /// Most headers in one request (default 64).
-    pub max_headers: usize,
-    /// Longest body (default 1 MiB).
-    pub max_body_bytes: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_head_bytes: 8 * 1024,
-            max_headers: 64,
-            max_body_bytes: 1024 * 1024,
-        }
-    }
-}
-
-impl Limits {
-    /// The most bytes the decoder ever buffers: a maximal head and body plus one read.
-    pub fn max_buffered(&self) -> usize {
-        self.max_head_bytes
-            .saturating_add(self.max_body_bytes)
-            .saturating_add(READ_CHUNK)
-    }
-}
+use crate::chunked::ChunkedBody;
+use crate::{HttpError, Limits, Method, Request};
 
 /// Where the decoder is in the current request.
-#[derive(whirl::Isolated, Debug)]
+#[derive(Debug)]
 enum State {
     /// Waiting for the end of a head.
     Head,
@@ -64,9 +30,11 @@ enum State {
     Poisoned(HttpError),
 }
 
+isolated!(enum State { Head, Body { request, len }, Chunked { request, body }, Poisoned(error) });
+
 /// Turns a byte stream into requests. Call [`feed`](RequestDecoder::feed) with each read,
 /// then [`next_request`](RequestDecoder::next_request) until it returns `Ok(None)`.
-#[derive(whirl::Isolated, Debug)]
+#[derive(Debug)]
 pub struct RequestDecoder {
     limits: Limits,
     buf: Vec<u8>,
@@ -82,6 +50,8 @@ pub struct RequestDecoder {
     /// The request whose body is awaited asked for `100 Continue` and has not been told.
     continue_due: bool,
 }
+
+isolated!(struct RequestDecoder { limits, buf, pos, scanned, state, overfed, continue_due });
 
 /// How the body of a request is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +122,7 @@ impl RequestDecoder {
 
     /// Appends `bytes` read from the peer. If they would take the buffer past
     /// [`Limits::max_buffered`] (only possible when the caller feeds more than
-    /// [`READ_CHUNK`] at once or skips draining), they are dropped and the stream ends with
+    /// [`READ_CHUNK`](crate::READ_CHUNK) at once or skips draining), they are dropped and the stream ends with
     /// [`HttpError::BufferFull`] once the requests already complete are returned. Ignored
     /// once poisoned.
     pub fn feed(&mut self, bytes: &[u8]) {

@@ -6,16 +6,16 @@
 //! with a hex digit and end in CRLF (no bare LF, no control characters in extensions), data
 //! must be followed by CRLF, sizes that overflow are refused (by httparse), and the sum of
 //! the chunks is held to the body limit before any of a chunk is taken. Trailer fields are
-//! parsed (by httparse) and dropped: the server uses none.
+//! parsed (by httparse) and dropped: a request keeps none.
 
-use super::{HttpError, Limits};
+use crate::{HttpError, Limits};
 
 /// The longest chunk-size line, extensions and CRLF included. Extensions carry nothing the
-/// server uses; the bound keeps a peer from making the decoder buffer one endless line.
-pub const MAX_CHUNK_LINE: usize = 1024;
+/// request keeps; the bound keeps a peer from making the decoder buffer one endless line.
+pub(crate) const MAX_CHUNK_LINE: usize = 1024;
 
 /// Where the decoder is in the chunked body.
-#[derive(whirl::Isolated, Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     /// Waiting for a chunk-size line.
     #[default]
@@ -29,9 +29,18 @@ enum Phase {
     Trailers(usize),
 }
 
+isolated!(
+    enum Phase {
+        Size,
+        Data(remaining),
+        DataEnd,
+        Trailers(scanned),
+    }
+);
+
 /// How far one call got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Progress {
+pub(crate) struct Progress {
     /// Input bytes used (the caller drops them).
     pub consumed: usize,
     /// Whether the body is complete (the last chunk and the trailer section were read).
@@ -40,15 +49,17 @@ pub struct Progress {
 
 /// The state of one chunked body; the default is a body whose first chunk-size line comes
 /// next.
-#[derive(whirl::Isolated, Debug, Default)]
-pub struct ChunkedBody {
+#[derive(Debug, Default)]
+pub(crate) struct ChunkedBody {
     phase: Phase,
 }
+
+isolated!(struct ChunkedBody { phase });
 
 impl ChunkedBody {
     /// Decodes as much of `input` as is complete, appending chunk data to `body`, which
     /// never grows past `limits.max_body_bytes`.
-    pub fn decode(
+    pub(crate) fn decode(
         &mut self,
         input: &[u8],
         body: &mut Vec<u8>,

@@ -9,30 +9,32 @@ const YEAR_10000: u64 = 253_402_300_800;
 
 /// `time` rounded down to the whole second, if an HTTP-date can express it (1970 to 9999).
 /// HTTP-dates have no fractions, so comparisons with a client's date are made on this.
-pub fn whole_second(time: SystemTime) -> Option<SystemTime> {
+pub(crate) fn whole_second(time: SystemTime) -> Option<SystemTime> {
     let secs = time.duration_since(UNIX_EPOCH).ok()?.as_secs();
     (secs < YEAR_10000).then(|| UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 /// `time` as an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), if it can be expressed.
-pub fn format(time: SystemTime) -> Option<String> {
+pub(crate) fn format(time: SystemTime) -> Option<String> {
     whole_second(time).map(httpdate::fmt_http_date)
 }
 
 /// A date a client sent (IMF-fixdate, or the obsolete RFC 850 and asctime forms that
 /// RFC 9110 says recipients must accept); `None` if it is not one.
-pub fn parse(value: &str) -> Option<SystemTime> {
+pub(crate) fn parse(value: &str) -> Option<SystemTime> {
     httpdate::parse_http_date(value.trim()).ok()
 }
 
 /// The value of the `Date` header, formatted at most once per second: a connection answering
 /// thousands of requests a second would otherwise format the same string for each.
-#[derive(whirl::Isolated, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct DateCache {
     /// Seconds since the epoch of `formatted`.
     second: u64,
     formatted: String,
 }
+
+isolated!(struct DateCache { second, formatted });
 
 impl DateCache {
     /// The current date.

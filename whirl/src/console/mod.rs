@@ -1,0 +1,278 @@
+//! A live web console (feature `console`): the runtime's groups, controllers, principals,
+//! supervision trees, dead letters and slow turns in a browser, updated every half second,
+//! and Prometheus text at `/metrics`.
+//!
+//! ```no_run
+//! use whirl::console::Console;
+//! use whirl::Runtime;
+//!
+//! let rt = Runtime::new();
+//! let console = Console::builder(&rt).port(9090).start()?;
+//! println!("console at http://{}/", console.local_addr());
+//! # Ok::<(), whirl::console::ConsoleError>(())
+//! ```
+//!
+//! # What it serves
+//!
+//! | path | what |
+//! |---|---|
+//! | `/` | the page: a card per group with live charts of queue length, admission and handling rates and latency percentiles; the controllers' decisions over time; principals; the supervision trees; dead letters; slow turns; benchmark history when a [`Panel`] named `bench` is given |
+//! | `/events` | server-sent events, one `tick` per sample |
+//! | `/api/snapshot` | the same data as JSON, with the history |
+//! | `/metrics` | Prometheus text, every metric named `whirl_` (see [`Runtime::record_metrics`](crate::Runtime::record_metrics)) |
+//! | `/api/<panel>/...` | a [`Panel`]'s JSON |
+//!
+//! The JSON shapes are in `whirl/src/console/API.md`.
+//!
+//! # How it works
+//!
+//! A sampler thread reads the runtime's statistics ([`RuntimeObserver`](crate::RuntimeObserver))
+//! every [`interval`](ConsoleBuilder::interval), asks each supervisor given to
+//! [`ConsoleBuilder::supervisor`] for its tree (with a timeout, so a busy supervisor cannot
+//! stall it), keeps the history, and hands the result to a hub process. Connections are
+//! whirl processes in a group of their own (`whirl-console`, one thread, so the user's
+//! overloaded groups cannot starve the console, and the console cannot take their workers):
+//! one [`SocketConnection`](crate::net::SocketConnection) and one HTTP process per
+//! connection, speaking HTTP/1.1 with `whirl-http`'s bounded decoder. Nothing is shared
+//! between them but immutable, reference-counted text.
+//!
+//! # Security
+//!
+//! The console binds to 127.0.0.1 unless told otherwise; bound to any other address it
+//! requires a [token](ConsoleBuilder::token), carried as `?token=` or
+//! `Authorization: Bearer`. Requests are bounded (8 KiB of head, no body), connections are
+//! limited ([`ConsoleBuilder::max_connections`]), idle ones closed after 30 s, half-sent
+//! requests answered 408 after 10 s, and a reader of the event stream that does not keep
+//! up is disconnected (its browser reconnects).
+
+mod assets;
+mod hub;
+mod messages;
+mod model;
+mod panel;
+mod sampler;
+mod server;
+
+pub use panel::Panel;
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::supervision::Supervisor;
+use crate::{Addr, Runtime};
+
+use hub::Hub;
+use messages::HubMsg;
+use sampler::{Sampler, SupervisorSource};
+
+/// Why a console could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsoleError {
+    /// Bound to an address other than loopback without a token.
+    #[error("a console bound to {0} (not loopback) needs a token: call `ConsoleBuilder::token`")]
+    TokenRequired(IpAddr),
+    /// A panel's name is not one path segment of `[a-z0-9-]`, or is taken.
+    #[error("panel name {0:?} is not a single path segment of [a-z0-9-] or is used twice")]
+    PanelName(String),
+    /// The listening socket or the poller could not be set up.
+    #[error("cannot listen on {addr}")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The console's group could not be built (a group named `whirl-console` exists).
+    #[error("cannot build the console's group")]
+    Group(#[source] crate::GroupError),
+    /// The sampler thread could not start.
+    #[error("cannot start the console's sampler thread")]
+    Thread(#[source] std::io::Error),
+}
+
+/// Configures a [`Console`]: [`Console::builder`], the settings that differ, then
+/// [`start`](ConsoleBuilder::start).
+#[must_use = "a builder does nothing until `start` is called"]
+pub struct ConsoleBuilder<'rt> {
+    runtime: &'rt Runtime,
+    addr: SocketAddr,
+    token: Option<String>,
+    interval: Duration,
+    max_connections: usize,
+    supervisors: Vec<SupervisorSource>,
+    panels: Vec<Arc<dyn Panel>>,
+    global_recorder: bool,
+}
+
+impl<'rt> ConsoleBuilder<'rt> {
+    /// Listens on `port` of 127.0.0.1 (default 0: any free port; see
+    /// [`Console::local_addr`]).
+    pub fn port(mut self, port: u16) -> Self {
+        self.addr.set_port(port);
+        self
+    }
+
+    /// Listens on `addr`. Any address other than loopback needs a [token](Self::token).
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.addr = addr;
+        self
+    }
+
+    /// Requires `token` on every request (`?token=` or `Authorization: Bearer`), wherever
+    /// the console is bound.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// How often the runtime is sampled and the page updated (default 500 ms, at least
+    /// 100 ms).
+    pub fn interval(mut self, interval: Duration) -> Self {
+        self.interval = interval.max(Duration::from_millis(100));
+        self
+    }
+
+    /// Connections served at once (default 64); more are closed as they arrive.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// Shows the supervision tree under `root`, named `name`.
+    pub fn supervisor<A: 'static>(
+        mut self,
+        name: impl Into<String>,
+        root: &Addr<Supervisor<A>>,
+    ) -> Self {
+        let root = root.clone();
+        let id = root.id();
+        self.supervisors.push(SupervisorSource {
+            name: name.into(),
+            id,
+            children: Box::new(move |timeout| root.which_children_timeout(timeout)),
+        });
+        self
+    }
+
+    /// Serves `panel` under `/api/<name>/`.
+    pub fn panel(mut self, panel: impl Panel) -> Self {
+        self.panels.push(Arc::new(panel));
+        self
+    }
+
+    /// Also installs the console's Prometheus recorder as the process's global `metrics`
+    /// recorder, so `/metrics` shows what is recorded as it happens (supervisor restarts) and
+    /// your own metrics, not only the statistics snapshots. Ignored, with a warning, if a
+    /// global recorder is already installed. Default: off (the console records the snapshots
+    /// into a recorder of its own and leaves the global one to you).
+    pub fn install_global_recorder(mut self, install: bool) -> Self {
+        self.global_recorder = install;
+        self
+    }
+
+    /// Starts the console: binds, spawns its processes and its sampler thread.
+    pub fn start(self) -> Result<Console, ConsoleError> {
+        let ip = self.addr.ip();
+        let token = match self.token {
+            Some(t) => Some(t),
+            None if ip.is_loopback() => None,
+            None => return Err(ConsoleError::TokenRequired(ip)),
+        };
+        let mut names: Vec<String> = Vec::new();
+        for panel in &self.panels {
+            let name = panel.name();
+            let valid = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            if !valid || names.iter().any(|n| n == name) {
+                return Err(ConsoleError::PanelName(name.to_owned()));
+            }
+            names.push(name.to_owned());
+        }
+        let listen = |source| ConsoleError::Listen {
+            addr: self.addr,
+            source,
+        };
+        let group = self
+            .runtime
+            .group("whirl-console")
+            .threads(1)
+            .build()
+            .map_err(ConsoleError::Group)?;
+        let net = self.runtime.net().map_err(listen)?;
+        let hub = self
+            .runtime
+            .spawn_in(&group, Hub::new(self.max_connections));
+        let config = server::Config {
+            hub: hub.clone(),
+            token: token.map(Arc::from),
+            panels: Arc::from(self.panels),
+            max_connections: self.max_connections,
+        };
+        let (acceptor, local) = server::bind(self.addr, net, &group, config).map_err(listen)?;
+        let acceptor = self.runtime.spawn_in(&group, acceptor);
+        let sampler = Sampler::start(
+            self.runtime.observer(),
+            hub.clone(),
+            self.interval,
+            self.supervisors,
+            names,
+            self.global_recorder,
+        )
+        .map_err(ConsoleError::Thread)?;
+        Ok(Console {
+            local,
+            hub,
+            acceptor,
+            sampler: Some(sampler),
+        })
+    }
+}
+
+/// A running console. Dropping it stops it (its listening socket closes; open connections
+/// end with the runtime or when their peers leave).
+#[derive(Debug)]
+pub struct Console {
+    local: SocketAddr,
+    hub: Addr<Hub>,
+    acceptor: Addr<crate::net::Acceptor>,
+    sampler: Option<Sampler>,
+}
+
+impl Console {
+    /// A console for `runtime`, on 127.0.0.1, any free port, no token.
+    pub fn builder(runtime: &Runtime) -> ConsoleBuilder<'_> {
+        ConsoleBuilder {
+            runtime,
+            addr: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+            token: None,
+            interval: Duration::from_millis(500),
+            max_connections: 64,
+            supervisors: Vec::new(),
+            panels: Vec::new(),
+            global_recorder: false,
+        }
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Stops it (the same as dropping it).
+    pub fn stop(self) {}
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        if let Some(sampler) = self.sampler.take() {
+            sampler.stop();
+        }
+        let _ = self.acceptor.post(crate::net::AcceptorMsg::Stop);
+        let _ = self.hub.post(HubMsg::Stop);
+    }
+}

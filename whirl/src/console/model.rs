@@ -1,0 +1,508 @@
+//! What the console shows, as data: the JSON of `/api/snapshot` and of each `tick` event
+//! (the shapes are documented in `API.md` beside this file), built from the runtime's statistics
+//! snapshots by a [`Model`] that remembers what the snapshots alone do not: a history of
+//! each group's figures, rates between two samples, and the controllers' decisions over time.
+//!
+//! No I/O and no clock here: the sampler passes the time in, so every figure can be tested.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::control::{GroupStats, LatencySummary, MessageCounts, RuntimeStats};
+
+/// Points of history kept per group.
+pub(crate) const HISTORY: usize = 240;
+/// Controller decisions kept.
+pub(crate) const CONTROLLER_LOG: usize = 200;
+/// Dead letters and slow turns listed.
+pub(crate) const RECENT: usize = 50;
+
+/// The page's view of the runtime at one sample.
+#[derive(Serialize)]
+pub(crate) struct Snapshot<'a> {
+    version: u32,
+    now_ms: u64,
+    interval_ms: u64,
+    runtime: RuntimeView,
+    groups: Vec<GroupView<'a>>,
+    controller_log: Vec<&'a Decision>,
+    supervisors: &'a [SupervisorTree],
+    dead_letters: Recent<'a, DeadLetterView>,
+    slow_turns: Recent<'a, SlowTurnView>,
+    panels: &'a [String],
+}
+
+#[derive(Serialize)]
+struct RuntimeView {
+    live_processes: usize,
+    counts: CountsView,
+}
+
+#[derive(Serialize, Clone, Copy)]
+struct CountsView {
+    posted: u64,
+    handled: u64,
+    rejected: u64,
+    dead_lettered: u64,
+    spawned: u64,
+    terminated: u64,
+    queued: u64,
+}
+
+impl From<MessageCounts> for CountsView {
+    fn from(c: MessageCounts) -> Self {
+        CountsView {
+            posted: c.posted,
+            handled: c.handled,
+            rejected: c.rejected,
+            dead_lettered: c.dead_lettered,
+            spawned: c.spawned,
+            terminated: c.terminated,
+            queued: c.queued(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct LatencyView {
+    samples: u64,
+    mean_us: u64,
+    p50_us: u64,
+    p90_us: u64,
+    p99_us: u64,
+    max_us: u64,
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl From<&LatencySummary> for LatencyView {
+    fn from(l: &LatencySummary) -> Self {
+        LatencyView {
+            samples: l.samples,
+            mean_us: micros(l.mean),
+            p50_us: micros(l.p50),
+            p90_us: micros(l.p90),
+            p99_us: micros(l.p99),
+            max_us: micros(l.max),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ControllerView<'a> {
+    name: &'a str,
+    detail: &'a str,
+}
+
+#[derive(Serialize)]
+struct PrincipalView {
+    id: u64,
+    priority: u8,
+    class: u16,
+    handled: u64,
+    rejected: u64,
+    handling_time_us: u64,
+}
+
+#[derive(Serialize)]
+struct GroupView<'a> {
+    name: &'a str,
+    scheduler: &'a str,
+    threads: usize,
+    thread_range: [usize; 2],
+    budget: usize,
+    admission_active: bool,
+    slow_turn_threshold_us: Option<u64>,
+    slow_turns: u64,
+    blocked_workers: usize,
+    counts: CountsView,
+    queue_length: u64,
+    queue_latency: LatencyView,
+    handling_time: LatencyView,
+    recent_queue_latency: LatencyView,
+    recent_handling_time: LatencyView,
+    controllers: Vec<ControllerView<'a>>,
+    principals: Vec<PrincipalView>,
+    history: HistoryView,
+}
+
+/// One group's history: parallel series, oldest first.
+#[derive(Serialize, Default, Clone)]
+struct HistoryView {
+    t_ms: Vec<u64>,
+    queue_length: Vec<u64>,
+    admitted_per_s: Vec<f64>,
+    rejected_per_s: Vec<f64>,
+    handled_per_s: Vec<f64>,
+    queue_p50_us: Vec<u64>,
+    queue_p99_us: Vec<u64>,
+    handling_p50_us: Vec<u64>,
+    handling_p99_us: Vec<u64>,
+    threads: Vec<usize>,
+}
+
+/// One point of a group's history.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Point {
+    t_ms: u64,
+    queue_length: u64,
+    admitted_per_s: f64,
+    rejected_per_s: f64,
+    handled_per_s: f64,
+    queue_p50_us: u64,
+    queue_p99_us: u64,
+    handling_p50_us: u64,
+    handling_p99_us: u64,
+    threads: usize,
+}
+
+impl HistoryView {
+    fn of<'p>(points: impl Iterator<Item = &'p Point>) -> Self {
+        let mut h = HistoryView::default();
+        for p in points {
+            h.t_ms.push(p.t_ms);
+            h.queue_length.push(p.queue_length);
+            h.admitted_per_s.push(p.admitted_per_s);
+            h.rejected_per_s.push(p.rejected_per_s);
+            h.handled_per_s.push(p.handled_per_s);
+            h.queue_p50_us.push(p.queue_p50_us);
+            h.queue_p99_us.push(p.queue_p99_us);
+            h.handling_p50_us.push(p.handling_p50_us);
+            h.handling_p99_us.push(p.handling_p99_us);
+            h.threads.push(p.threads);
+        }
+        h
+    }
+}
+
+/// A change in a controller's description.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub(crate) struct Decision {
+    t_ms: u64,
+    group: String,
+    controller: String,
+    detail: String,
+}
+
+#[derive(Serialize)]
+struct Recent<'a, T> {
+    total: u64,
+    recent: Vec<&'a T>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+struct DeadLetterView {
+    t_ms: u64,
+    to: String,
+    #[serde(rename = "type")]
+    message_type: &'static str,
+    reason: String,
+}
+
+#[derive(Serialize, Clone, Debug)]
+struct SlowTurnView {
+    t_ms: u64,
+    group: String,
+    process: String,
+    message_type: Option<&'static str>,
+    held_us: u64,
+}
+
+/// A supervision tree as the page draws it.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SupervisorTree {
+    /// The name the console was given for the root.
+    pub(crate) name: String,
+    /// The root and its descendants.
+    pub(crate) tree: TreeNode,
+}
+
+/// A supervisor or worker in a tree.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TreeNode {
+    pub(crate) id: String,
+    /// `"supervisor"` or `"worker"`.
+    pub(crate) kind: &'static str,
+    /// The running incarnation, or `None` if stopped.
+    pub(crate) pid: Option<String>,
+    pub(crate) restarts: u64,
+    /// Why the children are missing, when they could not be listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    pub(crate) children: Vec<TreeNode>,
+}
+
+/// What one group looked like at the previous sample, for rates.
+struct Previous {
+    at_ms: u64,
+    counts: MessageCounts,
+}
+
+/// The console's memory between samples. See the [module docs](self).
+pub(crate) struct Model {
+    interval: Duration,
+    /// The wall-clock time `t_ms` counts from.
+    epoch: SystemTime,
+    now_ms: u64,
+    stats: Option<RuntimeStats>,
+    history: HashMap<String, VecDeque<Point>>,
+    previous: HashMap<String, Previous>,
+    /// Each controller's last description, by (group, controller).
+    controllers: HashMap<(String, String), String>,
+    log: VecDeque<Decision>,
+    /// Index in `log` of the first decision of the latest sample.
+    log_new_from: usize,
+    dead_letters: VecDeque<DeadLetterView>,
+    last_dead_letter: Option<SystemTime>,
+    slow_turns: VecDeque<SlowTurnView>,
+    last_slow_turn: HashMap<String, SystemTime>,
+    supervisors: Vec<SupervisorTree>,
+    panels: Vec<String>,
+}
+
+impl Model {
+    /// A model sampled every `interval`, whose times count from `epoch`, serving `panels`.
+    pub(crate) fn new(interval: Duration, epoch: SystemTime, panels: Vec<String>) -> Self {
+        Model {
+            interval,
+            epoch,
+            now_ms: 0,
+            stats: None,
+            history: HashMap::new(),
+            previous: HashMap::new(),
+            controllers: HashMap::new(),
+            log: VecDeque::new(),
+            log_new_from: 0,
+            dead_letters: VecDeque::new(),
+            last_dead_letter: None,
+            slow_turns: VecDeque::new(),
+            last_slow_turn: HashMap::new(),
+            supervisors: Vec::new(),
+            panels,
+        }
+    }
+
+    fn ms_since_epoch(&self, at: SystemTime) -> u64 {
+        at.duration_since(self.epoch)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Takes in a snapshot made `now_ms` after the epoch, and the supervision trees as of now.
+    pub(crate) fn sample(
+        &mut self,
+        now_ms: u64,
+        stats: RuntimeStats,
+        supervisors: Vec<SupervisorTree>,
+    ) {
+        self.now_ms = now_ms;
+        self.log_new_from = self.log.len();
+        for g in &stats.groups {
+            self.sample_group(now_ms, g);
+        }
+        for letter in &stats.recent_dead_letters {
+            if self.last_dead_letter.is_some_and(|last| letter.at <= last) {
+                continue;
+            }
+            let view = DeadLetterView {
+                t_ms: self.ms_since_epoch(letter.at),
+                to: letter.to.to_string(),
+                message_type: letter.message_type,
+                reason: letter.reason.to_string(),
+            };
+            push_capped(&mut self.dead_letters, view, RECENT);
+        }
+        if let Some(last) = stats.recent_dead_letters.last() {
+            self.last_dead_letter = Some(last.at);
+        }
+        self.supervisors = supervisors;
+        self.stats = Some(stats);
+    }
+
+    fn sample_group(&mut self, now_ms: u64, g: &GroupStats) {
+        let counts = g.counts;
+        let point = match self.previous.get(&g.name) {
+            Some(prev) if now_ms > prev.at_ms => {
+                let secs = (now_ms - prev.at_ms) as f64 / 1000.0;
+                let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 / secs;
+                let admitted = |c: &MessageCounts| c.posted.saturating_sub(c.rejected);
+                Point {
+                    t_ms: now_ms,
+                    queue_length: g.queue_length,
+                    admitted_per_s: rate(admitted(&counts), admitted(&prev.counts)),
+                    rejected_per_s: rate(counts.rejected, prev.counts.rejected),
+                    handled_per_s: rate(counts.handled, prev.counts.handled),
+                    queue_p50_us: micros(g.recent_queue_latency.p50),
+                    queue_p99_us: micros(g.recent_queue_latency.p99),
+                    handling_p50_us: micros(g.recent_handling_time.p50),
+                    handling_p99_us: micros(g.recent_handling_time.p99),
+                    threads: g.threads,
+                }
+            }
+            _ => Point {
+                t_ms: now_ms,
+                queue_length: g.queue_length,
+                admitted_per_s: 0.0,
+                rejected_per_s: 0.0,
+                handled_per_s: 0.0,
+                queue_p50_us: micros(g.recent_queue_latency.p50),
+                queue_p99_us: micros(g.recent_queue_latency.p99),
+                handling_p50_us: micros(g.recent_handling_time.p50),
+                handling_p99_us: micros(g.recent_handling_time.p99),
+                threads: g.threads,
+            },
+        };
+        self.previous.insert(
+            g.name.clone(),
+            Previous {
+                at_ms: now_ms,
+                counts,
+            },
+        );
+        push_capped(
+            self.history.entry(g.name.clone()).or_default(),
+            point,
+            HISTORY,
+        );
+        for c in &g.controllers {
+            let key = (g.name.clone(), c.name.to_owned());
+            if self.controllers.get(&key) == Some(&c.detail) {
+                continue;
+            }
+            self.controllers.insert(key, c.detail.clone());
+            if self.log.len() == CONTROLLER_LOG {
+                self.log.pop_front();
+                self.log_new_from = self.log_new_from.saturating_sub(1);
+            }
+            self.log.push_back(Decision {
+                t_ms: now_ms,
+                group: g.name.clone(),
+                controller: c.name.to_owned(),
+                detail: c.detail.clone(),
+            });
+        }
+        let last = self.last_slow_turn.get(&g.name).copied();
+        for turn in &g.recent_slow_turns {
+            if last.is_some_and(|last| turn.seen_at <= last) {
+                continue;
+            }
+            let view = SlowTurnView {
+                t_ms: self.ms_since_epoch(turn.seen_at),
+                group: g.name.clone(),
+                process: turn.process.to_string(),
+                message_type: turn.message_type,
+                held_us: micros(turn.held),
+            };
+            push_capped(&mut self.slow_turns, view, RECENT);
+        }
+        if let Some(turn) = g.recent_slow_turns.last() {
+            self.last_slow_turn.insert(g.name.clone(), turn.seen_at);
+        }
+    }
+
+    /// The JSON of `/api/snapshot`: everything, with the whole history.
+    pub(crate) fn snapshot_json(&self) -> String {
+        self.json(false)
+    }
+
+    /// The JSON of a `tick` event: the latest point of each history and the controller
+    /// decisions of the latest sample only.
+    pub(crate) fn tick_json(&self) -> String {
+        self.json(true)
+    }
+
+    fn json(&self, tick: bool) -> String {
+        let (live_processes, counts, group_stats) = match &self.stats {
+            Some(s) => (s.live_processes, s.counts, &s.groups[..]),
+            None => (0, MessageCounts::default(), &[][..]),
+        };
+        let groups = group_stats
+            .iter()
+            .map(|g| {
+                let points = self.history.get(&g.name);
+                let history = match points {
+                    Some(p) if tick => HistoryView::of(p.iter().skip(p.len().saturating_sub(1))),
+                    Some(p) => HistoryView::of(p.iter()),
+                    None => HistoryView::default(),
+                };
+                group_view(g, history)
+            })
+            .collect();
+        let log_from = if tick { self.log_new_from } else { 0 };
+        let snapshot = Snapshot {
+            version: 1,
+            now_ms: self.now_ms,
+            interval_ms: u64::try_from(self.interval.as_millis()).unwrap_or(u64::MAX),
+            runtime: RuntimeView {
+                live_processes,
+                counts: counts.into(),
+            },
+            groups,
+            controller_log: self.log.iter().skip(log_from).collect(),
+            supervisors: &self.supervisors,
+            dead_letters: Recent {
+                total: counts.dead_lettered,
+                recent: self.dead_letters.iter().collect(),
+            },
+            slow_turns: Recent {
+                total: group_stats.iter().map(|g| g.slow_turns).sum(),
+                recent: self.slow_turns.iter().collect(),
+            },
+            panels: &self.panels,
+        };
+        // Serializing plain structs of numbers and strings cannot fail.
+        serde_json::to_string(&snapshot).unwrap_or_else(|_| "{}".to_owned())
+    }
+}
+
+fn group_view(g: &GroupStats, history: HistoryView) -> GroupView<'_> {
+    GroupView {
+        name: &g.name,
+        scheduler: &g.scheduler,
+        threads: g.threads,
+        thread_range: [g.thread_range.0, g.thread_range.1],
+        budget: g.budget,
+        admission_active: g.admission_active,
+        slow_turn_threshold_us: g.slow_turn_threshold.map(micros),
+        slow_turns: g.slow_turns,
+        blocked_workers: g.blocked_workers,
+        counts: g.counts.into(),
+        queue_length: g.queue_length,
+        queue_latency: (&g.queue_latency).into(),
+        handling_time: (&g.handling_time).into(),
+        recent_queue_latency: (&g.recent_queue_latency).into(),
+        recent_handling_time: (&g.recent_handling_time).into(),
+        controllers: g
+            .controllers
+            .iter()
+            .map(|c| ControllerView {
+                name: c.name,
+                detail: &c.detail,
+            })
+            .collect(),
+        principals: g
+            .principals
+            .iter()
+            .take(50)
+            .map(|p| PrincipalView {
+                id: p.id,
+                priority: p.priority,
+                class: p.class,
+                handled: p.handled,
+                rejected: p.rejected,
+                handling_time_us: micros(p.handling_time),
+            })
+            .collect(),
+        history,
+    }
+}
+
+fn push_capped<T>(queue: &mut VecDeque<T>, item: T, cap: usize) {
+    if queue.len() == cap {
+        queue.pop_front();
+    }
+    queue.push_back(item);
+}
