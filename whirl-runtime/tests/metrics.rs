@@ -310,6 +310,19 @@ fn a_snapshot_is_recorded_with_exact_counts_and_supervisors_count_restarts() {
     assert!(quantile("0.5") <= quantile("0.9"));
     assert!(quantile("0.99") <= quantile("1"));
     assert!(counter("whirl_group_queue_wait_seconds_count").is_some());
+    // And histogram-shaped: cumulative buckets ending with every sample at `+Inf`.
+    let bucket = |le: &str| {
+        capture
+            .counter(
+                "whirl_group_handling_seconds_bucket",
+                &[("group", "metrics-admission"), ("le", le)],
+            )
+            .unwrap_or_else(|| panic!("no bucket {le}"))
+    };
+    assert!(bucket("0.0001") <= bucket("0.001"));
+    assert!(bucket("0.001") <= bucket("10"));
+    assert!(bucket("10") <= bucket("+Inf"));
+    assert_eq!(bucket("+Inf"), samples);
 
     // The default group, the principal, the runtime.
     assert_eq!(

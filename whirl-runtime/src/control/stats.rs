@@ -76,7 +76,28 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Percentiles of a latency distribution.
+/// The upper bounds of [`LatencySummary::buckets`]: 100 µs to 10 s, in the 1, 2.5, 5 steps
+/// Prometheus histograms use.
+pub const LATENCY_BUCKETS: [Duration; 16] = [
+    Duration::from_micros(100),
+    Duration::from_micros(250),
+    Duration::from_micros(500),
+    Duration::from_millis(1),
+    Duration::from_micros(2_500),
+    Duration::from_millis(5),
+    Duration::from_millis(10),
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_millis(2_500),
+    Duration::from_secs(5),
+    Duration::from_secs(10),
+];
+
+/// Percentiles of a latency distribution, and its cumulative counts at fixed bounds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
@@ -93,6 +114,9 @@ pub struct LatencySummary {
     pub p99: Duration,
     /// Largest.
     pub max: Duration,
+    /// Measurements at most each bound of [`LATENCY_BUCKETS`] (cumulative, as a Prometheus
+    /// histogram's buckets; exact to the histograms' two significant digits).
+    pub buckets: [u64; LATENCY_BUCKETS.len()],
 }
 
 impl LatencySummary {
@@ -108,6 +132,7 @@ impl LatencySummary {
             p90: at(0.9),
             p99: at(0.99),
             max: Duration::from_micros(h.max()),
+            buckets: LATENCY_BUCKETS.map(|bound| h.count_between(0, micros(bound))),
         }
     }
 }
@@ -604,6 +629,24 @@ mod tests {
             merged.queue_latency
         );
         assert!(merged.queue_latency.max >= Duration::from_millis(99));
+        // Cumulative at 1 ms, 2.5 ms, 5 ms and 100 ms: 1, 2, 4 and all 5 of 1, 2, 3, 4, 100 ms.
+        let at = |bound: Duration| {
+            let i = LATENCY_BUCKETS
+                .iter()
+                .position(|&b| b == bound)
+                .expect("a bound");
+            merged.queue_latency.buckets[i]
+        };
+        assert_eq!(
+            [
+                Duration::from_millis(1),
+                Duration::from_micros(2_500),
+                Duration::from_millis(5),
+                Duration::from_millis(100)
+            ]
+            .map(at),
+            [1, 2, 4, 5]
+        );
         assert_eq!(merged.handling.samples, 5);
         assert!(near(merged.handling.p50, 100), "{:?}", merged.handling);
         assert_eq!(merged.lock_wait.samples, 1);

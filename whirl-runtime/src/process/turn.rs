@@ -67,9 +67,10 @@ impl<P: Process> ProcessCell<P> {
         probe.begin(cell_ref.id, std::any::type_name::<P::Message>);
         // One span per turn, at TRACE. Whether a subscriber wants TRACE is looked up by the
         // worker once every 64 turns; the turn reads its worker's flag, and the span is built
-        // and kept out of line (in the recorder), so without such a subscriber a turn pays a
-        // load and a branch at each end.
-        if recorder.spans() {
+        // and kept out of line (in the recorder), so without such a subscriber a turn pays
+        // one load and a branch at each end.
+        let spans = recorder.spans();
+        if spans {
             open_turn_span::<P>(recorder, cell_ref);
         }
         let mut consumed_activations = 0;
@@ -220,7 +221,7 @@ impl<P: Process> ProcessCell<P> {
         }
         let more = exit.is_none() && !waiting && handled == budget && inbox.has_messages();
         probe.end();
-        if recorder.spans() {
+        if spans {
             recorder.close_turn_span();
         }
         drop(inbox);

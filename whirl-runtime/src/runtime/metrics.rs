@@ -34,6 +34,8 @@
 //! | `whirl_group_controller` | gauge | `group`, `controller` | 1 for each concurrency controller of the group |
 //! | `whirl_group_queue_wait_seconds` | gauge | `group`, `quantile` | time queued before the handler ran: `quantile` is `0.5`, `0.9`, `0.99` or `1` (the largest) |
 //! | `whirl_group_queue_wait_seconds_count` | counter | `group` | measurements behind those quantiles |
+//! | `whirl_group_queue_wait_seconds_bucket`, `whirl_group_handling_seconds_bucket` | counter | `group`, `le` | measurements at most `le` seconds (cumulative, `le` from `0.0001` to `10` and `+Inf`): the histogram, for `histogram_quantile` |
+//! | `whirl_group_queue_wait_seconds_sum`, `whirl_group_handling_seconds_sum` | gauge | `group` | the measurements' sum (mean times count) |
 //! | `whirl_group_handling_seconds` | gauge | `group`, `quantile` | handler time per message, quantiles as above |
 //! | `whirl_group_handling_seconds_count` | counter | `group` | measurements behind those quantiles |
 //! | `whirl_principal_handled_total` | counter | `group`, `principal` | messages handled for the principal in the group |
@@ -43,7 +45,11 @@
 //! Latencies are what the snapshots hold: quantiles of sampled measurements since the group
 //! was built (see [`control`](crate::control)), not the samples themselves, so they are
 //! recorded as gauges in the shape of a Prometheus summary (one series per quantile, plus
-//! `_count`) rather than as histograms. A quantile is recorded once there is a measurement.
+//! `_count`), and as the cumulative buckets of a Prometheus histogram (`_bucket{le}`, `_sum`,
+//! `_count`), counted from the same histograms at fixed bounds ([`LATENCY_BUCKETS`]). A quantile
+//! is recorded once there is a measurement.
+//!
+//! [`LATENCY_BUCKETS`]: crate::control::LATENCY_BUCKETS
 //!
 //! Not recorded: a controller's state in words ([`ControllerState`](crate::control::ControllerState)
 //! has no numeric fields; what controllers move — threads, budget, admission — is recorded
@@ -91,7 +97,7 @@ use std::time::Duration;
 use metrics::{counter, describe_counter, describe_gauge, gauge, Label, Unit};
 
 use super::handle::Runtime;
-use crate::control::{GroupStats, LatencySummary, RuntimeStats};
+use crate::control::{GroupStats, LatencySummary, RuntimeStats, LATENCY_BUCKETS};
 use crate::group::Kernel;
 
 /// The shortest period [`Runtime::export_metrics`] records at.
@@ -116,6 +122,8 @@ impl Runtime {
     /// | `whirl_group_controller` (1 per concurrency controller) | gauge | `group`, `controller` |
     /// | `whirl_group_queue_wait_seconds`, `whirl_group_handling_seconds` | gauge | `group`, `quantile` (`0.5`, `0.9`, `0.99`, `1`) |
     /// | `whirl_group_queue_wait_seconds_count`, `whirl_group_handling_seconds_count` | counter | `group` |
+    /// | `whirl_group_queue_wait_seconds_bucket`, `whirl_group_handling_seconds_bucket` (cumulative) | counter | `group`, `le` |
+    /// | `whirl_group_queue_wait_seconds_sum`, `whirl_group_handling_seconds_sum` | gauge | `group` |
     /// | `whirl_principal_handled_total`, `whirl_principal_rejected_total` | counter | `group`, `principal` |
     /// | `whirl_supervisor_restarts_total` (counted as restarts happen) | counter | `supervisor` |
     ///
@@ -275,14 +283,22 @@ fn record_group(g: &GroupStats) {
         .set(1.0);
     }
     summary(
-        "whirl_group_queue_wait_seconds",
-        "whirl_group_queue_wait_seconds_count",
+        [
+            "whirl_group_queue_wait_seconds",
+            "whirl_group_queue_wait_seconds_count",
+            "whirl_group_queue_wait_seconds_bucket",
+            "whirl_group_queue_wait_seconds_sum",
+        ],
         &labels,
         &g.queue_latency,
     );
     summary(
-        "whirl_group_handling_seconds",
-        "whirl_group_handling_seconds_count",
+        [
+            "whirl_group_handling_seconds",
+            "whirl_group_handling_seconds_count",
+            "whirl_group_handling_seconds_bucket",
+            "whirl_group_handling_seconds_sum",
+        ],
         &labels,
         &g.handling_time,
     );
@@ -293,9 +309,21 @@ fn record_group(g: &GroupStats) {
     }
 }
 
-/// `name{quantile}` gauges and a `count` counter, the shape of a Prometheus summary.
-fn summary(name: &'static str, count: &'static str, labels: &[Label], s: &LatencySummary) {
+/// `name{quantile}` gauges and a `count` counter, the shape of a Prometheus summary; and the
+/// `bucket{le}` counters and `sum` gauge that, with the same count, make a Prometheus
+/// histogram.
+fn summary([name, count, bucket, sum]: [&'static str; 4], labels: &[Label], s: &LatencySummary) {
     counter!(count, labels.iter()).absolute(s.samples);
+    let bounds = LATENCY_BUCKETS.iter().map(|b| b.as_secs_f64().to_string());
+    for (le, n) in bounds
+        .zip(s.buckets)
+        .chain(std::iter::once(("+Inf".to_owned(), s.samples)))
+    {
+        let mut with_le = labels.to_vec();
+        with_le.push(Label::new("le", le));
+        counter!(bucket, with_le).absolute(n);
+    }
+    gauge!(sum, labels.iter()).set(s.mean.as_secs_f64() * s.samples as f64);
     if s.samples == 0 {
         return;
     }
@@ -354,6 +382,14 @@ fn describe() {
         (
             "whirl_group_handling_seconds_count",
             "Handling times measured (sampled turns).",
+        ),
+        (
+            "whirl_group_queue_wait_seconds_bucket",
+            "Queue waits measured at most `le` seconds (cumulative).",
+        ),
+        (
+            "whirl_group_handling_seconds_bucket",
+            "Handling times measured at most `le` seconds (cumulative).",
         ),
         (
             "whirl_principal_handled_total",
