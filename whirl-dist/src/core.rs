@@ -29,14 +29,16 @@ use zenoh::{Session, Wait};
 
 use crate::ask::{AskEnd, AskSlot};
 use crate::counts::{bump, Counters};
-use crate::dispatch::{Delivery, Export, FactoryFn, FactoryResult, Replier};
+use crate::dispatch::{Delivery, Export, FactoryFn, FactoryResult, Replier, RestoreFn};
 use crate::link::{Link, Refusal};
 use crate::membership::{parse_alive_key, Membership, Observation};
+use crate::moves::{HeldFrame, Moves, Outgoing, Redirected, Route};
 use crate::registry::{self, Entry as RegEntry, Registry};
 use crate::remote::tag_of;
 use crate::watches::{MonitorRef, Notify, Theirs, Watches};
 use crate::wire::{
-    self, BounceReason, Frame, Header, Outcome, RemoteExit, WireError, WirePrincipal,
+    self, BounceReason, Frame, Header, MigratePayload, Outcome, RemoteExit, WireError,
+    WirePrincipal,
 };
 use crate::{DistCounts, DistError, DownReason, MemberState, NodeEvent, NodeId, Pid};
 
@@ -116,6 +118,19 @@ pub(crate) struct Core {
     principals: Mutex<HashMap<(u64, u8, u16, u64), whirl::Principal>>,
     counts: Counters,
     closing: AtomicBool,
+    /// Migration: what is moving, what moved, this node's redirects (`moves.rs`).
+    moves: Mutex<Moves>,
+    /// Whether `moves` holds anything: the receive and send paths look no further otherwise.
+    any_moves: AtomicBool,
+    /// How to restore a migrated process of each kind, by the kind's tag.
+    migrations: RwLock<HashMap<u64, RestoreFn>>,
+    /// Migration kinds by the process type they restore.
+    migration_kinds: RwLock<HashMap<std::any::TypeId, u64>>,
+    /// Held for reading around a send to another node while `any_moves`, for writing while a
+    /// fence's mark is taken (`moves.rs`): so no send is half done when the mark is read.
+    fence_gate: RwLock<()>,
+    /// Fences from senders not yet answered: (sender, old local id, frames to take first).
+    fences: Mutex<Vec<(NodeId, u64, u64)>>,
 }
 
 impl Core {
@@ -153,6 +168,12 @@ impl Core {
             principals: Mutex::new(HashMap::new()),
             counts: Counters::default(),
             closing: AtomicBool::new(false),
+            moves: Mutex::new(Moves::default()),
+            any_moves: AtomicBool::new(false),
+            migrations: RwLock::new(HashMap::new()),
+            migration_kinds: RwLock::new(HashMap::new()),
+            fence_gate: RwLock::new(()),
+            fences: Mutex::new(Vec::new()),
         }
     }
 
@@ -245,6 +266,15 @@ impl Core {
         header: &Header,
         payload: &T,
     ) -> Result<(), SendError> {
+        // Every send to another node holds the gate for reading (one uncontended atomic): a
+        // fence's mark, taken under the write side, then counts every send that did not see
+        // the fence (see `moves.rs`).
+        let _gate = (node != self.id).then(|| self.fence_gate.read());
+        if self.any_moves.load(Relaxed) {
+            if let Some(result) = self.reroute(node, header, payload) {
+                return result;
+            }
+        }
         let result = self.try_send_data(link, node, header, payload);
         match result {
             Ok(()) => bump(&self.counts.sent),
@@ -359,7 +389,7 @@ impl Core {
 
     /// `node` is Down for `reason` although its token may still be there (it cannot read this
     /// node's frames, or it has quarantined this node): quarantine it as if it had gone.
-    fn unusable(&self, node: NodeId, reason: DownReason) {
+    fn unusable(self: &Arc<Self>, node: NodeId, reason: DownReason) {
         let mut members = self.members.lock();
         let event = members.membership.unusable(node, reason);
         self.close_link(node);
@@ -393,7 +423,7 @@ impl Core {
             Some(NodeEvent::ResurrectionRefused(node)) => {
                 tracing::warn!(%node, "quarantined node reappeared; refused")
             }
-            None => {}
+            Some(NodeEvent::Moved { .. }) | None => {}
         }
     }
 
@@ -409,8 +439,19 @@ impl Core {
     /// `peer` is Down for good: close its link (if not yet), end the asks waiting on it,
     /// forget its inbound count and its names, tell the watchers of its processes, fail what
     /// was linked from it.
-    fn peer_down(&self, peer: NodeId) {
+    fn peer_down(self: &Arc<Self>, peer: NodeId) {
         self.close_link(peer);
+        if self.any_moves.load(Relaxed) {
+            let (stranded, orphaned) = self.moves.lock().node_down(peer);
+            for (header, payload) in stranded {
+                self.undeliverable(header, &payload, BounceReason::Terminated);
+            }
+            for (to, batch) in orphaned {
+                for (header, payload) in batch {
+                    self.resend(to, header, payload);
+                }
+            }
+        }
         // A link opened later (a post racing with this) finds the peer quarantined.
         self.end_asks(|ask| ask.peer == peer, || AskEnd::NodeDown);
         self.inbound.lock().remove(&peer);
@@ -481,6 +522,10 @@ impl Core {
     /// Runs on the thread that ended it (a worker, usually): short locks and queued frames.
     pub(crate) fn process_ended(self: &Arc<Self>, local: u64, reason: &whirl::ExitReason) {
         self.exports.write().remove(&local);
+        if self.any_moves.load(Relaxed) && self.moves.lock().is_moving(local) {
+            // Handed over: its watchers and names go with it (`migrate.rs`).
+            return;
+        }
         let watchers = self.watches.lock().ended(local);
         let exit = RemoteExit::of(reason);
         for w in watchers {
@@ -797,6 +842,431 @@ impl Core {
         self.asks.lock().remove(&req);
     }
 
+    // ----- migration (the protocol is in `moves.rs`; the verbs in `migrate.rs`) -----
+
+    /// Registers how to restore processes of migration kind `kind`, of type `type_id`.
+    pub(crate) fn add_migration(
+        &self,
+        kind: &'static str,
+        type_id: std::any::TypeId,
+        restore: RestoreFn,
+    ) -> Result<u64, DistError> {
+        self.claim_tag(kind)?;
+        let tag = tag_of(kind);
+        self.migrations.write().insert(tag, restore);
+        self.migration_kinds.write().insert(type_id, tag);
+        Ok(tag)
+    }
+
+    /// The migration kind registered for processes of type `type_id`.
+    pub(crate) fn migration_kind(&self, type_id: std::any::TypeId) -> Option<u64> {
+        self.migration_kinds.read().get(&type_id).copied()
+    }
+
+    /// Restores a process of kind `kind` here from `payload`.
+    pub(crate) fn restore(&self, kind: u64, payload: &MigratePayload) -> Result<u64, String> {
+        let migrations = self.migrations.read();
+        let restore = migrations
+            .get(&kind)
+            .ok_or_else(|| "this node accepts no migrations of that kind".to_owned())?;
+        let local = restore(payload)?;
+        bump(&self.counts.migrated_in);
+        Ok(local)
+    }
+
+    /// The export of local process `local`.
+    pub(crate) fn export_of(&self, local: u64) -> Option<Arc<Export>> {
+        self.exports.read().get(&local).cloned()
+    }
+
+    /// Starts holding the frames for local process `local`; `false` if it is already moving.
+    pub(crate) fn begin_moving(&self, local: u64) -> bool {
+        let begun = self.moves.lock().begin(local);
+        if begun {
+            self.any_moves.store(true, Relaxed);
+        }
+        begun
+    }
+
+    /// Takes what moves with local process `local`: its remote watchers and its names.
+    pub(crate) fn take_moving_parts(&self, local: u64) -> (Vec<Theirs>, Vec<String>) {
+        let watchers = self.watches.lock().ended(local);
+        let names = self
+            .tokens
+            .lock()
+            .get(&local)
+            .map(|regs| regs.iter().map(|(name, _, _)| name.clone()).collect())
+            .unwrap_or_default();
+        (watchers, names)
+    }
+
+    /// Adopts the remote watchers of a process that moved here as `local`.
+    pub(crate) fn adopt_watchers(&self, local: u64, watchers: &[(u128, u64, bool)]) {
+        let mut watches = self.watches.lock();
+        for &(node, mref, link) in watchers {
+            let node = NodeId::from_u128(node);
+            watches.add_theirs(local, Theirs { node, mref, link });
+        }
+    }
+
+    /// Local process `local` runs as `to` now: its held frames and later ones are
+    /// redirected, its watchers told, its names here withdrawn (the new node registers them).
+    pub(crate) fn finish_moving(self: &Arc<Self>, local: u64, to: Pid, watchers: Vec<Theirs>) {
+        self.exports.write().remove(&local);
+        loop {
+            let held = self.moves.lock().finish(local, to);
+            let Some(held) = held else { break };
+            for frame in held {
+                self.redirect(frame.from, &frame.header, &frame.payload, to);
+            }
+        }
+        // Fences that waited for these frames to come back may pass now.
+        let waiting: Vec<NodeId> = self.fences.lock().iter().map(|f| f.0).collect();
+        for peer in waiting {
+            let taken = self.inbound.lock().get(&peer).map_or(0, |i| i.taken);
+            self.fences_passed(peer, taken);
+        }
+        for w in watchers {
+            let header = Header::Moved {
+                mref: w.mref,
+                node: to.node().as_u128(),
+                local: to.local(),
+            };
+            self.send_control(w.node, wire::encode_raw(self.id, &header, &[]));
+        }
+        let names = self.tokens.lock().remove(&local).unwrap_or_default();
+        self.forget_names(names);
+        if to.node() != self.id {
+            bump(&self.counts.migrated_out);
+        }
+        self.announce_move(Pid::new(self.id, local), to);
+    }
+
+    /// Local process `local` did not move and does not run any more (it ended before it could
+    /// be handed over, or could not be restored): the frames held for it go back to their
+    /// senders as for an ended process.
+    pub(crate) fn abort_moving(self: &Arc<Self>, local: u64) {
+        let held = self.moves.lock().abort(local);
+        for frame in held {
+            let back = match frame.header {
+                Header::Post { tag, route, .. } => Header::Bounce {
+                    tag,
+                    route,
+                    reason: BounceReason::Terminated,
+                },
+                Header::Ask { req, .. } => Header::Reply {
+                    req,
+                    outcome: Outcome::Bounced(BounceReason::Terminated),
+                },
+                _ => continue,
+            };
+            bump(&self.counts.bounced);
+            self.bounce(frame.from, &back, &frame.payload);
+        }
+    }
+
+    /// Tells this node's event listeners that `from` moved to `to`.
+    fn announce_move(&self, from: Pid, to: Pid) {
+        tracing::info!(%from, %to, "process moved");
+        let members = self.members.lock();
+        self.publish(members, Some(NodeEvent::Moved { from, to }));
+    }
+
+    /// A data frame for a local process that is moving (held) or moved (redirected): `true`
+    /// if it was taken care of here.
+    fn intercept(self: &Arc<Self>, frame: &Frame<'_>, to: u64) -> bool {
+        let moved = {
+            let mut moves = self.moves.lock();
+            let held = moves.hold(to, || HeldFrame {
+                from: frame.from,
+                header: frame.header.clone(),
+                payload: frame.payload.to_vec(),
+            });
+            if held {
+                return true;
+            }
+            moves.moved_to(to)
+        };
+        match moved {
+            Some(pid) => {
+                self.redirect(frame.from, &frame.header, frame.payload, pid);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Gives a data frame for a process that moved back to its sender, with where it went.
+    fn redirect(self: &Arc<Self>, from: NodeId, header: &Header, payload: &[u8], to: Pid) {
+        let (node, local) = (to.node().as_u128(), to.local());
+        let back = match *header {
+            Header::Post {
+                to: old,
+                tag,
+                route,
+                principal,
+            } => Header::Redirect {
+                old,
+                tag,
+                route,
+                principal,
+                node,
+                local,
+            },
+            Header::Ask {
+                to: old,
+                tag,
+                req,
+                principal,
+            } => Header::Reply {
+                req,
+                outcome: Outcome::Redirected {
+                    old,
+                    node,
+                    local,
+                    tag,
+                    principal,
+                },
+            },
+            _ => return,
+        };
+        bump(&self.counts.redirected);
+        self.bounce(from, &back, payload);
+    }
+
+    /// A message of this node to `(node, old)` came back redirected to `to`.
+    fn redirected(self: &Arc<Self>, node: NodeId, old: u64, to: Pid, message: Outgoing) {
+        self.any_moves.store(true, Relaxed);
+        let what = {
+            // No send to `node` is under way while the mark is read (see `fence_gate`).
+            let _gate = self.fence_gate.write();
+            let what = self.moves.lock().redirected(node, old, to, message);
+            match what {
+                Redirected::First => {
+                    let sent = self.links.read().get(&node).map_or(0, |l| l.enqueued());
+                    Err(sent)
+                }
+                other => Ok(other),
+            }
+        };
+        let what = match what {
+            Err(sent) => {
+                let header = Header::Fence { old, sent };
+                self.send_control(node, wire::encode_raw(self.id, &header, &[]));
+                return;
+            }
+            Ok(what) => what,
+        };
+        match what {
+            Redirected::First => {}
+            Redirected::Buffered => {}
+            Redirected::Send(to, (header, payload)) => self.resend(to, header, payload),
+        }
+    }
+
+    /// A fence from `from`: answered once the first `sent` data frames from it were taken.
+    fn on_fence(self: &Arc<Self>, from: NodeId, old: u64, sent: u64) {
+        let done = from == self.id || {
+            let inbound = self.inbound.lock();
+            let taken = inbound.get(&from).map_or(0, |i| i.taken);
+            // Frames of the sender held for a process still moving count as taken but have
+            // not come back yet: the fence waits for them too (`finish_moving` looks again).
+            let done = taken >= sent && !self.moves.lock().holds_from(from);
+            if !done {
+                // Recorded under the inbound lock, which `taken` holds when it counts: the
+                // frame that completes the mark sees this fence.
+                self.fences.lock().push((from, old, sent));
+            }
+            done
+        };
+        if done {
+            let header = Header::FenceDone { old };
+            self.send_control(from, wire::encode_raw(self.id, &header, &[]));
+        }
+    }
+
+    /// Answers the fences of `peer` whose mark `taken` frames reach, unless frames of `peer`
+    /// are still held.
+    fn fences_passed(self: &Arc<Self>, peer: NodeId, taken: u64) {
+        if self.fences.lock().is_empty() || self.moves.lock().holds_from(peer) {
+            return;
+        }
+        let passed: Vec<u64> = {
+            let mut fences = self.fences.lock();
+            let mut passed = Vec::new();
+            fences.retain(|&(from, old, sent)| {
+                let done = from == peer && taken >= sent;
+                if done {
+                    passed.push(old);
+                }
+                !done
+            });
+            passed
+        };
+        for old in passed {
+            let header = Header::FenceDone { old };
+            self.send_control(peer, wire::encode_raw(self.id, &header, &[]));
+        }
+    }
+
+    /// A new post or ask to `(node, header.to)`: where it goes if that process moved.
+    fn reroute<T: serde::Serialize + ?Sized>(
+        self: &Arc<Self>,
+        node: NodeId,
+        header: &Header,
+        payload: &T,
+    ) -> Option<Result<(), SendError>> {
+        let (Header::Post { to: old, .. } | Header::Ask { to: old, .. }) = *header else {
+            return None;
+        };
+        let mut encoded = None;
+        let route = self.moves.lock().route(node, old, || {
+            let bytes = postcard::to_stdvec(payload);
+            let bytes = match bytes {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    encoded = Some(e);
+                    Vec::new()
+                }
+            };
+            (header.clone(), bytes)
+        })?;
+        if let Some(error) = encoded {
+            return Some(Err(SendError::Encode(error)));
+        }
+        if let Header::Ask { req, .. } = *header {
+            // Registered on the old node's link: it is pending on the new node now.
+            if let Some(link) = self.links.read().get(&node) {
+                link.end_ask();
+            }
+            let new_peer = match route {
+                Route::To(pid) => pid.node(),
+                _ => node,
+            };
+            if let Some(ask) = self.asks.lock().get_mut(&req) {
+                ask.peer = new_peer;
+            }
+        }
+        Some(match route {
+            Route::Buffered => Ok(()),
+            Route::Full => {
+                bump(&self.counts.refused);
+                Err(SendError::Full)
+            }
+            Route::To(pid) => {
+                let retargeted = retarget(header, pid.local());
+                if let Header::Ask { .. } = retargeted {
+                    if let Some(link) = self.link_to(pid.node()) {
+                        if !link.begin_ask() {
+                            bump(&self.counts.refused);
+                            return Some(Err(SendError::Full));
+                        }
+                    }
+                }
+                let link = match pid.node() == self.id {
+                    true => None,
+                    false => match self.link_to(pid.node()) {
+                        Some(link) => Some(link),
+                        None => return Some(Err(SendError::Down)),
+                    },
+                };
+                let result = self.try_send_data(link.as_deref(), pid.node(), &retargeted, payload);
+                match result {
+                    Ok(()) => bump(&self.counts.sent),
+                    Err(_) => bump(&self.counts.refused),
+                }
+                result
+            }
+        })
+    }
+
+    /// Sends again, to `to`, a message that came back redirected (or waited for a fence).
+    fn resend(self: &Arc<Self>, to: Pid, header: Header, payload: Vec<u8>) {
+        let header = retarget(&header, to.local());
+        let link = match to.node() == self.id {
+            true => None,
+            false => match self.link_to(to.node()) {
+                Some(link) => Some(link),
+                None => return self.undeliverable(header, &payload, BounceReason::Terminated),
+            },
+        };
+        if let (Header::Ask { .. }, Some(link)) = (&header, &link) {
+            if !link.begin_ask() {
+                return self.undeliverable(header, &payload, BounceReason::Rejected);
+            }
+        }
+        let sent = match &link {
+            None => {
+                self.on_frame(&wire::encode_raw(self.id, &header, &payload));
+                Ok(())
+            }
+            Some(link) => link
+                .take_credit()
+                .map_err(|_| BounceReason::Rejected)
+                .and_then(|()| {
+                    link.send_data(wire::encode_raw(self.id, &header, &payload))
+                        .map_err(|_| {
+                            link.return_credit(&self.counts);
+                            BounceReason::Rejected
+                        })
+                }),
+        };
+        match sent {
+            Ok(()) => {
+                bump(&self.counts.sent);
+                bump(&self.counts.resent);
+            }
+            Err(reason) => {
+                if let (Header::Ask { .. }, Some(link)) = (&header, &link) {
+                    link.end_ask();
+                }
+                self.undeliverable(header, &payload, reason)
+            }
+        }
+    }
+
+    /// A message of this node that cannot be sent where its process went: a post goes to its
+    /// bounce handler, an ask ends given back.
+    fn undeliverable(&self, header: Header, payload: &[u8], reason: BounceReason) {
+        bump(&self.counts.returned);
+        match header {
+            Header::Post { route, .. } => {
+                let route = route.and_then(|id| self.routes.read().get(&id).cloned());
+                if !route.is_some_and(|route| route(reason, payload)) {
+                    bump(&self.counts.returned_unrouted);
+                    tracing::warn!(%reason, "a redirected message could not be sent and its sender set no bounce handler");
+                }
+            }
+            Header::Ask { req, .. } => {
+                if let Some(ask) = self.asks.lock().remove(&req) {
+                    ask.slot.complete(AskEnd::Bounced(reason, payload.to_vec()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A process moving here: restore it, answer its new local id.
+    fn on_migrate(self: &Arc<Self>, from: NodeId, req: u64, kind: u64, payload: &[u8]) {
+        let restored = match wire::decode_payload::<MigratePayload>(payload) {
+            Err(_) => Err("the migration payload did not decode".to_owned()),
+            Ok(payload) => self.restore(kind, &payload),
+        };
+        let (outcome, body) = match restored {
+            Ok(local) => (
+                Outcome::Answered,
+                postcard::to_stdvec(&local).unwrap_or_default(),
+            ),
+            Err(why) => (Outcome::Failed, why.into_bytes()),
+        };
+        match outcome {
+            Outcome::Answered => bump(&self.counts.delivered),
+            _ => bump(&self.counts.bounced),
+        }
+        let header = Header::Reply { req, outcome };
+        self.send_control(from, wire::encode_raw(self.id, &header, &body));
+    }
+
     // ----- receiving -----
 
     /// Handles one frame from the network (or from this node, for a pid of its own).
@@ -816,6 +1286,12 @@ impl Core {
             return;
         }
         match frame.header {
+            Header::Post { to, .. } | Header::Ask { to, .. }
+                if self.any_moves.load(Relaxed) && self.intercept(&frame, to) =>
+            {
+                bump(&self.counts.received);
+                self.taken(frame.from);
+            }
             Header::Post {
                 to,
                 tag,
@@ -825,6 +1301,15 @@ impl Core {
                 bump(&self.counts.received);
                 let principal = principal.map(|p| self.principal(p));
                 let delivery = self.deliver(to, tag, frame.payload, principal.as_ref(), None);
+                // Refused by a process that closed for a hand-over after this frame passed the
+                // check for moves: held with the others.
+                if delivery == Delivery::Refused(BounceReason::Terminated)
+                    && self.any_moves.load(Relaxed)
+                    && self.intercept(&frame, to)
+                {
+                    self.taken(frame.from);
+                    return;
+                }
                 if let Delivery::Refused(reason) = delivery {
                     let header = Header::Bounce { tag, route, reason };
                     self.bounce(frame.from, &header, frame.payload);
@@ -877,6 +1362,75 @@ impl Core {
                 self.on_spawn(frame.from, req, factory, principal, frame.payload);
                 self.taken(frame.from);
             }
+            Header::Migrate { req, kind } => {
+                bump(&self.counts.received);
+                self.on_migrate(frame.from, req, kind, frame.payload);
+                self.taken(frame.from);
+            }
+            Header::Redirect {
+                old,
+                tag,
+                route,
+                principal,
+                node,
+                local,
+            } => {
+                let to = Pid::new(NodeId::from_u128(node), local);
+                let header = Header::Post {
+                    to: local,
+                    tag,
+                    route,
+                    principal,
+                };
+                self.redirected(frame.from, old, to, (header, frame.payload.to_vec()));
+            }
+            Header::Fence { old, sent } => self.on_fence(frame.from, old, sent),
+            Header::FenceDone { old } => loop {
+                let batch = self.moves.lock().next_batch(frame.from, old);
+                let Some((to, batch)) = batch else { break };
+                for (header, payload) in batch {
+                    self.resend(to, header, payload);
+                }
+            },
+            Header::Moved { mref, node, local } => {
+                let to = Pid::new(NodeId::from_u128(node), local);
+                let from = self.watches.lock().retarget(mref, to);
+                if let Some(from) = from {
+                    self.announce_move(from, to);
+                }
+            }
+            Header::Reply {
+                req,
+                outcome:
+                    Outcome::Redirected {
+                        old,
+                        node,
+                        local,
+                        tag,
+                        principal,
+                    },
+            } => {
+                let to = Pid::new(NodeId::from_u128(node), local);
+                // The ask leaves the old node: its slot there is released, and it is pending
+                // on the new node from now on.
+                let moved = {
+                    let mut asks = self.asks.lock();
+                    asks.get_mut(&req)
+                        .map(|ask| std::mem::replace(&mut ask.peer, to.node()))
+                };
+                if let Some(old_peer) = moved {
+                    if let Some(link) = self.links.read().get(&old_peer) {
+                        link.end_ask();
+                    }
+                    let header = Header::Ask {
+                        to: local,
+                        tag,
+                        req,
+                        principal,
+                    };
+                    self.redirected(frame.from, old, to, (header, frame.payload.to_vec()));
+                }
+            }
             Header::Reply { req, outcome } => {
                 let Some(ask) = self.asks.lock().remove(&req) else {
                     // Timed out (or never ours): nobody waits.
@@ -895,6 +1449,8 @@ impl Core {
                     Outcome::Failed => {
                         AskEnd::Failed(String::from_utf8_lossy(frame.payload).into_owned())
                     }
+                    // Matched above.
+                    Outcome::Redirected { .. } => AskEnd::NoReply,
                 };
                 self.end_ask_slot(&ask, end);
             }
@@ -1034,15 +1590,19 @@ impl Core {
             return;
         }
         let batch = (self.window as u64 / 8).max(1);
-        let ack = {
+        let (ack, taken) = {
             let mut inbound = self.inbound.lock();
             let entry = inbound.entry(peer).or_default();
             entry.taken += 1;
-            (entry.taken - entry.acked >= batch).then(|| {
+            let ack = (entry.taken - entry.acked >= batch).then(|| {
                 entry.acked = entry.taken;
                 entry.taken
-            })
+            });
+            (ack, entry.taken)
         };
+        if self.any_moves.load(Relaxed) {
+            self.fences_passed(peer, taken);
+        }
         if let Some(received) = ack {
             self.send_ack(peer, received);
         }
@@ -1058,7 +1618,7 @@ impl Core {
     }
 
     /// A bounce came back for a message posted from here.
-    fn returned(&self, frame: &Frame<'_>, route: Option<u64>, reason: BounceReason) {
+    fn returned(self: &Arc<Self>, frame: &Frame<'_>, route: Option<u64>, reason: BounceReason) {
         bump(&self.counts.returned);
         if reason == BounceReason::Quarantined {
             // The peer saw this node Down: it is gone for this incarnation.
@@ -1142,5 +1702,34 @@ impl Drop for RouteGuard {
         if let Some(core) = self.core.upgrade() {
             core.routes.write().remove(&self.id);
         }
+    }
+}
+
+/// `header`, a post or an ask, addressed to local id `to` instead.
+fn retarget(header: &Header, to: u64) -> Header {
+    match *header {
+        Header::Post {
+            tag,
+            route,
+            principal,
+            ..
+        } => Header::Post {
+            to,
+            tag,
+            route,
+            principal,
+        },
+        Header::Ask {
+            tag,
+            req,
+            principal,
+            ..
+        } => Header::Ask {
+            to,
+            tag,
+            req,
+            principal,
+        },
+        ref other => other.clone(),
     }
 }

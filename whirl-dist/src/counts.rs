@@ -59,6 +59,15 @@ pub struct DistCounts {
     /// Control frames (replies, watch notices) that found their lane full. Always
     /// 0 unless there is a bug: the lane is sized for the most that can be outstanding.
     pub control_overflow: u64,
+    /// Frames this node gave back as redirects: their process had moved away from here.
+    pub redirected: u64,
+    /// Messages this node sent again, to where their process had moved (each was counted in
+    /// `sent` when it was first sent, and again here).
+    pub resent: u64,
+    /// Processes that moved away from this node.
+    pub migrated_out: u64,
+    /// Processes that moved to this node.
+    pub migrated_in: u64,
 }
 
 /// The live counters behind [`DistCounts`].
@@ -78,6 +87,10 @@ pub(crate) struct Counters {
     pub(crate) from_unknown: AtomicU64,
     pub(crate) bounce_overflow: AtomicU64,
     pub(crate) control_overflow: AtomicU64,
+    pub(crate) redirected: AtomicU64,
+    pub(crate) resent: AtomicU64,
+    pub(crate) migrated_out: AtomicU64,
+    pub(crate) migrated_in: AtomicU64,
 }
 
 /// Adds one.
@@ -102,6 +115,10 @@ impl Counters {
             from_unknown: self.from_unknown.load(Relaxed),
             bounce_overflow: self.bounce_overflow.load(Relaxed),
             control_overflow: self.control_overflow.load(Relaxed),
+            redirected: self.redirected.load(Relaxed),
+            resent: self.resent.load(Relaxed),
+            migrated_out: self.migrated_out.load(Relaxed),
+            migrated_in: self.migrated_in.load(Relaxed),
             malformed_names: 0,
         }
     }

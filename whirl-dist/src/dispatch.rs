@@ -28,11 +28,26 @@ pub(crate) type PostFn = Box<dyn Fn(&[u8], Option<&Principal>) -> Delivery + Sen
 /// the [`Replier`].
 pub(crate) type AskFn = Box<dyn Fn(&[u8], Option<&Principal>, Replier) -> Delivery + Send + Sync>;
 
+/// Encodes a message queued for a process that is moving, if it is of the entry's type.
+pub(crate) type EncodeFn =
+    Box<dyn Fn(&whirl::QueuedMessage) -> Option<Result<Vec<u8>, postcard::Error>> + Send + Sync>;
+
+/// Decodes a message that moved with its process and posts it without admission (it was
+/// admitted before it moved).
+pub(crate) type RepostFn = Box<dyn Fn(&[u8]) -> Delivery + Send + Sync>;
+
 /// One accepted message type of an exported process.
 pub(crate) struct Entry {
     pub(crate) post: PostFn,
     pub(crate) ask: Option<AskFn>,
+    pub(crate) encode: EncodeFn,
+    pub(crate) repost: RepostFn,
 }
+
+/// Restores a migrated process here from a payload: spawns it, exports it, posts its queue;
+/// answers its local id, or why it could not.
+pub(crate) type RestoreFn =
+    Box<dyn Fn(&crate::wire::MigratePayload) -> Result<u64, String> + Send + Sync>;
 
 /// An exported process: its entries by tag, and how to end it (for links across nodes).
 pub(crate) struct Export {

@@ -25,7 +25,7 @@ use parking_lot::Mutex;
 use whirl::{Addr, Answers, CallError, Handles, PostError, Process};
 
 use crate::core::Core;
-use crate::dispatch::{AskFn, Delivery, Entry, Export, PostFn, Replier};
+use crate::dispatch::{AskFn, Delivery, EncodeFn, Entry, Export, PostFn, Replier, RepostFn};
 use crate::remote::{Remote, Request, TagOf};
 use crate::wire::{self, BounceReason};
 use crate::{DistError, Pid};
@@ -90,6 +90,8 @@ impl<'n, P: Process> ExportBuilder<'n, P> {
             Entry {
                 post: post_fn::<P, M>(addr),
                 ask: None,
+                encode: encode_fn::<M>(),
+                repost: repost_fn::<P, M>(self.addr.clone()),
             },
         );
         self
@@ -119,6 +121,8 @@ impl<'n, P: Process> ExportBuilder<'n, P> {
             Entry {
                 post: post_fn::<P, M>(self.addr.clone()),
                 ask: Some(ask),
+                encode: encode_fn::<M>(),
+                repost: repost_fn::<P, M>(self.addr.clone()),
             },
         );
         self
@@ -172,6 +176,30 @@ where
             },
         },
     )
+}
+
+/// Encodes a queued message of type `M` (a process's queue, when it moves).
+fn encode_fn<M: Remote>() -> EncodeFn {
+    Box::new(|queued| {
+        queued
+            .downcast_ref::<M>()
+            .map(|msg| postcard::to_stdvec(msg))
+    })
+}
+
+/// Posts a message of type `M` that moved with its process, without admission.
+fn repost_fn<P, M>(addr: Addr<P>) -> RepostFn
+where
+    M: Remote,
+    P: Handles<M>,
+{
+    Box::new(move |payload| match wire::decode_payload::<M>(payload) {
+        Err(_) => Delivery::Refused(BounceReason::Incompatible),
+        Ok(msg) => match addr.post_moved(msg) {
+            Ok(()) => Delivery::Delivered,
+            Err(_) => Delivery::Refused(BounceReason::Terminated),
+        },
+    })
 }
 
 type BoxedAsk<R, M> = Pin<Box<dyn Future<Output = Result<R, CallError<M>>> + Send>>;

@@ -26,7 +26,7 @@
 //! stops. A post racing with Down either took its credit before (and is counted in doubt, or
 //! takes itself back out of that count when it hands its message back) or sees the bit.
 
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -62,6 +62,8 @@ pub(crate) struct Link {
     published: Arc<AtomicU64>,
     /// Asks to this peer awaiting their end.
     asks: AtomicU64,
+    /// Data frames handed to the data lane so far (a fence's mark: see `moves.rs`).
+    enqueued: AtomicU64,
     data: Sender<Vec<u8>>,
     /// Kept so the data lane never disconnects before the link is dropped.
     _data_rx: Receiver<Vec<u8>>,
@@ -99,6 +101,7 @@ impl Link {
             acked: AtomicU64::new(0),
             published,
             asks: AtomicU64::new(0),
+            enqueued: AtomicU64::new(0),
             data,
             _data_rx: data_rx,
             control,
@@ -137,7 +140,16 @@ impl Link {
     /// most the credit outstanding, which is at most its capacity, because acknowledgements
     /// never refill more than the writer has published. On failure the frame comes back.
     pub(crate) fn send_data(&self, frame: Vec<u8>) -> Result<(), Vec<u8>> {
-        self.data.try_send(frame).map_err(TrySendError::into_inner)
+        self.data
+            .try_send(frame)
+            .map_err(TrySendError::into_inner)?;
+        self.enqueued.fetch_add(1, Relaxed);
+        Ok(())
+    }
+
+    /// Data frames handed to the data lane so far.
+    pub(crate) fn enqueued(&self) -> u64 {
+        self.enqueued.load(Relaxed)
     }
 
     /// Queues a control frame; `false` if the lane is full (the caller accounts for what the

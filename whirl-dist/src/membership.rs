@@ -54,6 +54,14 @@ pub enum NodeEvent {
     /// A quarantined node's token appeared again (a healed partition, typically) and was
     /// ignored: the node stays quarantined.
     ResurrectionRefused(NodeId),
+    /// A process moved (`Node::migrate`): told on the node it left, the node it went to, and
+    /// every node watching it (their watches moved with it).
+    Moved {
+        /// Its pid before.
+        from: crate::Pid,
+        /// Its pid now.
+        to: crate::Pid,
+    },
 }
 
 /// Where a node stands in the membership table.

@@ -66,7 +66,7 @@ use crate::{
 /// # }
 /// ```
 pub struct Node {
-    core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     cluster: String,
     // Dropped in this order if `shutdown` is not called: subscribers, token, session.
     mailbox: Option<Subscriber<()>>,

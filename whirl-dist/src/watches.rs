@@ -115,6 +115,13 @@ impl Watches {
         mref
     }
 
+    /// The process this node watches under `mref` moved to `to`: the watch follows it.
+    /// Returns the pid it had, if the watch is still there.
+    pub(crate) fn retarget(&mut self, mref: u64, to: Pid) -> Option<Pid> {
+        let mine = self.mine.get_mut(&mref)?;
+        Some(std::mem::replace(&mut mine.pid, to))
+    }
+
     /// The watch `mref` of this node ended: what to notify, if it is still there.
     pub(crate) fn take_mine(&mut self, mref: u64) -> Option<(Pid, Notify)> {
         self.mine.remove(&mref).map(|m| (m.pid, m.notify))

@@ -97,7 +97,7 @@ impl WirePrincipal {
 }
 
 /// How an ask ended on the receiving node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) enum Outcome {
     /// The handler answered; the payload is the answer.
     Answered,
@@ -105,8 +105,17 @@ pub(crate) enum Outcome {
     Bounced(BounceReason),
     /// The handler failed or dropped its reply handle without answering; no payload.
     NoReply,
-    /// A spawn failed; the payload is the reason, as UTF-8 text.
+    /// A spawn or a migration failed; the payload is the reason, as UTF-8 text.
     Failed,
+    /// The asked process moved to (`node`, `local`); the payload is the request, given back
+    /// with its tag and principal so that the asker sends it there.
+    Redirected {
+        old: u64,
+        node: u128,
+        local: u64,
+        tag: u64,
+        principal: Option<WirePrincipal>,
+    },
 }
 
 /// What a frame is. The payload follows it.
@@ -154,6 +163,38 @@ pub(crate) enum Header {
         factory: u64,
         principal: Option<WirePrincipal>,
     },
+    /// A process moving here: restore it from the payload (a [`MigratePayload`]) with the
+    /// migration kind `kind`; the end comes back as `Reply { req }` (answered: its new local
+    /// id).
+    Migrate { req: u64, kind: u64 },
+    /// A post to a process that moved, given back with its message (the payload) and where
+    /// the process went (`node`, `local`).
+    Redirect {
+        old: u64,
+        tag: u64,
+        route: Option<u64>,
+        principal: Option<WirePrincipal>,
+        node: u128,
+        local: u64,
+    },
+    /// From a sender that got redirects for `old`: answer `FenceDone` once the first `sent`
+    /// data frames of mine are answered.
+    Fence { old: u64, sent: u64 },
+    /// Every frame the sender sent to `old` before its fence has been answered.
+    FenceDone { old: u64 },
+    /// The process this node watches under `mref` moved to (`node`, `local`); the watch
+    /// moved with it.
+    Moved { mref: u64, node: u128, local: u64 },
+}
+
+/// What a migrating process carries: its encoded state, its queued messages (tag, encoding)
+/// in order, its registered names and its remote watchers (node, mref, link).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct MigratePayload {
+    pub(crate) state: Vec<u8>,
+    pub(crate) queue: Vec<(u64, Vec<u8>)>,
+    pub(crate) names: Vec<String>,
+    pub(crate) watchers: Vec<(u128, u64, bool)>,
 }
 
 /// Why a process watched across nodes ended, or is considered gone: what a

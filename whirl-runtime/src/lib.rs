@@ -63,7 +63,8 @@ pub use isolation::{Reply, SharedClient};
 #[doc(hidden)]
 pub use lifecycle::posted as __posted;
 pub use lifecycle::{
-    DeadLetter, DeadLetterRecord, DeadLetterSink, Down, ExitReason, Failure, FailureKind, ProcessId,
+    DeadLetter, DeadLetterRecord, DeadLetterSink, Down, ExitReason, Failure, FailureKind,
+    ProcessId, QueuedMessage,
 };
 pub use principal::{Principal, PrincipalBuilder};
 #[doc(hidden)]
@@ -72,8 +73,8 @@ pub use process::{
     HandlerFuture as __HandlerFuture, HandlerOutput as __HandlerOutput,
 };
 pub use process::{
-    Addr, Answers, CallError, Ctx, Handles, PostError, Process, Recipient, ReplyTo, SpawnError,
-    SpawnRefusal, Watch,
+    Addr, Answers, CallError, Ctx, HandOverError, HandedOver, Handles, PostError, Process,
+    Recipient, ReplyTo, SpawnError, SpawnRefusal, Watch,
 };
 #[cfg(feature = "metrics")]
 pub use runtime::MetricsExporter;

@@ -6,7 +6,8 @@
 //! own. Reading sums the stripes.
 //!
 //! The identity that holds at every quiescent point (invariant I3):
-//! `posted = handled + rejected + dead_lettered + queued`.
+//! `posted = handled + rejected + dead_lettered + moved + queued` (`moved`: messages handed
+//! over with their process by `Addr::hand_over`, to be posted again elsewhere).
 
 use std::cell::Cell;
 use std::sync::atomic::AtomicU64;
@@ -22,6 +23,7 @@ struct Stripe {
     handled: AtomicU64,
     rejected: AtomicU64,
     dead_lettered: AtomicU64,
+    moved: AtomicU64,
     activations: AtomicU64,
     deactivations: AtomicU64,
     spawned: AtomicU64,
@@ -35,6 +37,8 @@ pub(crate) enum Event {
     Handled,
     Rejected,
     DeadLettered,
+    /// Handed over with its process (`Addr::hand_over`).
+    Moved,
     /// A run without a message was requested: a process's start hook, a kill request.
     Activated,
     /// Such a run happened.
@@ -79,6 +83,7 @@ impl Counters {
             Event::Handled => &s.handled,
             Event::Rejected => &s.rejected,
             Event::DeadLettered => &s.dead_lettered,
+            Event::Moved => &s.moved,
             Event::Activated => &s.activations,
             Event::Deactivated => &s.deactivations,
             Event::Spawned => &s.spawned,
@@ -87,8 +92,18 @@ impl Counters {
         counter.fetch_add(n, Relaxed);
     }
 
+    /// Takes back `n` messages counted as moved that were dead-lettered instead (added to
+    /// `dead_lettered` first, so a reader never sees them missing).
+    pub(crate) fn sub_moved(&self, n: u64) {
+        self.stripes[my_stripe()].moved.fetch_sub(n, Relaxed);
+    }
+
     fn sum(&self, f: fn(&Stripe) -> &AtomicU64) -> u64 {
-        self.stripes.iter().map(|s| f(s).load(Relaxed)).sum()
+        // Wrapping: a stripe's `moved` may go below zero (a message moved on one thread and
+        // taken back on another); the sum over the stripes never does.
+        self.stripes
+            .iter()
+            .fold(0u64, |sum, s| sum.wrapping_add(f(s).load(Relaxed)))
     }
 
     /// The counters of events that end something. Read these *before* [`Counters::read_started`]:
@@ -99,6 +114,7 @@ impl Counters {
             handled: self.sum(|s| &s.handled),
             rejected: self.sum(|s| &s.rejected),
             dead_lettered: self.sum(|s| &s.dead_lettered),
+            moved: self.sum(|s| &s.moved),
             deactivations: self.sum(|s| &s.deactivations),
             terminated: self.sum(|s| &s.terminated),
         }
@@ -117,9 +133,12 @@ impl Counters {
     pub(crate) fn queued_estimate(&self) -> u64 {
         let (mut posted, mut done) = (0u64, 0u64);
         for s in &self.stripes {
-            done +=
-                s.handled.load(Relaxed) + s.rejected.load(Relaxed) + s.dead_lettered.load(Relaxed);
-            posted += s.posted.load(Relaxed);
+            done = done
+                .wrapping_add(s.handled.load(Relaxed))
+                .wrapping_add(s.rejected.load(Relaxed))
+                .wrapping_add(s.dead_lettered.load(Relaxed))
+                .wrapping_add(s.moved.load(Relaxed));
+            posted = posted.wrapping_add(s.posted.load(Relaxed));
         }
         posted.saturating_sub(done)
     }
@@ -133,6 +152,7 @@ impl Counters {
             handled: done.handled,
             rejected: done.rejected,
             dead_lettered: done.dead_lettered,
+            moved: done.moved,
             spawned: started.spawned,
             terminated: done.terminated,
             pending_lifecycle_runs: started.activations.saturating_sub(done.deactivations),
@@ -144,6 +164,7 @@ pub(crate) struct DoneCounts {
     handled: u64,
     rejected: u64,
     dead_lettered: u64,
+    moved: u64,
     deactivations: u64,
     terminated: u64,
 }
@@ -157,14 +178,14 @@ pub(crate) struct StartedCounts {
 impl StartedCounts {
     pub(crate) fn is_quiescent_with(&self, done: &DoneCounts) -> bool {
         let _ = done.terminated;
-        self.posted == done.handled + done.rejected + done.dead_lettered
+        self.posted == done.handled + done.rejected + done.dead_lettered + done.moved
             && self.activations == done.deactivations
     }
 }
 
 /// A reading of message and process counters, for a group or the whole runtime.
 ///
-/// At a quiescent point, `posted == handled + rejected + dead_lettered + queued()`.
+/// At a quiescent point, `posted == handled + rejected + dead_lettered + moved + queued()`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
@@ -179,6 +200,9 @@ pub struct MessageCounts {
     pub rejected: u64,
     /// Messages left in the inbox of a terminated process, given to the dead-letter sink.
     pub dead_lettered: u64,
+    /// Messages handed over with their process ([`Addr::hand_over`](crate::Addr::hand_over))
+    /// to be posted again elsewhere (another node, after a migration).
+    pub moved: u64,
     /// Processes spawned.
     pub spawned: u64,
     /// Processes terminated.
@@ -192,7 +216,7 @@ impl MessageCounts {
     /// Messages still waiting in inboxes (or being handled) at the moment of reading.
     pub fn queued(&self) -> u64 {
         self.posted
-            .saturating_sub(self.handled + self.rejected + self.dead_lettered)
+            .saturating_sub(self.handled + self.rejected + self.dead_lettered + self.moved)
     }
 
     /// Processes alive at the moment of reading.
@@ -216,6 +240,7 @@ impl std::ops::Add for MessageCounts {
             handled: self.handled + other.handled,
             rejected: self.rejected + other.rejected,
             dead_lettered: self.dead_lettered + other.dead_lettered,
+            moved: self.moved + other.moved,
             spawned: self.spawned + other.spawned,
             terminated: self.terminated + other.terminated,
             pending_lifecycle_runs: self.pending_lifecycle_runs + other.pending_lifecycle_runs,

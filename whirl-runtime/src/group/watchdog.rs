@@ -58,14 +58,14 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
 use super::pool::Slot;
 use super::probe::Running;
 use crate::control::{SlowTurn, RECENT_SLOW_TURNS};
-use crate::lifecycle::ProcessId;
+use crate::lifecycle::{wall_clock, ProcessId};
 
 /// A group's slow-turn threshold unless its builder says otherwise.
 pub(crate) const DEFAULT_SLOW_TURN_THRESHOLD: Duration = Duration::from_millis(100);
@@ -177,7 +177,7 @@ impl Watchdog {
                     process: running.process,
                     message_type: running.message,
                     held: running.for_how_long,
-                    seen_at: SystemTime::now(),
+                    seen_at: wall_clock(),
                 });
             }
             // After the warning: whoever reads the count finds the warning already given.

@@ -104,8 +104,66 @@ impl DeadLetter {
     }
 }
 
+/// A message that was queued for a process handed over with
+/// [`Addr::hand_over`](crate::Addr::hand_over): the value that was posted, in the order it was
+/// queued, for whoever restores the process to post again.
+pub struct QueuedMessage {
+    type_name: &'static str,
+    message: Box<dyn Any + Send>,
+}
+
+impl QueuedMessage {
+    /// A queued message holding `message` already unwrapped to the value that was posted
+    /// (`Process::__dead_letter`), named `type_name`.
+    pub(crate) fn new((type_name, message): (&'static str, Box<dyn Any + Send>)) -> Self {
+        QueuedMessage { type_name, message }
+    }
+
+    /// The Rust type of the message that was posted.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    /// Whether the message is an `M`.
+    pub fn is<M: Any>(&self) -> bool {
+        self.message.is::<M>() || self.message.is::<Posted<M>>()
+    }
+
+    /// The message, by reference, if it is an `M`.
+    pub fn downcast_ref<M: Any>(&self) -> Option<&M> {
+        self.message
+            .downcast_ref::<M>()
+            .or_else(|| self.message.downcast_ref::<Posted<M>>().map(|p| &p.0))
+    }
+
+    /// A dead letter for `to`, which ended with `reason`, holding this message.
+    pub(crate) fn into_dead_letter(self, to: ProcessId, reason: ExitReason) -> DeadLetter {
+        DeadLetter::new(to, reason, (self.type_name, self.message))
+    }
+
+    /// The message as the `M` that was posted, or itself back if it holds another type.
+    pub fn downcast<M: Any>(self) -> Result<M, QueuedMessage> {
+        let message = match self.message.downcast::<M>() {
+            Ok(message) => return Ok(*message),
+            Err(message) => message,
+        };
+        match message.downcast::<Posted<M>>() {
+            Ok(posted) => Ok(posted.0),
+            Err(message) => Err(QueuedMessage { message, ..self }),
+        }
+    }
+}
+
+impl fmt::Debug for QueuedMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueuedMessage")
+            .field("type_name", &self.type_name)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A message unwrapped from a `#[process]` process's message enum, on its way into a
-/// [`DeadLetter`] (which hands it out as the `M` inside).
+/// [`DeadLetter`] or a [`QueuedMessage`] (which hand it out as the `M` inside).
 pub(crate) struct Posted<M>(M);
 
 // SAFETY: a `Posted<M>` is only made by `posted`, whose contract is that the `M` came out of a
@@ -160,8 +218,18 @@ impl DeadLetterRecord {
             to: letter.to,
             reason: letter.reason.clone(),
             message_type: letter.type_name,
-            at: std::time::SystemTime::now(),
+            at: wall_clock(),
         }
+    }
+}
+
+/// The wall-clock time, for records people read. Under Miri, whose isolation has no
+/// real-time clock, the epoch.
+pub(crate) fn wall_clock() -> std::time::SystemTime {
+    if cfg!(miri) {
+        std::time::SystemTime::UNIX_EPOCH
+    } else {
+        std::time::SystemTime::now()
     }
 }
 

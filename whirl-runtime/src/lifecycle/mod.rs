@@ -14,7 +14,7 @@ mod exit;
 pub(crate) mod failures;
 mod id;
 
-pub(crate) use dead_letter::default_sink;
-pub use dead_letter::{posted, DeadLetter, DeadLetterRecord, DeadLetterSink};
+pub(crate) use dead_letter::{default_sink, wall_clock};
+pub use dead_letter::{posted, DeadLetter, DeadLetterRecord, DeadLetterSink, QueuedMessage};
 pub use exit::{Down, ExitReason, Failure, FailureKind};
 pub use id::ProcessId;

@@ -20,6 +20,7 @@ mod addr;
 mod cell;
 mod ctx;
 mod error;
+mod handover;
 mod inbox;
 mod mailbox;
 mod model;
@@ -30,6 +31,7 @@ mod watch;
 
 pub use addr::{Addr, Recipient};
 pub use error::{CallError, PostError, SpawnError, SpawnRefusal};
+pub use handover::{HandOverError, HandedOver};
 #[doc(hidden)]
 pub use model::HandlerFuture;
 pub use model::{Answers, Ctx, Handles, Process};

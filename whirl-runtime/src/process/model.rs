@@ -248,6 +248,10 @@ pub(super) struct Control {
     pub(super) exit: Option<ExitReason>,
     /// Called once the `started` hook has returned `Ok` (a supervisor's synchronous start).
     pub(super) on_started: Option<OnStarted>,
+    /// Where the state and the queue go instead of the `terminated` hook and the dead-letter
+    /// sink (`Addr::hand_over`): a `handover::Receiver<P>`, erased because `Control` is not
+    /// generic.
+    pub(super) hand_over: Option<Box<dyn std::any::Any + Send>>,
 }
 
 /// What [`ProcessCell::set_on_started`] runs, given the process's id.

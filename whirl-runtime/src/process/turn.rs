@@ -275,6 +275,9 @@ impl<P: Process> ProcessCell<P> {
             handled += 1;
             self.cancelled(*pending, &reason);
         }
+        if let Some(receiver) = self.take_hand_over() {
+            return self.finish_hand_over(receiver, handled, consumed_activations);
+        }
         // SAFETY: we hold the token, so the body is ours; the reference ends in this statement.
         // (I9)
         let state = self.body.with_mut(|b| unsafe { (*b).state.take() });

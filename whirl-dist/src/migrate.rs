@@ -1,0 +1,332 @@
+//! Moving a process to another node with its state and its queue (DDE's migration, Erlang's
+//! missing piece), and hot deployment on top of it.
+//!
+//! A process type is made movable on every node that may hold it with
+//! [`Node::accept_migrations`]: a stable kind name, the group its processes run in, and how
+//! to export a restored one (the same `accept`/`answer` list as when it was first exported).
+//! Its state must implement serde's traits.
+//!
+//! [`Node::migrate`] then moves an exported process:
+//!
+//! 1. frames for it start being held, in arrival order;
+//! 2. the runtime hands the process over at its next message boundary
+//!    ([`whirl::Addr::hand_over`]): its state and the messages queued for it, in order;
+//! 3. the state and the queue (each message encoded by the export's entry for its type) go to
+//!    the target node in one frame, with the process's registered names and its remote
+//!    watchers; the target restores it: spawns it in its group, exports it, posts the queue
+//!    ahead of anything else, registers the names, adopts the watchers;
+//! 4. the held frames, and every later one, go back to their senders as redirects; a sender
+//!    fences the old node and then sends there in order (`moves.rs` has the protocol), so each
+//!    sender's messages reach the process in the order they were sent; watchers' watches
+//!    follow it (they see [`NodeEvent::Moved`](crate::NodeEvent::Moved), not Down).
+//!
+//! If the target refuses or cannot be reached, the process is restored here, under a new
+//! local id, the same way. Messages queued for the process whose type it does not accept from
+//! other nodes cannot cross the network: they go to the runtime's dead-letter sink here
+//! (counted), and the migration goes on. An ask still queued when the process moves travels as
+//! a post (the handler runs at the new node) and its asker is told there is no answer
+//! (`RemoteCallError::NoReply`): the reply handle cannot follow.
+//!
+//! Hot deployment: start a node running the new version, `migrate` each process onto it,
+//! then shut the old node down; senders that held the old pids follow the redirects.
+
+use std::any::TypeId;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use whirl::{Addr, Group, HandedOver, Process};
+
+use crate::ask::AskEnd;
+use crate::core::{Core, SendError};
+use crate::dispatch::{Export, RestoreFn};
+use crate::export::ExportBuilder;
+use crate::node::Node;
+use crate::watches::Theirs;
+use crate::wire::{self, Header, MigratePayload};
+use crate::{DistError, NodeId, Pid};
+
+/// Why [`Node::migrate`] did not move a process. Where the process is then is said in each
+/// case.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MigrateError {
+    /// No [`Node::accept_migrations`] for this process type on this node. The process was
+    /// not touched.
+    #[error("this node accepts no migrations of this process type (call accept_migrations)")]
+    NotMigratable,
+    /// The process is not exported from this node (or has ended). It was not touched.
+    #[error("the process is not exported from this node")]
+    NotExported,
+    /// The target is this node. The process was not touched.
+    #[error("the process is already on that node")]
+    SameNode,
+    /// The process is moving already. It was not touched.
+    #[error("the process is already moving")]
+    AlreadyMoving,
+    /// The process ended, or was asked to, before it could be handed over.
+    #[error("the process has ended or is ending")]
+    Ended,
+    /// The target refused the process, could not be reached, or did not answer in time; the
+    /// process was restored on this node, with its queue, as `restored_as`. (A target that
+    /// answers after the time limit may have restored it too: give `migrate` a time limit
+    /// well above a round trip.)
+    #[error("the migration failed ({why}); the process runs here again as {restored_as}")]
+    Failed {
+        /// What went wrong.
+        why: String,
+        /// Its pid now.
+        restored_as: Pid,
+    },
+    /// The migration failed and the process could not be restored here either (its state did
+    /// not encode, or restoring it failed): it is gone, and its queue went to the dead-letter
+    /// sink.
+    #[error("the migration failed ({0}) and the process could not be restored")]
+    Lost(String),
+}
+
+impl Node {
+    /// Makes processes of type `P` movable to and from this node: `kind` is a stable name
+    /// (the same on every node, like a message tag), `group` the group restored processes
+    /// run in, and `export` configures the export of a restored one (the messages it accepts
+    /// from other nodes: the same list as when it was first exported).
+    ///
+    /// ```no_run
+    /// # use serde::{Deserialize, Serialize};
+    /// # use whirl::prelude::*;
+    /// # use whirl_dist::{Node, NodeConfig, Remote};
+    /// # #[derive(Message, Serialize, Deserialize)] struct Deposit(i64);
+    /// # impl Remote for Deposit { const TAG: &'static str = "bank.Deposit/1"; }
+    /// #[process]
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Account { balance: i64 }
+    /// # #[process] impl Account { #[handle] fn deposit(&mut self, Deposit(c): Deposit) { self.balance += c; } }
+    /// # fn main() -> Result<(), whirl_dist::DistError> {
+    /// let runtime = Runtime::new();
+    /// let node = Node::start(NodeConfig::new("bank"))?;
+    /// node.accept_migrations::<Account, _>("bank.Account/1", runtime.default_group(), |e| {
+    ///     e.accept::<Deposit>()
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn accept_migrations<P, F>(
+        &self,
+        kind: &'static str,
+        group: &Group,
+        export: F,
+    ) -> Result<(), DistError>
+    where
+        P: Process + Serialize + DeserializeOwned,
+        F: for<'n> Fn(ExportBuilder<'n, P>) -> ExportBuilder<'n, P> + Send + Sync + 'static,
+    {
+        let core = Arc::downgrade(&self.core);
+        let group = group.clone();
+        let restore: RestoreFn = Box::new(move |payload: &MigratePayload| {
+            let core = core
+                .upgrade()
+                .ok_or_else(|| "the node is shutting down".to_owned())?;
+            let state: P = wire::decode_payload(&payload.state)
+                .map_err(|e| format!("the state did not decode: {e}"))?;
+            let addr = group.spawn(state);
+            let pid = export(ExportBuilder::new(&core, &addr))
+                .build()
+                .map_err(|e| format!("cannot export the restored process: {e}"))?;
+            let local = pid.local();
+            // Its old queue first, ahead of anything sent to it here (nothing can be yet: its
+            // pid is not known to anyone before this answer).
+            if let Some(export) = core.export_of(local) {
+                for (tag, bytes) in &payload.queue {
+                    repost(&export, *tag, bytes);
+                }
+            }
+            core.adopt_watchers(local, &payload.watchers);
+            if !payload.names.is_empty() {
+                // Registering declares liveliness tokens, which is not done from inside a
+                // Zenoh callback (where restores run).
+                let (core, names) = (Arc::downgrade(&core), payload.names.clone());
+                std::thread::spawn(move || {
+                    let Some(core) = core.upgrade() else { return };
+                    for name in names {
+                        if let Err(error) = core.register(&name, pid) {
+                            tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");
+                        }
+                    }
+                });
+            }
+            Ok(local)
+        });
+        self.core.add_migration(kind, TypeId::of::<P>(), restore)?;
+        Ok(())
+    }
+
+    /// Moves exported process `addr` to node `to` with its state, its queue, its names and
+    /// its watchers (see the [module docs](self)); returns its new pid. Blocks until the
+    /// process is handed over (after the handler it is running returns) and then up to
+    /// `timeout` for the target's answer. Call it from outside processes.
+    pub fn migrate<P>(
+        &self,
+        addr: &Addr<P>,
+        to: NodeId,
+        timeout: Duration,
+    ) -> Result<Pid, MigrateError>
+    where
+        P: Process + Serialize + DeserializeOwned,
+    {
+        let core = &self.core;
+        let kind = core
+            .migration_kind(TypeId::of::<P>())
+            .ok_or(MigrateError::NotMigratable)?;
+        let local = addr.id().as_u64();
+        let export = core.export_of(local).ok_or(MigrateError::NotExported)?;
+        if to == core.id() {
+            return Err(MigrateError::SameNode);
+        }
+        if !core.begin_moving(local) {
+            return Err(MigrateError::AlreadyMoving);
+        }
+        let (tx, rx) = crossbeam_channel::bounded::<HandedOver<P>>(1);
+        if addr
+            .hand_over(move |handed| {
+                let _ = tx.send(handed);
+            })
+            .is_err()
+        {
+            // Nothing to move: frames held meanwhile go back as for an ended process.
+            core.abort_moving(local);
+            return Err(MigrateError::Ended);
+        }
+        let Ok(handed) = rx.recv() else {
+            // The receiver panicked or was dropped: the runtime logged it.
+            core.abort_moving(local);
+            return Err(MigrateError::Lost(
+                "the hand-over did not complete".to_owned(),
+            ));
+        };
+        let (watchers, names) = core.take_moving_parts(local);
+        let payload = match encode(addr, handed, &export, names, &watchers) {
+            Ok(payload) => payload,
+            Err(why) => {
+                core.abort_moving(local);
+                return Err(MigrateError::Lost(why));
+            }
+        };
+        let sent = send(core, to, kind, &payload, timeout);
+        match sent {
+            Ok(new_local) => {
+                let new = Pid::new(to, new_local);
+                core.finish_moving(local, new, watchers);
+                Ok(new)
+            }
+            Err(why) => match core.restore(kind, &payload) {
+                Ok(new_local) => {
+                    let restored_as = Pid::new(core.id(), new_local);
+                    core.finish_moving(local, restored_as, watchers);
+                    Err(MigrateError::Failed { why, restored_as })
+                }
+                Err(again) => {
+                    core.abort_moving(local);
+                    Err(MigrateError::Lost(format!(
+                        "{why}; restoring here: {again}"
+                    )))
+                }
+            },
+        }
+    }
+}
+
+/// Encodes what moves: the state, and each queued message with the export's entry for its
+/// type (one the process does not accept from other nodes is dead-lettered here).
+fn encode<P: Process + Serialize>(
+    addr: &Addr<P>,
+    handed: HandedOver<P>,
+    export: &Export,
+    names: Vec<String>,
+    watchers: &[Theirs],
+) -> Result<MigratePayload, String> {
+    let state = postcard::to_stdvec(&handed.state)
+        .map_err(|e| format!("the state does not encode: {e}"))?;
+    let mut queue = Vec::with_capacity(handed.queued.len());
+    for message in handed.queued {
+        let encoded = export
+            .entries
+            .iter()
+            .find_map(|(tag, entry)| (entry.encode)(&message).map(|bytes| (*tag, bytes)));
+        match encoded {
+            Some((tag, Ok(bytes))) => queue.push((tag, bytes)),
+            Some((_, Err(error))) => {
+                tracing::warn!(%error, message_type = message.type_name(), "a queued message does not encode; dead-lettered instead of moved");
+                addr.dead_letter_moved(message);
+            }
+            None => {
+                tracing::warn!(message_type = message.type_name(), "a queued message of a type the process does not accept remotely cannot move; dead-lettered");
+                addr.dead_letter_moved(message);
+            }
+        }
+    }
+    Ok(MigratePayload {
+        state,
+        queue,
+        names,
+        watchers: watchers
+            .iter()
+            .map(|w| (w.node.as_u128(), w.mref, w.link))
+            .collect(),
+    })
+}
+
+/// Sends the process to `to`; its new local id there, or why not.
+fn send(
+    core: &Arc<Core>,
+    to: NodeId,
+    kind: u64,
+    payload: &MigratePayload,
+    timeout: Duration,
+) -> Result<u64, String> {
+    let link = core
+        .link_to(to)
+        .ok_or_else(|| "the target node is down".to_owned())?;
+    let deadline = Instant::now() + timeout;
+    let slot = core
+        .start_request(
+            Some(&link),
+            to,
+            |req| Header::Migrate { req, kind },
+            payload,
+            deadline,
+        )
+        .map_err(|e| match e {
+            SendError::Full => "the link to the target is full".to_owned(),
+            SendError::Down => "the target node is down".to_owned(),
+            SendError::Encode(e) => format!("the process does not encode: {e}"),
+            SendError::TooLarge { size, limit } => {
+                format!(
+                    "the process and its queue take {size} bytes, over the frame limit of {limit}"
+                )
+            }
+        })?;
+    match slot.wait(deadline) {
+        AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
+            .map_err(|_| "the target's answer did not decode".to_owned()),
+        AskEnd::Failed(why) => Err(format!("the target refused: {why}")),
+        AskEnd::Bounced(reason, _) => Err(format!("the target refused: {reason}")),
+        AskEnd::NoReply => Err("the target did not answer".to_owned()),
+        AskEnd::Timeout => Err("no answer from the target in time".to_owned()),
+        AskEnd::NodeDown => Err("the target node went down".to_owned()),
+    }
+}
+
+/// Posts one moved message to a restored process.
+fn repost(export: &Export, tag: u64, bytes: &[u8]) {
+    match export.entries.get(&tag) {
+        Some(entry) => {
+            if let crate::dispatch::Delivery::Refused(reason) = (entry.repost)(bytes) {
+                tracing::warn!(%reason, "a moved message could not be posted to its restored process");
+            }
+        }
+        None => tracing::warn!(
+            tag,
+            "a moved message's type is not accepted by the restored process"
+        ),
+    }
+}

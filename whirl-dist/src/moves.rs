@@ -1,0 +1,257 @@
+//! The tables of migration, with no I/O: on the node a process leaves, the frames held for it
+//! while it moves and where it went; on a node that sent to it, where its messages go now and
+//! what waits for the fence.
+//!
+//! The protocol (see `migrate.rs` for the moving node's side):
+//! 1. While a process moves, frames addressed to it are **held** in arrival order.
+//! 2. Once it runs elsewhere, each held frame, and every later one, is sent back to its sender
+//!    as a **redirect** carrying the message and the new pid.
+//! 3. A sender that gets its first redirect for a pid keeps the message, and every later one
+//!    to that pid, in a **buffer**, and sends a **fence** to the old node carrying how many
+//!    data frames it has handed to its link to that node (taken while no send is under way:
+//!    sends hold the fence gate for reading, a fence for writing). The old node answers
+//!    (`FenceDone`, on the same lane as the redirects) once it has taken that many frames from
+//!    the sender, so every earlier message of the sender has come back by then. The sender
+//!    then sends the buffer in order (what came back, then what it sent since) to the new
+//!    pid, batch after batch until none is left, and from then on sends there directly.
+//!
+//! So the messages of one sender reach the process in the order they were sent: those queued
+//! before it moved travel with it, ahead of anything it receives at its new node; the rest
+//! follow through the buffer; and nothing sent directly can pass them.
+
+use std::collections::{HashMap, VecDeque};
+
+use crate::wire::Header;
+use crate::{NodeId, Pid};
+
+/// A data frame held while its receiver moves.
+pub(crate) struct HeldFrame {
+    pub(crate) from: NodeId,
+    pub(crate) header: Header,
+    pub(crate) payload: Vec<u8>,
+}
+
+/// A message on its way to a moved process: its header (addressed to the new pid once it is
+/// sent) and its encoding.
+pub(crate) type Outgoing = (Header, Vec<u8>);
+
+/// Where the messages of this node to one moved process go.
+pub(crate) enum Redirect {
+    /// Waiting for the old node's `FenceDone` (or flushing after it, `passed`): messages that
+    /// came back wait in `back`, in the order they come back, which is the order they were
+    /// sent; messages sent since wait in `later`.
+    Fencing {
+        to: Pid,
+        back: VecDeque<Outgoing>,
+        later: VecDeque<Outgoing>,
+        passed: bool,
+    },
+    /// Sent straight to `to`.
+    Done(Pid),
+}
+
+/// What to do with a message to a pid that may have moved.
+pub(crate) enum Route {
+    /// Send it to this pid.
+    To(Pid),
+    /// It was kept for the fence.
+    Buffered,
+    /// The fence buffer is full: refuse it (the sender gets it back).
+    Full,
+}
+
+/// Messages a fence buffer holds at most (a sender over it is refused, as over its credit
+/// window).
+pub(crate) const MAX_BUFFERED: usize = 65_536;
+
+#[derive(Default)]
+pub(crate) struct Moves {
+    /// Local processes moving now, with the frames held for them.
+    moving: HashMap<u64, Vec<HeldFrame>>,
+    /// Local processes that moved, and where.
+    moved: HashMap<u64, Pid>,
+    /// This node's redirects, by (old node, old local id).
+    redirects: HashMap<(NodeId, u64), Redirect>,
+}
+
+impl Moves {
+    /// Starts holding frames for `local`; `false` if it is already moving.
+    pub(crate) fn begin(&mut self, local: u64) -> bool {
+        if self.moving.contains_key(&local) {
+            return false;
+        }
+        self.moving.insert(local, Vec::new());
+        true
+    }
+
+    pub(crate) fn is_moving(&self, local: u64) -> bool {
+        self.moving.contains_key(&local)
+    }
+
+    /// Holds the frame `make` builds if its receiver `local` is moving; `false` otherwise.
+    pub(crate) fn hold(&mut self, local: u64, make: impl FnOnce() -> HeldFrame) -> bool {
+        match self.moving.get_mut(&local) {
+            Some(held) => {
+                held.push(make());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `local` now runs as `to`: the frames held so far, in order, to redirect; `None` once
+    /// none is held any more (it is then marked moved, and later frames are redirected as
+    /// they arrive). Frames that arrive while a batch is being redirected are held for the
+    /// next one, so none overtakes it.
+    pub(crate) fn finish(&mut self, local: u64, to: Pid) -> Option<Vec<HeldFrame>> {
+        let held = self.moving.get_mut(&local)?;
+        if held.is_empty() {
+            self.moving.remove(&local);
+            self.moved.insert(local, to);
+            return None;
+        }
+        Some(std::mem::take(held))
+    }
+
+    /// Whether a frame from `node` is held (a fence of `node` waits for it to be redirected).
+    pub(crate) fn holds_from(&self, node: NodeId) -> bool {
+        self.moving
+            .values()
+            .any(|held| held.iter().any(|f| f.from == node))
+    }
+
+    /// `local` did not move: stops holding; returns the frames held, in order.
+    pub(crate) fn abort(&mut self, local: u64) -> Vec<HeldFrame> {
+        self.moving.remove(&local).unwrap_or_default()
+    }
+
+    /// Where local process `local` went, if it moved.
+    pub(crate) fn moved_to(&self, local: u64) -> Option<Pid> {
+        self.moved.get(&local).copied()
+    }
+
+    /// Where a message of this node to `(node, local)` goes now. `buffer` is the message,
+    /// kept if a fence is pending.
+    pub(crate) fn route(
+        &mut self,
+        node: NodeId,
+        local: u64,
+        buffer: impl FnOnce() -> Outgoing,
+    ) -> Option<Route> {
+        match self.redirects.get_mut(&(node, local))? {
+            Redirect::Done(to) => Some(Route::To(*to)),
+            Redirect::Fencing { back, later, .. } if back.len() + later.len() >= MAX_BUFFERED => {
+                Some(Route::Full)
+            }
+            Redirect::Fencing { later, .. } => {
+                later.push_back(buffer());
+                Some(Route::Buffered)
+            }
+        }
+    }
+
+    /// A redirect came back for a message to `(node, local)`: buffers it; returns whether
+    /// this is the first (a fence must be sent), or, when the fence already passed, where to
+    /// send it.
+    pub(crate) fn redirected(
+        &mut self,
+        node: NodeId,
+        local: u64,
+        to: Pid,
+        message: Outgoing,
+    ) -> Redirected {
+        match self.redirects.get_mut(&(node, local)) {
+            None => {
+                let mut back = VecDeque::new();
+                back.push_back(message);
+                let fencing = Redirect::Fencing {
+                    to,
+                    back,
+                    later: VecDeque::new(),
+                    passed: false,
+                };
+                self.redirects.insert((node, local), fencing);
+                Redirected::First
+            }
+            Some(Redirect::Fencing { back, .. }) => {
+                back.push_back(message);
+                Redirected::Buffered
+            }
+            Some(Redirect::Done(to)) => Redirected::Send(*to, message),
+        }
+    }
+
+    /// The fence for `(node, local)` passed, or a batch after it was sent: the messages to
+    /// send now, in order, and where; `None` once nothing waits (the redirect is then done,
+    /// and later messages go straight there). Messages sent while a batch is on its way wait
+    /// for the next, so none overtakes it.
+    pub(crate) fn next_batch(
+        &mut self,
+        node: NodeId,
+        local: u64,
+    ) -> Option<(Pid, VecDeque<Outgoing>)> {
+        let entry = self.redirects.get_mut(&(node, local))?;
+        let Redirect::Fencing {
+            to,
+            back,
+            later,
+            passed,
+        } = entry
+        else {
+            return None;
+        };
+        *passed = true;
+        let to = *to;
+        if back.is_empty() && later.is_empty() {
+            *entry = Redirect::Done(to);
+            return None;
+        }
+        let mut batch = std::mem::take(back);
+        batch.append(later);
+        Some((to, batch))
+    }
+
+    /// `node` is Down. Redirects to processes that moved there are dropped, and what waited
+    /// for them is returned to be given back to its senders (`.0`). Redirects away from it
+    /// stay (the processes live on where they went); a fence it can no longer answer is
+    /// given up, and what waited for it is returned to be sent on, in order (`.1`): the
+    /// messages still on their way back from it are lost with it.
+    pub(crate) fn node_down(
+        &mut self,
+        node: NodeId,
+    ) -> (Vec<Outgoing>, Vec<(Pid, VecDeque<Outgoing>)>) {
+        let (mut stranded, mut orphaned) = (Vec::new(), Vec::new());
+        self.redirects.retain(|(from, _), redirect| match redirect {
+            Redirect::Done(to) => to.node() != node,
+            Redirect::Fencing {
+                to, back, later, ..
+            } if to.node() == node => {
+                stranded.extend(back.drain(..));
+                stranded.extend(later.drain(..));
+                false
+            }
+            Redirect::Fencing {
+                to, back, later, ..
+            } if *from == node => {
+                let mut batch = std::mem::take(back);
+                batch.append(later);
+                orphaned.push((*to, batch));
+                *redirect = Redirect::Done(*to);
+                true
+            }
+            Redirect::Fencing { .. } => true,
+        });
+        self.moved.retain(|_, to| to.node() != node);
+        (stranded, orphaned)
+    }
+}
+
+/// What became of a redirected message.
+pub(crate) enum Redirected {
+    /// Buffered; the first for its pid: send the fence.
+    First,
+    /// Buffered behind others.
+    Buffered,
+    /// The fence already passed: send it here.
+    Send(Pid, Outgoing),
+}

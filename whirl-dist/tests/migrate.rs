@@ -1,0 +1,362 @@
+//! Migration between nodes in one process, on loopback: a process moves with its state and
+//! its queue while two nodes keep posting to it; every message arrives once, each sender's in
+//! order; asks follow it; watchers see it move and still see it end; its name follows it; a
+//! refused migration restores the process where it was. And hot deployment: every process
+//! moves to a new node, the old one shuts down, nothing is lost.
+//!
+//! No assertion is timed: each waits for a condition with a generous deadline.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use whirl::prelude::*;
+use whirl_dist::{MigrateError, Node, NodeEvent, Pid, Remote, RemoteExit, Request};
+
+use common::{cluster, wait_for, DEADLINE};
+
+#[derive(Message, Serialize, Deserialize, Debug, PartialEq)]
+struct Deposit {
+    from: u32,
+    seq: u64,
+    cents: i64,
+}
+impl Remote for Deposit {
+    const TAG: &'static str = "mig.Deposit/1";
+}
+
+#[derive(Message, Serialize, Deserialize, Debug, PartialEq)]
+struct Balance;
+impl Remote for Balance {
+    const TAG: &'static str = "mig.Balance/1";
+}
+impl Request for Balance {
+    type Reply = (i64, u64, bool);
+}
+
+#[derive(Message)]
+struct Slow(Duration);
+
+/// Holds the account's worker until released, saying when it has started.
+#[derive(Message)]
+struct Hold;
+
+/// Set by `Hold`'s handler when it starts; it returns once `RELEASE` is set.
+static HOLDING: AtomicBool = AtomicBool::new(false);
+static RELEASE: AtomicBool = AtomicBool::new(false);
+
+/// An account: counts deposits and checks that each sender's arrive in order.
+#[process]
+#[derive(Serialize, Deserialize, Debug)]
+struct Account {
+    balance: i64,
+    deposits: u64,
+    /// Next sequence number expected from each sender.
+    next: Vec<u64>,
+    in_order: bool,
+}
+
+impl Account {
+    fn new() -> Self {
+        Account {
+            balance: 0,
+            deposits: 0,
+            next: vec![0; 4],
+            in_order: true,
+        }
+    }
+}
+
+#[process]
+impl Account {
+    #[handle]
+    fn deposit(&mut self, d: Deposit) {
+        self.balance += d.cents;
+        self.deposits += 1;
+        let next = &mut self.next[d.from as usize];
+        self.in_order &= d.seq == *next;
+        *next = d.seq + 1;
+    }
+
+    #[handle]
+    fn balance(&mut self, _: Balance) -> (i64, u64, bool) {
+        (self.balance, self.deposits, self.in_order)
+    }
+
+    #[handle]
+    fn slow(&mut self, Slow(d): Slow) {
+        std::thread::sleep(d);
+    }
+
+    #[handle]
+    fn hold(&mut self, _: Hold) {
+        HOLDING.store(true, Relaxed);
+        while !RELEASE.load(Relaxed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+const KIND: &str = "mig.Account/1";
+
+/// A node and its runtime, accepting account migrations.
+struct Member {
+    node: Node,
+    rt: Runtime,
+}
+
+fn members(n: usize) -> Vec<Member> {
+    members_with(&vec![KIND; n])
+}
+
+/// One node per kind name, each accepting account migrations under its kind.
+fn members_with(kinds: &[&'static str]) -> Vec<Member> {
+    let (nodes, _) = cluster(kinds.len(), |c| c);
+    nodes
+        .into_iter()
+        .zip(kinds)
+        .map(|(node, kind)| {
+            let rt = Runtime::builder().threads(1).build();
+            node.accept_migrations::<Account, _>(kind, rt.default_group(), |e| {
+                e.accept::<Deposit>().answer::<Balance>()
+            })
+            .expect("accept migrations");
+            Member { node, rt }
+        })
+        .collect()
+}
+
+fn balance(node: &Node, pid: Pid) -> (i64, u64, bool) {
+    node.remote::<Balance>(pid)
+        .call(Balance, DEADLINE)
+        .expect("an answer")
+}
+
+#[test]
+fn a_process_moves_with_its_state_and_queue_while_senders_keep_posting() {
+    let m = members(3);
+    let (a, b, c) = (&m[0], &m[1], &m[2]);
+    let account = a.rt.spawn(Account::new());
+    let pid = a
+        .node
+        .export(&account)
+        .accept::<Deposit>()
+        .answer::<Balance>()
+        .build()
+        .expect("export");
+    a.node.register("account", pid).expect("register");
+
+    // C watches it; it must see it move, not end.
+    let events = c.node.events();
+    let ended = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&ended);
+    c.node.monitor_with(pid, move |_: RemoteExit| {
+        seen.fetch_add(1, Relaxed);
+    });
+
+    // Two senders (B and C, one thread each) post 3,000 deposits each, retrying a refusal,
+    // while the account moves from A to B with deposits queued.
+    const N: u64 = 3_000;
+    let posted = Arc::new(AtomicU64::new(0));
+    let senders: Vec<_> = [(1u32, b), (2u32, c)]
+        .into_iter()
+        .map(|(from, member)| {
+            let addr = member.node.remote::<Deposit>(pid);
+            let posted = Arc::clone(&posted);
+            std::thread::spawn(move || {
+                for seq in 0..N {
+                    let mut msg = Deposit {
+                        from,
+                        seq,
+                        cents: 1,
+                    };
+                    loop {
+                        match addr.post(msg) {
+                            Ok(()) => break,
+                            Err(e) => {
+                                msg = e.into_message();
+                                std::thread::sleep(Duration::from_micros(200));
+                            }
+                        }
+                    }
+                    posted.fetch_add(1, Relaxed);
+                    if seq % 64 == 0 {
+                        std::thread::sleep(Duration::from_micros(300));
+                    }
+                }
+            })
+        })
+        .collect();
+    wait_for("some deposits", || a.rt.counts().posted > 500);
+    // Hold the account's worker so deposits queue up behind it, then move it: the hand-over
+    // happens when the hold ends, with the deposits queued.
+    account.post(Hold).expect("post");
+    wait_for("the hold", || HOLDING.load(Relaxed));
+    // More than a turn's budget (64): a turn handles what it already knows is queued before
+    // it looks for the hand-over request, so some stay queued whatever the timing.
+    wait_for("deposits to queue", || a.rt.counts().queued() > 200);
+    let releaser = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(20));
+        RELEASE.store(true, Relaxed);
+    });
+    let moved = a
+        .node
+        .migrate(&account, b.node.id(), DEADLINE)
+        .expect("migrated");
+    releaser.join().expect("releaser");
+    assert_eq!(moved.node(), b.node.id());
+    for sender in senders {
+        sender.join().expect("sender");
+    }
+    wait_for("every deposit", || balance(&a.node, moved).1 == 2 * N);
+    let (cents, deposits, in_order) = balance(&c.node, moved);
+    assert_eq!((cents, deposits), (2 * N as i64, 2 * N));
+    assert!(in_order, "each sender's deposits arrived in order");
+    // Asks through the old pid follow it too.
+    assert_eq!(balance(&c.node, pid).1, 2 * N);
+
+    // The name follows it; C saw it move and its watch followed.
+    wait_for("the name to follow", || {
+        a.node.whereis::<Deposit>("account").map(|r| r.pid()) == Some(moved)
+    });
+    wait_for("C to see the move", || {
+        events.try_iter().any(|e| {
+            e == NodeEvent::Moved {
+                from: pid,
+                to: moved,
+            }
+        })
+    });
+    assert_eq!(ended.load(Relaxed), 0, "a move is not an end");
+    let counts = a.rt.counts();
+    assert!(
+        counts.moved > 0,
+        "deposits were queued when it moved: {counts:?}"
+    );
+    assert_eq!(counts.dead_lettered, 0, "{counts:?}");
+    assert_eq!(
+        counts.posted,
+        counts.handled + counts.dead_lettered + counts.moved,
+        "{counts:?}"
+    );
+    assert!(a.node.counts().migrated_out == 1 && b.node.counts().migrated_in == 1);
+    assert!(
+        b.node.counts().resent + c.node.counts().resent > 0,
+        "some deposits were redirected"
+    );
+}
+
+#[test]
+fn a_refused_migration_restores_the_process_where_it_was() {
+    // B knows accounts under another kind name, so it refuses this one.
+    let m = members_with(&[KIND, "mig.Account/2"]);
+    let (a, b) = (&m[0], &m[1]);
+    let account = a.rt.spawn(Account::new());
+    let pid = a
+        .node
+        .export(&account)
+        .accept::<Deposit>()
+        .answer::<Balance>()
+        .build()
+        .expect("export");
+    assert!(matches!(
+        a.node.migrate(&account, a.node.id(), DEADLINE),
+        Err(MigrateError::SameNode)
+    ));
+    let sender = b.node.remote::<Deposit>(pid);
+    account.post(Slow(Duration::from_millis(50))).expect("post");
+    for seq in 0..100 {
+        let deposit = Deposit {
+            from: 1,
+            seq,
+            cents: 2,
+        };
+        sender.post(deposit).expect("post");
+    }
+    let restored_as = match a.node.migrate(&account, b.node.id(), DEADLINE) {
+        Err(MigrateError::Failed { restored_as, .. }) => restored_as,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    assert_eq!(restored_as.node(), a.node.id());
+    assert_ne!(restored_as, pid);
+    for seq in 100..200 {
+        let deposit = Deposit {
+            from: 1,
+            seq,
+            cents: 2,
+        };
+        sender.post(deposit).expect("post");
+    }
+    wait_for("the deposits", || balance(&b.node, pid).1 == 200);
+    assert_eq!(balance(&b.node, restored_as), (400, 200, true));
+}
+
+#[test]
+fn hot_deployment_moves_every_process_and_the_old_node_leaves() {
+    let mut m = members(3).into_iter();
+    let (old, new, client) = (
+        m.next().expect("old"),
+        m.next().expect("new"),
+        m.next().expect("client"),
+    );
+    let pids: Vec<(Addr<Account>, Pid)> = (0..5)
+        .map(|_| {
+            let addr = old.rt.spawn(Account::new());
+            let pid = old
+                .node
+                .export(&addr)
+                .accept::<Deposit>()
+                .answer::<Balance>()
+                .build()
+                .expect("export");
+            (addr, pid)
+        })
+        .collect();
+    let post_all = |from: u64, to: u64| {
+        for (_, pid) in &pids {
+            let addr = client.node.remote::<Deposit>(*pid);
+            for seq in from..to {
+                let deposit = Deposit {
+                    from: 3,
+                    seq,
+                    cents: 1,
+                };
+                addr.post(deposit).expect("post");
+            }
+        }
+    };
+    post_all(0, 200);
+    let moved: Vec<Pid> = pids
+        .iter()
+        .map(|(addr, _)| {
+            old.node
+                .migrate(addr, new.node.id(), DEADLINE)
+                .expect("migrated")
+        })
+        .collect();
+    // The client keeps using the old pids: they follow.
+    post_all(200, 300);
+    for pid in &moved {
+        wait_for("300 deposits", || balance(&client.node, *pid).1 == 300);
+    }
+    let counts = old.rt.counts();
+    assert_eq!(counts.dead_lettered, 0, "{counts:?}");
+    assert_eq!(counts.posted, counts.handled + counts.moved, "{counts:?}");
+    assert_eq!(old.node.counts().migrated_out, 5);
+
+    // The old node leaves; the old pids still lead to the processes.
+    let old_id = old.node.id();
+    old.node.shutdown().expect("the old node leaves");
+    wait_for("the client to see it down", || {
+        client.node.state(old_id) == Some(whirl_dist::MemberState::Quarantined)
+    });
+    post_all(300, 400);
+    for pid in &moved {
+        wait_for("400 deposits", || balance(&client.node, *pid).1 == 400);
+        assert_eq!(balance(&client.node, *pid), (400, 400, true));
+    }
+    drop(new);
+}
