@@ -37,6 +37,12 @@
 //! node holds the whole registry, and a node's names vanish with it. [`Node::spawn_on`] starts a
 //! process on a named node from one of its factories ([`Node::add_factory`]).
 //!
+//! **Moving processes.** [`Node::migrate`] moves a process to another node with its state, its
+//! queue, its names and its watchers; senders holding its old pid follow it, each sender's
+//! messages still in order ([`Node::accept_migrations`] says which process types may move and
+//! how to export them where they land). Hot deployment is a node of the new version, a
+//! migration per process, and the old node's shutdown.
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use serde::{Deserialize, Serialize};
