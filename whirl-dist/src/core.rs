@@ -126,9 +126,6 @@ pub(crate) struct Core {
     migrations: RwLock<HashMap<u64, RestoreFn>>,
     /// Migration kinds by the process type they restore.
     migration_kinds: RwLock<HashMap<std::any::TypeId, u64>>,
-    /// Held for reading around a send to another node while `any_moves`, for writing while a
-    /// fence's mark is taken (`moves.rs`): so no send is half done when the mark is read.
-    fence_gate: RwLock<()>,
     /// Fences from senders not yet answered: (sender, old local id, frames to take first).
     fences: Mutex<Vec<(NodeId, u64, u64)>>,
 }
@@ -172,7 +169,6 @@ impl Core {
             any_moves: AtomicBool::new(false),
             migrations: RwLock::new(HashMap::new()),
             migration_kinds: RwLock::new(HashMap::new()),
-            fence_gate: RwLock::new(()),
             fences: Mutex::new(Vec::new()),
         }
     }
@@ -266,10 +262,10 @@ impl Core {
         header: &Header,
         payload: &T,
     ) -> Result<(), SendError> {
-        // Every send to another node holds the gate for reading (one uncontended atomic): a
-        // fence's mark, taken under the write side, then counts every send that did not see
-        // the fence (see `moves.rs`).
-        let _gate = (node != self.id).then(|| self.fence_gate.read());
+        // Every send to another node holds its link's gate for reading: a fence's mark, taken
+        // under the write side, then counts every send that did not see the fence (see
+        // `moves.rs`).
+        let _gate = link.map(|link| link.gate.read());
         if self.any_moves.load(Relaxed) {
             if let Some(result) = self.reroute(node, header, payload) {
                 return result;
@@ -1038,14 +1034,13 @@ impl Core {
     fn redirected(self: &Arc<Self>, node: NodeId, old: u64, to: Pid, message: Outgoing) {
         self.any_moves.store(true, Relaxed);
         let what = {
-            // No send to `node` is under way while the mark is read (see `fence_gate`).
-            let _gate = self.fence_gate.write();
+            // No send to `node` is under way while the mark is read (see `Link::gate`); with
+            // no link yet, nothing was sent.
+            let link = self.links.read().get(&node).cloned();
+            let _gate = link.as_ref().map(|link| link.gate.write());
             let what = self.moves.lock().redirected(node, old, to, message);
             match what {
-                Redirected::First => {
-                    let sent = self.links.read().get(&node).map_or(0, |l| l.enqueued());
-                    Err(sent)
-                }
+                Redirected::First => Err(link.as_ref().map_or(0, |link| link.enqueued())),
                 other => Ok(other),
             }
         };

@@ -64,6 +64,10 @@ pub(crate) struct Link {
     asks: AtomicU64,
     /// Data frames handed to the data lane so far (a fence's mark: see `moves.rs`).
     enqueued: AtomicU64,
+    /// Held for reading around each send to this peer, for writing while a fence's mark is
+    /// read: no send is half done when it is (`moves.rs`). One per link, so senders to
+    /// different peers never touch the same lock word.
+    pub(crate) gate: parking_lot::RwLock<()>,
     data: Sender<Vec<u8>>,
     /// Kept so the data lane never disconnects before the link is dropped.
     _data_rx: Receiver<Vec<u8>>,
@@ -102,6 +106,7 @@ impl Link {
             published,
             asks: AtomicU64::new(0),
             enqueued: AtomicU64::new(0),
+            gate: parking_lot::RwLock::new(()),
             data,
             _data_rx: data_rx,
             control,

@@ -8,8 +8,8 @@
 //!    as a **redirect** carrying the message and the new pid.
 //! 3. A sender that gets its first redirect for a pid keeps the message, and every later one
 //!    to that pid, in a **buffer**, and sends a **fence** to the old node carrying how many
-//!    data frames it has handed to its link to that node (taken while no send is under way:
-//!    sends hold the fence gate for reading, a fence for writing). The old node answers
+//!    data frames it has handed to its link to that node (taken while no send to that node is under
+//!    way: sends hold the link's gate for reading, a fence for writing). The old node answers
 //!    (`FenceDone`, on the same lane as the redirects) once it has taken that many frames from
 //!    the sender, so every earlier message of the sender has come back by then. The sender
 //!    then sends the buffer in order (what came back, then what it sent since) to the new

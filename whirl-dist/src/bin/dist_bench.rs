@@ -58,7 +58,9 @@ use clap::Parser;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use whirl::prelude::*;
-use whirl_dist::{Node, NodeConfig, NodeId, Pid, Remote, RemoteAddr, RemotePostError, Request};
+use whirl_dist::{
+    Node, NodeConfig, NodeId, Pid, Remote, RemoteAddr, RemoteCallError, RemotePostError, Request,
+};
 use zenoh::pubsub::Publisher;
 use zenoh::qos::{CongestionControl, Priority};
 use zenoh::query::ConsolidationMode;
@@ -364,9 +366,12 @@ fn post_ticks(ticks: &RemoteAddr<Tick>, from: u64, to: u64, backoff_us: u64) -> 
 fn wait_handled(handled: &RemoteAddr<Handled>, target: u64) -> Result<(), String> {
     let deadline = Instant::now() + SETUP_DEADLINE + ASK_TIMEOUT;
     loop {
-        let count = handled
-            .call(Handled, ASK_TIMEOUT)
-            .map_err(|e| format!("ask for the count of handled posts: {e:?}"))?;
+        let count = match handled.call(Handled, ASK_TIMEOUT) {
+            Ok(count) => count,
+            // The window is still full of posts: ask again once some are acknowledged.
+            Err(RemoteCallError::Post(RemotePostError::Rejected(_))) => 0,
+            Err(e) => return Err(format!("ask for the count of handled posts: {e:?}")),
+        };
         if count >= target {
             return Ok(());
         }
