@@ -161,9 +161,22 @@ impl Node {
     }
 
     /// Moves exported process `addr` to node `to` with its state, its queue, its names and
-    /// its watchers (see the [module docs](self)); returns its new pid. Blocks until the
-    /// process is handed over (after the handler it is running returns) and then up to
-    /// `timeout` for the target's answer. Call it from outside processes.
+    /// its watchers; returns its new pid. Blocks until the process is handed over (after the
+    /// handler it is running returns) and then up to `timeout` for the target's answer. Call
+    /// it from outside processes.
+    ///
+    /// Frames for the process are held while it moves; the runtime hands it over at its next
+    /// message boundary ([`whirl::Addr::hand_over`]); the target restores it from the kind
+    /// given to [`accept_migrations`](Node::accept_migrations), posts its old queue ahead of
+    /// anything else, registers its names and adopts its watchers (they get
+    /// [`NodeEvent::Moved`](crate::NodeEvent::Moved), and later its real end). Senders of the
+    /// held frames, and of later ones, are redirected: each fences this node and then sends
+    /// what came back and what it sent since, in order, to the new pid, so every sender's
+    /// messages reach the process in the order sent, and this node may leave afterwards (hot
+    /// deployment). If the target refuses, the process is restored here
+    /// ([`MigrateError::Failed`]). Queued messages of types the process does not accept from
+    /// other nodes cannot move: they go to this node's dead-letter sink (counted). An ask still
+    /// queued moves as a post; its asker is told there is no answer.
     pub fn migrate<P>(
         &self,
         addr: &Addr<P>,
