@@ -17,30 +17,69 @@
 //!   `posts = refused at the sender + bounced back + handled + dead-lettered + in doubt`,
 //!   with `lost = 0` and `in doubt = 0`; the sink's runtime must count as rejected exactly
 //!   what its node bounced, and the sink process must have seen each sender's posts in order.
+//! * **Gate 4, chaos under traffic:** the parent posts to a sink child (gate 3's) paced at the
+//!   sink's capacity (not overloaded), and after about a third of the posts the link is cut
+//!   while the traffic flows. The parent keeps posting: once it has seen the sink Down, every
+//!   post must be refused Terminated at once. Three modes, each its own row:
+//!   - **partition** (`drop`, `blackhole`): the sink reaches the parent through gate 2's proxy,
+//!     which cuts the link and refuses reconnections; both sides must see each other Down.
+//!     The sink is still alive, so once its counters are at rest it reports them, and the
+//!     accounting is exact, summed over both nodes: with `P` posts, `R` refused at the sender,
+//!     `B` bounced and returned to the parent (before the cut), `H` handled and `D`
+//!     dead-lettered by the sink's runtime, `Q` bounced by the sink and never returned (its
+//!     node's `bounced` minus the parent's `returned`; the bounces the cut swallowed and any
+//!     `bounce_overflow`), and `N = sent − sink.received` frames that never arrived:
+//!     `lost = P − (R + B + H + D + Q + N) = 0`, and `N ≤ in_doubt` (what never arrived is
+//!     part of what the parent counts in doubt; the rest of its in-doubt frames arrived and
+//!     were delivered or bounced, but their acknowledgement was cut). Also, at the sink:
+//!     `received = delivered + bounced`, `delivered = H + D + queued` with `queued = 0`, its
+//!     runtime rejected exactly what its node bounced, and its process saw the posts in order.
+//!   - **kill -9** (`kill`): the sink is killed with SIGKILL mid-stream. Its counters die with
+//!     it, so the identity over both nodes cannot be closed. What is checked is the parent's
+//!     own side, `P = R + B + A + U` with `U` in doubt and `A = sent − U − B` (acknowledged
+//!     and not bounced), i.e. `lost at the parent = P − R − sent = 0` with the parent's
+//!     counters agreeing with what its posts returned, `U ≤ sent` and `U ≤` the credit
+//!     window; and against the sink's last `PROGRESS` line (printed every 10 ms):
+//!     `handled ≤ received ≤ sent`, and no `OUT_OF_ORDER` line. What a kill -9 cannot tell:
+//!     how many messages the sink handled after its last `PROGRESS` line (up to 10 ms of
+//!     work, plus whatever was in its queue), and so how the `U` in-doubt messages split
+//!     between handled, queued and never arrived; and `A` rests on the library's definition
+//!     of in doubt (sent and unacknowledged at Down), since `DistCounts` has no count of
+//!     acknowledged frames to check it against independently.
 //!
 //! ```text
 //! dist_spike [--trials N] [--stop-trials N] [--partition-trials N] [--lease-ms MS]
 //!            [--modes drop,blackhole]
 //!            [--overload-posts N] [--work-us US] [--queue-max K] [--overload X]
 //!            [--sink-rate MSGS_PER_S] [--window W]
+//!            [--chaos-trials N] [--chaos-posts N] [--chaos-modes drop,blackhole,kill]
+//! dist_spike --help
 //! dist_spike --child --connect tcp/127.0.0.1:PORT --cluster NAME --lease-ms MS   (internal)
 //! dist_spike --child-sink --connect tcp/127.0.0.1:PORT --cluster NAME --lease-ms MS
-//!            --work-us US --queue-max K [--window W]                               (internal)
+//!            --work-us US --queue-max K [--window W] [--chaos]                     (internal)
 //! ```
 //!
-//! A count of 0 skips its gate (`--trials 0 --stop-trials 0 --partition-trials 0` runs gate 3
-//! alone; `--overload-posts 0` skips it). Gate 3's flags: `--overload-posts` (default
-//! 1,000,000), `--work-us` (the sink's work per message, default 10 µs), `--queue-max` (K,
-//! default 1,000), `--overload` (the pacing factor, default 10), `--sink-rate` (the capacity
-//! the pacing assumes, default 1,000,000 / work-us per second), `--window` (both nodes'
-//! credit window, default whirl-dist's). Run it in release for the full million.
+//! A count of 0 skips its gate (`--trials 0 --stop-trials 0 --partition-trials 0
+//! --chaos-trials 0` runs gate 3 alone; `--overload-posts 0` skips it). Gate 3's flags:
+//! `--overload-posts` (default 1,000,000), `--work-us` (the sink's work per message, default
+//! 10 µs), `--queue-max` (K, default 1,000), `--overload` (the pacing factor, default 10),
+//! `--sink-rate` (the capacity the pacing assumes, default 1,000,000 / work-us per second),
+//! `--window` (both nodes' credit window, default whirl-dist's). Run it in release for the
+//! full million. Gate 4 uses the same sink settings (`--work-us`, `--queue-max`, `--window`)
+//! and paces at `--sink-rate`; its own flags: `--chaos-trials` (trials per mode, default 2),
+//! `--chaos-posts` (posts per trial, default 60,000; the cut comes after about a third),
+//! `--chaos-modes` (default `drop,blackhole,kill`).
 //!
 //! The child prints one line per fact on stdout (`READY <id>`, `EVENT UP|DOWN|REFUSED <id>`,
 //! `BYE`) and shuts down when its stdin closes. The sink child prints `READY <node-hex>
 //! <local-id>`, answers each `REPORT` line on its stdin with one `REPORT key=value...` line
-//! (its runtime's and its node's counters, once both are at rest), and shuts down when its
-//! stdin closes. Exit code: 0 if every gate passed, 1 if one failed, 2 on a usage or setup
-//! error.
+//! (its runtime's and its node's counters, once they are at rest), each `TALLY` line with one
+//! `TALLY handled=N out_of_order=N busy_us=N` line (its process's own count, asked of it
+//! locally, not over the network), prints `OUT_OF_ORDER seq=N after=N` for the first posts
+//! its process sees out of order, and shuts down when its stdin closes; with `--chaos` it
+//! also prints its node's events (`EVENT UP|DOWN|REFUSED <id>`) and, every 10 ms, `PROGRESS
+//! handled=N received=N` (its runtime's handled, then its node's received). Exit code: 0 if
+//! every gate passed, 1 if one failed, 2 on a usage or setup error.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -63,10 +102,36 @@ use whirl_dist::{
 /// How long to wait for anything that should happen but is not being timed.
 const SETUP_DEADLINE: Duration = Duration::from_secs(20);
 
+/// What `--help` prints (the module doc has the details).
+const USAGE: &str = "\
+dist_spike [--trials N] [--stop-trials N] [--partition-trials N] [--lease-ms MS]
+           [--modes drop,blackhole]
+           [--overload-posts N] [--work-us US] [--queue-max K] [--overload X]
+           [--sink-rate MSGS_PER_S] [--window W]
+           [--chaos-trials N] [--chaos-posts N] [--chaos-modes drop,blackhole,kill]
+
+gate 1/1b: SIGKILL / SIGSTOP of a child -> Down within lease + 1 s (--trials, default 100;
+           --stop-trials, default 20)
+gate 2:    partition through a TCP proxy (--modes), then heal -> Down on both sides, no
+           resurrection (--partition-trials, default 10)
+gate 3:    overload of a sink behind QueueLength::max(K): nothing lost over both nodes
+           (--overload-posts, default 1,000,000; 0 skips)
+gate 4:    chaos under traffic: partition (drop, blackhole) or kill -9 of the sink after about
+           a third of the posts; every post accounted for (--chaos-trials per mode, default 2;
+           --chaos-posts, default 60,000; --chaos-modes, default drop,blackhole,kill)
+
+A count of 0 skips its gate. Exit code: 0 if every gate passed, 1 if one failed, 2 on a
+usage or setup error.
+";
+
 fn main() -> ExitCode {
     // Zenoh's own logs, if RUST_LOG asks for them.
     zenoh::try_init_log_from_env();
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     let result = if args.iter().any(|a| a == "--child-sink") {
         sink_main(&args)
     } else if args.iter().any(|a| a == "--child") {
@@ -324,6 +389,7 @@ fn parent_main(args: &[String]) -> Result<ExitCode, String> {
         })
         .collect::<Result<_, _>>()?;
     let overload = Overload::from_args(args)?;
+    let chaos = Chaos::from_args(args)?;
 
     println!(
         "dist_spike: zenoh peer mode on 127.0.0.1, multicast and gossip scouting off, lease {} ms \
@@ -345,6 +411,11 @@ fn parent_main(args: &[String]) -> Result<ExitCode, String> {
     }
     if overload.posts > 0 {
         rows.push(gate3(lease, &overload)?);
+    }
+    if chaos.trials > 0 {
+        for &mode in &chaos.modes {
+            rows.push(gate4(lease, &overload, &chaos, mode)?);
+        }
     }
 
     println!();
@@ -969,8 +1040,12 @@ impl Sink {
         while Instant::now() < until {
             std::hint::spin_loop();
         }
-        if self.last_seq.is_some_and(|last| seq <= last) {
+        if let Some(last) = self.last_seq.filter(|&last| seq <= last) {
             self.out_of_order += 1;
+            // Said at once (gate 4 reads it even from a sink killed later); the first few.
+            if self.out_of_order <= OUT_OF_ORDER_LINES {
+                println!("OUT_OF_ORDER seq={seq} after={last}");
+            }
         }
         self.last_seq = Some(seq);
         self.handled += 1;
@@ -995,6 +1070,7 @@ fn sink_main(args: &[String]) -> Result<ExitCode, String> {
     let lease = Duration::from_millis(flag_number(args, "--lease-ms", 1000)?);
     let work = Duration::from_micros(flag_number(args, "--work-us", 10)?);
     let queue_max = flag_number(args, "--queue-max", 1_000)?;
+    let chaos = args.iter().any(|a| a == "--chaos");
     let runtime = Runtime::builder().threads(1).build();
     let group = runtime
         .group("sink")
@@ -1038,14 +1114,51 @@ fn sink_main(args: &[String]) -> Result<ExitCode, String> {
         |_| {},
     )
     .ok_or("the sink never saw the parent Up")?;
-    drop(events);
-    println!("READY {} {}", pid.node(), pid.local());
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim() == "REPORT" {
-            println!("{}", sink_report(&node, &runtime));
-        }
+    if chaos {
+        thread::spawn(move || {
+            for event in events {
+                match event {
+                    NodeEvent::Up(id) => println!("EVENT UP {id}"),
+                    NodeEvent::Down { node, .. } => println!("EVENT DOWN {node}"),
+                    NodeEvent::ResurrectionRefused(id) => println!("EVENT REFUSED {id}"),
+                    other => println!("EVENT OTHER {other:?}"),
+                }
+            }
+        });
+    } else {
+        drop(events);
     }
+    println!("READY {} {}", pid.node(), pid.local());
+    let stop = AtomicBool::new(false);
+    thread::scope(|scope| {
+        if chaos {
+            // The runtime's count first, then the node's: `handled <= received` in every line.
+            scope.spawn(|| {
+                while !stop.load(Ordering::SeqCst) {
+                    let handled = runtime.counts().handled;
+                    let received = node.counts().received;
+                    println!("PROGRESS handled={handled} received={received}");
+                    thread::sleep(PROGRESS_EVERY);
+                }
+            });
+        }
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            match line.trim() {
+                "REPORT" => println!("{}", sink_report(&node, &runtime)),
+                // Asked of the process here, not over the network (the link may be cut); the
+                // ask is counted by the runtime, so after the last REPORT.
+                "TALLY" => match sink.call_timeout(Tally, Duration::from_secs(5)) {
+                    Ok((handled, out_of_order, busy_us)) => println!(
+                        "TALLY handled={handled} out_of_order={out_of_order} busy_us={busy_us}"
+                    ),
+                    Err(e) => println!("TALLY failed: {e:?}"),
+                },
+                _ => {}
+            }
+        }
+        stop.store(true, Ordering::SeqCst);
+    });
     let shutdown = node.shutdown();
     let _report = runtime.shutdown_timeout(Duration::from_secs(5));
     println!("BYE");
@@ -1070,7 +1183,7 @@ fn sink_report(node: &Node, runtime: &Runtime) -> String {
             return format!(
                 "REPORT settled={} posted={} handled={} rejected={} dead_lettered={} queued={} \
                  received={} delivered={} bounced={} malformed={} from_quarantined={} \
-                 control_overflow={} bounce_overflow={}",
+                 from_unknown={} control_overflow={} bounce_overflow={}",
                 u8::from(settled),
                 rt.posted,
                 rt.handled,
@@ -1082,6 +1195,7 @@ fn sink_report(node: &Node, runtime: &Runtime) -> String {
                 dist.bounced,
                 dist.malformed,
                 dist.from_quarantined,
+                dist.from_unknown,
                 dist.control_overflow,
                 dist.bounce_overflow
             );
@@ -1103,33 +1217,50 @@ struct SinkReport {
     bounced: u64,
     malformed: u64,
     from_quarantined: u64,
+    /// Frames from a node that was not Up (here: the parent's, after the sink saw it Down).
+    from_unknown: u64,
     control_overflow: u64,
     /// Bounces the sink could not send back (its control lane was full): dead letters there.
     bounce_overflow: u64,
 }
 
-impl SinkReport {
-    fn parse(line: &str) -> Result<SinkReport, String> {
+/// The `key=value` fields of a line whose first word is `word`; `get` reads one.
+struct Fields<'a> {
+    line: &'a str,
+    fields: std::collections::HashMap<&'a str, u64>,
+}
+
+impl<'a> Fields<'a> {
+    fn parse(line: &'a str, word: &str) -> Result<Fields<'a>, String> {
         let mut fields = std::collections::HashMap::new();
         let mut words = line.split_whitespace();
-        if words.next() != Some("REPORT") {
-            return Err(format!("not a report: {line:?}"));
+        if words.next() != Some(word) {
+            return Err(format!("not a {word} line: {line:?}"));
         }
-        for word in words {
-            let (key, value) = word
+        for field in words {
+            let (key, value) = field
                 .split_once('=')
-                .ok_or_else(|| format!("malformed field {word:?} in {line:?}"))?;
+                .ok_or_else(|| format!("malformed field {field:?} in {line:?}"))?;
             let value: u64 = value
                 .parse()
-                .map_err(|_| format!("malformed field {word:?} in {line:?}"))?;
+                .map_err(|_| format!("malformed field {field:?} in {line:?}"))?;
             fields.insert(key, value);
         }
-        let get = |key: &str| {
-            fields
-                .get(key)
-                .copied()
-                .ok_or_else(|| format!("the sink's report lacks {key}: {line:?}"))
-        };
+        Ok(Fields { line, fields })
+    }
+
+    fn get(&self, key: &str) -> Result<u64, String> {
+        self.fields
+            .get(key)
+            .copied()
+            .ok_or_else(|| format!("the sink's line lacks {key}: {:?}", self.line))
+    }
+}
+
+impl SinkReport {
+    fn parse(line: &str) -> Result<SinkReport, String> {
+        let fields = Fields::parse(line, "REPORT")?;
+        let get = |key: &str| fields.get(key);
         Ok(SinkReport {
             settled: get("settled")? == 1,
             posted: get("posted")?,
@@ -1142,18 +1273,45 @@ impl SinkReport {
             bounced: get("bounced")?,
             malformed: get("malformed")?,
             from_quarantined: get("from_quarantined")?,
+            from_unknown: get("from_unknown")?,
             control_overflow: get("control_overflow")?,
             bounce_overflow: get("bounce_overflow")?,
         })
     }
 }
 
+/// The sink's last `PROGRESS` line (gate 4), how many it printed, and how many
+/// `OUT_OF_ORDER` lines (the sink prints the first [`OUT_OF_ORDER_LINES`]).
+#[derive(Clone, Copy, Default, Debug)]
+struct Progress {
+    lines: u64,
+    handled: u64,
+    received: u64,
+    out_of_order: u64,
+}
+
+impl Progress {
+    /// Counts `line` in, if it is a well-formed `PROGRESS` line.
+    fn update(&mut self, line: &str) -> Result<(), String> {
+        let fields = Fields::parse(line, "PROGRESS")?;
+        self.lines += 1;
+        self.handled = fields.get("handled")?;
+        self.received = fields.get("received")?;
+        Ok(())
+    }
+}
+
+/// How many `OUT_OF_ORDER` lines the sink prints at most.
+const OUT_OF_ORDER_LINES: u64 = 10;
+
 /// The sink child process: its stdin (a `REPORT` line asks for a report, closing it asks the
-/// child to shut down) and its stdout lines.
+/// child to shut down), its stdout lines with when they were read, and its last `PROGRESS`
+/// line (those are not passed on as lines).
 struct SinkProc {
     child: Child,
     stdin: Option<ChildStdin>,
-    lines: Receiver<String>,
+    lines: Receiver<(Instant, String)>,
+    progress: Arc<Mutex<Progress>>,
 }
 
 impl SinkProc {
@@ -1162,6 +1320,7 @@ impl SinkProc {
         cluster: &str,
         lease: Duration,
         overload: &Overload,
+        chaos: bool,
     ) -> Result<SinkProc, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let mut command = Command::new(exe);
@@ -1173,6 +1332,9 @@ impl SinkProc {
         if let Some(window) = overload.window {
             command.args(["--window", &window.to_string()]);
         }
+        if chaos {
+            command.arg("--chaos");
+        }
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -1182,10 +1344,23 @@ impl SinkProc {
         let stdout = child.stdout.take().ok_or("the sink has no stdout")?;
         let stdin = child.stdin.take();
         let (tx, lines) = crossbeam_channel::unbounded();
+        let progress = Arc::new(Mutex::new(Progress::default()));
+        let last = Arc::clone(&progress);
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
+                if line.starts_with("PROGRESS ") {
+                    if let Err(why) = last.lock().update(&line) {
+                        eprintln!("  {why}");
+                    }
+                    continue;
+                }
+                if line.starts_with("OUT_OF_ORDER ") {
+                    last.lock().out_of_order += 1;
+                    eprintln!("  sink said: {line}");
+                    continue;
+                }
+                if tx.send((Instant::now(), line)).is_err() {
                     break;
                 }
             }
@@ -1194,18 +1369,27 @@ impl SinkProc {
             child,
             stdin,
             lines,
+            progress,
         })
     }
 
     /// The next line whose first word is `word`; the lines before it are echoed.
     fn next_line(&self, deadline: Instant, word: &str) -> Result<String, String> {
+        self.next_line_at(deadline, word).map(|(_, line)| line)
+    }
+
+    /// The next line whose first word is `word`, and when it was read; the lines before it
+    /// are echoed.
+    fn next_line_at(&self, deadline: Instant, word: &str) -> Result<(Instant, String), String> {
         loop {
             let left = deadline
                 .checked_duration_since(Instant::now())
                 .ok_or_else(|| format!("the sink printed no {word} line in time"))?;
             match self.lines.recv_timeout(left) {
-                Ok(line) if line.split_whitespace().next() == Some(word) => return Ok(line),
-                Ok(line) => eprintln!("  sink said: {line}"),
+                Ok((at, line)) if line.split_whitespace().next() == Some(word) => {
+                    return Ok((at, line))
+                }
+                Ok((_, line)) => eprintln!("  sink said: {line}"),
                 Err(RecvTimeoutError::Timeout) => {
                     return Err(format!("the sink printed no {word} line in time"))
                 }
@@ -1240,6 +1424,42 @@ impl SinkProc {
             .and_then(|()| stdin.flush())
             .map_err(|e| format!("cannot ask the sink for a report: {e}"))?;
         SinkReport::parse(&self.next_line(deadline, "REPORT")?)
+    }
+
+    /// The sink process's own count, asked of it locally: (handled, out of order, µs busy).
+    fn tally(&mut self, deadline: Instant) -> Result<(u64, u64, u64), String> {
+        let stdin = self.stdin.as_mut().ok_or("the sink's stdin is closed")?;
+        stdin
+            .write_all(b"TALLY\n")
+            .and_then(|()| stdin.flush())
+            .map_err(|e| format!("cannot ask the sink for its tally: {e}"))?;
+        let line = self.next_line(deadline, "TALLY")?;
+        let fields = Fields::parse(&line, "TALLY")?;
+        Ok((
+            fields.get("handled")?,
+            fields.get("out_of_order")?,
+            fields.get("busy_us")?,
+        ))
+    }
+
+    /// Reads the sink's stdout to its end (the sink has exited), echoing what it said;
+    /// `false` if the end did not come by `deadline`.
+    fn drain(&self, deadline: Instant) -> bool {
+        loop {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            match self.lines.recv_timeout(left) {
+                Ok((_, line)) => eprintln!("  sink said: {line}"),
+                Err(RecvTimeoutError::Timeout) => return false,
+                Err(RecvTimeoutError::Disconnected) => return true,
+            }
+        }
+    }
+
+    /// The last `PROGRESS` line read so far.
+    fn progress(&self) -> Progress {
+        *self.progress.lock()
     }
 
     /// Asks the sink to shut down; kills it if it has not exited within `grace`.
@@ -1314,7 +1534,13 @@ fn gate3(lease: Duration, overload: &Overload) -> Result<Row, String> {
     let parent =
         Node::start(config).map_err(|e| format!("parent cannot start its node: {e:#?}"))?;
     let events = parent.events();
-    let mut sink = SinkProc::spawn(&format!("tcp/127.0.0.1:{port}"), &cluster, lease, overload)?;
+    let mut sink = SinkProc::spawn(
+        &format!("tcp/127.0.0.1:{port}"),
+        &cluster,
+        lease,
+        overload,
+        false,
+    )?;
     let outcome = overload_run(&parent, &events, &mut sink, overload);
     sink.finish(Duration::from_secs(10));
     let _ = parent.shutdown();
@@ -1556,4 +1782,662 @@ fn describe_counts(c: &DistCounts) -> String {
         "sent={} refused={} returned={} returned_unrouted={} in_doubt={} control_overflow={}",
         c.sent, c.refused, c.returned, c.returned_unrouted, c.in_doubt, c.control_overflow
     )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gate 4: chaos under traffic
+
+/// How often the sink prints `PROGRESS` in gate 4.
+const PROGRESS_EVERY: Duration = Duration::from_millis(10);
+
+/// Posts between two looks at gate 4's pacing schedule (finer than gate 3's: the parent looks
+/// for the sink's Down between two posts).
+const CHAOS_PACE_BATCH: u64 = 100;
+
+/// How long the parent's counters must stay unchanged to count as at rest.
+const REST_FOR: Duration = Duration::from_millis(100);
+
+/// How a gate 4 trial cuts the traffic.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ChaosMode {
+    /// Gate 2's proxy partitions the link; the sink lives on and reports.
+    Partition(PartitionMode),
+    /// SIGKILL of the sink.
+    Kill,
+}
+
+/// Gate 4's settings.
+struct Chaos {
+    /// Trials per mode (0 skips the gate).
+    trials: u64,
+    /// Posts per trial; the cut comes after about a third of them.
+    posts: u64,
+    modes: Vec<ChaosMode>,
+}
+
+impl Chaos {
+    fn from_args(args: &[String]) -> Result<Chaos, String> {
+        let trials = flag_number(args, "--chaos-trials", 2)?;
+        let posts = flag_number(args, "--chaos-posts", 60_000)?;
+        if trials > 0 && posts < 3 {
+            return Err("--chaos-posts needs at least 3 posts".into());
+        }
+        let modes = flag_value(args, "--chaos-modes")
+            .unwrap_or("drop,blackhole,kill")
+            .split(',')
+            .filter(|m| !m.is_empty())
+            .map(|m| match m {
+                "drop" => Ok(ChaosMode::Partition(PartitionMode::Drop)),
+                "blackhole" => Ok(ChaosMode::Partition(PartitionMode::Blackhole)),
+                "kill" => Ok(ChaosMode::Kill),
+                other => Err(format!("unknown chaos mode {other:?}")),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Chaos {
+            trials,
+            posts,
+            modes,
+        })
+    }
+}
+
+/// What the parent's posts returned.
+#[derive(Default)]
+struct PostOutcomes {
+    ok: u64,
+    rejected: u64,
+    terminated: u64,
+    other: u64,
+    /// Posts made once the parent had seen the sink Down that were not refused Terminated.
+    after_down_not_terminated: u64,
+}
+
+impl PostOutcomes {
+    fn refused(&self) -> u64 {
+        self.rejected + self.terminated + self.other
+    }
+}
+
+/// One gate 4 trial's figures.
+struct ChaosOutcome {
+    passed: bool,
+    /// From the cut to the parent's Down.
+    parent_down: Duration,
+    /// From the cut to the sink's Down (partition only: a killed sink sees nothing).
+    sink_down: Option<Duration>,
+    in_doubt: u64,
+    /// Frames sent that never reached the sink (partition only: unknown after a kill).
+    never_arrived: Option<i128>,
+    /// Posts unaccounted for: over both nodes (partition), at the parent (kill).
+    lost: i128,
+}
+
+/// `min..max` of some figures.
+fn span<T: Ord + Copy + std::fmt::Display>(values: &[T]) -> String {
+    match (values.iter().min(), values.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!("{lo} in all"),
+        (Some(lo), Some(hi)) => format!("{lo}..{hi}"),
+        _ => "none".into(),
+    }
+}
+
+fn gate4(
+    lease: Duration,
+    overload: &Overload,
+    chaos: &Chaos,
+    mode: ChaosMode,
+) -> Result<Row, String> {
+    let name = match mode {
+        ChaosMode::Partition(PartitionMode::Drop) => "gate 4 (drop under traffic): nothing lost",
+        ChaosMode::Partition(PartitionMode::Blackhole) => {
+            "gate 4 (blackhole under traffic): nothing lost"
+        }
+        ChaosMode::Kill => "gate 4 (kill -9 under traffic): parent loses nothing",
+    };
+    println!();
+    println!(
+        "== {name}: {} trials of {} posts paced at {}/s ({} µs of work per message, \
+         QueueLength::max({})), cut after about post {} ==",
+        chaos.trials,
+        chaos.posts,
+        overload.capacity,
+        overload.work.as_micros(),
+        overload.queue_max,
+        chaos.posts / 3
+    );
+    let gate = Gate4 {
+        lease,
+        overload,
+        chaos,
+        mode,
+    };
+    let started = Instant::now();
+    let mut passed = 0;
+    let (mut parent_downs, mut sink_downs) = (Vec::new(), Vec::new());
+    let (mut in_doubt, mut never_arrived, mut lost) = (Vec::new(), Vec::new(), Vec::new());
+    for trial in 1..=chaos.trials {
+        match gate.trial(trial) {
+            Ok(outcome) => {
+                passed += u64::from(outcome.passed);
+                parent_downs.push(outcome.parent_down);
+                sink_downs.extend(outcome.sink_down);
+                in_doubt.push(outcome.in_doubt);
+                never_arrived.extend(outcome.never_arrived);
+                lost.push(outcome.lost);
+            }
+            Err(why) => println!("  trial {trial}: FAIL  {why}"),
+        }
+    }
+    let figures = match mode {
+        ChaosMode::Partition(_) => format!(
+            "lost {}; in doubt {}, never arrived {}; parent Down: {}; sink Down: {}",
+            span(&lost),
+            span(&in_doubt),
+            span(&never_arrived),
+            describe(&mut parent_downs),
+            describe(&mut sink_downs)
+        ),
+        ChaosMode::Kill => format!(
+            "lost at the parent {}; in doubt {}; parent Down: {}",
+            span(&lost),
+            span(&in_doubt),
+            describe(&mut parent_downs)
+        ),
+    };
+    println!(
+        "  {} trials in {:.1} s: {passed} passed; {figures}",
+        chaos.trials,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Row {
+        name: name.into(),
+        trials: chaos.trials,
+        passed,
+        figures,
+    })
+}
+
+/// One mode of gate 4.
+struct Gate4<'a> {
+    lease: Duration,
+    overload: &'a Overload,
+    chaos: &'a Chaos,
+    mode: ChaosMode,
+}
+
+impl Gate4<'_> {
+    /// A trial with its own parent node, proxy (partition) and sink; all stopped at the end,
+    /// whatever happened.
+    fn trial(&self, trial: u64) -> Result<ChaosOutcome, String> {
+        let cluster = random_cluster()?;
+        let port = free_loopback_port()?;
+        let mut config = NodeConfig::new(&cluster)
+            .listen([format!("tcp/127.0.0.1:{port}")])
+            .lease(self.lease);
+        if let Some(window) = self.overload.window {
+            config = config.window(window);
+        }
+        let parent =
+            Node::start(config).map_err(|e| format!("parent cannot start its node: {e:#?}"))?;
+        let events = parent.events();
+        let proxy = match self.mode {
+            ChaosMode::Partition(_) => Some(Proxy::start(port)?),
+            ChaosMode::Kill => None,
+        };
+        let connect = format!("tcp/127.0.0.1:{}", proxy.as_ref().map_or(port, |p| p.port));
+        let outcome = SinkProc::spawn(&connect, &cluster, self.lease, self.overload, true)
+            .and_then(|mut sink| {
+                let outcome = self.run(trial, &parent, &events, &mut sink, proxy.as_ref());
+                // Kills the sink if it does not shut down (a killed one has exited already).
+                sink.finish(Duration::from_secs(5));
+                outcome
+            });
+        if let Some(proxy) = &proxy {
+            proxy.stop();
+        }
+        let _ = parent.shutdown();
+        outcome
+    }
+
+    /// Posts, cuts, waits for Down and for rest, and checks the accounting.
+    fn run(
+        &self,
+        trial: u64,
+        parent: &Node,
+        events: &Receiver<NodeEvent>,
+        sink: &mut SinkProc,
+        proxy: Option<&Proxy>,
+    ) -> Result<ChaosOutcome, String> {
+        let pid = sink.ready()?;
+        let sink_id = pid.node();
+        let parent_id = parent.id();
+        wait_event(
+            events,
+            Instant::now() + SETUP_DEADLINE,
+            |e| *e == NodeEvent::Up(sink_id),
+            |_| {},
+        )
+        .ok_or("the parent never saw the sink Up")?;
+
+        // Post at the sink's capacity; cut after a third. Once the parent has seen the sink
+        // Down, it posts the rest unpaced: each must be refused Terminated at once.
+        let bounces = Arc::new(Bounces::default());
+        let seen = Arc::clone(&bounces);
+        let loads = parent
+            .remote::<Load>(pid)
+            .on_bounce(move |u| seen.record(u.reason));
+        let posts = self.chaos.posts;
+        // About a third, at a random point of a pacing batch (not always right after a burst).
+        let cut_after =
+            (posts / 3 + getrandom::u64().unwrap_or(0) % CHAOS_PACE_BATCH).min(posts - 1);
+        let rate = self.overload.capacity as f64;
+        let mut out = PostOutcomes::default();
+        let mut cut_at = None;
+        let mut down: Option<(u64, Instant)> = None;
+        let mut ups_again = 0u64;
+        let started = Instant::now();
+        for seq in 0..posts {
+            if seq == cut_after {
+                cut_at = Some(Instant::now());
+                match (self.mode, proxy) {
+                    (ChaosMode::Partition(mode), Some(proxy)) => proxy.partition(mode),
+                    (ChaosMode::Partition(_), None) => return Err("no proxy to cut".into()),
+                    (ChaosMode::Kill, _) => sink
+                        .child
+                        .kill()
+                        .map_err(|e| format!("kill -9 of the sink: {e}"))?,
+                }
+            }
+            if down.is_none() {
+                if seq % CHAOS_PACE_BATCH == 0 {
+                    let due = started + Duration::from_secs_f64(seq as f64 / rate);
+                    if let Some(ahead) = due.checked_duration_since(Instant::now()) {
+                        thread::sleep(ahead);
+                    }
+                }
+                while let Ok(event) = events.try_recv() {
+                    match event {
+                        NodeEvent::Down { node, .. } if node == sink_id => {
+                            down.get_or_insert((seq, Instant::now()));
+                        }
+                        NodeEvent::Up(node) if node == sink_id => ups_again += 1,
+                        _ => {}
+                    }
+                }
+            }
+            let result = loads.post(Load { seq });
+            if down.is_some() && !matches!(result, Err(RemotePostError::Terminated(_))) {
+                out.after_down_not_terminated += 1;
+            }
+            match result {
+                Ok(()) => out.ok += 1,
+                Err(RemotePostError::Rejected(_)) => out.rejected += 1,
+                Err(RemotePostError::Terminated(_)) => out.terminated += 1,
+                Err(e) => {
+                    if out.other == 0 {
+                        eprintln!("  post {seq} failed: {e:?}");
+                    }
+                    out.other += 1;
+                }
+            }
+        }
+        let posting = started.elapsed();
+        let cut_at = cut_at.ok_or("the posts ended before the cut")?;
+
+        // Both sides see Down (a killed sink sees nothing).
+        let detect = cut_at + self.lease * 3 + Duration::from_secs(10);
+        let down_at = match down {
+            Some((_, at)) => at,
+            None => wait_event(
+                events,
+                detect,
+                |e| matches!(e, NodeEvent::Down { node, .. } if *node == sink_id),
+                |e| {
+                    if e == NodeEvent::Up(sink_id) {
+                        ups_again += 1;
+                    }
+                },
+            )
+            .ok_or_else(|| {
+                format!(
+                    "the parent did not see the sink Down within {} ms of the cut",
+                    detect.duration_since(cut_at).as_millis()
+                )
+            })?,
+        };
+        let parent_down = down_at.saturating_duration_since(cut_at);
+        let mut sink_ups_again = 0u64;
+        let sink_down = match self.mode {
+            ChaosMode::Kill => None,
+            ChaosMode::Partition(_) => {
+                let at = loop {
+                    let (at, line) = sink.next_line_at(detect, "EVENT").map_err(|e| {
+                        format!("{e} (waiting for the sink to see the parent Down)")
+                    })?;
+                    match parse_child_line(&line) {
+                        ChildLine::Down(id) if id == parent_id => break at,
+                        ChildLine::Up(id) if id == parent_id => sink_ups_again += 1,
+                        _ => eprintln!("  sink said: {line}"),
+                    }
+                };
+                Some(at.saturating_duration_since(cut_at))
+            }
+        };
+
+        // The parent at rest: its counters unchanged for a while, every bounce it counted
+        // handed to the handler.
+        let rest_deadline = Instant::now() + Duration::from_secs(10);
+        let mut sender = parent.counts();
+        let mut since = Instant::now();
+        let at_rest = loop {
+            thread::sleep(Duration::from_millis(10));
+            let now = parent.counts();
+            if now != sender {
+                sender = now;
+                since = Instant::now();
+            }
+            if since.elapsed() >= REST_FOR && sender.returned == bounces.total() {
+                break true;
+            }
+            if Instant::now() >= rest_deadline {
+                break false;
+            }
+        };
+        let returned = bounces.total();
+        let by_reason = format!("{:?}", bounces.by_reason.lock());
+        drop(loads);
+
+        // The sink: its report once at rest (partition), or its last PROGRESS (kill).
+        let mut problems = Vec::new();
+        let report = match self.mode {
+            ChaosMode::Partition(_) => {
+                let report = sink.report(Instant::now() + Duration::from_secs(15))?;
+                // The process's own count, asked after the report (so outside its counts).
+                let tally = sink.tally(Instant::now() + Duration::from_secs(10));
+                Some((report, tally))
+            }
+            ChaosMode::Kill => {
+                let _ = sink.child.wait();
+                if !sink.drain(Instant::now() + Duration::from_secs(5)) {
+                    problems.push("the killed sink's stdout did not end within 5 s".to_string());
+                }
+                None
+            }
+        };
+        let progress = sink.progress();
+
+        let posted = i128::from(posts);
+        let refused = i128::from(out.refused());
+        let sent = i128::from(sender.sent);
+        let back = i128::from(returned);
+        let in_doubt = i128::from(sender.in_doubt);
+        let window = self
+            .overload
+            .window
+            .unwrap_or(NodeConfig::DEFAULT_WINDOW)
+            .max(1) as u64;
+
+        // What holds whatever the cut.
+        if !at_rest {
+            problems.push(format!(
+                "the parent's counters were not at rest 10 s after Down (returned {}, the \
+                 bounce handler saw {returned})",
+                sender.returned
+            ));
+        }
+        if let Some((seq, _)) = down {
+            if seq < cut_after {
+                problems.push(format!(
+                    "the parent saw the sink Down at post {seq}, before the cut"
+                ));
+            }
+        }
+        if ups_again + sink_ups_again > 0 {
+            problems.push(format!(
+                "Up again after the cut: the sink at the parent {ups_again} times, the parent at \
+                 the sink {sink_ups_again} times"
+            ));
+        }
+        if out.after_down_not_terminated > 0 {
+            problems.push(format!(
+                "{} posts made after the parent saw the sink Down were not refused Terminated",
+                out.after_down_not_terminated
+            ));
+        }
+        if sender.sent != out.ok || sender.refused != out.refused() {
+            problems.push(format!(
+                "the sender's counters disagree with its posts: sent {} (posts Ok {}), refused {} \
+                 (posts Err {})",
+                sender.sent,
+                out.ok,
+                sender.refused,
+                out.refused()
+            ));
+        }
+        if sender.in_doubt > sender.sent || sender.in_doubt > window {
+            problems.push(format!(
+                "{} in doubt, more than the {} sent or the credit window of {window}",
+                sender.in_doubt, sender.sent
+            ));
+        }
+        if sender.returned_unrouted != 0 {
+            problems.push(format!(
+                "{} bounces found no handler",
+                sender.returned_unrouted
+            ));
+        }
+        if bounces.not_rejected() != 0 {
+            problems.push(format!(
+                "bounces for other reasons than Rejected: {by_reason}"
+            ));
+        }
+        if progress.lines == 0 {
+            problems.push("the sink printed no PROGRESS line".into());
+        }
+        if progress.out_of_order != 0 {
+            problems.push(format!(
+                "the sink printed {} OUT_OF_ORDER lines (posts handled out of order)",
+                progress.out_of_order
+            ));
+        }
+        if progress.handled > progress.received || progress.received > sender.sent {
+            problems.push(format!(
+                "the sink's last PROGRESS line has handled {} and received {}, not within the \
+                 {} sent",
+                progress.handled, progress.received, sender.sent
+            ));
+        }
+
+        let cut = match self.mode {
+            ChaosMode::Partition(PartitionMode::Drop) => "proxy cut (drop)",
+            ChaosMode::Partition(PartitionMode::Blackhole) => "proxy cut (blackhole)",
+            ChaosMode::Kill => "sink killed (SIGKILL)",
+        };
+        println!(
+            "  trial {trial}: {cut} after post {cut_after}; Down seen by the parent after {} ms \
+             ({}){}; {posts} posts in {:.3} s: {} Ok, {} rejected, {} terminated, {} other; \
+             sender: {}",
+            ms(parent_down),
+            match down {
+                Some((seq, _)) => format!("at post {seq}"),
+                None => "after the last post".into(),
+            },
+            match sink_down {
+                Some(d) => format!(", by the sink after {} ms", ms(d)),
+                None => String::new(),
+            },
+            posting.as_secs_f64(),
+            out.ok,
+            out.rejected,
+            out.terminated,
+            out.other,
+            describe_counts(&sender)
+        );
+
+        let (lost, never_arrived) = match &report {
+            Some((report, tally)) => {
+                // Exact, over both nodes.
+                let handled = i128::from(report.handled);
+                let dead = i128::from(report.dead_lettered);
+                let not_returned = i128::from(report.bounced) - back;
+                let never_arrived = sent - i128::from(report.received);
+                let lost =
+                    posted - (refused + back + handled + dead + not_returned + never_arrived);
+                if !report.settled {
+                    problems.push("the sink's counters did not come to rest within 5 s".into());
+                }
+                if never_arrived < 0 {
+                    problems.push(format!(
+                        "the sink received {} frames, more than the {sent} sent",
+                        report.received
+                    ));
+                }
+                if never_arrived > in_doubt {
+                    problems.push(format!(
+                        "{never_arrived} frames never arrived, more than the {in_doubt} in doubt"
+                    ));
+                }
+                if not_returned < 0 {
+                    problems.push(format!(
+                        "the parent got {returned} bounces back, the sink bounced {}",
+                        report.bounced
+                    ));
+                }
+                if report.received != report.delivered + report.bounced {
+                    problems.push(format!(
+                        "the sink received {} frames but delivered {} and bounced {}",
+                        report.received, report.delivered, report.bounced
+                    ));
+                }
+                if report.delivered != report.handled + report.dead_lettered + report.queued {
+                    problems.push(format!(
+                        "the sink's node delivered {} but its runtime handled {}, dead-lettered \
+                         {} and has {} queued",
+                        report.delivered, report.handled, report.dead_lettered, report.queued
+                    ));
+                }
+                if report.queued != 0 {
+                    problems.push(format!("{} still queued at the sink", report.queued));
+                }
+                if report.rejected != report.bounced {
+                    problems.push(format!(
+                        "the sink's runtime rejected {} but its node bounced {}",
+                        report.rejected, report.bounced
+                    ));
+                }
+                if report.posted != report.delivered + report.rejected {
+                    problems.push(format!(
+                        "the sink's runtime was offered {} but its node delivered {} and the \
+                         runtime rejected {}",
+                        report.posted, report.delivered, report.rejected
+                    ));
+                }
+                let process = match tally {
+                    Ok((handled, out_of_order, _)) => {
+                        if *handled != report.handled {
+                            problems.push(format!(
+                                "the sink process counted {handled} handled, its runtime {}",
+                                report.handled
+                            ));
+                        }
+                        if *out_of_order != 0 {
+                            problems.push(format!("{out_of_order} posts handled out of order"));
+                        }
+                        format!("handled={handled} out_of_order={out_of_order}")
+                    }
+                    Err(e) => {
+                        problems.push(format!("the sink's tally could not be asked: {e}"));
+                        "no tally".into()
+                    }
+                };
+                if progress.handled > report.handled {
+                    problems.push(format!(
+                        "the sink's last PROGRESS line has handled {}, its final report {}",
+                        progress.handled, report.handled
+                    ));
+                }
+                if report.control_overflow + report.malformed + report.from_quarantined != 0 {
+                    problems.push(format!(
+                        "sink: control_overflow {}, malformed {}, from_quarantined {}",
+                        report.control_overflow, report.malformed, report.from_quarantined
+                    ));
+                }
+                if lost != 0 {
+                    problems.push(format!("{lost} posts unaccounted for over both nodes"));
+                }
+                println!(
+                    "    sink runtime: posted={} handled={} rejected={} dead_lettered={} \
+                     queued={}; sink node: received={} delivered={} bounced={} \
+                     bounce_overflow={} from_unknown={}; sink process: {process} (last of {} \
+                     PROGRESS lines: handled={}); bounces back at the sender: {by_reason}",
+                    report.posted,
+                    report.handled,
+                    report.rejected,
+                    report.dead_lettered,
+                    report.queued,
+                    report.received,
+                    report.delivered,
+                    report.bounced,
+                    report.bounce_overflow,
+                    report.from_unknown,
+                    progress.lines,
+                    progress.handled
+                );
+                for problem in &problems {
+                    println!("    problem: {problem}");
+                }
+                println!(
+                    "  trial {trial}: {}  posts={posted} = refused_at_sender={refused} + \
+                     returned={back} + handled={handled} + dead_lettered={dead} + \
+                     bounced_not_returned={not_returned} + never_arrived={never_arrived}, \
+                     lost={lost}; never_arrived={never_arrived} <= in_doubt={in_doubt} \
+                     (arrived, not acknowledged: {})",
+                    if problems.is_empty() { "PASS" } else { "FAIL" },
+                    in_doubt - never_arrived
+                );
+                (lost, Some(never_arrived))
+            }
+            None => {
+                // At the parent only: every post refused, returned, acknowledged, or in doubt.
+                let acknowledged = sent - in_doubt;
+                let acked_not_returned = acknowledged - back;
+                let lost = posted - (refused + back + acked_not_returned + in_doubt);
+                if lost != 0 {
+                    problems.push(format!("{lost} posts unaccounted for at the parent"));
+                }
+                println!(
+                    "    sink before the kill: last of {} PROGRESS lines: handled={} received={}, \
+                     {} OUT_OF_ORDER lines; what it handled after that line is unknown (at most \
+                     {} more); bounces back at the sender: {by_reason}",
+                    progress.lines,
+                    progress.handled,
+                    progress.received,
+                    progress.out_of_order,
+                    sent - i128::from(progress.handled)
+                );
+                for problem in &problems {
+                    println!("    problem: {problem}");
+                }
+                println!(
+                    "  trial {trial}: {}  posts={posted} = refused_at_sender={refused} + \
+                     returned={back} + acked_not_returned={acked_not_returned} + \
+                     in_doubt={in_doubt}, lost_at_parent={lost}; sent={sent} = \
+                     acknowledged={acknowledged} + in_doubt={in_doubt}; last PROGRESS \
+                     handled={} <= received={} <= sent={sent}",
+                    if problems.is_empty() { "PASS" } else { "FAIL" },
+                    progress.handled,
+                    progress.received
+                );
+                (lost, None)
+            }
+        };
+        Ok(ChaosOutcome {
+            passed: problems.is_empty(),
+            parent_down,
+            sink_down,
+            in_doubt: sender.in_doubt,
+            never_arrived,
+            lost,
+        })
+    }
 }
