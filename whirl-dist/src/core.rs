@@ -944,17 +944,8 @@ impl Core {
     pub(crate) fn abort_moving(self: &Arc<Self>, local: u64) {
         let held = self.moves.lock().abort(local);
         for frame in held {
-            let back = match frame.header {
-                Header::Post { tag, route, .. } => Header::Bounce {
-                    tag,
-                    route,
-                    reason: BounceReason::Terminated,
-                },
-                Header::Ask { req, .. } => Header::Reply {
-                    req,
-                    outcome: Outcome::Bounced(BounceReason::Terminated),
-                },
-                _ => continue,
+            let Some(back) = frame.header.given_back(BounceReason::Terminated) else {
+                continue;
             };
             bump(&self.counts.bounced);
             self.bounce(frame.from, &back, &frame.payload);
@@ -1482,17 +1473,8 @@ impl Core {
     /// no link), so the sender learns it must restart; the rest is dropped.
     fn refuse_quarantined(&self, frame: &Frame<'_>) {
         bump(&self.counts.from_quarantined);
-        let header = match frame.header {
-            Header::Post { tag, route, .. } => Header::Bounce {
-                tag,
-                route,
-                reason: BounceReason::Quarantined,
-            },
-            Header::Ask { req, .. } => Header::Reply {
-                req,
-                outcome: Outcome::Bounced(BounceReason::Quarantined),
-            },
-            _ => return,
+        let Some(header) = frame.header.given_back(BounceReason::Quarantined) else {
+            return;
         };
         let bytes = wire::encode_raw(self.id, &header, frame.payload);
         let sent = self

