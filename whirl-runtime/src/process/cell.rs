@@ -140,6 +140,29 @@ impl<P: Process> ProcessCell<P> {
         }
     }
 
+    /// Records that the process ended with `reason` and takes its watchers to notify; a kill
+    /// still pending (one that arrived while it ended for another reason) is moot, but it was
+    /// counted as an activation, so it is counted as consumed.
+    pub(super) fn record_exit(
+        &self,
+        reason: &ExitReason,
+        consumed_activations: &mut u64,
+    ) -> Vec<Weak<dyn Watcher>> {
+        let mut control = self.control().lock();
+        control.exit = Some(reason.clone());
+        if control.pending_kill.take().is_some() {
+            *consumed_activations += 1;
+        }
+        std::mem::take(&mut control.watchers)
+    }
+
+    /// Tells `watchers` (those still there) that the process ended with `reason`.
+    pub(super) fn notify_watchers(&self, watchers: Vec<Weak<dyn Watcher>>, reason: &ExitReason) {
+        for watcher in watchers.into_iter().filter_map(|w| w.upgrade()) {
+            watcher.notify_down(Down::new(self.id, reason.clone()));
+        }
+    }
+
     /// Takes a pending kill request, counting it as consumed.
     #[inline]
     pub(super) fn take_kill_request(&self, consumed_activations: &mut u64) -> Option<ExitReason> {

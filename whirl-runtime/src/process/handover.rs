@@ -22,7 +22,7 @@ use super::addr::Addr;
 use super::model::{Process, ProcessCell};
 use crate::control::Event;
 use crate::group::observe;
-use crate::lifecycle::{Down, ExitReason, ProcessId, QueuedMessage};
+use crate::lifecycle::{ExitReason, ProcessId, QueuedMessage};
 
 /// A process moved out of the runtime by [`Addr::hand_over`].
 #[non_exhaustive]
@@ -161,17 +161,8 @@ impl<P: Process> ProcessCell<P> {
             })
         };
         let reason = ExitReason::Normal;
-        let watchers = {
-            let mut control = self.control().lock();
-            control.exit = Some(reason.clone());
-            if control.pending_kill.take().is_some() {
-                consumed_activations += 1;
-            }
-            std::mem::take(&mut control.watchers)
-        };
-        for watcher in watchers.into_iter().filter_map(|w| w.upgrade()) {
-            watcher.notify_down(Down::new(self.id, reason.clone()));
-        }
+        let watchers = self.record_exit(&reason, &mut consumed_activations);
+        self.notify_watchers(watchers, &reason);
         let registered = self.group.kernel.registry.remove(self.id);
         self.group.counters.add(Event::Terminated, 1);
         match state {

@@ -290,16 +290,7 @@ impl<P: Process> ProcessCell<P> {
                 tracing::warn!(process = %self.id, "terminated hook panicked; ignored");
             }
         }
-        let watchers = {
-            let mut control = self.control().lock();
-            control.exit = Some(reason.clone());
-            // A kill that arrived while terminating for another reason is moot, but it was
-            // counted as an activation.
-            if control.pending_kill.take().is_some() {
-                consumed_activations += 1;
-            }
-            std::mem::take(&mut control.watchers)
-        };
+        let watchers = self.record_exit(&reason, &mut consumed_activations);
         if let ExitReason::Failed(f) = &reason {
             if *f.kind() == FailureKind::Error {
                 failures::report(FailureReport::ProcessFailed {
@@ -312,9 +303,7 @@ impl<P: Process> ProcessCell<P> {
                 tracing::debug!(process = %self.id, failure = %f, "process failed");
             }
         }
-        for watcher in watchers.into_iter().filter_map(|w| w.upgrade()) {
-            watcher.notify_down(Down::new(self.id, reason.clone()));
-        }
+        self.notify_watchers(watchers, &reason);
         let registered = self.group.kernel.registry.remove(self.id);
         self.group.counters.add(Event::Terminated, 1);
         self.drain_to_dead_letters(&reason);
