@@ -1133,19 +1133,27 @@ fn sink_main(args: &[String]) -> Result<ExitCode, String> {
     thread::scope(|scope| {
         if chaos {
             // The runtime's count first, then the node's: `handled <= received` in every line.
-            scope.spawn(|| {
-                while !stop.load(Ordering::SeqCst) {
-                    let handled = runtime.counts().handled;
-                    let received = node.counts().received;
-                    println!("PROGRESS handled={handled} received={received}");
-                    thread::sleep(PROGRESS_EVERY);
+            // Progress stops at the first `REPORT`: a line read after it could count the
+            // `TALLY` ask that follows it, and the parent compares the last line with the
+            // report. A reading taken before the stop and printed after it is still older
+            // than the report.
+            scope.spawn(|| loop {
+                let handled = runtime.counts().handled;
+                let received = node.counts().received;
+                if stop.load(Ordering::SeqCst) {
+                    break;
                 }
+                println!("PROGRESS handled={handled} received={received}");
+                thread::sleep(PROGRESS_EVERY);
             });
         }
         for line in std::io::stdin().lock().lines() {
             let Ok(line) = line else { break };
             match line.trim() {
-                "REPORT" => println!("{}", sink_report(&node, &runtime)),
+                "REPORT" => {
+                    stop.store(true, Ordering::SeqCst);
+                    println!("{}", sink_report(&node, &runtime));
+                }
                 // Asked of the process here, not over the network (the link may be cut); the
                 // ask is counted by the runtime, so after the last REPORT.
                 "TALLY" => match sink.call_timeout(Tally, Duration::from_secs(5)) {
