@@ -1141,21 +1141,15 @@ impl Core {
             }
             Route::To(pid) => {
                 let retargeted = retarget(header, pid.local());
-                if let Header::Ask { .. } = retargeted {
-                    if let Some(link) = self.link_to(pid.node()) {
-                        if !link.begin_ask() {
-                            bump(&self.counts.refused);
-                            return Some(Err(SendError::Full));
-                        }
+                let Some(link) = self.link_for(pid.node()) else {
+                    return Some(Err(SendError::Down));
+                };
+                if let (Header::Ask { .. }, Some(link)) = (&retargeted, &link) {
+                    if !link.begin_ask() {
+                        bump(&self.counts.refused);
+                        return Some(Err(SendError::Full));
                     }
                 }
-                let link = match pid.node() == self.id {
-                    true => None,
-                    false => match self.link_to(pid.node()) {
-                        Some(link) => Some(link),
-                        None => return Some(Err(SendError::Down)),
-                    },
-                };
                 let result = self.try_send_data(link.as_deref(), pid.node(), &retargeted, payload);
                 match result {
                     Ok(()) => bump(&self.counts.sent),
@@ -1166,15 +1160,20 @@ impl Core {
         })
     }
 
+    /// The way to `node`: `Some(None)` for this node itself (frames are handled here),
+    /// `Some(link)` for a peer, `None` when the peer cannot be reached.
+    fn link_for(&self, node: NodeId) -> Option<Option<Arc<Link>>> {
+        match node == self.id {
+            true => Some(None),
+            false => self.link_to(node).map(Some),
+        }
+    }
+
     /// Sends again, to `to`, a message that came back redirected (or waited for a fence).
     fn resend(self: &Arc<Self>, to: Pid, header: Header, payload: Vec<u8>) {
         let header = retarget(&header, to.local());
-        let link = match to.node() == self.id {
-            true => None,
-            false => match self.link_to(to.node()) {
-                Some(link) => Some(link),
-                None => return self.undeliverable(header, &payload, BounceReason::Terminated),
-            },
+        let Some(link) = self.link_for(to.node()) else {
+            return self.undeliverable(header, &payload, BounceReason::Terminated);
         };
         if let (Header::Ask { .. }, Some(link)) = (&header, &link) {
             if !link.begin_ask() {
@@ -1361,7 +1360,7 @@ impl Core {
                 node,
                 local,
             } => {
-                let to = Pid::new(NodeId::from_u128(node), local);
+                let to = Pid::from_wire(node, local);
                 let header = Header::Post {
                     to: local,
                     tag,
@@ -1379,7 +1378,7 @@ impl Core {
                 }
             },
             Header::Moved { mref, node, local } => {
-                let to = Pid::new(NodeId::from_u128(node), local);
+                let to = Pid::from_wire(node, local);
                 let from = self.watches.lock().retarget(mref, to);
                 if let Some(from) = from {
                     self.announce_move(from, to);
@@ -1396,7 +1395,7 @@ impl Core {
                         principal,
                     },
             } => {
-                let to = Pid::new(NodeId::from_u128(node), local);
+                let to = Pid::from_wire(node, local);
                 // The ask leaves the old node: its slot there is released, and it is pending
                 // on the new node from now on.
                 let moved = {

@@ -27,6 +27,11 @@ impl Pid {
         Pid { node, local }
     }
 
+    /// The pid a frame names by its node's raw id and its local id.
+    pub(crate) const fn from_wire(node: u128, local: u64) -> Pid {
+        Pid::new(NodeId::from_u128(node), local)
+    }
+
     /// The node the process runs on.
     pub const fn node(self) -> NodeId {
         self.node
