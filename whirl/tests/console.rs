@@ -152,8 +152,19 @@ fn the_console_serves_the_page_the_snapshot_events_and_metrics() {
     assert!(events.contains("text/event-stream"), "{events}");
     assert!(events.contains("event: tick\ndata: {"), "{events}");
 
-    let metrics = get(addr, "/metrics");
-    assert_eq!(status(&metrics), 200);
+    // `/metrics` renders the latest sample; the worker's group may still be handling the
+    // pings when one is taken, so wait for a sample that has them all.
+    let start = Instant::now();
+    let metrics = loop {
+        let metrics = get(addr, "/metrics");
+        assert_eq!(status(&metrics), 200);
+        if body(&metrics).contains("whirl_group_handled_total{group=\"observed\"} 100")
+            || start.elapsed() > TIMEOUT
+        {
+            break metrics;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert!(
         body(&metrics).contains("whirl_group_handled_total{group=\"observed\"} 100"),
         "{metrics}"
