@@ -54,7 +54,9 @@ mod runtime;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use group::{Group, GroupBuilder, GroupError, NameError, ThreadRange, DEFAULT_BUDGET};
+pub use group::{
+    AutoMove, Group, GroupBuilder, GroupError, MoveError, NameError, ThreadRange, DEFAULT_BUDGET,
+};
 #[doc(hidden)]
 pub use isolation::allow_shared as __allow_shared;
 #[doc(hidden)]

@@ -273,6 +273,9 @@ pub struct GroupStats {
     pub principals: Vec<PrincipalCounts>,
     /// The last slow turns the watchdog found (at most 32), oldest first.
     pub recent_slow_turns: Vec<SlowTurn>,
+    /// Processes the group's automatic-grouping rule moved to another group
+    /// ([`Group::auto_move`](crate::Group::auto_move)), since the group was built.
+    pub auto_moved: u64,
 }
 
 /// A snapshot of every group's statistics.

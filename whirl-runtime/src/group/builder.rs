@@ -251,6 +251,7 @@ impl GroupBuilder {
             grows,
             controllers: Mutex::new(self.controllers.into_iter().map(Entry::new).collect()),
             watchdog: Watchdog::new(self.slow_turn_threshold),
+            placement: Default::default(),
             shares_state: self.shares_state,
             stopped: AtomicBool::new(false),
         });

@@ -19,7 +19,9 @@ impl Controlled for GroupShared {
         // Cloned out of the lock: the watchdog's warnings run the user's tracing subscriber,
         // which may well read the group's statistics.
         let slots = || self.pool.slots.read().clone();
-        let look = self.watchdog.check(now, slots, &self.name);
+        let look = self.watchdog.check(now, slots, &self.name, |process| {
+            self.placement.slow_turn(&self, process, now)
+        });
         let controllers = self.run_due(now);
         match (look, controllers) {
             (Some(a), Some(b)) => Some(a.min(b)),

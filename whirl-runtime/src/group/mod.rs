@@ -22,6 +22,8 @@
 //!   controller thread's ticks.
 //! * `observe.rs`: completion reports for predicates that learn.
 //! * `builder.rs`: [`Group`] and [`GroupBuilder`].
+//! * `placement.rs`: moving a process to another group by id, and automatic grouping (a rule
+//!   that moves processes the watchdog finds blocking).
 //!
 //! Layer 8: uses `admission`, `control`, `principal`, `lifecycle`, `time`, `sync` and `io`.
 
@@ -34,6 +36,7 @@ mod idle;
 mod names;
 pub(crate) mod observe;
 mod park;
+mod placement;
 mod pool;
 mod probe;
 mod registry;
@@ -47,6 +50,8 @@ pub(crate) use builder::default_threads;
 pub use builder::{Group, GroupBuilder, GroupError};
 pub(crate) use names::Holder;
 pub use names::NameError;
+pub(crate) use placement::Placement;
+pub use placement::{AutoMove, MoveError};
 pub use pool::ThreadRange;
 pub(crate) use probe::{Running, TurnProbe};
 pub use shared::DEFAULT_BUDGET;

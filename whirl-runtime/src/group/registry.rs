@@ -43,6 +43,21 @@ impl Registry {
         self.shard(id).lock().remove(&id.0)
     }
 
+    /// Puts `process` in the place of the one registered under `id` (a process that moved to
+    /// another group); returns the old entry, for the caller to drop outside the shard lock.
+    pub(crate) fn replace(
+        &self,
+        id: ProcessId,
+        process: Arc<dyn Runnable>,
+    ) -> Option<Arc<dyn Runnable>> {
+        self.shard(id).lock().insert(id.0, process)
+    }
+
+    /// The live process `id`, if any.
+    pub(crate) fn get(&self, id: ProcessId) -> Option<Arc<dyn Runnable>> {
+        self.shard(id).lock().get(&id.0).cloned()
+    }
+
     /// Every live process.
     pub(crate) fn live(&self) -> Vec<Arc<dyn Runnable>> {
         self.shards

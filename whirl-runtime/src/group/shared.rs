@@ -74,6 +74,8 @@ pub(crate) struct GroupShared {
     pub(crate) controllers: Mutex<Vec<Entry>>,
     /// Reports turns that hold a worker longer than the group's threshold (`watchdog.rs`).
     pub(crate) watchdog: Watchdog,
+    /// The automatic-grouping rule the watchdog's findings feed (`placement.rs`).
+    pub(crate) placement: super::Placement,
     pub(crate) shares_state: Option<&'static str>,
     pub(super) stopped: AtomicBool,
 }
@@ -239,6 +241,7 @@ impl GroupShared {
                 .collect(),
             principals: merged.principals,
             recent_slow_turns: self.watchdog.recent(),
+            auto_moved: self.placement.moved(),
         }
     }
 }

@@ -35,6 +35,8 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     fn principal(&self) -> Option<&Principal>;
     /// The name of the process's group.
     fn group_name(&self) -> &str;
+    /// Asks the process to move to `to` at its next message boundary (`process/relocate.rs`).
+    fn request_move(self: Arc<Self>, to: &Arc<super::GroupShared>) -> Result<(), super::MoveError>;
 }
 
 /// A run-queue entry: one strong reference, owned by whoever holds the token.

@@ -144,6 +144,7 @@ impl Watchdog {
         now: Instant,
         slots: impl FnOnce() -> Vec<Arc<Slot>>,
         group: &str,
+        mut on_slow: impl FnMut(ProcessId),
     ) -> Option<Instant> {
         let threshold = self.threshold?;
         let (slow, next) = {
@@ -182,6 +183,7 @@ impl Watchdog {
             }
             // After the warning: whoever reads the count finds the warning already given.
             self.reported.fetch_add(1, Relaxed);
+            on_slow(running.process);
         }
         Some(next)
     }
@@ -344,7 +346,7 @@ mod tests {
     #[test]
     fn a_watchdog_without_threshold_never_looks() {
         let watchdog = Watchdog::new(None);
-        assert_eq!(watchdog.check(Instant::now(), Vec::new, "g"), None);
+        assert_eq!(watchdog.check(Instant::now(), Vec::new, "g", |_| ()), None);
         assert_eq!(watchdog.blocked(), 0);
         assert_eq!(watchdog.reported(), 0);
     }

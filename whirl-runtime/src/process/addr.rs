@@ -37,7 +37,7 @@ impl<P: Process> Addr<P> {
     /// Whether the process has terminated. A `false` can be stale by the time you act on it;
     /// `post` is the authority.
     pub fn is_terminated(&self) -> bool {
-        self.cell.mailbox.is_closed()
+        self.cell.has_terminated()
     }
 
     /// Asks the process to terminate with `reason` (Erlang's `exit(Pid, Reason)`), before it
@@ -93,7 +93,7 @@ impl<P: Process> Addr<P> {
     {
         let cell = &*self.cell;
         if cell.mailbox.is_closed() || (cell.group.kernel.is_closing() && !on_worker_thread()) {
-            return Err(PostError::Terminated(msg));
+            return self.post_closed(msg, principal, wrap);
         }
         let cost = P::cost(&msg);
         let admission = match <P as Handles<M>>::BYPASSES_ADMISSION {
@@ -113,6 +113,26 @@ impl<P: Process> Addr<P> {
         let meta = observe::stamp(cost);
         self.cell.deliver(wrap(msg), meta);
         Ok(())
+    }
+
+    /// `post` to a closed cell: on to where the process moved, if it moved to another group
+    /// (what was queued here is passed on first, so this sender's order holds), else back.
+    #[cold]
+    #[inline(never)]
+    fn post_closed<M>(
+        &self,
+        msg: M,
+        principal: Option<&Principal>,
+        wrap: impl FnOnce(M) -> P::Message,
+    ) -> Result<(), PostError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+    {
+        match self.cell.settle_moved() {
+            Some(next) => Addr::from_cell(next).post_with(msg, principal, wrap),
+            None => Err(PostError::Terminated(msg)),
+        }
     }
 
     /// Sends `msg` and blocks until the process's handler for it returns, with its answer
@@ -422,7 +442,7 @@ impl<P: Process> Holder for Addr<P> {
     }
 
     fn is_terminated(&self) -> bool {
-        self.cell.mailbox.is_closed()
+        self.cell.has_terminated()
     }
 
     fn as_any(&self) -> &dyn std::any::Any {

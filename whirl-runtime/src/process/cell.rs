@@ -62,6 +62,19 @@ impl<P: Process> ProcessCell<P> {
         }
     }
 
+    /// A cell in `group` for a process moving there from another group with `state`: its
+    /// token is held by the caller (the mover) and its `started` hook has run already.
+    pub(super) fn moved_in(
+        id: ProcessId,
+        group: Arc<GroupShared>,
+        principal: Option<Principal>,
+        state: P,
+    ) -> Self {
+        let mut cell = Self::new(id, group, principal, state);
+        cell.mailbox = Mailbox::new_moved();
+        cell
+    }
+
     pub(crate) fn id(&self) -> ProcessId {
         self.id
     }
@@ -85,6 +98,9 @@ impl<P: Process> ProcessCell<P> {
             AfterPush::Nothing => {}
             AfterPush::Schedule => self.group.schedule(Arc::clone(self) as Task),
             AfterPush::Drain => self.drain_after_exit(),
+            AfterPush::Moved => {
+                self.settle_moved();
+            }
         }
     }
 
@@ -92,6 +108,13 @@ impl<P: Process> ProcessCell<P> {
     /// notice is delivered at once.
     pub(crate) fn add_watcher(&self, watcher: Weak<dyn Watcher>) {
         let mut control = self.control().lock();
+        if control.moved_to.is_some() {
+            drop(control);
+            if let Some(next) = self.moved_to() {
+                next.add_watcher(watcher);
+            }
+            return;
+        }
         match &control.exit {
             None => control.watchers.push(watcher),
             Some(reason) => {
@@ -123,6 +146,12 @@ impl<P: Process> ProcessCell<P> {
     /// whether this process had not yet terminated and notified it.
     pub(crate) fn remove_watcher(&self, watcher: &Weak<dyn Watcher>) -> bool {
         let mut control = self.control().lock();
+        if control.moved_to.is_some() {
+            drop(control);
+            return self
+                .moved_to()
+                .is_some_and(|next| next.remove_watcher(watcher));
+        }
         let before = control.watchers.len();
         control.watchers.retain(|w| !Weak::ptr_eq(w, watcher));
         control.watchers.len() != before
@@ -153,7 +182,16 @@ impl<P: Process> ProcessCell<P> {
         if control.pending_kill.take().is_some() {
             *consumed_activations += 1;
         }
-        std::mem::take(&mut control.watchers)
+        // A move that was still to happen will not.
+        if control.move_request.take().is_some() {
+            *consumed_activations += 1;
+        }
+        // The cells it moved from may go once nobody holds them (their timers end with it).
+        let moved_from = std::mem::take(&mut control.moved_from);
+        let watchers = std::mem::take(&mut control.watchers);
+        drop(control);
+        drop(moved_from);
+        watchers
     }
 
     /// Tells `watchers` (those still there) that the process ended with `reason`.
@@ -161,6 +199,29 @@ impl<P: Process> ProcessCell<P> {
         for watcher in watchers.into_iter().filter_map(|w| w.upgrade()) {
             watcher.notify_down(Down::new(self.id, reason.clone()));
         }
+    }
+
+    /// Takes a pending kill request, counting it as consumed; or, if the request was to move
+    /// to another group (`relocate.rs`), sets `moving` and forgets the kill bit: the turn ends
+    /// at the next message boundary and moves the process.
+    #[inline]
+    pub(super) fn take_request(
+        &self,
+        consumed_activations: &mut u64,
+        moving: &mut bool,
+    ) -> Option<ExitReason> {
+        if !self.mailbox.kill_requested() {
+            return None;
+        }
+        let mut control = self.control().lock();
+        if let Some(reason) = control.pending_kill.take() {
+            *consumed_activations += 1;
+            return Some(reason);
+        }
+        // Not a kill: a move to make, or the stale bit of a move request that was withdrawn.
+        self.mailbox.clear_kill();
+        *moving = control.move_request.is_some();
+        None
     }
 
     /// Takes a pending kill request, counting it as consumed.
@@ -179,6 +240,9 @@ impl<P: Process> ProcessCell<P> {
     /// For a terminated process whose token the caller holds (messages that raced with its
     /// termination): dead-letters them with the exit reason and releases the token.
     pub(super) fn drain_after_exit(&self) {
+        if let Some(next) = self.moved_to() {
+            return self.forward_queue(&next);
+        }
         let reason = self.control().lock().exit.clone();
         self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
     }

@@ -25,6 +25,7 @@ impl<P: Process> Ctx<P> {
             recorder,
             probe: recorder.probe(),
             pending: None,
+            moving: false,
         }
     }
 
@@ -37,6 +38,7 @@ impl<P: Process> Ctx<P> {
             recorder: std::ptr::null(),
             probe: std::ptr::null(),
             pending: None,
+            moving: false,
         }
     }
 
@@ -282,9 +284,8 @@ impl<P: Process> Ctx<P> {
             .kernel
             .timers
             .schedule(delay, None, move || match (target.upgrade(), msg.take()) {
-                (Some(cell), Some(m)) if !cell.mailbox.is_closed() => {
-                    cell.deliver(P::into_message(m), observe::UNOBSERVED);
-                    true
+                (Some(cell), Some(m)) => {
+                    cell.deliver_unadmitted(P::into_message(m), observe::UNOBSERVED)
                 }
                 _ => false,
             })
@@ -303,9 +304,8 @@ impl<P: Process> Ctx<P> {
             .kernel
             .timers
             .schedule(period, Some(period), move || match target.upgrade() {
-                Some(cell) if !cell.mailbox.is_closed() => {
-                    cell.deliver(P::into_message(msg.clone()), observe::UNOBSERVED);
-                    true
+                Some(cell) if !cell.has_terminated() => {
+                    cell.deliver_unadmitted(P::into_message(msg.clone()), observe::UNOBSERVED)
                 }
                 _ => false,
             })

@@ -75,6 +75,14 @@ impl<P: Process> Addr<P> {
         let cell = self.cell();
         {
             let mut control = cell.control().lock();
+            if control.moved_to.is_some() {
+                // The process moved to another group: the request goes after it.
+                drop(control);
+                return match cell.forwarded() {
+                    Some(next) => Addr::from_cell(next).hand_over(receiver),
+                    None => Err(HandOverError::Ending),
+                };
+            }
             if control.exit.is_some() || control.pending_kill.is_some() {
                 return Err(HandOverError::Ending);
             }
@@ -106,7 +114,10 @@ impl<P: Process> Addr<P> {
     {
         let cell = self.cell();
         if cell.mailbox.is_closed() {
-            return Err(crate::PostError::Terminated(msg));
+            return match cell.settle_moved() {
+                Some(next) => Addr::from_cell(next).post_moved(msg),
+                None => Err(crate::PostError::Terminated(msg)),
+            };
         }
         let meta = observe::stamp(P::cost(&msg));
         cell.deliver(P::into_message(msg), meta);
@@ -124,9 +135,9 @@ impl<P: Process> Addr<P> {
         cell.group.kernel.dead_letter(letter);
     }
 
-    /// The group the process runs in.
+    /// The group the process runs in now (it may have moved: [`Addr::move_to`]).
     pub fn group(&self) -> crate::Group {
-        crate::Group::from_shared(Arc::clone(&self.cell().group))
+        crate::Group::from_shared(Arc::clone(&self.current().cell().group))
     }
 }
 

@@ -21,6 +21,11 @@
 //! * `STARTED` — the process's first turn has begun (its `started` hook ran, or was skipped).
 //!   Only token holders read or write it; kept here rather than in the process's body, where a
 //!   flag would cost a word per process.
+//! * `MOVED` — set with `CLOSED` when the process moved to another group (`relocate.rs`): its
+//!   messages go on to the cell it moved to instead of the dead-letter sink. A producer that
+//!   pushed into such a mailbox while another thread held the token learns it from the push
+//!   ([`AfterPush::Moved`]) and waits until its message has been passed on, so that its next
+//!   message, sent straight to the new cell, cannot overtake it.
 //!
 //! The protocol that guarantees no message is stranded: a producer pushes, *then* looks at the
 //! token and takes it if it is free; a token holder that runs out of messages clears the
@@ -40,6 +45,7 @@ const KILL: usize = 0b100;
 const SUSPENDED: usize = 0b1000;
 const WOKEN: usize = 0b1_0000;
 const STARTED: usize = 0b10_0000;
+const MOVED: usize = 0b100_0000;
 
 /// What a producer must do after handing a message to [`Mailbox::push`].
 #[derive(Debug, PartialEq, Eq)]
@@ -52,6 +58,10 @@ pub(crate) enum AfterPush {
     /// The caller now holds the token of a terminated process: drain it to dead letters with
     /// [`Mailbox::drain_closed`].
     Drain,
+    /// The process has moved to another group and another thread holds the token of this,
+    /// its old mailbox: the message may still be here. The caller must take the token
+    /// ([`Mailbox::try_take`]) and pass on what is queued before it sends anything else.
+    Moved,
 }
 
 /// What a token holder must do after [`Mailbox::release`].
@@ -100,10 +110,32 @@ impl<T> Mailbox<T> {
         }
     }
 
-    /// Whether the process has terminated.
+    /// A mailbox for a process that moved here from another group: the token is held by the
+    /// creator (the mover), and the process has started already, so its `started` hook does
+    /// not run again.
+    pub(crate) fn new_moved() -> Self {
+        Mailbox {
+            state: AtomicUsize::new(SCHEDULED | STARTED),
+            inbox: Inbox::new(),
+        }
+    }
+
+    /// Whether the process has terminated, or moved on from this mailbox.
     #[inline]
     pub(crate) fn is_closed(&self) -> bool {
         self.state.load(Acquire) & CLOSED != 0
+    }
+
+    /// Whether the process moved on from this mailbox to another group's cell.
+    #[inline]
+    pub(crate) fn is_moved(&self) -> bool {
+        self.state.load(Acquire) & MOVED != 0
+    }
+
+    /// Takes the token if it is free; `true` if the caller now holds it. For the forwarding
+    /// path of a moved process, whose old mailbox is never scheduled again.
+    pub(crate) fn try_take(&self) -> bool {
+        self.state.fetch_or(SCHEDULED, AcqRel) & SCHEDULED == 0
     }
 
     /// Appends `msg`, then tries to take the token. Callers check [`Mailbox::is_closed`]
@@ -124,8 +156,12 @@ impl<T> Mailbox<T> {
         // tail. Whichever fence comes second in the total order of `SeqCst` fences, its thread
         // sees the other's write.
         fence(SeqCst);
-        if self.state.load(Relaxed) & SCHEDULED != 0 {
+        let state = self.state.load(Relaxed);
+        if state & (SCHEDULED | MOVED) == SCHEDULED {
             return AfterPush::Nothing;
+        }
+        if state & SCHEDULED != 0 {
+            return AfterPush::Moved;
         }
         self.acquire_after(0)
     }
@@ -187,13 +223,21 @@ impl<T> Mailbox<T> {
 
     fn acquire_after(&self, extra: usize) -> AfterPush {
         let prev = self.state.fetch_or(SCHEDULED | extra, AcqRel);
-        if prev & SCHEDULED != 0 {
+        if prev & (SCHEDULED | MOVED) == SCHEDULED | MOVED {
+            AfterPush::Moved
+        } else if prev & SCHEDULED != 0 {
             AfterPush::Nothing
         } else if prev & CLOSED != 0 {
             AfterPush::Drain
         } else {
             AfterPush::Schedule
         }
+    }
+
+    /// Forgets a kill request that was a move request (`relocate.rs`). Token holder only, under
+    /// the process's control lock, so a real kill arriving meanwhile sets the bit again after.
+    pub(crate) fn clear_kill(&self) {
+        self.state.fetch_and(!KILL, AcqRel);
     }
 
     /// Whether a kill was requested. Token holder only.
@@ -249,6 +293,29 @@ impl<T> Mailbox<T> {
     /// The caller must hold the token.
     pub(crate) unsafe fn close(&self) {
         self.state.fetch_or(CLOSED, AcqRel);
+    }
+
+    /// Marks the process moved: closed here, its messages passed on by whoever drains.
+    ///
+    /// # Safety
+    /// The caller must hold the token.
+    pub(crate) unsafe fn close_moved(&self) {
+        self.state.fetch_or(CLOSED | MOVED, AcqRel);
+        // The store-buffering pattern again, against `push`: we write the state, fence, then
+        // pop; a producer writes the tail, fences, then reads the state. One of us sees the
+        // other: either our pops find its message, or it sees `MOVED` and waits until its
+        // message has been passed on (`AfterPush::Moved`), so that nothing it sends next can
+        // overtake it.
+        fence(SeqCst);
+    }
+
+    /// Takes the next message with its metadata word (the mover passing the queue on).
+    ///
+    /// # Safety
+    /// The caller must hold the token.
+    pub(crate) unsafe fn pop_with_meta(&self) -> Option<(T, u32)> {
+        // SAFETY: holding the token makes the caller the inbox's only consumer. (I9)
+        unsafe { self.inbox.pop() }
     }
 
     /// For a closed process: hands every queued message to `dead`, then gives the token back,

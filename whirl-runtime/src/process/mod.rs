@@ -13,6 +13,8 @@
 //! * `turn.rs`: running a turn and terminating; where a cell becomes a group's task.
 //! * `spawn.rs`: creating processes and placing them in groups.
 //! * `ctx.rs`: what a handler can do.
+//! * `handover.rs`, `relocate.rs`: a process leaving the runtime (migration), or moving to
+//!   another group of it.
 //!
 //! Layer 7: uses `group` and everything below it.
 
@@ -24,6 +26,7 @@ mod handover;
 mod inbox;
 mod mailbox;
 mod model;
+mod relocate;
 mod reply;
 mod spawn;
 mod turn;

@@ -199,6 +199,8 @@ pub struct Ctx<P: Process> {
     /// An async handler's future, handed over by the dispatch ([`Ctx::__suspend`]) for the
     /// turn to poll once the synchronous `handle` has returned.
     pub(super) pending: Option<PendingHandler>,
+    /// Set by [`Ctx::move_to`]: the turn moves the process once the handler returns.
+    pub(super) moving: bool,
 }
 
 /// What an async handler's dispatch leaves in the [`Ctx`]: the message type it handles, and its
@@ -252,6 +254,15 @@ pub(super) struct Control {
     /// sink (`Addr::hand_over`): a `handover::Receiver<P>`, erased because `Control` is not
     /// generic.
     pub(super) hand_over: Option<Box<dyn std::any::Any + Send>>,
+    /// The group the process was asked to move to (`relocate.rs`), until the turn that moves
+    /// it; counted as an activation until then, like a kill request.
+    pub(super) move_request: Option<Arc<GroupShared>>,
+    /// Where the process went when it moved: an `Arc<ProcessCell<P>>`, erased because
+    /// `Control` is not generic. Set once, before the mailbox is marked moved.
+    pub(super) moved_to: Option<Box<dyn std::any::Any + Send>>,
+    /// The cells this process moved from, kept alive while it lives: timers and callbacks hold
+    /// them weakly and reach the process through them. Released when it terminates.
+    pub(super) moved_from: Vec<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// What [`ProcessCell::set_on_started`] runs, given the process's id.

@@ -74,7 +74,10 @@ impl<P: Process> ProcessCell<P> {
             open_turn_span::<P>(recorder, cell_ref);
         }
         let mut consumed_activations = 0;
-        let mut exit = cell_ref.take_kill_request(&mut consumed_activations);
+        // Whether the process is to move to another group at the next message boundary
+        // (`relocate.rs`).
+        let mut moving = false;
+        let mut exit = cell_ref.take_request(&mut consumed_activations, &mut moving);
         if cell_ref.mailbox.first_turn() {
             consumed_activations += 1;
             if exit.is_none() {
@@ -89,6 +92,7 @@ impl<P: Process> ProcessCell<P> {
                 if exit.is_none() {
                     cell_ref.notify_started();
                 }
+                moving |= std::mem::take(&mut ctx.moving);
             }
         }
         // SAFETY: as above; this reference covers only `suspended`, never the state a
@@ -123,6 +127,8 @@ impl<P: Process> ProcessCell<P> {
                         handled += 1;
                         exit = asked;
                         done(meta);
+                        // A move asked for while the handler waited happens now.
+                        moving = moving || cell_ref.move_requested();
                     }
                     Poll::Pending => {
                         waiting = true;
@@ -130,15 +136,15 @@ impl<P: Process> ProcessCell<P> {
                     }
                 }
             }
-            while exit.is_none() && handled < budget && inbox.has_messages() {
+            while exit.is_none() && !moving && handled < budget && inbox.has_messages() {
                 if inbox.refreshes() != refreshes {
                     // The cursor just re-read the tail, on the line senders write: look for a
                     // kill request (a failed link...) there too, before handling more. Messages
                     // already known to be queued are handled before a kill seen later, so a
                     // consumer that is behind does not poll that line per message.
                     refreshes = inbox.refreshes();
-                    exit = cell_ref.take_kill_request(&mut consumed_activations);
-                    if exit.is_some() {
+                    exit = cell_ref.take_request(&mut consumed_activations, &mut moving);
+                    if exit.is_some() || moving {
                         break;
                     }
                 }
@@ -180,6 +186,11 @@ impl<P: Process> ProcessCell<P> {
                     }
                 }
                 handled += 1;
+                if ctx.moving {
+                    // The handler asked to move (`Ctx::move_to`): no later message here.
+                    ctx.moving = false;
+                    moving = true;
+                }
                 if exit.is_none() && cell_ref.group.is_stopped() {
                     // The runtime finished shutting down while this handler ran (it was reported
                     // as abandoned): terminate now, so the rest of the inbox is dead-lettered and
@@ -200,6 +211,7 @@ impl<P: Process> ProcessCell<P> {
             // that got a single message (a request, a spawn's first message) has nothing more
             // coming, and lingering would only hold back work posted elsewhere.
             if exit.is_none()
+                && !moving
                 && handled > 1
                 && handled < budget
                 && crate::group::may_linger(&cell_ref.group)
@@ -219,18 +231,26 @@ impl<P: Process> ProcessCell<P> {
         if let Some(at) = started_at {
             recorder.timed(handled, at.elapsed(), cell_ref.principal.as_ref());
         }
-        let more = exit.is_none() && !waiting && handled == budget && inbox.has_messages();
+        let more =
+            exit.is_none() && !moving && !waiting && handled == budget && inbox.has_messages();
         probe.end();
         if spans {
             recorder.close_turn_span();
         }
         drop(inbox);
         let cell = ctx.into_cell();
-        let uncounted = if count_each { 0 } else { handled as u64 };
+        let mut uncounted = if count_each { 0 } else { handled as u64 };
 
         if let Some(reason) = exit {
             cell.terminate(reason, uncounted, consumed_activations);
             return handled;
+        }
+        if moving && !waiting {
+            match cell.finish_move(uncounted, consumed_activations) {
+                None => return handled,
+                // It stays (the request was withdrawn, or a kill came first).
+                Some((u, c)) => (uncounted, consumed_activations) = (u, c),
+            }
         }
         // Counted before the token is given back, so no clone of the group (whose reference
         // count every worker of the group would otherwise touch each turn) is needed after:
@@ -477,9 +497,24 @@ impl<P: Process> Runnable for ProcessCell<P> {
         &self.group.name
     }
 
+    fn request_move(
+        self: Arc<Self>,
+        to: &Arc<crate::group::GroupShared>,
+    ) -> Result<(), crate::group::MoveError> {
+        self.ask_to_move(to)
+    }
+
     fn kill(self: Arc<Self>, reason: ExitReason) {
         {
             let mut control = self.control().lock();
+            if control.moved_to.is_some() {
+                drop(control);
+                // The process moved to another group: the request goes after it.
+                if let Some(next) = self.forwarded() {
+                    next.kill(reason);
+                }
+                return;
+            }
             if control.exit.is_some() || control.pending_kill.is_some() {
                 return;
             }
@@ -519,9 +554,7 @@ impl<P: Process> Watcher for ProcessCell<P> {
             // A system process: the notice is an ordinary message. It bypasses the predicate:
             // shedding it would break supervision exactly when it matters.
             Some(msg) => {
-                if !self.mailbox.is_closed() {
-                    self.deliver(msg, observe::UNOBSERVED);
-                }
+                self.deliver_unadmitted(msg, observe::UNOBSERVED);
             }
             None => {
                 if let Some(f) = failure {

@@ -214,9 +214,7 @@ impl<A: 'static> Supervisor<A> {
             let me = Arc::downgrade(ctx.cell());
             Box::new(move |pid| {
                 if let Some(cell) = me.upgrade() {
-                    if !cell.mailbox.is_closed() {
-                        cell.deliver(SupervisorMsg(Msg::Started(pid)), observe::UNOBSERVED);
-                    }
+                    cell.deliver_unadmitted(SupervisorMsg(Msg::Started(pid)), observe::UNOBSERVED);
                 }
             }) as crate::process::OnStarted
         });
