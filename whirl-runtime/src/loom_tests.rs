@@ -120,6 +120,7 @@ fn loom_post_vs_terminate_accounts_for_every_message() {
                             })
                         },
                         AfterPush::Schedule => unreachable!("the terminator closes first"),
+                        AfterPush::Moved => unreachable!("the mailbox is closed, not moved"),
                     }
                 }
             })
@@ -360,5 +361,65 @@ fn loom_shrink_while_publishing() {
         }
         assert_eq!(tasks.load(SeqCst), 0, "the task was taken");
         assert_eq!(live.load(SeqCst), 1, "exactly one worker retired");
+    });
+}
+
+/// A process moving to another group (`process/relocate.rs`) while a producer posts two
+/// messages, the second through the forwarding path if it finds the mailbox closed: both
+/// arrive at the new cell exactly once and in order. What keeps the order is that the
+/// forwarding path takes the old mailbox's token and passes on what is queued there before it
+/// sends anything straight to the new cell (without that step this model fails with
+/// `[1, 0]`); a message that races with the close is passed on by the mover's draining loop or
+/// by the producer itself (`AfterPush::Drain` / `AfterPush::Moved`).
+#[test]
+fn loom_move_keeps_a_senders_order() {
+    use loom::sync::Mutex;
+
+    fn settle(mb: &Mailbox<u32>, next: &Mutex<Vec<u32>>) {
+        while !mb.try_take() {
+            thread::yield_now();
+        }
+        // SAFETY: we took the token of a closed mailbox (the only holders once it is moved
+        // are those passing messages on). (I9)
+        unsafe { mb.drain_closed(|m, _| next.lock().unwrap().push(m)) };
+    }
+
+    loom::model(|| {
+        let mb = Arc::new(Mailbox::<u32>::new_scheduled());
+        let next = Arc::new(Mutex::new(Vec::new()));
+        let producer = {
+            let (mb, next) = (Arc::clone(&mb), Arc::clone(&next));
+            spawn(move || {
+                for v in 0..2 {
+                    if mb.is_closed() {
+                        // `post_closed`: pass on what is queued, then send straight on.
+                        settle(&mb, &next);
+                        next.lock().unwrap().push(v);
+                        continue;
+                    }
+                    match mb.push(v, 0) {
+                        AfterPush::Nothing => {}
+                        AfterPush::Moved => settle(&mb, &next),
+                        // SAFETY: Drain means we took the token of a closed mailbox. (I9)
+                        AfterPush::Drain => unsafe {
+                            mb.drain_closed(|m, _| next.lock().unwrap().push(m))
+                        },
+                        AfterPush::Schedule => unreachable!("the mover holds the token"),
+                    }
+                }
+            })
+        };
+        // The mover holds the token (since creation): it closes the mailbox as moved, passes
+        // the queue on, and releases, passing on what slipped in.
+        // SAFETY: token held since creation. (I9)
+        unsafe {
+            mb.close_moved();
+            while let Some((m, _)) = mb.pop_with_meta() {
+                next.lock().unwrap().push(m);
+            }
+            mb.drain_closed(|m, _| next.lock().unwrap().push(m));
+        }
+        producer.join().unwrap();
+        assert_eq!(*next.lock().unwrap(), vec![0, 1]);
     });
 }

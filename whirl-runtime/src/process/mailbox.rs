@@ -126,12 +126,6 @@ impl<T> Mailbox<T> {
         self.state.load(Acquire) & CLOSED != 0
     }
 
-    /// Whether the process moved on from this mailbox to another group's cell.
-    #[inline]
-    pub(crate) fn is_moved(&self) -> bool {
-        self.state.load(Acquire) & MOVED != 0
-    }
-
     /// Takes the token if it is free; `true` if the caller now holds it. For the forwarding
     /// path of a moved process, whose old mailbox is never scheduled again.
     pub(crate) fn try_take(&self) -> bool {
@@ -304,8 +298,8 @@ impl<T> Mailbox<T> {
         // The store-buffering pattern again, against `push`: we write the state, fence, then
         // pop; a producer writes the tail, fences, then reads the state. One of us sees the
         // other: either our pops find its message, or it sees `MOVED` and waits until its
-        // message has been passed on (`AfterPush::Moved`), so that nothing it sends next can
-        // overtake it.
+        // message has been passed on (`AfterPush::Moved`). Either way, once its post returns,
+        // the message is on its way to the new cell, not left behind for a later drain.
         fence(SeqCst);
     }
 
