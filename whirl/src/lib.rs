@@ -478,10 +478,19 @@
 //! # rt.shutdown_graceful();
 //! ```
 //!
-//! Link the processes of such a group to each other (`ctx.link`) so that one failure takes all
-//! of them down: they are isolated as a group, not from each other. For a single type the
-//! derive cannot see through, `unsafe impl Isolated for MyHandle {}` is the other, equally
-//! greppable, way out.
+//! Such a group's processes are isolated as a group, not from each other, so they fail
+//! together (the paper's "error propagation paths between all processes"): when one of them
+//! fails, a panic half-way through an update that may have left the shared store
+//! inconsistent, every other process of the group is killed with
+//! [`FailureKind::SharedState`] naming the one that failed. Their monitors see failures, and
+//! their supervisors restart them by their strategy; a process ending normally, or stopped by
+//! its supervisor, takes nobody with it, and nothing outside the group is touched. A
+//! supervisor hands the store to each incarnation as a start argument wrapped in a
+//! [`SharedClient`] (`ChildSpec::worker_with(id, SharedClient::new(store, "why"), make_shard)`);
+//! `whirl/tests/fail_together.rs` shows the whole cycle.
+//!
+//! For a single type the derive cannot see through, `unsafe impl Isolated for MyHandle {}` is
+//! the other, equally greppable, way out.
 //!
 //! # What whirl checks, and what it cannot
 //!

@@ -65,7 +65,7 @@ impl Group {
     /// Why this group hosts processes that share state, if it was built with
     /// [`GroupBuilder::shares_state`].
     pub fn shared_state_reason(&self) -> Option<&'static str> {
-        self.shared.shares_state
+        self.shared.shares_state.as_ref().map(|fate| fate.reason)
     }
 
     /// Messages a process handles per turn before yielding.
@@ -206,6 +206,11 @@ impl GroupBuilder {
     /// for itself), and why. Only such a group runs processes declared
     /// `#[process(unsafe(shares_state = "..."))]`; the sharing stays confined to it.
     ///
+    /// The group's processes fail together: when one fails, every other one is killed with
+    /// [`FailureKind::SharedState`](crate::FailureKind::SharedState), since the state they
+    /// share may be left inconsistent (see `group/fate.rs`). A normal end or a supervisor's
+    /// stop takes nobody with it. Processes cannot move into or out of such a group.
+    ///
     /// The reason shows in failures and logs: say what is shared and why isolation was not
     /// viable.
     pub fn shares_state(mut self, reason: &'static str) -> Self {
@@ -252,7 +257,7 @@ impl GroupBuilder {
             controllers: Mutex::new(self.controllers.into_iter().map(Entry::new).collect()),
             watchdog: Watchdog::new(self.slow_turn_threshold),
             placement: Default::default(),
-            shares_state: self.shares_state,
+            shares_state: self.shares_state.map(super::fate::SharedFate::new),
             stopped: AtomicBool::new(false),
         });
         shared.resize(self.threads.min());

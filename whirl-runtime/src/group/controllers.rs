@@ -20,7 +20,7 @@ impl Controlled for GroupShared {
         // which may well read the group's statistics.
         let slots = || self.pool.slots.read().clone();
         let look = self.watchdog.check(now, slots, &self.name, |process| {
-            self.placement.slow_turn(&self, process, now)
+            super::placement::slow_turn(&self, process, now)
         });
         let controllers = self.run_due(now);
         match (look, controllers) {

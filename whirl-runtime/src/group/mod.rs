@@ -22,6 +22,8 @@
 //!   controller thread's ticks.
 //! * `observe.rs`: completion reports for predicates that learn.
 //! * `builder.rs`: [`Group`] and [`GroupBuilder`].
+//! * `fate.rs`: the members of a group that shares state, which fail together.
+//! * `placement_rule.rs`: a group's automatic-grouping rule and the slow turns it counted.
 //! * `placement.rs`: moving a process to another group by id, and automatic grouping (a rule
 //!   that moves processes the watchdog finds blocking).
 //!
@@ -32,11 +34,14 @@ mod bridge;
 mod builder;
 mod control_thread;
 mod controllers;
+pub(crate) mod fate;
 mod idle;
+mod move_error;
 mod names;
 pub(crate) mod observe;
 mod park;
 mod placement;
+mod placement_rule;
 mod pool;
 mod probe;
 mod registry;
@@ -48,10 +53,10 @@ mod worker;
 
 pub(crate) use builder::default_threads;
 pub use builder::{Group, GroupBuilder, GroupError};
+pub use move_error::MoveError;
 pub(crate) use names::Holder;
 pub use names::NameError;
-pub(crate) use placement::Placement;
-pub use placement::{AutoMove, MoveError};
+pub use placement::AutoMove;
 pub use pool::ThreadRange;
 pub(crate) use probe::{Running, TurnProbe};
 pub use shared::DEFAULT_BUDGET;

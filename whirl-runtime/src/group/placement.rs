@@ -19,46 +19,19 @@
 //! only its peers. The move happens once its slow turn ends. The group keeps a count
 //! ([`GroupStats::auto_moved`](crate::control::GroupStats::auto_moved)) and logs each move.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
-
 use super::builder::Group;
+use super::move_error::MoveError;
 use super::shared::GroupShared;
 use crate::lifecycle::ProcessId;
 
-/// Why a process could not be moved, or a placement rule not set.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MoveError {
-    /// The process has terminated, or is terminating (or no live process has that id).
-    #[error("the process has terminated or is terminating")]
-    Ending,
-    /// The target group belongs to another runtime.
-    #[error("group `{0}` belongs to another runtime")]
-    OtherRuntime(String),
-    /// The target group has been stopped (its runtime is shutting down).
-    #[error("group `{0}` is stopped")]
-    Stopped(String),
-    /// The process shares state with its group, or the group left or joined shares state:
-    /// such groups fail together, so their membership is fixed.
-    #[error("group `{0}` shares state between its processes: no process moves into or out of it")]
-    SharesState(String),
-    /// An automatic-grouping rule needs the group's slow-turn watchdog, which is off
-    /// ([`GroupBuilder::slow_turn_threshold`](crate::GroupBuilder::slow_turn_threshold)`(None)`).
-    #[error(
-        "group `{0}` has no slow-turn threshold, so nothing would tell the rule a process blocks"
-    )]
-    NoWatchdog(String),
-    /// A rule may not move processes to the group it watches.
-    #[error("a rule on group `{0}` cannot move processes to the same group")]
-    SameGroup(String),
-}
-
-/// An automatic-grouping rule: processes that block move to another group. See the
-/// [module docs](self).
+/// An automatic-grouping rule, set with [`Group::auto_move`]: a process of the watched group
+/// whose turns the slow-turn watchdog finds blocking `after_slow_turns` times within `within`
+/// moves to the rule's group (typically one with more threads, built for blocking work), once
+/// its slow turn ends, so that it blocks only its peers there. The group counts the moves
+/// ([`GroupStats::auto_moved`](crate::control::GroupStats::auto_moved)) and logs each.
 #[derive(Clone)]
 pub struct AutoMove {
     to: Group,
@@ -99,69 +72,26 @@ impl std::fmt::Debug for AutoMove {
     }
 }
 
-/// A group's placement rule and what it has seen: the state the watchdog feeds.
-#[derive(Default)]
-pub(crate) struct Placement {
-    state: Mutex<Option<Watching>>,
-    moved: std::sync::atomic::AtomicU64,
-}
-
-struct Watching {
-    rule: AutoMove,
-    /// Slow turns seen per process within the window: (count, first seen).
-    seen: HashMap<ProcessId, (u32, Instant)>,
-}
-
-/// Processes remembered per group before the oldest are forgotten (bounds the memory a group
-/// of many occasionally slow processes costs).
-const MAX_WATCHED: usize = 4096;
-
-impl Placement {
-    /// Processes this group's rule has moved so far.
-    pub(crate) fn moved(&self) -> u64 {
-        self.moved.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The watchdog reported a slow turn of `process` at `now`: moves it if the rule says so.
-    pub(crate) fn slow_turn(&self, group: &GroupShared, process: ProcessId, now: Instant) {
-        let target = {
-            let mut state = self.state.lock();
-            let Some(watching) = state.as_mut() else {
-                return;
-            };
-            let window = watching.rule.window;
-            let entry = watching.seen.entry(process).or_insert((0, now));
-            if now.duration_since(entry.1) > window {
-                *entry = (0, now);
-            }
-            entry.0 += 1;
-            if entry.0 < watching.rule.slow_turns {
-                if watching.seen.len() > MAX_WATCHED {
-                    watching
-                        .seen
-                        .retain(|_, (_, first)| now.duration_since(*first) <= window);
-                }
-                return;
-            }
-            watching.seen.remove(&process);
-            Arc::clone(watching.rule.to.shared())
-        };
-        let Some(task) = group.kernel.registry.get(process) else {
-            return;
-        };
-        match task.request_move(&target) {
-            Ok(()) => {
-                self.moved
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::info!(
-                    %process,
-                    from = %group.name,
-                    to = %target.name,
-                    "automatic grouping: a process that blocks moves to another group"
-                );
-            }
-            Err(e) => tracing::debug!(%process, error = %e, "automatic grouping: not moved"),
+/// The watchdog reported a slow turn of `process` in `group` at `now`: moves it if the
+/// group's rule says so (called on the controller thread, from `controllers.rs`).
+pub(super) fn slow_turn(group: &GroupShared, process: ProcessId, now: Instant) {
+    let Some(target) = group.placement.slow_turn(process, now) else {
+        return;
+    };
+    let Some(task) = group.kernel.registry.get(process) else {
+        return;
+    };
+    match task.request_move(&target) {
+        Ok(()) => {
+            group.placement.count_move();
+            tracing::info!(
+                %process,
+                from = %group.name,
+                to = %target.name,
+                "automatic grouping: a process that blocks moves to another group"
+            );
         }
+        Err(e) => tracing::debug!(%process, error = %e, "automatic grouping: not moved"),
     }
 }
 
@@ -180,7 +110,7 @@ impl Group {
     }
 
     /// Sets this group's automatic-grouping rule (replacing any earlier one): processes that
-    /// block here move to the rule's group. See the [module docs](self).
+    /// block here move to the rule's group (see [`AutoMove`]).
     pub fn auto_move(&self, rule: AutoMove) -> Result<(), MoveError> {
         let shared = self.shared();
         if shared.watchdog.threshold().is_none() {
@@ -196,16 +126,15 @@ impl Group {
         if let Some(group) = [shared, to].into_iter().find(|g| g.shares_state.is_some()) {
             return Err(MoveError::SharesState(group.name.clone()));
         }
-        *shared.placement.state.lock() = Some(Watching {
-            rule,
-            seen: HashMap::new(),
-        });
+        shared
+            .placement
+            .watch(Arc::clone(to), rule.slow_turns, rule.window);
         Ok(())
     }
 
     /// Removes this group's automatic-grouping rule, if it has one.
     pub fn clear_auto_move(&self) {
-        *self.shared().placement.state.lock() = None;
+        self.shared().placement.clear();
     }
 }
 
@@ -228,21 +157,14 @@ mod tests {
         let t0 = Instant::now();
         // No such process: counted, then not found, so nothing moves.
         let ghost = ProcessId(u64::MAX);
-        placement.slow_turn(from.shared(), ghost, t0);
+        slow_turn(from.shared(), ghost, t0);
         // The second one falls outside the window: the count starts again.
-        placement.slow_turn(from.shared(), ghost, t0 + Duration::from_secs(2));
-        assert_eq!(
-            placement.state.lock().as_ref().map(|w| w.seen[&ghost].0),
-            Some(1)
-        );
-        placement.slow_turn(from.shared(), ghost, t0 + Duration::from_millis(2500));
+        slow_turn(from.shared(), ghost, t0 + Duration::from_secs(2));
+        assert_eq!(placement.seen(ghost), Some(1));
+        slow_turn(from.shared(), ghost, t0 + Duration::from_millis(2500));
         // Two within the window: the rule fires (the process is forgotten), but there is no
         // such process to move.
-        assert!(placement
-            .state
-            .lock()
-            .as_ref()
-            .is_some_and(|w| !w.seen.contains_key(&ghost)));
+        assert_eq!(placement.seen(ghost), None);
         assert_eq!(placement.moved(), 0);
         rt.shutdown_timeout(Duration::from_secs(5));
     }

@@ -75,8 +75,9 @@ pub(crate) struct GroupShared {
     /// Reports turns that hold a worker longer than the group's threshold (`watchdog.rs`).
     pub(crate) watchdog: Watchdog,
     /// The automatic-grouping rule the watchdog's findings feed (`placement.rs`).
-    pub(crate) placement: super::Placement,
-    pub(crate) shares_state: Option<&'static str>,
+    pub(crate) placement: super::placement_rule::Placement<Arc<GroupShared>>,
+    /// `Some` for a group that shares state: its members, which fail together (`fate.rs`).
+    pub(crate) shares_state: Option<super::fate::SharedFate>,
     pub(super) stopped: AtomicBool,
 }
 

@@ -6,10 +6,12 @@
 //! into the recorder it was given (its worker's probe and statistics), and never calls back
 //! into the worker.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::move_error::MoveError;
 use super::pool::{now, Slot};
 use super::probe::TurnProbe;
 use crate::control::LocalStats;
@@ -35,8 +37,10 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     fn principal(&self) -> Option<&Principal>;
     /// The name of the process's group.
     fn group_name(&self) -> &str;
-    /// Asks the process to move to `to` at its next message boundary (`process/relocate.rs`).
-    fn request_move(self: Arc<Self>, to: &Arc<super::GroupShared>) -> Result<(), super::MoveError>;
+    /// Asks the process to move at its next message boundary (`process/relocate.rs`) to the
+    /// group `to`, which is always an `Arc<GroupShared>`: passed erased because this module
+    /// sits below `shared.rs` (a group runs `Task`s) and so cannot name the group's type.
+    fn request_move(self: Arc<Self>, to: &dyn Any) -> Result<(), MoveError>;
 }
 
 /// A run-queue entry: one strong reference, owned by whoever holds the token.

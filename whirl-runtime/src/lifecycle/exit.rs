@@ -54,6 +54,11 @@ pub enum FailureKind {
     Panic,
     /// A process this one monitors failed, and this one is not a system process.
     Linked(ProcessId),
+    /// Another process of this one's group failed, and the group shares state
+    /// ([`GroupBuilder::shares_state`](crate::GroupBuilder::shares_state)): the state they
+    /// share may be left inconsistent, so the group fails together. Names the process that
+    /// failed first; the reason is its reason.
+    SharedState(ProcessId),
 }
 
 /// A process failure: a kind, a human-readable reason, and the chain of causes.
@@ -158,6 +163,11 @@ impl fmt::Display for Failure {
             FailureKind::Error => f.write_str(self.reason()),
             FailureKind::Panic => write!(f, "panicked: {}", self.reason()),
             FailureKind::Linked(id) => write!(f, "linked process {id} failed: {}", self.reason()),
+            FailureKind::SharedState(id) => write!(
+                f,
+                "process {id} of this group, which shares state, failed: {}",
+                self.reason()
+            ),
         }?;
         if f.alternate() {
             for cause in self.causes() {

@@ -173,6 +173,11 @@ impl<P: Process> ProcessCell<P> {
         };
         let reason = ExitReason::Normal;
         let watchers = self.record_exit(&reason, &mut consumed_activations);
+        // Before anyone hears of the end: a supervisor restarting this process must not find
+        // the new incarnation among the members this failure kills.
+        if let Some(fate) = &self.group.shares_state {
+            fate.ended(self.id, &reason);
+        }
         self.notify_watchers(watchers, &reason);
         let registered = self.group.kernel.registry.remove(self.id);
         self.group.counters.add(Event::Terminated, 1);

@@ -48,7 +48,8 @@ impl<P: Process> Addr<P> {
     /// group the process is in does nothing; a second request before the first is acted on
     /// replaces it.
     ///
-    /// See the [module docs](self) for the protocol and its accounting.
+    /// The messages passed on count as `moved` in the group left and as `posted` in the one
+    /// joined; watchers see no `Down` (the process did not end); timers and monitors follow.
     pub fn move_to(&self, group: &Group) -> Result<(), MoveError> {
         self.current().cell().ask_to_move(group.shared())
     }

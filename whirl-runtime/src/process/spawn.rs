@@ -43,7 +43,7 @@ fn place<P: Process>(placement: Placement<'_>) -> (Arc<GroupShared>, Result<(), 
     let Some(reason) = P::SHARES_STATE else {
         return (group, Ok(()));
     };
-    let refusal = match (group.shares_state, P::GROUP) {
+    let refusal = match (&group.shares_state, P::GROUP) {
         (None, _) => SpawnRefusal::SharesStateOutsideItsGroup {
             process,
             reason,
@@ -129,7 +129,12 @@ fn start<P: Process>(
     // The start hook is a run without a message: count it so `block_until_idle` waits for it.
     group.counters.add(Event::Activated, 1);
     match refusal {
-        None => group.schedule(Arc::clone(&cell) as Task),
+        None => {
+            if let Some(fate) = &group.shares_state {
+                fate.join(id, Arc::downgrade(&(Arc::clone(&cell) as Task)));
+            }
+            group.schedule(Arc::clone(&cell) as Task)
+        }
         Some(refusal) => {
             // Reported by the termination, like any failure (`failures.rs`). The caller holds
             // the new cell's token: terminate it right here, before it runs any of its own

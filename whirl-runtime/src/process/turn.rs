@@ -13,7 +13,7 @@ use std::time::Instant;
 use super::mailbox::{AfterRelease, Mailbox, Suspend};
 use super::model::{Body, Ctx, Process, ProcessCell, Suspended, Watcher};
 use crate::control::Event;
-use crate::group::{observe, Kernel, Recorder, Runnable, Task, TurnProbe};
+use crate::group::{observe, GroupShared, Kernel, MoveError, Recorder, Runnable, Task, TurnProbe};
 use crate::lifecycle::failures::{self, FailureReport};
 use crate::lifecycle::{Down, ExitReason, Failure, FailureKind, ProcessId};
 use crate::principal::Principal;
@@ -323,6 +323,11 @@ impl<P: Process> ProcessCell<P> {
                 tracing::debug!(process = %self.id, failure = %f, "process failed");
             }
         }
+        // Before anyone hears of the end: a supervisor restarting this process must not find
+        // the new incarnation among the members this failure kills.
+        if let Some(fate) = &self.group.shares_state {
+            fate.ended(self.id, &reason);
+        }
         self.notify_watchers(watchers, &reason);
         let registered = self.group.kernel.registry.remove(self.id);
         self.group.counters.add(Event::Terminated, 1);
@@ -497,11 +502,11 @@ impl<P: Process> Runnable for ProcessCell<P> {
         &self.group.name
     }
 
-    fn request_move(
-        self: Arc<Self>,
-        to: &Arc<crate::group::GroupShared>,
-    ) -> Result<(), crate::group::MoveError> {
-        self.ask_to_move(to)
+    fn request_move(self: Arc<Self>, to: &dyn std::any::Any) -> Result<(), MoveError> {
+        match to.downcast_ref::<Arc<GroupShared>>() {
+            Some(to) => self.ask_to_move(to),
+            None => unreachable!("the group layer passes the target as an `Arc<GroupShared>`"),
+        }
     }
 
     fn kill(self: Arc<Self>, reason: ExitReason) {

@@ -195,7 +195,7 @@ pub(crate) mod testing {
         }
         fn request_move(
             self: Arc<Self>,
-            _: &Arc<crate::group::GroupShared>,
+            _: &dyn std::any::Any,
         ) -> Result<(), crate::group::MoveError> {
             Err(crate::group::MoveError::SameGroup("test".into()))
         }
