@@ -354,6 +354,66 @@
 //! rt.shutdown_graceful();
 //! ```
 //!
+//! ## 7. Moving processes between groups
+//!
+//! Which group a process runs in can change while it runs. [`Addr::move_to`] (or
+//! [`Ctx::move_to`] from the process itself, or [`Group::move_process`] by id) moves it at its
+//! next message boundary: the message it is handling finishes where it is, every later one is
+//! handled in the new group, in the order it was posted. Its queue goes along, addresses taken
+//! before the move keep working (they forward, keeping each sender's order;
+//! [`Addr::current`] is the direct one), its monitors and timers follow, and its name still
+//! reaches it. No `Down` is sent: the process did not end. The messages passed on count as
+//! `moved` in the group left and `posted` in the group joined, so each group's accounting
+//! still balances.
+//!
+//! *Automatic grouping*, which the paper leaves as future work, builds on it: a group's
+//! [`AutoMove`] rule moves the processes its slow-turn watchdog finds blocking (a synchronous
+//! driver holding a worker) to another group, where they block only each other.
+//! `cargo run --release -p examples --bin auto_group` measures what that does for the
+//! processes left behind.
+//!
+//! ```
+//! use std::time::Duration;
+//! use whirl::prelude::*;
+//! use whirl::AutoMove;
+//!
+//! #[derive(Message)]
+//! struct Render;
+//!
+//! #[process]
+//! struct Report;
+//!
+//! #[process]
+//! impl Report {
+//!     #[handle]
+//!     fn render(&mut self, _: Render) {
+//!         std::thread::sleep(Duration::from_millis(30)); // a driver that blocks its thread
+//!     }
+//! }
+//!
+//! let rt = Runtime::new();
+//! let web = rt.group("web").threads(2).slow_turn_threshold(Some(Duration::from_millis(10))).build()?;
+//! let blocking = rt.group("blocking").threads(4).build()?;
+//! web.auto_move(AutoMove::blocking_to(&blocking).after_slow_turns(2))?;
+//!
+//! let report = rt.spawn_in(&web, Report);
+//! while report.current().group().name() != "blocking" {
+//!     report.post(Render)?; // the old address keeps working after the move
+//!     std::thread::sleep(Duration::from_millis(20));
+//! }
+//! assert_eq!(web.stats().auto_moved, 1);
+//!
+//! // And back, by hand: at the next message boundary, with whatever is queued.
+//! report.move_to(&web)?;
+//! rt.block_until_idle();
+//! assert_eq!(report.current().group().name(), "web");
+//! rt.shutdown_graceful();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A group that shares state ([below](#the-escape-hatch-state-shared-on-purpose)) keeps its
+//! processes: none moves into or out of it.
+//!
 //! # What `#[process]` generates
 //!
 //! Nothing you could not write by hand, and nothing slower: for the impl block of step 2 it
