@@ -17,6 +17,8 @@
 //! * `registry.rs`, `names.rs`, `control_thread.rs`: the table of live processes, the name
 //!   registry, the controller thread (which runs the controllers and the watchdog).
 //! * `shared.rs`: a group's state and the runtime's kernel, which hold each other.
+//! * `cpu_budget.rs`: a group's CPU budget per integration period, and the governor that
+//!   makes its workers wait when it is spent.
 //! * `worker.rs`: the worker loop, and where a scheduled task goes.
 //! * `controllers.rs`: how a group runs its concurrency controllers and its watchdog on the
 //!   controller thread's ticks.
@@ -32,6 +34,7 @@ mod bridge;
 mod builder;
 mod control_thread;
 mod controllers;
+mod cpu_budget;
 mod idle;
 mod names;
 pub(crate) mod observe;
@@ -49,6 +52,7 @@ mod worker;
 pub(crate) use builder::default_threads;
 pub use builder::{Group, GroupBuilder, GroupError};
 pub(crate) use names::Holder;
+pub use cpu_budget::{CpuBudget, CpuBudgetError};
 pub use names::NameError;
 pub(crate) use placement::Placement;
 pub use placement::{AutoMove, MoveError};
