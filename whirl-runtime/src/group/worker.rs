@@ -328,6 +328,10 @@ impl WorkerThread {
     /// Waits, counted as idle, until the group's CPU budget is re-armed (`cpu_budget.rs`).
     #[cold]
     fn wait_for_budget(&self, cpu: &CpuGovernor) {
+        if self.group.is_stopped() {
+            // A stopped group ignores its budget: shutdown never waits for a tick.
+            return;
+        }
         self.begin_idle();
         cpu.wait(&self.group);
         self.end_idle();
