@@ -139,7 +139,10 @@ fn a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle()
     assert!(eventually(|| capped.counts().handled >= 10));
     let stats = cpu(&capped);
     assert!(stats.throttled > 0, "{stats:?}");
-    assert_eq!(stats.virtual_ticks, 0, "the busy group wants the CPU: {stats:?}");
+    assert_eq!(
+        stats.virtual_ticks, 0,
+        "the busy group wants the CPU: {stats:?}"
+    );
     // The busy group stops: the capped one no longer waits for ticks.
     spinner.exit(ExitReason::Shutdown);
     assert!(eventually(|| capped.counts().handled == n));
@@ -250,7 +253,10 @@ fn run_held(
     log: &Arc<Mutex<Vec<u64>>>,
     queue: impl FnOnce(),
 ) -> Vec<u64> {
-    let (entered, open) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let (entered, open) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let gate = group.spawn_for(
         Principal::builder(100).priority(9).build(),
         Gate {

@@ -83,7 +83,12 @@ fn cpu_run(
     a_idle: bool,
 ) -> (Share, Share, Option<whirl::control::CpuBudgetStats>) {
     let rt = Runtime::new();
-    let a = rt.group("a").threads(cores).budget(1).build().expect("group a");
+    let a = rt
+        .group("a")
+        .threads(cores)
+        .budget(1)
+        .build()
+        .expect("group a");
     let mut b = rt.group("b").threads(cores).budget(1);
     if let Some(budget) = b_budget {
         b = b.cpu_budget(budget);
@@ -118,13 +123,21 @@ fn cpu_run(
 fn cpu_budget_figures(run: Duration) {
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let budget = CpuBudget::new(0.25, Duration::from_millis(20)).expect("budget");
-    println!("1. CPU budget: groups a and b, {cores} workers each, 200 µs per message, {run:?} per run");
-    println!("   b's budget: 25% of {cores} cores per 20 ms period ({:?} of handling time)", budget.allowance());
+    println!(
+        "1. CPU budget: groups a and b, {cores} workers each, 200 µs per message, {run:?} per run"
+    );
+    println!(
+        "   b's budget: 25% of {cores} cores per 20 ms period ({:?} of handling time)",
+        budget.allowance()
+    );
     let (a0, b0, _) = cpu_run(cores, run, None, false);
     let (a1, b1, s1) = cpu_run(cores, run, Some(budget), false);
     let (_, b2, s2) = cpu_run(cores, run, Some(budget), true);
     let (_, b3, s3) = cpu_run(cores, run, Some(budget.virtual_ticks(false)), true);
-    println!("   {:<34} {:>10} {:>8} {:>10} {:>8}", "run", "a handled", "a share", "b handled", "b share");
+    println!(
+        "   {:<34} {:>10} {:>8} {:>10} {:>8}",
+        "run", "a handled", "a share", "b handled", "b share"
+    );
     let row = |name: &str, a: Option<&Share>, b: &Share| {
         let (ah, ashare) = a.map_or(("-".into(), "-".into()), |a| {
             (a.handled.to_string(), format!("{:.1}%", a.share * 100.0))
@@ -233,7 +246,12 @@ fn inheritance_run(inheritance: bool, run: Duration) -> Histogram<u64> {
         x ^= x >> 7;
         x ^= x << 17;
         let to = &ring[(x % RING as u64) as usize];
-        let _ = to.post_on_behalf(Work::Vip { sent: Instant::now() }, &vip);
+        let _ = to.post_on_behalf(
+            Work::Vip {
+                sent: Instant::now(),
+            },
+            &vip,
+        );
         std::thread::sleep(VIP_EVERY);
     }
     stop.store(true, SeqCst);
@@ -255,9 +273,20 @@ fn inheritance_figures(run: Duration) {
     let with = inheritance_run(true, run);
     let without = inheritance_run(false, run);
     let ms = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1000.0;
-    println!("   {:<22} {:>8} {:>10} {:>10}", "high-priority requests", "count", "p50 ms", "p99 ms");
-    for (name, h) in [("with inheritance", &with), ("without inheritance", &without)] {
-        println!("   {name:<22} {:>8} {:>10.2} {:>10.2}", h.len(), ms(h, 0.5), ms(h, 0.99));
+    println!(
+        "   {:<22} {:>8} {:>10} {:>10}",
+        "high-priority requests", "count", "p50 ms", "p99 ms"
+    );
+    for (name, h) in [
+        ("with inheritance", &with),
+        ("without inheritance", &without),
+    ] {
+        println!(
+            "   {name:<22} {:>8} {:>10.2} {:>10.2}",
+            h.len(),
+            ms(h, 0.5),
+            ms(h, 0.99)
+        );
     }
     println!(
         "   inheritance cuts p50 {:.1}x and p99 {:.1}x",
@@ -270,7 +299,10 @@ fn main() {
     let mut seconds = 2.0;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next().and_then(|v| v.parse::<f64>().ok())) {
+        match (
+            arg.as_str(),
+            args.next().and_then(|v| v.parse::<f64>().ok()),
+        ) {
             ("--seconds", Some(s)) if s > 0.0 => seconds = s,
             _ => {
                 eprintln!("usage: backplane [--seconds N]");

@@ -138,7 +138,10 @@ impl fmt::Display for CpuBudgetError {
                 write!(f, "a CPU share must be above 0 and at most 1, not {share}")
             }
             CpuBudgetError::Period { period } => {
-                write!(f, "an integration period must be above zero, not {period:?}")
+                write!(
+                    f,
+                    "an integration period must be above zero, not {period:?}"
+                )
             }
         }
     }
@@ -235,7 +238,8 @@ impl CpuGovernor {
         let start = Instant::now();
         self.throttled.fetch_add(1, Relaxed);
         self.waiting.fetch_add(1, AcqRel);
-        let poll = (self.budget.period / 20).clamp(Duration::from_millis(1), Duration::from_millis(10));
+        let poll =
+            (self.budget.period / 20).clamp(Duration::from_millis(1), Duration::from_millis(10));
         loop {
             let now = Instant::now();
             if group.is_stopped() || !self.exhausted(now) {
@@ -329,7 +333,9 @@ mod tests {
         );
         let b = CpuBudget::new(1.0, period).unwrap().cores(0);
         assert_eq!((b.core_count(), b.allowance()), (1, period));
-        let b = CpuBudget::new(0.25, Duration::from_secs(1)).unwrap().cores(2);
+        let b = CpuBudget::new(0.25, Duration::from_secs(1))
+            .unwrap()
+            .cores(2);
         assert_eq!(b.allowance(), Duration::from_millis(500));
     }
 

@@ -51,8 +51,8 @@ mod worker;
 
 pub(crate) use builder::default_threads;
 pub use builder::{Group, GroupBuilder, GroupError};
-pub(crate) use names::Holder;
 pub use cpu_budget::{CpuBudget, CpuBudgetError};
+pub(crate) use names::Holder;
 pub use names::NameError;
 pub(crate) use placement::Placement;
 pub use placement::{AutoMove, MoveError};

@@ -179,7 +179,12 @@ impl GroupShared {
     pub(crate) fn is_busy(&self) -> bool {
         self.counters.queued_estimate() > 0
             || self.has_visible_work()
-            || self.pool.slots.read().iter().any(|s| s.probe.read().is_some())
+            || self
+                .pool
+                .slots
+                .read()
+                .iter()
+                .any(|s| s.probe.read().is_some())
     }
 
     /// What this group's workers are running now.

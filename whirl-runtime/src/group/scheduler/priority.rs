@@ -234,8 +234,8 @@ mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
     use super::*;
-    use crate::group::Runnable;
     use crate::group::scheduler::testing::ready;
+    use crate::group::Runnable;
     use crate::principal::Principal;
 
     fn at(id: u64, level: u8) -> Ready {
@@ -282,7 +282,11 @@ mod tests {
         let high = fake(5, Some(Principal::builder(5).priority(6).build()));
         high.inherited.store(3, Relaxed);
         s.push(of(&high));
-        s.push(ready(6, Some(Principal::builder(6).priority(4).build()), false));
+        s.push(ready(
+            6,
+            Some(Principal::builder(6).priority(4).build()),
+            false,
+        ));
         assert_eq!(s.pop(0).unwrap().process().0, 5);
     }
 
