@@ -41,6 +41,10 @@ use crate::control::CpuBudgetStats;
 /// group spend 100 ms of handling time per 100 ms period: one core's worth, a quarter of the
 /// machine, whether it runs on one thread or four.
 ///
+/// Handling time is wall-clock time, as AppBackplane times its events: a turn preempted by
+/// other programs is charged for the time it was off the CPU too, so on an oversubscribed
+/// machine the group gets less CPU than its share, never more.
+///
 /// ```
 /// use std::time::Duration;
 /// use whirl::scheduler::{CpuBudget, CpuBudgetError};
