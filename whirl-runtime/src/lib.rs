@@ -89,8 +89,17 @@ pub mod scheduler {
     //! [`Ready`] process, with its principal, and hands them back to workers in its own order:
     //! [`PrincipalPriority`] (strict priority with quotas) and [`Stride`] (proportional share)
     //! are the library.
+    //!
+    //! Independently of its scheduler, a group may have a [`CpuBudget`]
+    //! ([`GroupBuilder::cpu_budget`](crate::GroupBuilder::cpu_budget)), AppBackplane's CPU
+    //! limitation: per integration period, its workers spend at most a share of the machine's
+    //! cores handling messages, then wait for the next period (a *tick*); its messages wait,
+    //! none is lost. When the rest of the runtime leaves the CPU idle (every other group has
+    //! nothing queued and nothing running, or is waiting on its own budget), a waiting worker
+    //! re-arms the budget at once (a *virtual tick*), so a budget never idles the machine.
 
     pub use crate::group::scheduler::{PrincipalPriority, Ready, Scheduler, Stride, TurnReport};
+    pub use crate::group::{CpuBudget, CpuBudgetError};
 }
 
 pub mod failures {

@@ -25,6 +25,6 @@ pub(crate) use counters::{Counters, Event};
 pub(crate) use sampling::{mean, Entry, Reading};
 pub(crate) use stats::{merge, LocalStats, Rejections, SlotStats, RECENT_SLOW_TURNS, SAMPLE_EVERY};
 pub use stats::{
-    GroupStats, LatencySummary, PrincipalCounts, RuntimeStats, SlowTurn, LATENCY_BUCKETS,
-    MAX_REJECTED_PRINCIPALS,
+    CpuBudgetStats, GroupStats, LatencySummary, PrincipalCounts, RuntimeStats, SlowTurn,
+    LATENCY_BUCKETS, MAX_REJECTED_PRINCIPALS,
 };

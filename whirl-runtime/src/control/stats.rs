@@ -276,6 +276,37 @@ pub struct GroupStats {
     /// Processes the group's automatic-grouping rule moved to another group
     /// ([`Group::auto_move`](crate::Group::auto_move)), since the group was built.
     pub auto_moved: u64,
+    /// The group's CPU budget and what it spent, if it has one
+    /// ([`GroupBuilder::cpu_budget`](crate::GroupBuilder::cpu_budget)).
+    pub cpu_budget: Option<CpuBudgetStats>,
+}
+
+/// What a group with a CPU budget spent and how often it waited
+/// ([`GroupBuilder::cpu_budget`](crate::GroupBuilder::cpu_budget)).
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct CpuBudgetStats {
+    /// The share of the cores the group may use.
+    pub share: f64,
+    /// The integration period.
+    pub period: Duration,
+    /// Handling time allowed per period (`share × period × cores`).
+    pub allowance: Duration,
+    /// Handling time spent since the group was built.
+    pub spent: Duration,
+    /// Handling time charged since the last tick, real or virtual (overspending carried in).
+    pub spent_this_period: Duration,
+    /// Integration periods begun since the group was built (real ticks, counted when a worker
+    /// looks).
+    pub periods: u64,
+    /// Times a worker found the budget spent and waited.
+    pub throttled: u64,
+    /// Total time workers waited for the budget.
+    pub throttled_time: Duration,
+    /// Times a waiting worker re-armed the budget early because the rest of the runtime left
+    /// the CPU idle.
+    pub virtual_ticks: u64,
 }
 
 /// A snapshot of every group's statistics.

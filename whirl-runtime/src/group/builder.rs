@@ -9,6 +9,7 @@ use crossbeam_deque::Injector;
 use parking_lot::{Mutex, RwLock};
 
 use super::control_thread::Controlled;
+use super::cpu_budget::{CpuBudget, CpuGovernor};
 use super::idle::Idle;
 use super::pool::{Pool, ThreadRange};
 use super::scheduler::Scheduler;
@@ -105,6 +106,7 @@ pub struct GroupBuilder {
     controllers: Vec<Box<dyn ConcurrencyController>>,
     slow_turn_threshold: Option<Duration>,
     shares_state: Option<&'static str>,
+    cpu_budget: Option<CpuBudget>,
 }
 
 impl GroupBuilder {
@@ -116,7 +118,7 @@ impl GroupBuilder {
         GroupBuilder {
             kernel,
             name,
-            threads: ThreadRange::from(default_threads()),
+            threads: ThreadRange::from(super::pool::default_threads()),
             budget: DEFAULT_BUDGET,
             lifo_slot: true,
             scheduler: None,
@@ -124,6 +126,7 @@ impl GroupBuilder {
             controllers: Vec::new(),
             slow_turn_threshold: Some(DEFAULT_SLOW_TURN_THRESHOLD),
             shares_state: None,
+            cpu_budget: None,
         }
     }
 
@@ -195,6 +198,20 @@ impl GroupBuilder {
         self
     }
 
+    /// Limits the CPU the group uses: per integration period, its workers together spend at
+    /// most the budget's [allowance](CpuBudget::allowance) of handling time (a share of the
+    /// machine's cores), then wait for the next period, unless the rest of the runtime leaves
+    /// the CPU idle (a *virtual tick* re-arms the budget early). Messages wait meanwhile;
+    /// none is lost. See [`CpuBudget`]; [`GroupStats::cpu_budget`](crate::control::GroupStats::cpu_budget)
+    /// reports what was spent, how often the group waited and the virtual ticks.
+    ///
+    /// Every turn of such a group is timed (two clock reads), so budget groups whose work is
+    /// worth limiting, not the message-passing fast path.
+    pub fn cpu_budget(mut self, budget: CpuBudget) -> Self {
+        self.cpu_budget = Some(budget);
+        self
+    }
+
     /// The group's admission control.
     pub fn predicate(mut self, predicate: impl MessagePredicate) -> Self {
         self.predicate = Some(Box::new(predicate));
@@ -259,6 +276,7 @@ impl GroupBuilder {
             placement: Default::default(),
             shares_state: self.shares_state.map(super::fate::SharedFate::new),
             stopped: AtomicBool::new(false),
+            cpu_budget: self.cpu_budget.map(|b| Box::new(CpuGovernor::new(b))),
         });
         shared.resize(self.threads.min());
         if shared.pool.live() < self.threads.min() {
@@ -317,10 +335,4 @@ pub enum GroupError {
         /// The name asked for.
         name: String,
     },
-}
-
-pub(crate) fn default_threads() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
 }

@@ -17,6 +17,8 @@
 //! * `registry.rs`, `names.rs`, `control_thread.rs`: the table of live processes, the name
 //!   registry, the controller thread (which runs the controllers and the watchdog).
 //! * `shared.rs`: a group's state and the runtime's kernel, which hold each other.
+//! * `cpu_budget.rs`: a group's CPU budget per integration period, and the governor that
+//!   makes its workers wait when it is spent.
 //! * `worker.rs`: the worker loop, and where a scheduled task goes.
 //! * `controllers.rs`: how a group runs its concurrency controllers and its watchdog on the
 //!   controller thread's ticks.
@@ -34,6 +36,7 @@ mod bridge;
 mod builder;
 mod control_thread;
 mod controllers;
+mod cpu_budget;
 pub(crate) mod fate;
 mod idle;
 mod move_error;
@@ -51,12 +54,13 @@ mod task;
 mod watchdog;
 mod worker;
 
-pub(crate) use builder::default_threads;
 pub use builder::{Group, GroupBuilder, GroupError};
+pub use cpu_budget::{CpuBudget, CpuBudgetError};
 pub use move_error::MoveError;
 pub(crate) use names::Holder;
 pub use names::NameError;
 pub use placement::AutoMove;
+pub(crate) use pool::default_threads;
 pub use pool::ThreadRange;
 pub(crate) use probe::{Running, TurnProbe};
 pub use shared::DEFAULT_BUDGET;

@@ -199,3 +199,10 @@ impl Pool {
         target
     }
 }
+
+/// Worker threads of a group whose builder does not say: the machine's cores.
+pub(crate) fn default_threads() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+}

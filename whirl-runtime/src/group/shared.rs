@@ -79,6 +79,8 @@ pub(crate) struct GroupShared {
     /// `Some` for a group that shares state: its members, which fail together (`fate.rs`).
     pub(crate) shares_state: Option<super::fate::SharedFate>,
     pub(super) stopped: AtomicBool,
+    /// The group's CPU budget, if it has one (`cpu_budget.rs`).
+    pub(crate) cpu_budget: Option<Box<super::cpu_budget::CpuGovernor>>,
 }
 
 impl GroupShared {
@@ -166,8 +168,24 @@ impl GroupShared {
     pub(crate) fn stop(&self) -> Vec<JoinHandle<()>> {
         self.stopped.store(true, Ordering::Release);
         self.idle.notify_all();
+        if let Some(cpu) = &self.cpu_budget {
+            cpu.wake_all();
+        }
         self.rescue();
         self.pool.take_handles()
+    }
+
+    /// Whether the group has work: a message queued or being handled, a process on a run
+    /// queue, or a turn running (for CPU budgets' virtual ticks).
+    pub(crate) fn is_busy(&self) -> bool {
+        self.counters.queued_estimate() > 0
+            || self.has_visible_work()
+            || self
+                .pool
+                .slots
+                .read()
+                .iter()
+                .any(|s| s.probe.read().is_some())
     }
 
     /// What this group's workers are running now.
@@ -243,6 +261,7 @@ impl GroupShared {
             principals: merged.principals,
             recent_slow_turns: self.watchdog.recent(),
             auto_moved: self.placement.moved(),
+            cpu_budget: self.cpu_budget.as_ref().map(|c| c.stats()),
         }
     }
 }

@@ -35,6 +35,11 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     fn id(&self) -> ProcessId;
     /// The principal the process serves, if any.
     fn principal(&self) -> Option<&Principal>;
+    /// The highest priority among the principals its queued messages were posted on behalf
+    /// of, if any (priority inheritance). Default: none.
+    fn inherited_priority(&self) -> Option<u8> {
+        None
+    }
     /// The name of the process's group.
     fn group_name(&self) -> &str;
     /// Asks the process to move at its next message boundary (`process/relocate.rs`) to the

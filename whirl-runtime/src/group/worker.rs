@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Steal, Stealer, Worker};
 
+use super::cpu_budget::CpuGovernor;
 use super::idle::SleepDecision;
 use super::park::{Parker, Unparker};
 use super::pool::{now, Slot};
@@ -239,6 +240,7 @@ impl WorkerThread {
             if tick % INJECTOR_CHECK_INTERVAL == 0 && self.group.pool.try_retire() {
                 return Found::Retire;
             }
+            self.respect_cpu_budget();
             if let Some(task) = self.next_local_task(tick) {
                 let _ = self.run_task(task);
                 continue;
@@ -264,6 +266,7 @@ impl WorkerThread {
             if self.group.pool.try_retire() {
                 return Found::Retire;
             }
+            self.respect_cpu_budget();
             let task = match find() {
                 Some(task) => task,
                 None => match self.search(find) {
@@ -302,7 +305,47 @@ impl WorkerThread {
         if sampled {
             self.sampled_ms.set(ms);
         }
-        task.run(sampled, &self.recorder)
+        match &self.group.cpu_budget {
+            None => task.run(sampled, &self.recorder),
+            Some(cpu) => self.run_budgeted(cpu, task, sampled),
+        }
+    }
+
+    /// Runs a turn of a group with a CPU budget: waits first if the budget is spent (holding
+    /// the task: the group's other workers wait too), then charges the turn's time.
+    #[inline(never)]
+    fn run_budgeted(&self, cpu: &CpuGovernor, task: Task, sampled: bool) -> usize {
+        let mut start = Instant::now();
+        if cpu.exhausted(start) {
+            self.wait_for_budget(cpu);
+            start = Instant::now();
+        }
+        let handled = task.run(sampled, &self.recorder);
+        cpu.charge(start.elapsed());
+        handled
+    }
+
+    /// Waits, counted as idle, until the group's CPU budget is re-armed (`cpu_budget.rs`).
+    #[cold]
+    fn wait_for_budget(&self, cpu: &CpuGovernor) {
+        if self.group.is_stopped() {
+            // A stopped group ignores its budget: shutdown never waits for a tick.
+            return;
+        }
+        self.begin_idle();
+        cpu.wait(|| self.group.is_stopped(), || others_idle(&self.group));
+        self.end_idle();
+    }
+
+    /// Before taking a task: waits while the group's CPU budget is spent, so that the task
+    /// taken after is the one the queues hold then (a higher-priority one may have come).
+    #[inline]
+    fn respect_cpu_budget(&self) {
+        if let Some(cpu) = &self.group.cpu_budget {
+            if cpu.exhausted(Instant::now()) {
+                self.wait_for_budget(cpu);
+            }
+        }
     }
 
     fn publish_stats(&self) {
@@ -511,4 +554,15 @@ impl WorkerThread {
                 .fetch_add(now.saturating_sub(since - 1), Relaxed);
         }
     }
+}
+
+/// Whether every group of `group`'s runtime other than `group` leaves the CPU idle: no message
+/// queued, nothing on a run queue and no turn running — or waiting on its own CPU budget.
+fn others_idle(group: &Arc<GroupShared>) -> bool {
+    group.kernel.groups().iter().all(|other| {
+        Arc::ptr_eq(other, group)
+            || other.is_stopped()
+            || other.cpu_budget.as_ref().is_some_and(|c| c.is_waiting())
+            || !other.is_busy()
+    })
 }

@@ -69,6 +69,16 @@ impl<P: Process> Addr<P> {
     /// receiving process's own. For messages that arrive from elsewhere carrying the principal
     /// they serve, such as a request forwarded from another node; the process still runs
     /// under its own principal.
+    ///
+    /// In a group with a [scheduler](crate::scheduler), the process also *inherits* the
+    /// principal's priority while the message is queued: its scheduling priority is the
+    /// highest among its own principal's and those of the messages posted to it on behalf of
+    /// one since its inbox last drained ([`Ready::inherited_priority`]), so a low-priority
+    /// process holding an important principal's message runs as early as that principal's
+    /// own processes would ([`PrincipalPriority`] uses it). Plain posts cost nothing extra.
+    ///
+    /// [`Ready::inherited_priority`]: crate::scheduler::Ready::inherited_priority
+    /// [`PrincipalPriority`]: crate::scheduler::PrincipalPriority
     #[inline]
     pub fn post_on_behalf<M>(&self, msg: M, principal: &Principal) -> Result<(), PostError<M>>
     where
@@ -111,7 +121,14 @@ impl<P: Process> Addr<P> {
         // Every posted message carries its enqueue time and cost: for the group's statistics
         // and for predicates that learn from completions.
         let meta = observe::stamp(cost);
-        self.cell.deliver(wrap(msg), meta);
+        match principal {
+            // Priority inheritance: only a group with a scheduler looks at priorities.
+            Some(principal) if cell.group.scheduler.is_some() => {
+                self.cell
+                    .deliver_inheriting(wrap(msg), meta, principal.priority());
+            }
+            _ => self.cell.deliver(wrap(msg), meta),
+        }
         Ok(())
     }
 

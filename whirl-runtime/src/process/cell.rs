@@ -11,6 +11,8 @@
 //! 3. The turn (`turn.rs`) handles up to the group's budget of messages, then gives the token
 //!    back, or re-queues itself at the back if messages remain (fairness).
 
+use std::sync::atomic::AtomicU16;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, OnceLock, Weak};
 
 use parking_lot::Mutex;
@@ -54,6 +56,7 @@ impl<P: Process> ProcessCell<P> {
             mailbox: Mailbox::new_scheduled(),
             group,
             principal,
+            inherited: AtomicU16::new(0),
             body: UnsafeCell::new(Body {
                 suspended: None,
                 state: Some(state),
@@ -89,6 +92,56 @@ impl<P: Process> ProcessCell<P> {
         self.group.counters.add(Event::Posted, 1);
         let after = self.mailbox.push(msg, meta);
         self.after_token_attempt(after);
+    }
+
+    /// Delivers a message posted on behalf of a principal of priority `priority` to a process
+    /// of a group with a scheduler: the process inherits the priority while the message is
+    /// queued (priority inheritance; see [`Ready::inherited_priority`]).
+    ///
+    /// The inherited priority is raised between the push and the attempt to take the token,
+    /// and the token holder resets it when the inbox drains ([`ProcessCell::reset_inherited`]):
+    /// if that reset read this raise, the push happened before its look at the inbox, so it
+    /// sees this message and keeps the priority; otherwise the raise comes after the reset and
+    /// stays. Either way, whoever schedules the process next reads the raised priority; if it
+    /// is queued already, the scheduler is told to move it.
+    ///
+    /// [`Ready::inherited_priority`]: crate::scheduler::Ready::inherited_priority
+    #[cold]
+    pub(crate) fn deliver_inheriting(self: &Arc<Self>, msg: P::Message, meta: u32, priority: u8) {
+        self.group.counters.add(Event::Posted, 1);
+        let level = u16::from(priority) + 1;
+        let mut raised = false;
+        let after = self.mailbox.push_then(msg, meta, || {
+            raised = self.inherited.fetch_max(level, SeqCst) < level;
+        });
+        let held_elsewhere = after == AfterPush::Nothing;
+        self.after_token_attempt(after);
+        if raised && held_elsewhere {
+            if let Some(scheduler) = &self.group.scheduler {
+                scheduler.priority_raised(self.id);
+            }
+        }
+    }
+
+    /// The priority the process inherits from its queued messages' principals, if any.
+    pub(crate) fn inherited(&self) -> Option<u8> {
+        self.inherited.load(SeqCst).checked_sub(1).map(|p| p as u8)
+    }
+
+    /// Token holder, about to give the token back with its inbox drained: forgets the
+    /// inherited priority. Returns `true` if it did and a message raced in meanwhile (the
+    /// priority is then kept, and the caller must run the process again rather than release).
+    pub(super) fn reset_inherited(&self) -> bool {
+        if self.inherited.load(SeqCst) == 0 {
+            return false;
+        }
+        let old = self.inherited.swap(0, SeqCst);
+        // SAFETY: the caller holds the token. (I9)
+        if old != 0 && unsafe { self.mailbox.has_pending() } {
+            self.inherited.fetch_max(old, SeqCst);
+            return true;
+        }
+        false
     }
 
     /// Acts on the outcome of an attempt to take the token.

@@ -138,6 +138,31 @@ impl<T> Mailbox<T> {
     #[inline]
     pub(crate) fn push(&self, msg: T, meta: u32) -> AfterPush {
         self.inbox.push(msg, meta);
+        self.take_token_after_push()
+    }
+
+    /// [`Mailbox::push`], running `then` between appending the message and trying to take
+    /// the token (priority inheritance, `cell.rs`).
+    #[inline]
+    pub(crate) fn push_then(&self, msg: T, meta: u32, then: impl FnOnce()) -> AfterPush {
+        self.inbox.push(msg, meta);
+        then();
+        self.take_token_after_push()
+    }
+
+    /// Whether a message is queued past what the token holder has read.
+    ///
+    /// # Safety
+    /// The caller must hold the token.
+    pub(crate) unsafe fn has_pending(&self) -> bool {
+        // SAFETY: the caller holds the token. (I9)
+        let position = unsafe { self.inbox.read_position() };
+        self.inbox.has_messages_past(position)
+    }
+
+    /// A producer's half of the protocol, after appending: takes the token if it is free.
+    #[inline(always)]
+    fn take_token_after_push(&self) -> AfterPush {
         // An idle-looking process: take the token with a read-modify-write, which is correct
         // on its own whatever the (unordered) hint said.
         if self.state.load(Relaxed) & SCHEDULED == 0 {

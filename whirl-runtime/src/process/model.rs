@@ -14,6 +14,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::AtomicU16;
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 
@@ -299,6 +300,11 @@ pub(crate) struct ProcessCell<P: Process> {
     pub(crate) group: Arc<GroupShared>,
     pub(crate) principal: Option<Principal>,
     pub(super) id: ProcessId,
+    /// The highest priority among the principals its queued messages were posted on behalf
+    /// of, plus one (0: none), for schedulers (priority inheritance, `cell.rs`). Written only
+    /// by posts on behalf of a principal to a group with a scheduler, and reset by the token
+    /// holder when the inbox drains.
+    pub(super) inherited: AtomicU16,
     pub(super) control: OnceLock<Box<Mutex<Control>>>,
     pub(super) body: UnsafeCell<Body<P>>,
 }

@@ -262,6 +262,8 @@ impl<P: Process> ProcessCell<P> {
             cell.mailbox.suspend() == Suspend::Resumed
         } else {
             more
+                // A drained inbox forgets the priority its messages lent the process.
+                || cell.reset_inherited()
                 // SAFETY: we hold the token. (I9)
                 || unsafe { cell.mailbox.release() } == AfterRelease::Reschedule
         };
@@ -496,6 +498,10 @@ impl<P: Process> Runnable for ProcessCell<P> {
 
     fn principal(&self) -> Option<&Principal> {
         self.principal.as_ref()
+    }
+
+    fn inherited_priority(&self) -> Option<u8> {
+        self.inherited()
     }
 
     fn group_name(&self) -> &str {

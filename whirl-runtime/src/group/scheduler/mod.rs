@@ -73,6 +73,17 @@ impl Ready {
         self.task().id()
     }
 
+    /// The priority the process inherits from its queued messages (AppBackplane: "work for an
+    /// object is performed at the highest priority of outstanding requests"): the highest
+    /// priority among the principals of the messages posted to it with
+    /// [`Addr::post_on_behalf`](crate::Addr::post_on_behalf) since its inbox last drained;
+    /// `None` if there are none. It can rise while the process is queued (the scheduler is
+    /// then told: [`Scheduler::priority_raised`]); read it when placing the process, under
+    /// the lock that `priority_raised` takes too.
+    pub fn inherited_priority(&self) -> Option<u8> {
+        self.task().inherited_priority()
+    }
+
     /// Whether the process is ready because it used up its run budget with messages left
     /// (rather than because a message or a kill request arrived while it was idle). Fair
     /// schedulers put such a process behind the others of its level.
@@ -158,6 +169,15 @@ pub trait Scheduler: Send + Sync + 'static {
         let _ = turn;
     }
 
+    /// Called when a process that may be queued here inherited a higher priority
+    /// ([`Ready::inherited_priority`]): a message was posted to it on behalf of a principal of
+    /// higher priority while it held its token. A priority scheduler moves the process up if it
+    /// is queued (it may also be running, or not be here: then nothing is to be done).
+    /// Default: nothing.
+    fn priority_raised(&self, process: ProcessId) {
+        let _ = process;
+    }
+
     /// A short description of the scheduler's state for [`GroupStats`](crate::control::GroupStats).
     fn describe(&self) -> String;
 }
@@ -166,6 +186,8 @@ pub trait Scheduler: Send + Sync + 'static {
 pub(crate) mod testing {
     //! Ready processes without a runtime, for scheduler unit tests.
 
+    use std::sync::atomic::AtomicU16;
+    use std::sync::atomic::Ordering::Relaxed;
     use std::sync::Arc;
 
     use super::Ready;
@@ -173,9 +195,11 @@ pub(crate) mod testing {
     use crate::lifecycle::{ExitReason, ProcessId};
     use crate::principal::Principal;
 
-    struct Fake {
+    pub(crate) struct Fake {
         id: ProcessId,
         principal: Option<Principal>,
+        /// The inherited priority plus one (0: none).
+        pub(crate) inherited: AtomicU16,
     }
 
     impl Runnable for Fake {
@@ -193,6 +217,9 @@ pub(crate) mod testing {
         fn principal(&self) -> Option<&Principal> {
             self.principal.as_ref()
         }
+        fn inherited_priority(&self) -> Option<u8> {
+            self.inherited.load(Relaxed).checked_sub(1).map(|p| p as u8)
+        }
         fn request_move(
             self: Arc<Self>,
             _: &dyn std::any::Any,
@@ -203,12 +230,21 @@ pub(crate) mod testing {
 
     /// A ready process numbered `id` serving `principal`.
     pub(crate) fn ready(id: u64, principal: Option<Principal>, yielded: bool) -> Ready {
-        Ready::new(
-            Arc::new(Fake {
-                id: ProcessId(id),
-                principal,
-            }),
-            yielded,
-        )
+        Ready::new(fake(id, principal), yielded)
+    }
+
+    /// A process numbered `id` serving `principal`, to make `Ready`s of with [`of`] (and whose
+    /// inherited priority a test may change).
+    pub(crate) fn fake(id: u64, principal: Option<Principal>) -> Arc<Fake> {
+        Arc::new(Fake {
+            id: ProcessId(id),
+            principal,
+            inherited: AtomicU16::new(0),
+        })
+    }
+
+    /// A newly woken ready `process`.
+    pub(crate) fn of(process: &Arc<Fake>) -> Ready {
+        Ready::new(Arc::clone(process) as crate::group::Task, false)
     }
 }

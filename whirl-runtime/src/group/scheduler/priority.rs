@@ -7,12 +7,20 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use parking_lot::Mutex;
 
 use super::{Ready, Scheduler};
+use crate::lifecycle::ProcessId;
 
 /// One FIFO of ready processes per principal priority level, served highest level first
 /// within per-level quotas (AppBackplane's ready queues).
 ///
 /// * A process's level is its principal's [`priority`](crate::Principal::priority); processes
 ///   without a principal use the [`unassigned`](PrincipalPriority::unassigned) level (default 0).
+/// * **Priority inheritance** (AppBackplane: "work for an object is performed at the highest
+///   priority of outstanding requests"): a process that holds messages posted
+///   [on behalf of](crate::Addr::post_on_behalf) a principal of a higher priority runs at that
+///   priority ([`Ready::inherited_priority`]), and moves up at once if it was already queued
+///   lower. So a request of an important principal never waits behind the backlog of a
+///   low-priority process's level. [`inheritance(false)`](PrincipalPriority::inheritance)
+///   turns it off.
 /// * **Priority check**: every [`pop`](Scheduler::pop) scans from the highest level and serves
 ///   the first one that has work and quota left, so work arriving at a higher level runs next.
 /// * Each turn handed out uses one unit of its level's quota. When no level with work has
@@ -38,6 +46,7 @@ use super::{Ready, Scheduler};
 /// ```
 pub struct PrincipalPriority {
     unassigned: u8,
+    inheritance: bool,
     inner: Mutex<Levels>,
     /// Queued processes: raised before a push and lowered after a pop, so it never
     /// understates what is queued (it may overstate it for an instant).
@@ -101,6 +110,7 @@ impl PrincipalPriority {
     pub fn new() -> Self {
         PrincipalPriority {
             unassigned: 0,
+            inheritance: true,
             inner: Mutex::new(Levels::default()),
             len: AtomicUsize::new(0),
         }
@@ -122,6 +132,24 @@ impl PrincipalPriority {
         self.unassigned = level;
         self
     }
+
+    /// Whether processes inherit the priority of the principals their queued messages were
+    /// posted on behalf of (default `true`). Off, a process's level is its own principal's.
+    pub fn inheritance(mut self, enabled: bool) -> Self {
+        self.inheritance = enabled;
+        self
+    }
+
+    /// The level `ready` runs at now. Read under the lock, so that a raise the poster
+    /// announces with `priority_raised` (which takes the lock after raising) is either seen
+    /// here or finds the process queued.
+    fn level_of(&self, ready: &Ready) -> u8 {
+        let own = ready.principal().map_or(self.unassigned, |p| p.priority());
+        match ready.inherited_priority() {
+            Some(inherited) if self.inheritance => own.max(inherited),
+            _ => own,
+        }
+    }
 }
 
 impl Default for PrincipalPriority {
@@ -132,8 +160,8 @@ impl Default for PrincipalPriority {
 
 impl Scheduler for PrincipalPriority {
     fn push(&self, ready: Ready) {
-        let level = ready.principal().map_or(self.unassigned, |p| p.priority());
         let mut inner = self.inner.lock();
+        let level = self.level_of(&ready);
         let i = inner.index(level);
         self.len.fetch_add(1, SeqCst);
         inner.levels[i].queue.push_back(ready);
@@ -163,6 +191,28 @@ impl Scheduler for PrincipalPriority {
         self.len.load(SeqCst)
     }
 
+    fn priority_raised(&self, process: ProcessId) {
+        if !self.inheritance {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        // Lowest levels first: a process that inherits a priority was most likely low.
+        for i in (0..inner.levels.len()).rev() {
+            let queue = &inner.levels[i].queue;
+            let Some(at) = queue.iter().position(|r| r.process() == process) else {
+                continue;
+            };
+            let level = self.level_of(&queue[at]);
+            if level > inner.levels[i].level {
+                if let Some(ready) = inner.levels[i].queue.remove(at) {
+                    let j = inner.index(level);
+                    inner.levels[j].queue.push_back(ready);
+                }
+            }
+            return;
+        }
+    }
+
     fn describe(&self) -> String {
         let inner = self.inner.lock();
         let mut out = format!("priority: round {}, levels", inner.rounds);
@@ -181,8 +231,11 @@ impl Scheduler for PrincipalPriority {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use std::sync::atomic::Ordering::Relaxed;
+
     use super::*;
     use crate::group::scheduler::testing::ready;
+    use crate::group::Runnable;
     use crate::principal::Principal;
 
     fn at(id: u64, level: u8) -> Ready {
@@ -195,6 +248,46 @@ mod tests {
 
     fn level_of(r: &Ready) -> u8 {
         r.principal().map(|p| p.priority()).unwrap()
+    }
+
+    #[test]
+    fn a_process_runs_at_the_highest_priority_of_its_queued_messages() {
+        use crate::group::scheduler::testing::{fake, of};
+        for inheritance in [true, false] {
+            let s = PrincipalPriority::new().inheritance(inheritance);
+            let low = |id| fake(id, Some(Principal::builder(id).priority(1).build()));
+            let (a, b, holder, late) = (low(1), low(2), low(3), low(4));
+            // `holder` was woken by a message on behalf of a priority-7 principal.
+            holder.inherited.store(8, Relaxed);
+            s.push(of(&a));
+            s.push(of(&holder));
+            s.push(of(&b));
+            // `late` was queued low, then inherited priority 9 while queued.
+            s.push(of(&late));
+            late.inherited.store(10, Relaxed);
+            s.priority_raised(late.id());
+            // A raise for a process not queued here (running, say) changes nothing.
+            s.priority_raised(ProcessId(99));
+            let order: Vec<u64> = std::iter::from_fn(|| s.pop(0))
+                .map(|r| r.process().0)
+                .collect();
+            if inheritance {
+                assert_eq!(order, [4, 3, 1, 2]);
+            } else {
+                assert_eq!(order, [1, 3, 2, 4]);
+            }
+        }
+        // Inheritance never lowers a level.
+        let s = PrincipalPriority::new();
+        let high = fake(5, Some(Principal::builder(5).priority(6).build()));
+        high.inherited.store(3, Relaxed);
+        s.push(of(&high));
+        s.push(ready(
+            6,
+            Some(Principal::builder(6).priority(4).build()),
+            false,
+        ));
+        assert_eq!(s.pop(0).unwrap().process().0, 5);
     }
 
     #[test]
