@@ -87,10 +87,12 @@ pub mod scheduler {
     //!
     //! A group without one uses the built-in work-stealing FIFO. A [`Scheduler`] sees each
     //! [`Ready`] process, with its principal, and hands them back to workers in its own order:
-    //! [`PrincipalPriority`] (strict priority with quotas) and [`Stride`] (proportional share)
-    //! are the library.
+    //! [`PrincipalPriority`] (strict priority with quotas), [`Stride`] (proportional share) and
+    //! [`Cohort`] (stage by stage, for locality; [`Fifo`] is its baseline) are the library.
 
-    pub use crate::group::scheduler::{PrincipalPriority, Ready, Scheduler, Stride, TurnReport};
+    pub use crate::group::scheduler::{
+        Cohort, Fifo, PrincipalPriority, Ready, Scheduler, Stage, Stride, TurnReport,
+    };
 }
 
 pub mod failures {

@@ -37,6 +37,11 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     fn group_name(&self) -> &str;
     /// Asks the process to move to `to` at its next message boundary (`process/relocate.rs`).
     fn request_move(self: Arc<Self>, to: &Arc<super::GroupShared>) -> Result<(), super::MoveError>;
+    /// The process's stage for cohort scheduling (`scheduler/cohort.rs`): its process type.
+    /// The default names the implementing type; the process layer names the process type.
+    fn stage(&self) -> super::scheduler::Stage {
+        super::scheduler::Stage::of::<Self>()
+    }
 }
 
 /// A run-queue entry: one strong reference, owned by whoever holds the token.

@@ -493,6 +493,10 @@ impl<P: Process> Runnable for ProcessCell<P> {
         self.principal.as_ref()
     }
 
+    fn stage(&self) -> crate::group::scheduler::Stage {
+        crate::group::scheduler::Stage::of::<P>()
+    }
+
     fn group_name(&self) -> &str {
         &self.group.name
     }
