@@ -23,6 +23,7 @@
 //! The last line is `cohort/fifo throughput ratio: X.XX` (median hops per second under
 //! `Cohort` over the same under `Fifo`).
 
+use std::collections::HashMap;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -59,7 +60,7 @@ struct Cli {
     #[arg(long, default_value_t = 64)]
     batch: u32,
     /// Worker threads of the group.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Rounds per scheduler (interleaved; the median is reported).
     #[arg(long, default_value_t = 7)]
@@ -212,9 +213,9 @@ impl Log {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Sched {
-    Fifo,
-    Cohort,
-    Stealing,
+    Fifo = 0,
+    Cohort = 1,
+    Stealing = 2,
 }
 
 impl Sched {
@@ -230,7 +231,36 @@ impl Sched {
 /// What one round measured.
 struct Round {
     hops_per_sec: f64,
+    /// Hops per second of CPU time used by the process's threads, where Linux tells it.
+    hops_per_cpu_sec: Option<f64>,
     checksum: u64,
+}
+
+/// Nanoseconds on a CPU of each thread of this process (`/proc/self/task/*/schedstat`), if
+/// the kernel tells.
+fn thread_cpu_ns() -> Option<HashMap<u64, u64>> {
+    let mut out = HashMap::new();
+    for entry in std::fs::read_dir("/proc/self/task").ok()? {
+        let entry = entry.ok()?;
+        let Ok(tid) = entry.file_name().to_string_lossy().parse::<u64>() else {
+            continue;
+        };
+        // A thread may end between the listing and the read: skip it.
+        if let Ok(stat) = std::fs::read_to_string(entry.path().join("schedstat")) {
+            let ns = stat.split_whitespace().next()?.parse().ok()?;
+            out.insert(tid, ns);
+        }
+    }
+    Some(out)
+}
+
+/// CPU time used by this process's threads between two `thread_cpu_ns` readings.
+fn cpu_between(before: &HashMap<u64, u64>, after: &HashMap<u64, u64>) -> Duration {
+    let ns: u64 = after
+        .iter()
+        .map(|(tid, &ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum();
+    Duration::from_nanos(ns)
 }
 
 /// A table of `kib` KiB of pseudo-random words (rounded down to a power of two entries).
@@ -290,6 +320,7 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
     // Each log's first message is its `Ring`: every request reaches it later.
     let requests = cli.requests.max(1) as u64;
     let laps = cli.laps.max(1);
+    let cpu_before = thread_cpu_ns();
     let start = Instant::now();
     // Each request starts at a pseudo-random stage, so all four stages have work at once.
     for id in 0..requests {
@@ -308,14 +339,22 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
         std::thread::sleep(Duration::from_micros(200));
     }
     let elapsed = start.elapsed();
+    let cpu_after = thread_cpu_ns();
     let finished = counters.finished.load(Ordering::Acquire);
     assert_eq!(finished, requests, "every request finished its laps");
     rt.shutdown_graceful();
     // Every request visits all four stages on each lap but its first may start mid-lap;
     // hops are counted as requests x laps x 4 (the same for every scheduler).
     let hops = requests * u64::from(laps) * 4;
+    let cpu = match (cpu_before, cpu_after) {
+        (Some(before), Some(after)) => Some(cpu_between(&before, &after)),
+        _ => None,
+    };
     Round {
         hops_per_sec: hops as f64 / elapsed.as_secs_f64(),
+        hops_per_cpu_sec: cpu
+            .filter(|cpu| !cpu.is_zero())
+            .map(|cpu| hops as f64 / cpu.as_secs_f64()),
         checksum: counters.checksum.load(Ordering::Relaxed),
     }
 }
@@ -392,9 +431,9 @@ fn main() {
     // A warm-up round of each, not counted.
     let _ = round(&cli, Sched::Fifo, &tables);
     let _ = round(&cli, Sched::Cohort, &tables);
-    let mut fifo = Vec::new();
-    let mut cohort = Vec::new();
-    let mut stealing = Vec::new();
+    // Per scheduler (fifo, cohort, stealing): wall-clock and CPU-time throughput per round.
+    let mut wall: [Vec<f64>; 3] = Default::default();
+    let mut cpu: [Vec<f64>; 3] = Default::default();
     let mut checksums = Vec::new();
     for n in 0..cli.rounds.max(1) {
         // Alternate which goes first, so drift in the machine's load hits both alike.
@@ -407,11 +446,12 @@ fn main() {
         for sched in order {
             let r = round(&cli, sched, &tables);
             checksums.push(r.checksum);
+            let i = sched as usize;
+            wall[i].push(r.hops_per_sec);
             line.push_str(&format!(" {} {:.0}", sched.name(), r.hops_per_sec));
-            match sched {
-                Sched::Fifo => fifo.push(r.hops_per_sec),
-                Sched::Cohort => cohort.push(r.hops_per_sec),
-                Sched::Stealing => stealing.push(r.hops_per_sec),
+            if let Some(per_cpu) = r.hops_per_cpu_sec {
+                cpu[i].push(per_cpu);
+                line.push_str(&format!(" ({per_cpu:.0}/cpu-s)"));
             }
         }
         println!("{line} hops/s");
@@ -421,11 +461,33 @@ fn main() {
         "checksums: {} (every scheduler did the same work)",
         if agree { "all equal" } else { "DIFFER" }
     );
-    let (fifo, cohort, stealing) = (median(fifo), median(cohort), median(stealing));
-    println!("fifo:     {:>12.0} hops/s (median)", fifo);
-    println!("cohort:   {:>12.0} hops/s (median)", cohort);
-    println!("stealing: {:>12.0} hops/s (median; built-in work stealing, no Scheduler, reference only)", stealing);
-
+    let has_cpu = cpu.iter().all(|c| c.len() == wall[0].len());
+    for sched in [Sched::Fifo, Sched::Cohort, Sched::Stealing] {
+        let i = sched as usize;
+        let per_cpu = if has_cpu {
+            format!(", {:>10.0} hops per CPU-second", median(cpu[i].clone()))
+        } else {
+            String::new()
+        };
+        let note = if sched == Sched::Stealing {
+            " (built-in work stealing, no Scheduler: reference only)"
+        } else {
+            ""
+        };
+        println!(
+            "{:<9} {:>10.0} hops/s{per_cpu} (medians){note}",
+            format!("{}:", sched.name()),
+            median(wall[i].clone()),
+        );
+    }
+    let wall_ratio = median(wall[1].clone()) / median(wall[0].clone());
+    if has_cpu {
+        println!(
+            "cohort/fifo per CPU-second: {:.2} (CPU time of the bench's threads; less sensitive \
+             to other load on the machine than wall-clock time)",
+            median(cpu[1].clone()) / median(cpu[0].clone())
+        );
+    }
     let has_perf = !cli.no_perf
         && Command::new("perf")
             .arg("--version")
@@ -443,5 +505,5 @@ fn main() {
     } else {
         println!("perf stat: perf is not installed; no cache-miss counts");
     }
-    println!("cohort/fifo throughput ratio: {:.2}", cohort / fifo);
+    println!("cohort/fifo throughput ratio: {wall_ratio:.2}");
 }
