@@ -219,7 +219,9 @@ fn run(scheduler: impl Scheduler, threads: usize, gated: bool) -> Outcome {
     }
     for seq in 0..PER_CHAIN {
         for (from, source) in sources.iter().enumerate() {
-            source.post(Item { from, seq }).expect("the source is alive");
+            source
+                .post(Item { from, seq })
+                .expect("the source is alive");
         }
     }
     if gated {
@@ -248,9 +250,19 @@ fn cohort_delivers_everything_in_order_and_runs_stages_back_to_back() {
     let fifo = run(Fifo::new(), 1, true);
     let cohort = run(Cohort::new().batch(BATCH as u32), 1, true);
     for (name, outcome) in [("fifo", &fifo), ("cohort", &cohort)] {
-        assert_eq!(outcome.handled, total, "{name}: every message reaches the sink");
-        assert_eq!(outcome.out_of_order, 0, "{name}: each source's order is kept");
-        assert_eq!(outcome.stages.len() as u64, total * 4, "{name}: 4 stages each");
+        assert_eq!(
+            outcome.handled, total,
+            "{name}: every message reaches the sink"
+        );
+        assert_eq!(
+            outcome.out_of_order, 0,
+            "{name}: each source's order is kept"
+        );
+        assert_eq!(
+            outcome.stages.len() as u64,
+            total * 4,
+            "{name}: 4 stages each"
+        );
     }
     // Under Cohort a stage runs at most a batch of turns (one message each) in a row, and
     // mostly whole batches: every stage has more than a batch ready most of the time.

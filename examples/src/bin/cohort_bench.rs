@@ -273,7 +273,11 @@ fn cpu_between(before: &HashMap<u64, u64>, after: &HashMap<u64, u64>) -> Duratio
 /// A table of `kib` KiB of pseudo-random words (rounded down to a power of two entries).
 fn table(kib: usize, seed: u64) -> Arc<[u64]> {
     let words = (kib.max(1) * 1024 / 8).next_power_of_two();
-    let words = if words * 8 > kib.max(1) * 1024 { words / 2 } else { words };
+    let words = if words * 8 > kib.max(1) * 1024 {
+        words / 2
+    } else {
+        words
+    };
     let mut x = seed | 1;
     (0..words)
         .map(|_| {
@@ -310,19 +314,48 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
     }
     let c = &counters;
     let logs: Vec<Addr<Log>> = (0..n)
-        .map(|_| rt.spawn_in(&group, Log { w: wiring(Vec::new(), &tables[3], c) }))
+        .map(|_| {
+            rt.spawn_in(
+                &group,
+                Log {
+                    w: wiring(Vec::new(), &tables[3], c),
+                },
+            )
+        })
         .collect();
     let renders: Vec<Addr<Render>> = (0..n)
-        .map(|_| rt.spawn_in(&group, Render { w: wiring(logs.clone(), &tables[2], c) }))
+        .map(|_| {
+            rt.spawn_in(
+                &group,
+                Render {
+                    w: wiring(logs.clone(), &tables[2], c),
+                },
+            )
+        })
         .collect();
     let routes: Vec<Addr<Route>> = (0..n)
-        .map(|_| rt.spawn_in(&group, Route { w: wiring(renders.clone(), &tables[1], c) }))
+        .map(|_| {
+            rt.spawn_in(
+                &group,
+                Route {
+                    w: wiring(renders.clone(), &tables[1], c),
+                },
+            )
+        })
         .collect();
     let parses: Vec<Addr<Parse>> = (0..n)
-        .map(|_| rt.spawn_in(&group, Parse { w: wiring(routes.clone(), &tables[0], c) }))
+        .map(|_| {
+            rt.spawn_in(
+                &group,
+                Parse {
+                    w: wiring(routes.clone(), &tables[0], c),
+                },
+            )
+        })
         .collect();
     for log in &logs {
-        log.post(Ring(parses.clone())).expect("a log process is alive");
+        log.post(Ring(parses.clone()))
+            .expect("a log process is alive");
     }
     // Each log's first message is its `Ring`: every request reaches it later.
     let requests = cli.requests.max(1) as u64;
@@ -381,7 +414,14 @@ fn perf_round(sched: Sched) -> Option<String> {
     // Pass on every argument but the ones that select what this process runs.
     let args: Vec<String> = std::env::args().skip(1).collect();
     let output = Command::new("perf")
-        .args(["stat", "-x", ",", "-e", "cache-misses,L1-icache-load-misses", "--"])
+        .args([
+            "stat",
+            "-x",
+            ",",
+            "-e",
+            "cache-misses,L1-icache-load-misses",
+            "--",
+        ])
         .arg(exe)
         .args(&args)
         .args(["--only", sched.name(), "--no-perf"])
@@ -391,7 +431,8 @@ fn perf_round(sched: Sched) -> Option<String> {
     let mut counts = Vec::new();
     for line in stderr.lines() {
         let fields: Vec<&str> = line.split(',').collect();
-        if fields.len() >= 3 && (fields[2].contains("cache-misses") || fields[2].contains("icache")) {
+        if fields.len() >= 3 && (fields[2].contains("cache-misses") || fields[2].contains("icache"))
+        {
             counts.push(format!("{} {}", fields[2], fields[0]));
         }
     }
@@ -414,7 +455,8 @@ fn perf_round(sched: Sched) -> Option<String> {
 fn main() {
     let cli = Cli::parse();
     ROUNDS.store(u64::from((cli.lookups / 32).max(1)), Ordering::Relaxed);
-    let tables: [Arc<[u64]>; 4] = [1, 2, 3, 4].map(|seed| table(cli.table_kib, seed * 0x1234_5678_9ABC));
+    let tables: [Arc<[u64]>; 4] =
+        [1, 2, 3, 4].map(|seed| table(cli.table_kib, seed * 0x1234_5678_9ABC));
     let table_kib = tables[0].len() * 8 / 1024;
 
     if let Some(only) = &cli.only {

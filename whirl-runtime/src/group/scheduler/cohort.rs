@@ -288,7 +288,11 @@ mod tests {
         // Interleaved arrivals: A1 B2 C3 A4 B5 C6 A7 B8 A9.
         let stages = [Stage::of::<A>(), Stage::of::<B>(), Stage::of::<C>()];
         for id in 1..=9u64 {
-            let stage = if id == 9 { stages[0] } else { stages[(id as usize - 1) % 3] };
+            let stage = if id == 9 {
+                stages[0]
+            } else {
+                stages[(id as usize - 1) % 3]
+            };
             s.push(ready_in(id, stage, false));
         }
         assert_eq!(s.len(), 9);
@@ -308,14 +312,22 @@ mod tests {
             ]
         );
         assert!(s.is_empty());
-        assert!(s.describe().contains("A:0 queued (2 batches)"), "{}", s.describe());
+        assert!(
+            s.describe().contains("A:0 queued (2 batches)"),
+            "{}",
+            s.describe()
+        );
     }
 
     #[test]
     fn fifo_keeps_arrival_order_across_stages() {
         let s = Fifo::new();
         for id in 0..10u64 {
-            let stage = if id % 2 == 0 { Stage::of::<A>() } else { Stage::of::<B>() };
+            let stage = if id % 2 == 0 {
+                Stage::of::<A>()
+            } else {
+                Stage::of::<B>()
+            };
             s.push(ready_in(id, stage, false));
         }
         let ids: Vec<u64> = drain(&s, 1).into_iter().map(|(_, id)| id).collect();
