@@ -39,8 +39,8 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     fn request_move(self: Arc<Self>, to: &Arc<super::GroupShared>) -> Result<(), super::MoveError>;
     /// The process's stage for cohort scheduling (`scheduler/cohort.rs`): its process type.
     /// The default names the implementing type; the process layer names the process type.
-    fn stage(&self) -> super::scheduler::Stage {
-        super::scheduler::Stage::of::<Self>()
+    fn stage(&self) -> super::stage::Stage {
+        super::stage::Stage::of::<Self>()
     }
 }
 
