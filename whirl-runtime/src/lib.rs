@@ -87,8 +87,8 @@ pub mod scheduler {
     //!
     //! A group without one uses the built-in work-stealing FIFO. A [`Scheduler`] sees each
     //! [`Ready`] process, with its principal, and hands them back to workers in its own order:
-    //! [`PrincipalPriority`] (strict priority with quotas) and [`Stride`] (proportional share)
-    //! are the library.
+    //! [`PrincipalPriority`] (strict priority with quotas), [`Stride`] (proportional share) and
+    //! [`Cohort`] (stage by stage, for locality; [`Fifo`] is its baseline) are the library.
     //!
     //! Independently of its scheduler, a group may have a [`CpuBudget`]
     //! ([`GroupBuilder::cpu_budget`](crate::GroupBuilder::cpu_budget)), AppBackplane's CPU
@@ -98,7 +98,9 @@ pub mod scheduler {
     //! nothing queued and nothing running, or is waiting on its own budget), a waiting worker
     //! re-arms the budget at once (a *virtual tick*), so a budget never idles the machine.
 
-    pub use crate::group::scheduler::{PrincipalPriority, Ready, Scheduler, Stride, TurnReport};
+    pub use crate::group::scheduler::{
+        Cohort, Fifo, PrincipalPriority, Ready, Scheduler, Stage, Stride, TurnReport,
+    };
     pub use crate::group::{CpuBudget, CpuBudgetError};
 }
 

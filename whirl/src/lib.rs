@@ -715,6 +715,7 @@
 //! Groups schedule their ready processes first-in first-out by default, on work-stealing
 //! workers. The sections below are the other policies the seeds describe, each a builder
 //! option or a type of its own, measured by an example.
+#![doc = include_str!("../tutorial/cohort.md")]
 #![doc = include_str!("../tutorial/backplane.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 extern crate self as whirl;

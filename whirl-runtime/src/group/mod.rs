@@ -9,6 +9,7 @@
 //! * `probe.rs`: what each worker is running, readable from any thread (for shutdown reports
 //!   and the slow-turn watchdog).
 //! * `pool.rs`: a pool's thread range, target and slots ([`ThreadRange`]).
+//! * `stage.rs`: a process's stage (its process type), for cohort scheduling.
 //! * `task.rs`: what runs ([`Runnable`](task::Runnable)) and what a turn records into
 //!   ([`Recorder`](task::Recorder)).
 //! * `scheduler/`: the [`Scheduler`](crate::scheduler::Scheduler) trait and the library.
@@ -50,6 +51,7 @@ mod probe;
 mod registry;
 pub(crate) mod scheduler;
 mod shared;
+mod stage;
 mod task;
 mod watchdog;
 mod worker;

@@ -46,6 +46,11 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     /// group `to`, which is always an `Arc<GroupShared>`: passed erased because this module
     /// sits below `shared.rs` (a group runs `Task`s) and so cannot name the group's type.
     fn request_move(self: Arc<Self>, to: &dyn Any) -> Result<(), MoveError>;
+    /// The process's stage for cohort scheduling (`scheduler/cohort.rs`): its process type.
+    /// The default names the implementing type; the process layer names the process type.
+    fn stage(&self) -> super::stage::Stage {
+        super::stage::Stage::of::<Self>()
+    }
 }
 
 /// A run-queue entry: one strong reference, owned by whoever holds the token.

@@ -504,6 +504,10 @@ impl<P: Process> Runnable for ProcessCell<P> {
         self.inherited()
     }
 
+    fn stage(&self) -> crate::group::scheduler::Stage {
+        crate::group::scheduler::Stage::of::<P>()
+    }
+
     fn group_name(&self) -> &str {
         &self.group.name
     }
