@@ -42,7 +42,9 @@ pub(crate) use model::{OnStarted, Watcher};
 pub use reply::ReplyTo;
 #[doc(hidden)]
 pub use reply::{answer, into_handler_result, HandlerOutput};
-pub(crate) use spawn::{spawn, spawn_watched, try_spawn, Placement};
+pub(crate) use model::OnExit;
+pub(crate) use reply::reply_channel;
+pub(crate) use spawn::{spawn, spawn_watched, spawn_with_exit_hook, try_spawn, Placement};
 pub use watch::Watch;
 
 #[cfg(loom)]
