@@ -159,11 +159,13 @@ impl<P: Handles<M>, M: Message> Manager<P, M> {
         if retiring {
             self.finish_retire(ctx);
         } else {
-            self.restart(index, uid, ctx);
+            self.restart(index, uid, false, ctx);
         }
     }
 
-    fn restart(&mut self, index: usize, uid: u64, ctx: &mut Ctx<Self>) {
+    /// Restarts the member of the slot, unless the restart limit is reached and this is not
+    /// the delayed restart already (`waited`): then it is delayed by the backoff.
+    fn restart(&mut self, index: usize, uid: u64, waited: bool, ctx: &mut Ctx<Self>) {
         let Some(slot) = self.slot(index, uid) else {
             return;
         };
@@ -181,7 +183,7 @@ impl<P: Handles<M>, M: Message> Manager<P, M> {
         {
             self.recent_restarts.pop_front();
         }
-        if self.recent_restarts.len() >= self.max_restarts {
+        if !waited && self.recent_restarts.len() >= self.max_restarts {
             let _ = ctx.post_after(self.backoff, ManagerMsg(Command::Restart { index, uid }));
             return;
         }
@@ -429,7 +431,7 @@ unsafe impl<P: Handles<M>, M: Message> Process for Manager<P, M> {
                 reason,
                 queued,
             } => self.exited((index, uid, generation), reason, queued, ctx),
-            Command::Restart { index, uid } => self.restart(index, uid, ctx),
+            Command::Restart { index, uid } => self.restart(index, uid, true, ctx),
             Command::Resize(members) => self.resize(members, ctx),
             Command::Stop => self.stop(ctx),
             Command::Tick => self.tick(ctx),
