@@ -275,29 +275,55 @@ fn consistent_hash_keeps_keys_and_moves_about_one_in_n_on_resize() {
 fn a_crash_loses_nothing_and_keeps_the_order_per_key() {
     let rt = Runtime::new();
     let sink = rt.spawn(Sink { seen: vec![] });
-    let router = Router::builder(rt.default_group(), worker, ())
+    // One thread, no LIFO slot and a short budget: when a member fails, the manager hears of
+    // it only after the other members' turns, and posts made meanwhile bounce off the dead
+    // member into its buffer, before the manager puts the dead member's old queue in front
+    // of them. Each restart then waits 50 ms, so later posts wait in the buffer too.
+    let group = rt
+        .group("crashy")
+        .threads(1)
+        .lifo_slot(false)
+        .budget(4)
+        .build()
+        .unwrap();
+    let router = Router::builder(&group, worker, ())
         .strategy(Strategy::consistent_hash(|job: &Job| job.key))
         .members(3)
         .buffer(100_000)
+        .restart_limit(0, Duration::from_secs(60), Duration::from_millis(50))
         .start();
     let keys = 12u64;
-    let per_key = 300u64;
-    let mut crashes = 0;
-    for seq in 0..per_key {
-        for key in 0..keys {
-            let mut j = job(key, seq, &sink);
-            j.work_us = 20;
-            router.post(j).unwrap();
+    let mut next_seq = 0u64;
+    let mut post_batch = |router: &Router<Worker, Job>, per_key: u64| {
+        for _ in 0..per_key {
+            for key in 0..keys {
+                let mut j = job(key, next_seq, &sink);
+                j.work_us = 300;
+                router.post(j).unwrap();
+            }
+            next_seq += 1;
         }
-        if seq % 50 == 25 {
-            // A crash behind a backlog: the member's queue must reach its replacement.
-            let mut crash = job(seq % keys, u64::MAX, &sink);
-            crash.crash = true;
-            router.post(crash).unwrap();
-            crashes += 1;
+    };
+    let crashes = 5;
+    for round in 0..crashes {
+        let before: Vec<_> = router.members().into_iter().flatten().collect();
+        // A backlog, the crash, and more behind it: those are in the member's inbox when it
+        // fails, and must reach its replacement first.
+        post_batch(&router, 20);
+        let mut crash = job(round % keys, u64::MAX, &sink);
+        crash.crash = true;
+        router.post(crash).unwrap();
+        post_batch(&router, 20);
+        let deadline = Instant::now() + PATIENCE;
+        while !before.iter().any(Addr::is_terminated) {
+            assert!(Instant::now() < deadline, "timed out waiting for the crash");
+            std::thread::yield_now();
         }
+        // Posted while the member is dead: they wait in its buffer, behind its old queue.
+        post_batch(&router, 20);
+        wait_for("the restart", || router.stats().restarts == round + 1);
     }
-    let expected = (keys * per_key) as usize;
+    let expected = (keys * next_seq) as usize;
     let seen = wait_for_count(&sink, expected);
     assert_eq!(seen.len(), expected, "a job was lost or handled twice");
     let mut last: HashMap<u64, u64> = HashMap::new();
@@ -309,10 +335,10 @@ fn a_crash_loses_nothing_and_keeps_the_order_per_key() {
         }
         last.insert(key, seq);
     }
-    wait_for("restarts", || router.stats().restarts >= crashes);
     let stats = router.stats();
     assert_eq!(stats.restarts, crashes);
     assert!(stats.salvaged > 0, "no queued message was carried over: {stats:?}");
+    assert!(stats.buffered > 0, "no message waited for a restart: {stats:?}");
     assert_eq!(rt.stats().counts.dead_lettered, 0);
     rt.shutdown_graceful();
 }
