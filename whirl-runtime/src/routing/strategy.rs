@@ -65,8 +65,10 @@ impl<M> Strategy<M> {
     /// Messages with equal keys to the same member, in the order they were posted, on a hash
     /// ring with [`DEFAULT_VIRTUAL_NODES`] virtual nodes per member. A message whose member is
     /// restarting waits in that member's buffer, so the order per key holds across the
-    /// restart. Resizing moves only the keys on the arcs of the ring that change hands (about
-    /// 1/n of them).
+    /// restart, and across a shrink (the retiring member's queue is routed on before anything
+    /// newer). Resizing moves only the keys on the arcs of the ring that change hands (about
+    /// 1/n of them). Growing hands those keys to the new member at once: messages of a moving
+    /// key still queued on its old member may be handled after newer ones on the new member.
     pub fn consistent_hash<K: Hash>(key: impl Fn(&M) -> K + Send + Sync + 'static) -> Self {
         Self::consistent_hash_with(DEFAULT_VIRTUAL_NODES, key)
     }
