@@ -15,7 +15,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::router::{Autoscale, Entry, Inner, Policy, Slot};
+use super::router::{
+    catch_inline, post_inline, requeue_caught, Autoscale, Entry, Inner, Policy, Slot,
+};
 use super::strategy::Kind;
 use crate::isolation::{Isolated, Message};
 use crate::lifecycle::{DeadLetter, ExitReason, Failure, ProcessId, QueuedMessage};
@@ -208,8 +210,7 @@ impl<P: Handles<M>, M: Message> Manager<P, M> {
         let len = table.slots.len();
         if members > len {
             for index in len..members {
-                let uid = self.inner.next_uid.fetch_add(1, Ordering::Relaxed);
-                let slot = Arc::new(Slot::new(uid));
+                let slot = Arc::new(Slot::new());
                 self.inner.start_member(&slot, index);
                 table.slots.push(slot);
             }
@@ -354,10 +355,16 @@ impl<P: Handles<M>, M: Message> Inner<P, M> {
         let hook = self.exit_hook(index, slot.uid, slot_state.generation);
         let member = spawn_with_exit_hook(self.group.shared(), state, hook);
         slot_state.member = Some(member.clone());
+        let generation = slot_state.generation;
         while let Some(msg) = slot_state.buffer.pop_front() {
-            if let Err(e) = member.post_moved(msg) {
+            let (posted, caught) = post_inline(slot.uid, generation, || member.post_moved(msg));
+            if let Err(e) = posted {
                 // It ended already; its end is on its way to the manager.
                 slot_state.buffer.push_front(e.into_message());
+                return;
+            }
+            if !caught.is_empty() {
+                requeue_caught(slot, &mut slot_state, caught);
                 return;
             }
         }
@@ -379,12 +386,26 @@ impl<P: Handles<M>, M: Message> Inner<P, M> {
                     Err(other) => others.push(other),
                 }
             }
-            let back = |msgs: Vec<M>, others: &mut Vec<QueuedMessage>| {
-                others.extend(msgs.into_iter().map(|m| {
-                    let boxed: Box<dyn std::any::Any + Send> = Box::new(m);
-                    QueuedMessage::new((std::any::type_name::<M>(), boxed))
-                }));
+            let wrap = |m: M| {
+                let boxed: Box<dyn std::any::Any + Send> = Box::new(m);
+                QueuedMessage::new((std::any::type_name::<M>(), boxed))
             };
+            let back = |msgs: Vec<M>, others: &mut Vec<QueuedMessage>| {
+                others.extend(msgs.into_iter().map(wrap));
+            };
+            // Inside a router's post to this very incarnation: the poster buffers them.
+            if !mine.is_empty() {
+                let wrapped = mine.into_iter().map(wrap).collect();
+                match catch_inline(uid, generation, wrapped) {
+                    None => return others,
+                    Some(wrapped) => {
+                        mine = wrapped
+                            .into_iter()
+                            .filter_map(|q| q.downcast::<M>().ok())
+                            .collect();
+                    }
+                }
+            }
             match &manager {
                 Some(manager) if !stopped.load(Ordering::Acquire) => {
                     let exited = Command::Exited {

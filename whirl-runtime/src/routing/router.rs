@@ -28,7 +28,7 @@ use super::manager::{Command, Manager, ManagerMsg};
 use super::strategy::{choose, Kind, Ring, Strategy};
 use crate::group::{on_worker_thread, Group};
 use crate::isolation::{Isolated, Message};
-use crate::lifecycle::ProcessId;
+use crate::lifecycle::{ProcessId, QueuedMessage};
 use crate::process::{reply_channel, Addr, CallError, Handles, PostError, ReplyTo};
 
 /// Messages a restarting member's buffer holds by default
@@ -97,8 +97,6 @@ where
     pub(super) counts: Counts,
     /// Builds members' states; called by the manager (and by `start`, for the first ones).
     pub(super) factory: Mutex<Factory<P>>,
-    /// Where the next slot's uid comes from.
-    pub(super) next_uid: AtomicU64,
 }
 
 /// The router's running totals ([`RouterStats`]).
@@ -155,9 +153,11 @@ pub(super) struct SlotState<P: Handles<M>, M: Message> {
 }
 
 impl<P: Handles<M>, M: Message> Slot<P, M> {
-    pub(super) fn new(uid: u64) -> Self {
+    pub(super) fn new() -> Self {
+        /// Unique across routers: the exit hook's inline catch compares it (`Inline`).
+        static NEXT_UID: AtomicU64 = AtomicU64::new(0);
         Slot {
-            uid,
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             live: Arc::new(AtomicBool::new(false)),
             state: Mutex::new(SlotState {
                 member: None,
@@ -174,6 +174,80 @@ impl<P: Handles<M>, M: Message> Slot<P, M> {
         state.live = live;
         self.live.store(live, Ordering::Relaxed);
     }
+}
+
+thread_local! {
+    /// The member a router is posting to on this thread, under its slot's lock: see
+    /// [`post_inline`].
+    static INLINE: std::cell::RefCell<Option<Inline>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Messages caught on their way into a member that had just ended.
+struct Inline {
+    uid: u64,
+    generation: u64,
+    caught: Vec<QueuedMessage>,
+}
+
+/// Runs `post` (a post to incarnation `generation` of slot `uid`) and returns what it
+/// returned, with the messages the member's exit hook caught meanwhile on this thread.
+///
+/// A post that checked the member was alive, then pushed after the member closed its inbox,
+/// drains the inbox itself, on this thread, inside `post`, and the drain hands the message to
+/// the exit hook. Sent on to the manager, it would reach the replacement after messages this
+/// thread buffers next (the post returned `Ok`, so the slot still looks live). So the hook,
+/// seeing that it runs inside a post to its own incarnation, leaves the messages here, and the
+/// poster, which still holds the slot's lock, buffers them in their place.
+pub(super) fn post_inline<R>(
+    uid: u64,
+    generation: u64,
+    post: impl FnOnce() -> R,
+) -> (R, Vec<QueuedMessage>) {
+    let outer = INLINE.with(|i| {
+        i.borrow_mut().replace(Inline {
+            uid,
+            generation,
+            caught: Vec::new(),
+        })
+    });
+    let result = post();
+    let caught = INLINE.with(|i| std::mem::replace(&mut *i.borrow_mut(), outer));
+    (result, caught.map(|i| i.caught).unwrap_or_default())
+}
+
+/// For the exit hook of incarnation `generation` of slot `uid`: if it runs inside a post to
+/// that incarnation on this thread ([`post_inline`]), keeps `messages` for the poster and
+/// returns `None`; else gives them back.
+pub(super) fn catch_inline(
+    uid: u64,
+    generation: u64,
+    messages: Vec<QueuedMessage>,
+) -> Option<Vec<QueuedMessage>> {
+    INLINE.with(|i| match &mut *i.borrow_mut() {
+        Some(inline) if inline.uid == uid && inline.generation == generation => {
+            inline.caught.extend(messages);
+            None
+        }
+        _ => Some(messages),
+    })
+}
+
+/// Buffers messages caught by [`post_inline`] at the front of the slot's buffer (they are
+/// older than anything buffered), ahead of `rest` in order, and marks the slot restarting.
+pub(super) fn requeue_caught<P: Handles<M>, M: Message>(
+    slot: &Slot<P, M>,
+    state: &mut SlotState<P, M>,
+    caught: Vec<QueuedMessage>,
+) -> usize {
+    let mut n = 0;
+    for message in caught.into_iter().rev() {
+        if let Ok(msg) = message.downcast::<M>() {
+            state.buffer.push_front(msg);
+            n += 1;
+        }
+    }
+    slot.set_live(state, false);
+    n
 }
 
 /// How a message enters a member.
@@ -211,10 +285,20 @@ where
         let mut msg = msg;
         if state.live {
             if let Some(member) = &state.member {
-                let posted = match entry {
+                let (posted, caught) = post_inline(slot.uid, state.generation, || match entry {
                     Entry::Fresh => member.post(msg),
                     Entry::Admitted => member.post_moved(msg),
-                };
+                });
+                if !caught.is_empty() {
+                    // Buffered behind what waits already: they were posted after it.
+                    slot.set_live(&mut state, false);
+                    for message in caught {
+                        if let Ok(msg) = message.downcast::<M>() {
+                            state.buffer.push_back(msg);
+                            self.counts.buffered.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
                 match posted {
                     Ok(()) => return Ok(()),
                     Err(PostError::Terminated(back)) => {
@@ -670,7 +754,6 @@ impl<P: Handles<M>, M: Message> RouterBuilder<P, M> {
             group: self.group.clone(),
             counts: Counts::default(),
             factory: Mutex::new(self.factory),
-            next_uid: AtomicU64::new(members as u64),
         });
         let manager = Manager::new(
             Arc::clone(&inner),
@@ -686,7 +769,7 @@ impl<P: Handles<M>, M: Message> RouterBuilder<P, M> {
         {
             let mut table = inner.table.write();
             for index in 0..members {
-                let slot = Arc::new(Slot::new(index as u64));
+                let slot = Arc::new(Slot::new());
                 inner.start_member(&slot, index);
                 table.slots.push(slot);
             }
