@@ -143,6 +143,7 @@ struct Run {
 
 const CUSTOMERS: u64 = 1_000;
 const WORKERS: usize = 4;
+const CRASH_EVERY: u64 = 20_000;
 
 fn run(rt: &Runtime, name: &str, jobs: u64, crash_every: Option<u64>, resize: bool) -> Run {
     let pool = rt
@@ -160,6 +161,8 @@ fn run(rt: &Runtime, name: &str, jobs: u64, crash_every: Option<u64>, resize: bo
         .strategy(Strategy::consistent_hash(|job: &Job| job.customer))
         .members(WORKERS)
         .buffer(100_000)
+        // Up to 100 restarts a second at once; beyond that, each waits 10 ms.
+        .restart_limit(100, Duration::from_secs(1), Duration::from_millis(10))
         .start();
     let mut next_seq = vec![0u64; CUSTOMERS as usize];
     let mut crashes = 0;
@@ -237,8 +240,9 @@ fn print(name: &str, run: &Run) {
         run.submitted, run.tally.completed, run.tally.out_of_order
     );
     println!(
-        "  worker crashes injected {}; restarts {}; jobs carried over from crashed workers' \
-         queues {}; jobs that waited for a restart {}; posts retried after a full buffer {}",
+        "  worker crashes injected {}; restarts {}; jobs carried over from crashed or retired \
+         workers' queues {} (a job counts once per crash it waits through); jobs that waited \
+         for a restart {}; posts retried after a full buffer {}",
         run.crashes, run.stats.restarts, run.stats.salvaged, run.stats.buffered, run.retried_posts
     );
     let total: u64 = run.tally.per_worker.iter().sum();
@@ -262,13 +266,13 @@ fn main() {
     let jobs: u64 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
-        .unwrap_or(200_000);
+        .unwrap_or(1_000_000);
     let rt = Runtime::new();
 
     let baseline = run(&rt, "baseline", jobs, None, false);
     print("baseline (no crashes)", &baseline);
-    let crashing = run(&rt, "crashing", jobs, Some(2_000), false);
-    print("a worker crash every 2000 jobs", &crashing);
+    let crashing = run(&rt, "crashing", jobs, Some(CRASH_EVERY), false);
+    print(&format!("a worker crash every {CRASH_EVERY} jobs"), &crashing);
     let resizing = run(&rt, "resizing", jobs, None, true);
     print("the pool grown to 8 workers at 1/3 and shrunk to 4 at 2/3", &resizing);
     println!(
