@@ -172,7 +172,11 @@ fn groups_are_typed_by_message_and_local_to_their_table() {
     let alerts = groups.group::<Alert>("ops");
     let r = rt.spawn(Reader { seen: vec![] });
     assert!(news.join(&r));
-    assert_eq!(alerts.len(), 0, "same name, other message type: another group");
+    assert_eq!(
+        alerts.len(),
+        0,
+        "same name, other message type: another group"
+    );
     assert!(alerts.join(&r));
     assert_eq!(
         groups.which_groups(),

@@ -176,7 +176,10 @@ fn random_spreads_over_every_member() {
         last = member;
     }
     // Expected 500 each (sd ~19): far from round robin's exactness and from a stuck pick.
-    assert!(counts.iter().all(|&c| (350..650).contains(&c)), "{counts:?}");
+    assert!(
+        counts.iter().all(|&c| (350..650).contains(&c)),
+        "{counts:?}"
+    );
     // Not in turn: round robin would change member on every message.
     assert!(runs < 1900, "{runs}");
     rt.shutdown_graceful();
@@ -247,7 +250,10 @@ fn consistent_hash_keeps_keys_and_moves_about_one_in_n_on_resize() {
     }
     let seen = wait_for_count(&before, 3 * keys as usize);
     let before_owners = owners(&seen);
-    assert!(before_owners.values().all(|m| m.len() == 1), "a key on two members");
+    assert!(
+        before_owners.values().all(|m| m.len() == 1),
+        "a key on two members"
+    );
     assert_eq!(per_member(&seen).len(), 4);
 
     router.resize(5).unwrap();
@@ -337,8 +343,14 @@ fn a_crash_loses_nothing_and_keeps_the_order_per_key() {
     }
     let stats = router.stats();
     assert_eq!(stats.restarts, crashes);
-    assert!(stats.salvaged > 0, "no queued message was carried over: {stats:?}");
-    assert!(stats.buffered > 0, "no message waited for a restart: {stats:?}");
+    assert!(
+        stats.salvaged > 0,
+        "no queued message was carried over: {stats:?}"
+    );
+    assert!(
+        stats.buffered > 0,
+        "no message waited for a restart: {stats:?}"
+    );
     assert_eq!(rt.stats().counts.dead_lettered, 0);
     rt.shutdown_graceful();
 }
@@ -482,7 +494,9 @@ fn a_stopped_router_hands_posts_back() {
         Err(PostError::Terminated(back)) => assert_eq!(back.seq, 2),
         other => panic!("expected Terminated, got {other:?}"),
     }
-    wait_for("members to stop", || members.iter().all(|m| m.is_terminated()));
+    wait_for("members to stop", || {
+        members.iter().all(|m| m.is_terminated())
+    });
     assert_eq!(router.resize(3), Err(whirl::routing::RouterError::Stopped));
     rt.shutdown_graceful();
 }
@@ -519,6 +533,9 @@ fn a_process_posts_through_a_router_it_holds() {
     });
     dispatcher.post(Fan(90)).unwrap();
     let seen = wait_for_count(&sink, 90);
-    assert_eq!(per_member(&seen).values().copied().collect::<Vec<_>>(), vec![30; 3]);
+    assert_eq!(
+        per_member(&seen).values().copied().collect::<Vec<_>>(),
+        vec![30; 3]
+    );
     rt.shutdown_graceful();
 }

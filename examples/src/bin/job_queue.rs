@@ -75,7 +75,14 @@ struct Collector {
 #[process]
 impl Collector {
     #[handle]
-    fn done(&mut self, Done { worker, customer, seq }: Done) {
+    fn done(
+        &mut self,
+        Done {
+            worker,
+            customer,
+            seq,
+        }: Done,
+    ) {
         self.completed += 1;
         let expected = self.next_seq.entry(customer).or_insert(0);
         if seq != *expected {
@@ -272,9 +279,15 @@ fn main() {
     let baseline = run(&rt, "baseline", jobs, None, false);
     print("baseline (no crashes)", &baseline);
     let crashing = run(&rt, "crashing", jobs, Some(CRASH_EVERY), false);
-    print(&format!("a worker crash every {CRASH_EVERY} jobs"), &crashing);
+    print(
+        &format!("a worker crash every {CRASH_EVERY} jobs"),
+        &crashing,
+    );
     let resizing = run(&rt, "resizing", jobs, None, true);
-    print("the pool grown to 8 workers at 1/3 and shrunk to 4 at 2/3", &resizing);
+    print(
+        "the pool grown to 8 workers at 1/3 and shrunk to 4 at 2/3",
+        &resizing,
+    );
     println!(
         "throughput / baseline: with crashes {:.2}, with resizes {:.2}",
         throughput(&crashing) / throughput(&baseline),

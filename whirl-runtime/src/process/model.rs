@@ -274,7 +274,10 @@ pub(super) struct Control {
 /// empty; again for any post that raced with the end): it takes the messages it can place and
 /// returns the rest, which go to the dead-letter sink.
 pub(crate) type OnExit = Arc<
-    dyn Fn(&ExitReason, Vec<crate::lifecycle::QueuedMessage>) -> Vec<crate::lifecycle::QueuedMessage>
+    dyn Fn(
+            &ExitReason,
+            Vec<crate::lifecycle::QueuedMessage>,
+        ) -> Vec<crate::lifecycle::QueuedMessage>
         + Send
         + Sync,
 >;

@@ -15,45 +15,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::router::{
-    catch_inline, post_inline, requeue_caught, Autoscale, Entry, Inner, Policy, Slot,
-};
+use super::autoscale::{Autoscale, Policy};
 use super::strategy::Kind;
+use super::table::{
+    catch_inline, post_inline, requeue_caught, Command, Entry, Inner, ManagerMsg, Slot,
+};
 use crate::isolation::{Isolated, Message};
 use crate::lifecycle::{DeadLetter, ExitReason, Failure, ProcessId, QueuedMessage};
 use crate::process::{spawn_with_exit_hook, Addr, Ctx, Handles, OnExit, Process};
 use crate::time::TimerHandle;
-
-/// What the manager is asked to do.
-pub(super) enum Command<M> {
-    /// A member ended (or, for an incarnation already seen ending, more of its queue turned
-    /// up): the messages that were queued for it, oldest first.
-    Exited {
-        index: usize,
-        uid: u64,
-        generation: u64,
-        reason: ExitReason,
-        queued: Vec<M>,
-    },
-    /// A restart that was delayed by the restart limit.
-    Restart { index: usize, uid: u64 },
-    /// `Router::resize`.
-    Resize(usize),
-    /// `Router::stop`.
-    Stop,
-    /// Read the autoscaling signal.
-    Tick,
-}
-
-/// The manager's message.
-pub(super) struct ManagerMsg<M>(pub(super) Command<M>);
-
-// SAFETY: the commands hold only ids, counts, an exit reason and messages of type `M`, which
-// is `Isolated`; they move into the manager whole. (I8)
-unsafe impl<M: Isolated> Isolated for ManagerMsg<M> {}
-impl<M: Message> Message for ManagerMsg<M> {
-    const BYPASSES_ADMISSION: bool = true;
-}
 
 /// The autoscaler's periodic tick.
 #[derive(Clone, Copy)]
@@ -329,7 +299,12 @@ impl<P: Handles<M>, M: Message> Manager<P, M> {
     /// Gives messages that can no longer reach a member to the dead-letter sink. They are not
     /// in any group's counters at this point (a buffered message was never posted; a salvaged
     /// one was counted as moved), so the counters are left alone (I3).
-    fn dead_letter(&self, to: ProcessId, reason: &ExitReason, messages: impl IntoIterator<Item = M>) {
+    fn dead_letter(
+        &self,
+        to: ProcessId,
+        reason: &ExitReason,
+        messages: impl IntoIterator<Item = M>,
+    ) {
         let kernel = &self.inner.group.shared().kernel;
         for msg in messages {
             let boxed: Box<dyn std::any::Any + Send> = Box::new(msg);
@@ -443,7 +418,11 @@ unsafe impl<P: Handles<M>, M: Message> Process for Manager<P, M> {
         Ok(())
     }
 
-    fn handle(&mut self, ManagerMsg(command): ManagerMsg<M>, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+    fn handle(
+        &mut self,
+        ManagerMsg(command): ManagerMsg<M>,
+        ctx: &mut Ctx<Self>,
+    ) -> Result<(), Failure> {
         match command {
             Command::Exited {
                 index,

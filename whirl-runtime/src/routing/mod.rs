@@ -12,19 +12,21 @@
 //! * [`ProcessGroups`]: Erlang's `pg`, per runtime: processes join and leave named groups,
 //!   anyone posts to every member, and a member that ends leaves on its own.
 //!
-//! From the bottom up: `strategy.rs` (choosing a member, the hash ring), `router.rs` (the
-//! handle, the slot table, posting and buffering), `manager.rs` (the process that restarts
-//! and resizes), `pg.rs` (process groups).
+//! From the bottom up: `strategy.rs` (choosing a member, the hash ring), `autoscale.rs` (the
+//! resizing signals), `table.rs` (the slot table: posting and buffering), `manager.rs` (the
+//! process that restarts and resizes), `router.rs` (the handle and its builder), `pg.rs`
+//! (process groups).
 //!
 //! Layer 10: uses `process` and below.
 
+mod autoscale;
 mod manager;
 mod pg;
 mod router;
 mod strategy;
+mod table;
 
+pub use autoscale::Autoscale;
 pub use pg::{PostAllReport, ProcessGroup, ProcessGroups};
-pub use router::{
-    Autoscale, Router, RouterBuilder, RouterError, RouterStats, DEFAULT_BUFFER,
-};
+pub use router::{Router, RouterBuilder, RouterError, RouterStats, DEFAULT_BUFFER};
 pub use strategy::{Members, Strategy, DEFAULT_VIRTUAL_NODES};

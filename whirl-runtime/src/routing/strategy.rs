@@ -256,7 +256,10 @@ mod tests {
             .filter(|&k| before.owner(hash(k)) != after.owner(hash(k)))
             .count();
         // Ideal: 1/9 of the keys, all to the new member.
-        assert!(moved > keys as usize / 20 && moved < keys as usize / 5, "{moved}");
+        assert!(
+            moved > keys as usize / 20 && moved < keys as usize / 5,
+            "{moved}"
+        );
         for k in 0..keys {
             let (a, b) = (before.owner(hash(k)), after.owner(hash(k)));
             assert!(a == b || b == 8, "a key moved between old members");
