@@ -193,6 +193,12 @@ pub(crate) mod testing {
         fn principal(&self) -> Option<&Principal> {
             self.principal.as_ref()
         }
+        fn request_move(
+            self: Arc<Self>,
+            _: &Arc<crate::group::GroupShared>,
+        ) -> Result<(), crate::group::MoveError> {
+            Ok(())
+        }
     }
 
     /// A ready process numbered `id` serving `principal`.
