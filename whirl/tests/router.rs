@@ -352,6 +352,11 @@ fn a_crash_loses_nothing_and_keeps_the_order_per_key() {
         "no message waited for a restart: {stats:?}"
     );
     assert_eq!(rt.stats().counts.dead_lettered, 0);
+    // The accounting identity holds: what was salvaged counts as moved, then posted again.
+    rt.block_until_idle();
+    let c = group.counts();
+    assert_eq!(c.posted, c.handled + c.rejected + c.dead_lettered + c.moved, "{c:?}");
+    assert!(c.moved > 0, "{c:?}");
     rt.shutdown_graceful();
 }
 

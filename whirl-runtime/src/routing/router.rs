@@ -28,7 +28,9 @@ pub const DEFAULT_BUFFER: usize = 1024;
 /// A pool of processes of type `P` behind one address that takes `M`.
 ///
 /// Built with [`Router::builder`]; cheap to clone, and [`Isolated`]: processes hold it in
-/// their state and pass it in messages like an [`Addr`].
+/// their state and pass it in messages like an [`Addr`]. The members and the router's manager
+/// process live until [`Router::stop`] or the runtime's shutdown: dropping the handles does
+/// not stop them.
 ///
 /// ```
 /// use whirl::prelude::*;
