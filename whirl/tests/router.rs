@@ -355,7 +355,11 @@ fn a_crash_loses_nothing_and_keeps_the_order_per_key() {
     // The accounting identity holds: what was salvaged counts as moved, then posted again.
     rt.block_until_idle();
     let c = group.counts();
-    assert_eq!(c.posted, c.handled + c.rejected + c.dead_lettered + c.moved, "{c:?}");
+    assert_eq!(
+        c.posted,
+        c.handled + c.rejected + c.dead_lettered + c.moved,
+        "{c:?}"
+    );
     assert!(c.moved > 0, "{c:?}");
     rt.shutdown_graceful();
 }
