@@ -11,7 +11,7 @@
 //! | layer | module | what it is |
 //! |---|---|---|
 //! | 9 | `runtime` | [`Runtime`], its builder, shutdown and signals |
-//! | 8 | [`supervision`], [`net`] | supervisors; sockets as processes |
+//! | 8 | [`supervision`], [`net`], [`routing`] | supervisors; sockets as processes; routers and process groups |
 //! | 7 | `process` | [`Process`], [`Ctx`], [`Addr`]: the process, its inbox and its turn |
 //! | 6 | `group` | groups, their worker pools and schedulers ([`scheduler`]) |
 //! | 5 | `io` | the socket poller (feature `net`) |
@@ -45,6 +45,8 @@ mod group;
 mod process;
 
 pub mod supervision;
+
+pub mod routing;
 
 #[cfg(feature = "net")]
 pub mod net;

@@ -710,13 +710,15 @@
 //! ```
 
 //!
-//! # Scheduling beyond FIFO
+//! # Scheduling beyond FIFO, and routing
 //!
 //! Groups schedule their ready processes first-in first-out by default, on work-stealing
 //! workers. The sections below are the other policies the seeds describe, each a builder
-//! option or a type of its own, measured by an example.
+//! option or a type of its own, measured by an example, and then routers and process
+//! groups: many processes behind one address.
 #![doc = include_str!("../tutorial/cohort.md")]
 #![doc = include_str!("../tutorial/backplane.md")]
+#![doc = include_str!("../tutorial/routers.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 extern crate self as whirl;
 

@@ -297,6 +297,9 @@ pub(crate) struct Kernel {
     /// The tokio runtime whose context async handlers are polled in (feature `tokio`).
     #[cfg(feature = "tokio")]
     pub(crate) tokio: super::bridge::TokioBridge,
+    /// Per-runtime tables of the layers above, one per type, made on first use
+    /// ([`Kernel::extension`]): e.g. the process groups of `routing/pg.rs`.
+    extensions: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 impl Kernel {
@@ -317,7 +320,22 @@ impl Kernel {
             net: Mutex::new(None),
             #[cfg(feature = "tokio")]
             tokio: super::bridge::TokioBridge::default(),
+            extensions: Mutex::new(Vec::new()),
         }
+    }
+
+    /// This runtime's `T`, made with `T::default()` on first use: how a layer above keeps a
+    /// per-runtime table without the kernel knowing its type.
+    pub(crate) fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut extensions = self.extensions.lock();
+        for existing in extensions.iter() {
+            if let Ok(found) = Arc::clone(existing).downcast::<T>() {
+                return found;
+            }
+        }
+        let made = Arc::new(T::default());
+        extensions.push(Arc::clone(&made) as Arc<dyn std::any::Any + Send + Sync>);
+        made
     }
 
     /// Marks the runtime as shutting down (see [`is_closing`](Self::is_closing)); returns

@@ -21,7 +21,7 @@ use super::mailbox::{AfterPush, Mailbox};
 use super::model::{Body, Control, OnStarted, Process, ProcessCell, Watcher};
 use crate::control::Event;
 use crate::group::{observe, GroupShared, Task};
-use crate::lifecycle::{DeadLetter, Down, ExitReason, ProcessId};
+use crate::lifecycle::{DeadLetter, Down, ExitReason, ProcessId, QueuedMessage};
 use crate::principal::Principal;
 use crate::sync::UnsafeCell;
 
@@ -300,8 +300,13 @@ impl<P: Process> ProcessCell<P> {
         self.drain_to_dead_letters(&reason.unwrap_or(ExitReason::Normal));
     }
 
-    /// Gives every queued message to the dead-letter sink and releases the token.
+    /// Gives every queued message to the dead-letter sink (or to the exit hook, if the
+    /// process was spawned with one) and releases the token.
     pub(super) fn drain_to_dead_letters(&self, reason: &ExitReason) {
+        let hook = self.control.get().and_then(|c| c.lock().on_exit.clone());
+        if let Some(hook) = hook {
+            return self.drain_to_exit_hook(&hook, reason);
+        }
         let mut count = 0;
         let kernel = &self.group.kernel;
         // SAFETY: callers hold the token of a closed mailbox. (I9)
@@ -321,5 +326,49 @@ impl<P: Process> ProcessCell<P> {
         if count > 0 {
             self.group.counters.add(Event::DeadLettered, count);
         }
+    }
+
+    /// [`drain_to_dead_letters`](Self::drain_to_dead_letters) for a process with an exit hook:
+    /// the queue, oldest first, goes to the hook, counted as `moved` (as a hand-over's queue:
+    /// the hook posts them again elsewhere); what it returns goes to the dead-letter sink.
+    fn drain_to_exit_hook(&self, hook: &super::model::OnExit, reason: &ExitReason) {
+        let mut queued = Vec::new();
+        // SAFETY: callers hold the token of a closed mailbox. (I9)
+        unsafe {
+            self.mailbox.drain_closed(|msg, meta| {
+                if meta != observe::UNOBSERVED && self.group.observes() {
+                    observe::dead_lettered(&self.group, self.principal.as_ref(), meta);
+                }
+                queued.push(QueuedMessage::new(P::__dead_letter(msg)));
+            })
+        };
+        let count = queued.len() as u64;
+        if count > 0 {
+            self.group.counters.add(Event::Moved, count);
+        }
+        let run = std::panic::AssertUnwindSafe(|| hook(reason, queued));
+        let left = std::panic::catch_unwind(run).unwrap_or_else(|_| {
+            tracing::error!(process = %self.id, "an exit hook panicked; its messages are lost");
+            Vec::new()
+        });
+        if !left.is_empty() {
+            let n = left.len() as u64;
+            self.group.counters.sub_moved(n);
+            self.group.counters.add(Event::DeadLettered, n);
+            for message in left {
+                let letter = message.into_dead_letter(self.id, reason.clone());
+                self.group.kernel.dead_letter(letter);
+            }
+        }
+    }
+
+    /// Sets the exit hook unless the process has already terminated; returns whether it did.
+    pub(crate) fn set_on_exit(&self, hook: super::model::OnExit) -> bool {
+        let mut control = self.control().lock();
+        if control.exit.is_some() {
+            return false;
+        }
+        control.on_exit = Some(hook);
+        true
     }
 }

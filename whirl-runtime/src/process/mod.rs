@@ -37,12 +37,14 @@ pub use error::{CallError, PostError, SpawnError, SpawnRefusal};
 pub use handover::{HandOverError, HandedOver};
 #[doc(hidden)]
 pub use model::HandlerFuture;
+pub(crate) use model::OnExit;
 pub use model::{Answers, Ctx, Handles, Process};
 pub(crate) use model::{OnStarted, Watcher};
+pub(crate) use reply::reply_channel;
 pub use reply::ReplyTo;
 #[doc(hidden)]
 pub use reply::{answer, into_handler_result, HandlerOutput};
-pub(crate) use spawn::{spawn, spawn_watched, try_spawn, Placement};
+pub(crate) use spawn::{spawn, spawn_watched, spawn_with_exit_hook, try_spawn, Placement};
 pub use watch::Watch;
 
 #[cfg(loom)]

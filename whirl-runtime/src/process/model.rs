@@ -264,7 +264,24 @@ pub(super) struct Control {
     /// The cells this process moved from, kept alive while it lives: timers and callbacks hold
     /// them weakly and reach the process through them. Released when it terminates.
     pub(super) moved_from: Vec<Arc<dyn std::any::Any + Send + Sync>>,
+    /// Where the messages left in the inbox go when the process terminates, instead of the
+    /// dead-letter sink (a router re-routes them to the member's replacement): set at spawn
+    /// ([`spawn_with_exit_hook`](super::spawn_with_exit_hook)), kept for stragglers.
+    pub(super) on_exit: Option<OnExit>,
 }
+
+/// What [`spawn_with_exit_hook`](super::spawn_with_exit_hook) runs each time a terminated
+/// process's inbox is drained (once at termination, with the reason, even if the inbox was
+/// empty; again for any post that raced with the end): it takes the messages it can place and
+/// returns the rest, which go to the dead-letter sink.
+pub(crate) type OnExit = Arc<
+    dyn Fn(
+            &ExitReason,
+            Vec<crate::lifecycle::QueuedMessage>,
+        ) -> Vec<crate::lifecycle::QueuedMessage>
+        + Send
+        + Sync,
+>;
 
 /// What [`ProcessCell::set_on_started`] runs, given the process's id.
 pub(crate) type OnStarted = Box<dyn FnOnce(ProcessId) + Send>;

@@ -212,6 +212,7 @@ impl<P: Process> ProcessCell<P> {
             control.moved_to = Some(Box::new(Arc::clone(&next)) as Box<dyn Any + Send>);
             let mut theirs = next.control().lock();
             theirs.watchers = watchers;
+            theirs.on_exit = control.on_exit.clone();
             theirs.moved_from = earlier;
             theirs
                 .moved_from

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::addr::Addr;
 use super::error::{SpawnError, SpawnRefusal};
-use super::model::{OnStarted, Process, ProcessCell};
+use super::model::{OnExit, OnStarted, Process, ProcessCell};
 use crate::control::Event;
 use crate::group::{GroupShared, Runnable, Task};
 use crate::lifecycle::{ExitReason, Failure};
@@ -71,7 +71,7 @@ pub(crate) fn try_spawn<P: Process>(
 ) -> Result<Addr<P>, SpawnError<P>> {
     let (group, placed) = place::<P>(placement);
     match placed {
-        Ok(()) => Ok(start(group, state, principal, None, None)),
+        Ok(()) => Ok(start(group, state, principal, None, None, None)),
         Err(refusal) => Err(SpawnError::new(refusal, state)),
     }
 }
@@ -98,7 +98,19 @@ pub(crate) fn spawn_watched<P: Process>(
     on_started: Option<OnStarted>,
 ) -> Addr<P> {
     let (group, placed) = place::<P>(placement);
-    start(group, state, principal, placed.err(), on_started)
+    start(group, state, principal, placed.err(), on_started, None)
+}
+
+/// [`spawn`] in `group`, with an exit hook set before the process is scheduled: when it
+/// terminates, the messages left in its inbox go to `on_exit` instead of the dead-letter sink
+/// (what a router uses to hand a crashed member's queue to its replacement).
+pub(crate) fn spawn_with_exit_hook<P: Process>(
+    group: &Arc<GroupShared>,
+    state: P,
+    on_exit: OnExit,
+) -> Addr<P> {
+    let (group, placed) = place::<P>(Placement::Explicit(group));
+    start(group, state, None, placed.err(), None, Some(on_exit))
 }
 
 /// Creates the process in `group` and schedules it, or, with a `refusal`, terminates it before
@@ -109,6 +121,7 @@ fn start<P: Process>(
     principal: Option<Principal>,
     refusal: Option<SpawnRefusal>,
     on_started: Option<OnStarted>,
+    on_exit: Option<OnExit>,
 ) -> Addr<P> {
     let kernel = &group.kernel;
     let id = kernel.next_process_id();
@@ -123,6 +136,9 @@ fn start<P: Process>(
     let cell = Arc::new(ProcessCell::new(id, Arc::clone(&group), principal, state));
     if let Some(callback) = on_started {
         cell.set_on_started(callback);
+    }
+    if let Some(hook) = on_exit {
+        cell.set_on_exit(hook);
     }
     kernel.registry.insert(id, Arc::clone(&cell) as Task);
     group.counters.add(Event::Spawned, 1);

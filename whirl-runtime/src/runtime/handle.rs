@@ -176,6 +176,12 @@ impl Runtime {
         &self.default_group
     }
 
+    /// The runtime's process groups, for publish/subscribe (Erlang's `pg`):
+    /// [`routing::ProcessGroups`](crate::routing::ProcessGroups).
+    pub fn process_groups(&self) -> crate::routing::ProcessGroups {
+        crate::routing::ProcessGroups::of_runtime(&self.default_group)
+    }
+
     /// The first group built with `name`, if any.
     pub fn group_named(&self, name: &str) -> Option<Group> {
         self.kernel.group_named(name).map(Group::from_shared)
