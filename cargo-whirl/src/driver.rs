@@ -103,8 +103,16 @@ pub fn toolchain() -> Result<&'static str, DriverError> {
 /// Builds the driver if this version has not been built yet; returns its path.
 pub fn ensure() -> Result<PathBuf, DriverError> {
     let toolchain = toolchain()?;
-    let dir = home()?.join(format!("driver-{:016x}", sources_hash()));
+    let home = home()?;
+    let dir = home.join(format!("driver-{:016x}", sources_hash()));
     let binary = dir.join("target/release/whirl-check-driver");
+    if binary.is_file() {
+        return Ok(binary);
+    }
+    // One installer and builder at a time: several `cargo whirl` runs started together (tests
+    // in parallel, a CI step beside an editor's) would otherwise race rustup's downloads and
+    // the driver's build. The lock is released when `_lock` drops (or the process ends).
+    let _lock = lock(&home)?;
     if binary.is_file() {
         return Ok(binary);
     }
@@ -155,6 +163,29 @@ pub fn clean_env(command: &mut Command) {
     ] {
         command.env_remove(var);
     }
+}
+
+/// Takes the exclusive lock on `home/.lock`, waiting for another `cargo whirl` that holds it.
+fn lock(home: &Path) -> Result<std::fs::File, DriverError> {
+    std::fs::create_dir_all(home).map_err(|source| DriverError::Io {
+        what: format!("could not create {}", home.display()),
+        source,
+    })?;
+    let path = home.join(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| DriverError::Io {
+            what: format!("could not open {}", path.display()),
+            source,
+        })?;
+    file.lock().map_err(|source| DriverError::Io {
+        what: format!("could not lock {}", path.display()),
+        source,
+    })?;
+    Ok(file)
 }
 
 fn home() -> Result<PathBuf, DriverError> {
