@@ -10,7 +10,14 @@
 //! files served under `/files/`, default `examples/iris_root`), `--users FILE` (lines
 //! `name password role`, role `admin` or `user`; default the demo users `admin:secret` and
 //! `alice:wonderland`), `--work-us N` (simulated CPU per unit of request work, default 100),
-//! `--no-predicates` (admission control off, for comparison). Ctrl-C shuts down gracefully.
+//! `--no-predicates` (admission control off, for comparison), `--config FILE` (the groups,
+//! their predicates, schedulers and controllers, assembled by `whirl-config`; default the
+//! `iris.toml` shipped beside this file). Ctrl-C shuts down gracefully.
+//!
+//! The configuration is watched while the server runs: edited predicate thresholds and
+//! budgets, and controller parameters, apply within a second without a restart; what needs a
+//! restart is said on stderr. A file with an error is refused with its line and column
+//! (`error: FILE:LINE:COLUMN: what was expected`) and exit status 2.
 //!
 //! Idle keep-alive connections are closed after 30 s; a request that has not fully arrived
 //! after 10 s is answered 408 and its connection closed.
@@ -30,11 +37,12 @@ mod store;
 mod tests;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use whirl::Runtime;
+use whirl_config::{Assembly, Factories, Reloader};
 
 use config::Users;
 use server::{Options, Server};
@@ -64,11 +72,43 @@ struct Cli {
     /// Turn admission control off (for comparison).
     #[arg(long)]
     no_predicates: bool,
+    /// The assembly file: groups, predicates, schedulers, controllers (default: the
+    /// `iris.toml` shipped with iris_http).
+    #[arg(long)]
+    config: Option<PathBuf>,
 }
 
 struct Args {
     bind: SocketAddr,
     options: Options,
+    assembly: Assembly,
+    /// The file to watch for changes (none for the built-in copy).
+    watch: Option<PathBuf>,
+}
+
+/// The shipped configuration, where the sources are (so that edits to it are picked up).
+const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bin/iris_http/iris.toml");
+/// The same file, compiled in: the fallback when the binary runs away from its sources.
+const BUILT_IN: &str = include_str!("iris.toml");
+
+/// The assembly: `--config FILE`, else the shipped file (beside the sources, or beside the
+/// executable), else the built-in copy; and the file to watch.
+fn assembly(config: Option<&Path>) -> Result<(Assembly, Option<PathBuf>), String> {
+    let error = |e: whirl_config::ConfigError| format!("error: {e}");
+    if let Some(path) = config {
+        return Ok((Assembly::from_file(path).map_err(error)?, Some(path.into())));
+    }
+    let beside_exe = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("iris.toml")));
+    let found = [Some(PathBuf::from(SHIPPED)), beside_exe]
+        .into_iter()
+        .flatten()
+        .find(|path| path.is_file());
+    match found {
+        Some(path) => Ok((Assembly::from_file(&path).map_err(error)?, Some(path))),
+        None => Ok((Assembly::parse(BUILT_IN, "iris.toml (built in)").map_err(error)?, None)),
+    }
 }
 
 /// The validated arguments, or what is wrong with them.
@@ -76,6 +116,11 @@ fn args(cli: Cli) -> Result<Args, String> {
     if !cli.root.is_dir() {
         return Err(format!("--root {}: not a directory", cli.root.display()));
     }
+    let (assembly, watch) = assembly(cli.config.as_deref())?;
+    let assembly = match cli.no_predicates {
+        true => assembly.without_predicates(),
+        false => assembly,
+    };
     let users = match &cli.users {
         Some(path) => Users::load(path).map_err(|e| e.to_string())?,
         None => Users::default_demo(),
@@ -86,6 +131,8 @@ fn args(cli: Cli) -> Result<Args, String> {
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,
+        assembly,
+        watch,
     })
 }
 
@@ -97,10 +144,45 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rt = Runtime::builder().threads(1).build();
+    let built = args
+        .assembly
+        .runtime()
+        .and_then(|rt| Ok((args.assembly.build(&rt, &Factories::new())?, rt)));
+    let (assembled, rt) = match built {
+        Ok(built) => built,
+        Err(e) => {
+            eprintln!("iris_http: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let assembled = Arc::new(assembled);
+    let reloader = args.watch.as_ref().and_then(|path| {
+        let watched = path.display().to_string();
+        let report = move |outcome: Result<whirl_config::Reloaded, whirl_config::ConfigError>| {
+            match outcome {
+                Ok(reloaded) => {
+                    for path in &reloaded.applied {
+                        eprintln!("iris_http: {watched}: applied {path}");
+                    }
+                    for restart in &reloaded.needs_restart {
+                        eprintln!("iris_http: {restart}");
+                    }
+                }
+                Err(e) => eprintln!("iris_http: error: {e} (the last good configuration stays)"),
+            }
+        };
+        let every = Duration::from_secs(1);
+        match Reloader::watch(Arc::clone(&assembled), path, &args.assembly, every, report) {
+            Ok(reloader) => Some(reloader),
+            Err(e) => {
+                eprintln!("iris_http: cannot watch {}: {e}", path.display());
+                None
+            }
+        }
+    });
     let root = args.options.root.display().to_string();
     let predicates = args.options.predicates;
-    let server = match Server::start(&rt, args.bind, args.options) {
+    let server = match Server::start_in_groups(&rt, args.bind, args.options) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("iris_http: cannot start on {}: {e}", args.bind);
@@ -108,6 +190,7 @@ fn main() -> ExitCode {
         }
     };
     println!("iris_http serving {root} at http://{}/", server.addr);
+    println!("  configuration: {}", args.assembly.origin());
     println!(
         "  try: curl -i http://{}/files/index.html   (admission control {})",
         server.addr,
@@ -118,6 +201,7 @@ fn main() -> ExitCode {
         Ok(signal) => println!("iris_http: {signal}, shutting down"),
         Err(e) => eprintln!("iris_http: cannot wait for signals ({e}); shutting down"),
     }
+    drop(reloader);
     server.stop_accepting();
     let report = rt.shutdown_timeout(Duration::from_secs(5));
     if !report.drained {

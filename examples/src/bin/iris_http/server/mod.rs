@@ -137,50 +137,87 @@ pub enum StartError {
     /// The poller or the listening socket failed.
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// The assembly file did not define one of [`GROUPS`].
+    #[error("the configuration defines no group `{0}` (iris_http needs {GROUPS:?})")]
+    MissingGroup(&'static str),
+}
+
+/// The groups the server runs in; an assembly file must define them all.
+pub const GROUPS: [&str; 8] = [
+    "sockets",
+    "http",
+    "sessions",
+    "db",
+    "files-io",
+    "dispatcher",
+    "files",
+    "resources",
+];
+
+/// Builds the server's groups in code, from `options` (what `iris.toml` describes, with the
+/// thresholds and budget of `options`).
+pub fn build_groups(rt: &Runtime, options: &Options) -> Result<(), GroupError> {
+    let thresholds = |scale: u64| {
+        let [anonymous, user, admin] = options.thresholds.map(|t| t * scale);
+        SessionConsistent::new(
+            PriorityThresholds::new(anonymous)
+                .at_least(1, user)
+                .at_least(2, admin),
+            SESSION_HOLD,
+        )
+    };
+    let shedding = |builder: GroupBuilder, scale: u64| match options.predicates {
+        true => builder.predicate(thresholds(scale)),
+        false => builder,
+    };
+    rt.group("sockets").threads(1).build()?;
+    rt.group("http").threads(1).build()?;
+    rt.group("sessions").threads(1).build()?;
+    rt.group("db").threads(1).build()?;
+    rt.group("files-io")
+        .threads(1..=4)
+        .controller(AdaptiveConcurrency::default())
+        .build()?;
+    shedding(rt.group("dispatcher").threads(1), 4).build()?;
+    let files = rt
+        .group("files")
+        .threads(1)
+        .scheduler(PrincipalPriority::default());
+    let files = match options.predicates {
+        true => files.predicate(thresholds(1).and(CostBudget::new(options.file_budget))),
+        false => files,
+    };
+    files.build()?;
+    shedding(
+        rt.group("resources")
+            .threads(1)
+            .scheduler(PrincipalPriority::default()),
+        1,
+    )
+    .build()?;
+    Ok(())
 }
 
 impl Server {
-    /// Builds the groups, starts the session store and the acceptor on `bind`.
+    /// Builds the groups from `options`, starts the session store and the acceptor on `bind`.
     pub fn start(rt: &Runtime, bind: SocketAddr, options: Options) -> Result<Server, StartError> {
-        let thresholds = |scale: u64| {
-            let [anonymous, user, admin] = options.thresholds.map(|t| t * scale);
-            SessionConsistent::new(
-                PriorityThresholds::new(anonymous)
-                    .at_least(1, user)
-                    .at_least(2, admin),
-                SESSION_HOLD,
-            )
-        };
-        let shedding = |builder: GroupBuilder, scale: u64| match options.predicates {
-            true => builder.predicate(thresholds(scale)),
-            false => builder,
-        };
-        let sockets = rt.group("sockets").threads(1).build()?;
-        rt.group("http").threads(1).build()?;
-        rt.group("sessions").threads(1).build()?;
-        rt.group("db").threads(1).build()?;
-        rt.group("files-io")
-            .threads(1..=4)
-            .controller(AdaptiveConcurrency::default())
-            .build()?;
-        let dispatcher = shedding(rt.group("dispatcher").threads(1), 4).build()?;
-        let files = rt
-            .group("files")
-            .threads(1)
-            .scheduler(PrincipalPriority::default());
-        let files = match options.predicates {
-            true => files.predicate(thresholds(1).and(CostBudget::new(options.file_budget))),
-            false => files,
-        };
-        files.build()?;
-        shedding(
-            rt.group("resources")
-                .threads(1)
-                .scheduler(PrincipalPriority::default()),
-            1,
-        )
-        .build()?;
+        build_groups(rt, &options)?;
+        Server::start_in_groups(rt, bind, options)
+    }
 
+    /// Starts the session store and the acceptor on `bind`, in the groups [`GROUPS`] already
+    /// built on `rt` (by an assembly file).
+    pub fn start_in_groups(
+        rt: &Runtime,
+        bind: SocketAddr,
+        options: Options,
+    ) -> Result<Server, StartError> {
+        let group = |name: &'static str| rt.group_named(name).ok_or(StartError::MissingGroup(name));
+        for name in GROUPS {
+            group(name)?;
+        }
+        let sockets = group("sockets")?;
+        let dispatcher = group("dispatcher")?;
         let sessions = rt.spawn(SessionStore::new(options.users.clone(), MAX_SESSIONS));
         let site = Arc::new(Site {
             root: options.root.clone(),
