@@ -230,7 +230,7 @@ impl Assembly {
     /// Builds the file on `rt`: creates its groups, then spawns its root supervisors (with
     /// the processes `factories` makes), registering those that have a `name`.
     pub fn build(&self, rt: &Runtime, factories: &Factories) -> Result<Assembled, ConfigError> {
-        // Every process type exists before anything is built.
+        // Every process type exists and takes its arguments before anything is built.
         for sup in self.spec.supervisors.values() {
             self.check_processes(sup.get_ref(), factories)?;
         }
@@ -272,6 +272,8 @@ impl Assembly {
         })
     }
 
+    /// Makes every process child once (and drops it): unknown types and arguments a factory
+    /// cannot take are errors before anything is built.
     fn check_processes(
         &self,
         sup: &SupervisorSpecToml,
@@ -280,19 +282,34 @@ impl Assembly {
         for child in &sup.children {
             let c = child.get_ref();
             if let Some(process) = &c.process {
-                if factories.make(process.get_ref(), &c.id, empty()).is_none() {
-                    return Err(ConfigError::UnknownProcess {
-                        at: self.at(process.span()),
-                        name: process.get_ref().clone(),
-                        known: factories.known(),
-                    });
-                }
+                self.make(process, c, factories)?;
             }
             if let Some(nested) = &c.supervisor {
                 self.check_processes(nested, factories)?;
             }
         }
         Ok(())
+    }
+
+    fn make(
+        &self,
+        process: &toml::Spanned<String>,
+        c: &ChildSpecToml,
+        factories: &Factories,
+    ) -> Result<ChildSpec, ConfigError> {
+        let (args, span) = match &c.args {
+            Some(a) => (a.get_ref().clone(), a.span()),
+            None => (empty(), process.span()),
+        };
+        match factories.make(process.get_ref(), &c.id, args) {
+            Some(Ok(spec)) => Ok(spec),
+            Some(Err(message)) => Err(self.invalid(span, message)),
+            None => Err(ConfigError::UnknownProcess {
+                at: self.at(process.span()),
+                name: process.get_ref().clone(),
+                known: factories.known(),
+            }),
+        }
     }
 
     fn build_group(
@@ -420,23 +437,7 @@ impl Assembly {
     ) -> Result<ChildSpec, ConfigError> {
         let c = child.get_ref();
         let mut spec = match (&c.process, &c.supervisor) {
-            (Some(process), _) => {
-                let (args, span) = match &c.args {
-                    Some(a) => (a.get_ref().clone(), a.span()),
-                    None => (empty(), process.span()),
-                };
-                match factories.make(process.get_ref(), &c.id, args) {
-                    Some(Ok(spec)) => spec,
-                    Some(Err(message)) => return Err(self.invalid(span, message)),
-                    None => {
-                        return Err(ConfigError::UnknownProcess {
-                            at: self.at(process.span()),
-                            name: process.get_ref().clone(),
-                            known: factories.known(),
-                        })
-                    }
-                }
-            }
+            (Some(process), _) => self.make(process, c, factories)?,
             (None, Some(nested)) => ChildSpec::supervisor(
                 c.id.clone(),
                 self.supervisor_spec(&c.id, nested, factories, lookup)?,

@@ -346,3 +346,49 @@ fn the_reloader_applies_edits_to_the_file() {
     let _ = std::fs::remove_dir_all(&dir);
     rt.shutdown_timeout(Duration::from_secs(10));
 }
+
+/// The example file of the crate documentation, extracted from `lib.rs`.
+fn documented_example() -> String {
+    let lib = include_str!("../src/lib.rs");
+    let start = lib.find("//! ```toml\n").expect("the example") + "//! ```toml\n".len();
+    let end = start + lib[start..].find("//! ```\n").expect("its end");
+    lib[start..end]
+        .lines()
+        .map(|line| line.strip_prefix("//!").unwrap_or(line).trim_start_matches(' '))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[derive(Clone, Deserialize, Isolated)]
+struct NoArgs {}
+
+#[test]
+fn the_documented_example_builds() {
+    let text = documented_example();
+    let assembly = Assembly::parse(&text, "lib.rs example").unwrap_or_else(|e| panic!("{e}"));
+    let rt = assembly.runtime().expect("the runtime");
+    let factories = Factories::new()
+        .process("cache", |a: CounterArgs| Counter { start: a.start })
+        .process("worker", |_: NoArgs| Counter { start: 0 });
+    // The example's cache takes a capacity: the error names it at its place.
+    let err = assembly.build(&rt, &factories).expect_err("capacity is not a start");
+    assert!(err.to_string().contains("capacity"), "{err}");
+    #[derive(Clone, Deserialize, Isolated)]
+    struct CacheArgs {
+        capacity: u64,
+    }
+    let factories = factories.process("cache", |a: CacheArgs| Counter { start: a.capacity });
+    let app = assembly.build(&rt, &factories).unwrap_or_else(|e| panic!("{e}"));
+    assert!(app.group("web").is_some() && app.group("batch").is_some());
+    let mut cache = None;
+    wait_for("the cache registered", || {
+        cache = rt.whereis::<Counter>("cache");
+        cache.is_some()
+    });
+    let (n, group) = cache
+        .expect("registered")
+        .call_timeout(Ping, Duration::from_secs(30))
+        .expect("an answer");
+    assert_eq!((n, group.as_str()), (101, "web"));
+    rt.shutdown_timeout(Duration::from_secs(10));
+}
