@@ -81,6 +81,8 @@ struct Cli {
 struct Args {
     bind: SocketAddr,
     options: Options,
+    /// Admission control on (the paper's design) or off (`--no-predicates`).
+    predicates: bool,
     assembly: Assembly,
     /// The file to watch for changes (none for the built-in copy).
     watch: Option<PathBuf>,
@@ -89,7 +91,7 @@ struct Args {
 /// The shipped configuration, where the sources are (so that edits to it are picked up).
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bin/iris_http/iris.toml");
 /// The same file, compiled in: the fallback when the binary runs away from its sources.
-const BUILT_IN: &str = include_str!("iris.toml");
+pub(crate) const BUILT_IN: &str = include_str!("iris.toml");
 
 /// The assembly: `--config FILE`, else the shipped file (beside the sources, or beside the
 /// executable), else the built-in copy; and the file to watch.
@@ -127,10 +129,10 @@ fn args(cli: Cli) -> Result<Args, String> {
     };
     let mut options = Options::new(cli.root, users);
     options.work = Duration::from_micros(cli.work_us);
-    options.predicates = !cli.no_predicates;
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,
+        predicates: !cli.no_predicates,
         assembly,
         watch,
     })
@@ -181,8 +183,8 @@ fn main() -> ExitCode {
         }
     });
     let root = args.options.root.display().to_string();
-    let predicates = args.options.predicates;
-    let server = match Server::start_in_groups(&rt, args.bind, args.options) {
+    let predicates = args.predicates;
+    let server = match Server::start(&rt, args.bind, args.options) {
         Ok(server) => server,
         Err(e) => {
             eprintln!("iris_http: cannot start on {}: {e}", args.bind);
