@@ -35,7 +35,7 @@ fn a_broken_file_exits_non_zero_naming_the_line() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "exit status {:?}", out.status);
     let expected = format!("error: {}:5:", broken.display());
-    assert!(stderr.contains(&expected), "stderr: {stderr}");
+    assert!(stderr.starts_with(&expected), "stderr: {stderr}");
 }
 
 #[test]
@@ -70,7 +70,8 @@ fn the_shipped_file_serves_requests() {
     let result = (|| -> std::io::Result<String> {
         let mut stream = TcpStream::connect(&addr)?;
         stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-        stream.write_all(b"GET /files/index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+        stream
+            .write_all(b"GET /files/index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
         let mut response = String::new();
         stream.read_to_string(&mut response)?;
         Ok(response)
@@ -81,4 +82,64 @@ fn the_shipped_file_serves_requests() {
     let response = result.unwrap_or_else(|e| panic!("request to {addr:?} ({first:?}): {e}"));
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(config_line.contains("iris.toml"), "{config_line}");
+}
+
+#[test]
+fn an_edited_file_is_applied_while_serving() {
+    let shipped = include_str!("../src/bin/iris_http/iris.toml");
+    let path = temp_file("live.toml", shipped);
+    let mut child = Command::new(IRIS)
+        .args(["--port", "0", "--root", &root(), "--config"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iris_http starts");
+    let stdout = child.stdout.take().expect("its stdout");
+    let first = BufReader::new(stdout).lines().next().and_then(Result::ok);
+    assert!(first.is_some_and(|l| l.contains("serving")), "started");
+    let stderr = child.stderr.take().expect("its stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let edited = shipped
+        .replace(
+            "cost_budget = { budget = 64 }",
+            "cost_budget = { budget = 32 }",
+        )
+        .replace("[groups.db]\nthreads = 1", "[groups.db]\nthreads = 2");
+    assert_ne!(edited, shipped);
+    std::fs::write(&path, edited).expect("edited");
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !(seen
+        .iter()
+        .any(|l: &String| l.contains("applied groups.files.predicate.all[1].budget"))
+        && seen
+            .iter()
+            .any(|l| l.contains("groups.db.threads") && l.contains("needs a restart")))
+    {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("applied groups.files.predicate.all[1].budget")),
+        "{seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("live.toml:") && l.contains("groups.db.threads")),
+        "{seen:?}"
+    );
 }

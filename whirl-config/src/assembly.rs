@@ -224,7 +224,9 @@ impl Assembly {
         if let Some(threshold) = r.slow_turn_threshold {
             builder = builder.slow_turn_threshold(Some(threshold.0));
         }
-        builder.try_build().map_err(|e| self.invalid(0..0, e.to_string()))
+        builder
+            .try_build()
+            .map_err(|e| self.invalid(0..0, e.to_string()))
     }
 
     /// Builds the file on `rt`: creates its groups, then spawns its root supervisors (with
@@ -577,7 +579,10 @@ impl Assembled {
             let (old, g) = (old.get_ref(), spanned.get_ref());
             let fixed = [
                 ("threads", old.threads != g.threads),
-                ("slow_turn_threshold", old.slow_turn_threshold != g.slow_turn_threshold),
+                (
+                    "slow_turn_threshold",
+                    old.slow_turn_threshold != g.slow_turn_threshold,
+                ),
                 ("lifo_slot", old.lifo_slot != g.lifo_slot),
                 ("scheduler", old.scheduler != g.scheduler),
                 ("cpu_budget", old.cpu_budget != g.cpu_budget),
@@ -611,31 +616,34 @@ impl Assembled {
                 }
                 (_, n, _) => restart(&mut out, pred_path, n.as_ref().map(|s| s.span())),
             }
-            let swap = |out: &mut Reloaded,
-                        key: &str,
-                        changed: bool,
-                        slot: Option<&Swappable>,
-                        built: Option<Result<Box<dyn whirl::control::ConcurrencyController>, String>>,
-                        span: Option<Range<usize>>| {
-                if !changed {
-                    return;
-                }
-                let path = format!("{path}.{key}");
-                let replaced = match (slot, built) {
-                    (Some(slot), Some(Ok(c))) => slot.replace(c),
-                    _ => false,
+            let swap =
+                |out: &mut Reloaded,
+                 key: &str,
+                 changed: bool,
+                 slot: Option<&Swappable>,
+                 built: Option<Result<Box<dyn whirl::control::ConcurrencyController>, String>>,
+                 span: Option<Range<usize>>| {
+                    if !changed {
+                        return;
+                    }
+                    let path = format!("{path}.{key}");
+                    let replaced = match (slot, built) {
+                        (Some(slot), Some(Ok(c))) => slot.replace(c),
+                        _ => false,
+                    };
+                    match replaced {
+                        true => out.applied.push(path),
+                        false => restart(out, path, span),
+                    }
                 };
-                match replaced {
-                    true => out.applied.push(path),
-                    false => restart(out, path, span),
-                }
-            };
             swap(
                 &mut out,
                 "controller",
                 old.controller != g.controller,
                 handles.controller.as_ref(),
-                g.controller.as_ref().map(|c| controller::build(c.get_ref())),
+                g.controller
+                    .as_ref()
+                    .map(|c| controller::build(c.get_ref())),
                 g.controller.as_ref().map(|c| c.span()),
             );
             swap(
@@ -643,7 +651,9 @@ impl Assembled {
                 "batching",
                 old.batching != g.batching,
                 handles.batching.as_ref(),
-                g.batching.as_ref().map(|b| controller::batching(b.get_ref())),
+                g.batching
+                    .as_ref()
+                    .map(|b| controller::batching(b.get_ref())),
                 g.batching.as_ref().map(|b| b.span()),
             );
         }

@@ -37,7 +37,9 @@ impl Swappable {
     fn lock(&self) -> MutexGuard<'_, Boxed> {
         // A controller that panicked in `adjust` is removed by the runtime; the slot stays
         // usable for a replacement.
-        self.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.slot
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Puts `controller` in the slot; `false` (and nothing changed) if it controls something

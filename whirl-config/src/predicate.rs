@@ -75,7 +75,10 @@ pub(crate) fn build(spec: &PredicateSpec) -> Result<(Built, Tuning), String> {
             if target.0.is_zero() {
                 return Err("expected a positive response-time target".into());
             }
-            (Arc::new(ResponseTime::new(target.0)) as Built, Tuning::Fixed)
+            (
+                Arc::new(ResponseTime::new(target.0)) as Built,
+                Tuning::Fixed,
+            )
         }
         PredicateSpec::UtilityPerCost {
             capacity,
@@ -232,7 +235,11 @@ pub(crate) fn retune(
         | (S::Any(old_list), S::Any(list), Tuning::List(ts))
             if old_list.len() == list.len() && ts.len() == list.len() =>
         {
-            let key = if matches!(new, S::All(_)) { "all" } else { "any" };
+            let key = if matches!(new, S::All(_)) {
+                "all"
+            } else {
+                "any"
+            };
             for (i, ((o, n), t)) in old_list.iter().zip(list).zip(ts).enumerate() {
                 retune(o, n, t, &format!("{path}.{key}[{i}]"), out);
             }

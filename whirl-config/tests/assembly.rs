@@ -132,7 +132,11 @@ fn every_section_parses_and_builds() {
     assert_eq!(web.thread_range().max(), 2);
     assert!(app.group("pool").is_some() && app.group("classes").is_some());
     // The named processes run where the file put them, made by the factory from their args.
-    for (name, start, group) in [("first", 10, "pool"), ("second", 20, "batch"), ("third", 30, "web")] {
+    for (name, start, group) in [
+        ("first", 10, "pool"),
+        ("second", 20, "batch"),
+        ("third", 30, "web"),
+    ] {
         let mut addr = None;
         wait_for(&format!("`{name}` registered"), || {
             addr = rt.whereis::<Counter>(name);
@@ -146,7 +150,9 @@ fn every_section_parses_and_builds() {
         // Without a group, a child runs in its supervisor's.
         assert_eq!(placed, group, "{name} placed in {group}");
     }
-    assert!(rt.whereis::<whirl::supervision::Supervisor>("app").is_some());
+    assert!(rt
+        .whereis::<whirl::supervision::Supervisor>("app")
+        .is_some());
     let children = app
         .supervisor("app")
         .expect("the root")
@@ -215,7 +221,10 @@ fn refused_values_name_line_and_column() {
 fn unknown_groups_name_line_and_column() {
     let text = "[groups.web]\nthreads = 1\n[supervisors.app]\nchildren = [\n  { id = \"c\", process = \"counter\", group = \"wbe\" },\n]\n";
     let err = error(text);
-    assert!(matches!(err, ConfigError::UnknownGroup { ref name, .. } if name == "wbe"), "{err:?}");
+    assert!(
+        matches!(err, ConfigError::UnknownGroup { ref name, .. } if name == "wbe"),
+        "{err:?}"
+    );
     assert_eq!(at(&err), (5, 44), "{err}");
     let err = error("[supervisors.app]\ngroup = \"nowhere\"\n");
     assert_eq!(at(&err), (2, 9), "{err}");
@@ -227,7 +236,10 @@ fn unknown_process_types_name_line_and_column() {
     let assembly = Assembly::parse(text, "app.toml").expect("parses: types are checked at build");
     let rt = Runtime::builder().threads(1).build();
     let err = assembly.build(&rt, &factories()).expect_err("unknown type");
-    assert!(matches!(err, ConfigError::UnknownProcess { ref name, .. } if name == "countr"), "{err:?}");
+    assert!(
+        matches!(err, ConfigError::UnknownProcess { ref name, .. } if name == "countr"),
+        "{err:?}"
+    );
     assert_eq!(at(&err), (3, 25), "{err}");
     assert!(err.to_string().contains("registered: counter"), "{err}");
     // Arguments the factory cannot take point at the arguments.
@@ -247,15 +259,19 @@ const RELOADABLE: &str = "[groups.web]\nthreads = 1\npredicate = { queue_length 
 fn admitted_until_rejected(rt: &Runtime, group: &whirl::Group, limit: usize) -> usize {
     let addr = rt.spawn_in(group, Counter { start: 0 });
     let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
-    let release = TcpStream::connect(listener.local_addr().expect("its address")).expect("connected");
+    let release =
+        TcpStream::connect(listener.local_addr().expect("its address")).expect("connected");
     let (held, _) = listener.accept().expect("accepted");
-    addr.post(Hold(held)).expect("the first message is admitted");
+    addr.post(Hold(held))
+        .expect("the first message is admitted");
     let mut release = release;
     release
         .set_read_timeout(Some(Duration::from_secs(60)))
         .expect("a timeout");
     let mut byte = [0; 1];
-    release.read_exact(&mut byte).expect("the process holds its worker");
+    release
+        .read_exact(&mut byte)
+        .expect("the process holds its worker");
     let mut admitted = 0;
     while admitted < limit {
         match addr.post(Tick) {
@@ -275,13 +291,21 @@ fn reload_lowers_a_queue_limit_without_a_restart() {
     let rt = Runtime::builder().threads(1).build();
     let app = assembly.build(&rt, &Factories::new()).expect("builds");
     let web = app.group("web").expect("web").clone();
-    assert_eq!(admitted_until_rejected(&rt, &web, 100), 100, "max 1000: nothing refused");
+    assert_eq!(
+        admitted_until_rejected(&rt, &web, 100),
+        100,
+        "max 1000: nothing refused"
+    );
 
     let lowered = RELOADABLE.replace("max = 1000", "max = 5");
     let report = app.reload(&Assembly::parse(&lowered, "app.toml").expect("parses"));
     assert_eq!(report.applied, ["groups.web.predicate.max"]);
     assert!(report.needs_restart.is_empty(), "{report:?}");
-    assert_eq!(admitted_until_rejected(&rt, &web, 100), 4, "max 5 now refuses the sixth");
+    assert_eq!(
+        admitted_until_rejected(&rt, &web, 100),
+        4,
+        "max 5 now refuses the sixth"
+    );
     rt.shutdown_timeout(Duration::from_secs(10));
 }
 
@@ -292,14 +316,26 @@ fn reload_reports_structural_changes_and_leaves_them() {
     let app = assembly.build(&rt, &Factories::new()).expect("builds");
     let changed = RELOADABLE
         .replace("threads = 1", "threads = 2")
-        .replace("queue_length = { max = 1000 }", "token_bucket = { rate = 1.0, depth = 1 }")
+        .replace(
+            "queue_length = { max = 1000 }",
+            "token_bucket = { rate = 1.0, depth = 1 }",
+        )
         .replace("period = \"1s\"", "period = \"2s\"")
         + "[groups.more]\nthreads = 1\n";
     let report = app.reload(&Assembly::parse(&changed, "app.toml").expect("parses"));
-    let paths: Vec<&str> = report.needs_restart.iter().map(|n| n.path.as_str()).collect();
-    assert_eq!(paths, ["groups.more", "groups.web.threads", "groups.web.predicate"]);
+    let paths: Vec<&str> = report
+        .needs_restart
+        .iter()
+        .map(|n| n.path.as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        ["groups.more", "groups.web.threads", "groups.web.predicate"]
+    );
     assert_eq!(report.needs_restart[0].at.as_ref().map(|l| l.line), Some(5));
-    assert!(report.needs_restart[1].to_string().contains("needs a restart"));
+    assert!(report.needs_restart[1]
+        .to_string()
+        .contains("needs a restart"));
     // The controller's new period is applied (a fresh controller in its slot).
     assert_eq!(report.applied, ["groups.web.controller"]);
     let web = app.group("web").expect("web");
@@ -332,14 +368,20 @@ fn the_reloader_applies_edits_to_the_file() {
     .expect("the reloader starts");
 
     std::fs::write(&path, RELOADABLE.replace("max = 1000", "max = 3")).expect("edited");
-    let report = rx.recv_timeout(Duration::from_secs(30)).expect("a reload").expect("applied");
+    let report = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a reload")
+        .expect("applied");
     assert_eq!(report.applied, ["groups.web.predicate.max"]);
     let web = app.group("web").expect("web").clone();
     assert_eq!(admitted_until_rejected(&rt, &web, 100), 2);
 
     // A broken edit is reported with its line and changes nothing.
     std::fs::write(&path, "[groups.web]\nthreads = 1\npredicate = {\n").expect("edited");
-    let err = rx.recv_timeout(Duration::from_secs(30)).expect("a reload").expect_err("broken");
+    let err = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a reload")
+        .expect_err("broken");
     assert!(err.contains(":3:") || err.contains(":4:"), "{err}");
     assert_eq!(admitted_until_rejected(&rt, &web, 100), 2);
     reloader.stop();
@@ -354,7 +396,11 @@ fn documented_example() -> String {
     let end = start + lib[start..].find("//! ```\n").expect("its end");
     lib[start..end]
         .lines()
-        .map(|line| line.strip_prefix("//!").unwrap_or(line).trim_start_matches(' '))
+        .map(|line| {
+            line.strip_prefix("//!")
+                .unwrap_or(line)
+                .trim_start_matches(' ')
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -371,14 +417,18 @@ fn the_documented_example_builds() {
         .process("cache", |a: CounterArgs| Counter { start: a.start })
         .process("worker", |_: NoArgs| Counter { start: 0 });
     // The example's cache takes a capacity: the error names it at its place.
-    let err = assembly.build(&rt, &factories).expect_err("capacity is not a start");
+    let err = assembly
+        .build(&rt, &factories)
+        .expect_err("capacity is not a start");
     assert!(err.to_string().contains("capacity"), "{err}");
     #[derive(Clone, Deserialize, Isolated)]
     struct CacheArgs {
         capacity: u64,
     }
     let factories = factories.process("cache", |a: CacheArgs| Counter { start: a.capacity });
-    let app = assembly.build(&rt, &factories).unwrap_or_else(|e| panic!("{e}"));
+    let app = assembly
+        .build(&rt, &factories)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(app.group("web").is_some() && app.group("batch").is_some());
     let mut cache = None;
     wait_for("the cache registered", || {

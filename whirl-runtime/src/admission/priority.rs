@@ -43,7 +43,10 @@ impl PriorityThresholds {
     pub fn linear(base: u64, step: u64) -> Self {
         let p = PriorityThresholds::new(base);
         for (priority, max) in p.max.iter().enumerate() {
-            max.store(base.saturating_add(step.saturating_mul(priority as u64)), Relaxed);
+            max.store(
+                base.saturating_add(step.saturating_mul(priority as u64)),
+                Relaxed,
+            );
         }
         p
     }
@@ -135,7 +138,10 @@ mod tests {
         let p2 = Principal::builder(2).priority(2).build();
         assert!(p.admit(&offer(Some(&p2), 1, 15)));
         p.set_thresholds(&PriorityThresholds::new(5).at_least(2, 8));
-        assert_eq!((p.threshold(0), p.threshold(2), p.threshold(255)), (5, 8, 8));
+        assert_eq!(
+            (p.threshold(0), p.threshold(2), p.threshold(255)),
+            (5, 8, 8)
+        );
         assert!(!p.admit(&offer(Some(&p2), 1, 15)));
         assert!(!p.admit(&offer(None, 1, 5)));
         assert_eq!(p.clone().threshold(2), 8);

@@ -109,14 +109,21 @@ fn assembly(config: Option<&Path>) -> Result<(Assembly, Option<PathBuf>), String
         .find(|path| path.is_file());
     match found {
         Some(path) => Ok((Assembly::from_file(&path).map_err(error)?, Some(path))),
-        None => Ok((Assembly::parse(BUILT_IN, "iris.toml (built in)").map_err(error)?, None)),
+        None => Ok((
+            Assembly::parse(BUILT_IN, "iris.toml (built in)").map_err(error)?,
+            None,
+        )),
     }
 }
 
-/// The validated arguments, or what is wrong with them.
+/// The validated arguments, or what is wrong with them (the message to print: configuration
+/// errors as `error: FILE:LINE:COLUMN: ...`).
 fn args(cli: Cli) -> Result<Args, String> {
     if !cli.root.is_dir() {
-        return Err(format!("--root {}: not a directory", cli.root.display()));
+        return Err(format!(
+            "iris_http: --root {}: not a directory",
+            cli.root.display()
+        ));
     }
     let (assembly, watch) = assembly(cli.config.as_deref())?;
     let assembly = match cli.no_predicates {
@@ -124,7 +131,7 @@ fn args(cli: Cli) -> Result<Args, String> {
         false => assembly,
     };
     let users = match &cli.users {
-        Some(path) => Users::load(path).map_err(|e| e.to_string())?,
+        Some(path) => Users::load(path).map_err(|e| format!("iris_http: {e}"))?,
         None => Users::default_demo(),
     };
     let mut options = Options::new(cli.root, users);
@@ -142,7 +149,7 @@ fn main() -> ExitCode {
     let args = match args(<Cli as clap::Parser>::parse()) {
         Ok(args) => args,
         Err(problem) => {
-            eprintln!("iris_http: {problem}");
+            eprintln!("{problem}");
             return ExitCode::from(2);
         }
     };
@@ -153,15 +160,16 @@ fn main() -> ExitCode {
     let (assembled, rt) = match built {
         Ok(built) => built,
         Err(e) => {
-            eprintln!("iris_http: error: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let assembled = Arc::new(assembled);
     let reloader = args.watch.as_ref().and_then(|path| {
         let watched = path.display().to_string();
-        let report = move |outcome: Result<whirl_config::Reloaded, whirl_config::ConfigError>| {
-            match outcome {
+        let report =
+            move |outcome: Result<whirl_config::Reloaded, whirl_config::ConfigError>| match outcome
+            {
                 Ok(reloaded) => {
                     for path in &reloaded.applied {
                         eprintln!("iris_http: {watched}: applied {path}");
@@ -171,8 +179,7 @@ fn main() -> ExitCode {
                     }
                 }
                 Err(e) => eprintln!("iris_http: error: {e} (the last good configuration stays)"),
-            }
-        };
+            };
         let every = Duration::from_secs(1);
         match Reloader::watch(Arc::clone(&assembled), path, &args.assembly, every, report) {
             Ok(reloader) => Some(reloader),
