@@ -178,6 +178,16 @@ impl Assembly {
                     if c.args.is_some() {
                         return Err(self.invalid(span, "`args` is for processes, not supervisors"));
                     }
+                    if nested.group.is_some() || nested.name.is_some() {
+                        return Err(self.invalid(
+                            span,
+                            format!(
+                                "child `{}`: a nested supervisor takes its `group` and `name` \
+                                 from its child entry, not from its own table",
+                                c.id
+                            ),
+                        ));
+                    }
                     self.check_supervisor(nested)?;
                 }
                 _ => {
@@ -231,6 +241,11 @@ impl Assembly {
 
     /// Builds the file on `rt`: creates its groups, then spawns its root supervisors (with
     /// the processes `factories` makes), registering those that have a `name`.
+    ///
+    /// Every process type and its arguments are checked before anything is built. An error
+    /// after that (a group name the runtime already has, a supervisor name already
+    /// registered) leaves what was built before it in place: group names are unique in a
+    /// runtime, so build again on a fresh one.
     pub fn build(&self, rt: &Runtime, factories: &Factories) -> Result<Assembled, ConfigError> {
         // Every process type exists and takes its arguments before anything is built.
         for sup in self.spec.supervisors.values() {

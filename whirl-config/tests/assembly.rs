@@ -215,6 +215,12 @@ fn refused_values_name_line_and_column() {
     assert_eq!(at(&err), (3, 14), "{err}");
     let err = error("[supervisors.app]\nchildren = [\n  { id = \"x\" },\n]\n");
     assert_eq!(at(&err), (3, 3), "{err}");
+    // A nested supervisor is placed and named by its child entry, not by itself.
+    let err = error(
+        "[supervisors.app]\nchildren = [\n  { id = \"x\", supervisor = { name = \"x\" } },\n]\n",
+    );
+    assert_eq!(at(&err), (3, 3), "{err}");
+    assert!(err.to_string().contains("child entry"), "{err}");
 }
 
 #[test]
@@ -314,13 +320,20 @@ fn reload_reports_structural_changes_and_leaves_them() {
     let assembly = Assembly::parse(RELOADABLE, "app.toml").expect("parses");
     let rt = Runtime::builder().threads(1).build();
     let app = assembly.build(&rt, &Factories::new()).expect("builds");
+    let web = app.group("web").expect("web");
+    let names: Vec<&str> = web.stats().controllers.iter().map(|c| c.name).collect();
+    assert_eq!(names, ["fixed"]);
     let changed = RELOADABLE
         .replace("threads = 1", "threads = 2")
         .replace(
             "queue_length = { max = 1000 }",
             "token_bucket = { rate = 1.0, depth = 1 }",
         )
-        .replace("period = \"1s\"", "period = \"2s\"")
+        .replace(
+            "fixed = { period = \"1s\" }",
+            "seda_pool = { period = \"1s\" }",
+        )
+        .replace("threads = 2\n", "threads = 2\nbudget = 4\n")
         + "[groups.more]\nthreads = 1\n";
     let report = app.reload(&Assembly::parse(&changed, "app.toml").expect("parses"));
     let paths: Vec<&str> = report
@@ -332,13 +345,19 @@ fn reload_reports_structural_changes_and_leaves_them() {
         paths,
         ["groups.more", "groups.web.threads", "groups.web.predicate"]
     );
-    assert_eq!(report.needs_restart[0].at.as_ref().map(|l| l.line), Some(5));
+    assert_eq!(report.needs_restart[0].at.as_ref().map(|l| l.line), Some(6));
     assert!(report.needs_restart[1]
         .to_string()
         .contains("needs a restart"));
-    // The controller's new period is applied (a fresh controller in its slot).
-    assert_eq!(report.applied, ["groups.web.controller"]);
+    // The budget and the controller are applied (a new controller in its slot).
+    assert_eq!(
+        report.applied,
+        ["groups.web.budget", "groups.web.controller"]
+    );
     let web = app.group("web").expect("web");
+    assert_eq!(web.budget(), 4);
+    let names: Vec<&str> = web.stats().controllers.iter().map(|c| c.name).collect();
+    assert_eq!(names, ["seda-thread-pool"]);
     assert_eq!(web.thread_range().max(), 1, "threads untouched");
     assert!(rt.group_named("more").is_none(), "no group added");
     // The predicate is still the queue limit: nothing is refused.
