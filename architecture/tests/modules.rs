@@ -72,6 +72,11 @@ fn http_and_the_benchmark_recorder_have_no_import_cycles() {
 }
 
 #[test]
+fn declarative_assembly_has_no_import_cycles() {
+    assert_acyclic("whirl-config");
+}
+
+#[test]
 fn the_runtime_imports_point_down_the_layers_of_architecture_md() {
     let text = std::fs::read_to_string(workspace().join("ARCHITECTURE.md"))
         .expect("ARCHITECTURE.md at the workspace root");
@@ -92,6 +97,7 @@ fn every_runtime_and_distribution_module_teaches_its_job() {
         "whirl-dist",
         "whirl-http",
         "whirl-bench",
+        "whirl-config",
         "whirl",
     ]
     .into_iter()

@@ -1,5 +1,8 @@
 //! Per-priority queue-length thresholds.
 
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
 use super::{MessagePredicate, Offer};
 
 /// A queue-length threshold per principal [priority](crate::Principal::priority): as the
@@ -20,40 +23,63 @@ use super::{MessagePredicate, Offer};
 /// assert!(!p.admit(&Offer::detached::<()>(Some(&low), 1, counts)));
 /// assert!(p.admit(&Offer::detached::<()>(Some(&high), 1, counts)));
 /// ```
-#[derive(Clone)]
+///
+/// The thresholds can change while the group runs ([`PriorityThresholds::set_thresholds`],
+/// through an `Arc<PriorityThresholds>` the program keeps): a configuration reload does this.
+/// `admit` reads its priority's threshold with one relaxed atomic load.
 pub struct PriorityThresholds {
-    max: Box<[u64; 256]>,
+    max: Box<[AtomicU64; 256]>,
 }
 
 impl PriorityThresholds {
     /// Every priority admitted while fewer than `max` messages are queued.
     pub fn new(max: u64) -> Self {
         PriorityThresholds {
-            max: Box::new([max; 256]),
+            max: Box::new(std::array::from_fn(|_| AtomicU64::new(max))),
         }
     }
 
     /// Thresholds growing with priority: `base + step * priority` (saturating).
     pub fn linear(base: u64, step: u64) -> Self {
-        let mut p = PriorityThresholds::new(base);
-        for (priority, max) in p.max.iter_mut().enumerate() {
-            *max = base.saturating_add(step.saturating_mul(priority as u64));
+        let p = PriorityThresholds::new(base);
+        for (priority, max) in p.max.iter().enumerate() {
+            max.store(
+                base.saturating_add(step.saturating_mul(priority as u64)),
+                Relaxed,
+            );
         }
         p
     }
 
     /// Priorities `priority` and above admitted while fewer than `max` messages are queued
     /// (later calls override earlier ones; call in increasing priority).
-    pub fn at_least(mut self, priority: u8, max: u64) -> Self {
-        for slot in &mut self.max[usize::from(priority)..] {
-            *slot = max;
+    pub fn at_least(self, priority: u8, max: u64) -> Self {
+        for slot in &self.max[usize::from(priority)..] {
+            slot.store(max, Relaxed);
         }
         self
     }
 
     /// The threshold of `priority`.
     pub fn threshold(&self, priority: u8) -> u64 {
-        self.max[usize::from(priority)]
+        self.max[usize::from(priority)].load(Relaxed)
+    }
+
+    /// Takes `other`'s thresholds, priority by priority. Each threshold changes atomically; a
+    /// post racing with the change may see the new threshold of one priority and the old one
+    /// of another.
+    pub fn set_thresholds(&self, other: &PriorityThresholds) {
+        for (slot, new) in self.max.iter().zip(other.max.iter()) {
+            slot.store(new.load(Relaxed), Relaxed);
+        }
+    }
+}
+
+impl Clone for PriorityThresholds {
+    fn clone(&self) -> Self {
+        let copy = PriorityThresholds::new(0);
+        copy.set_thresholds(self);
+        copy
     }
 }
 
@@ -66,8 +92,8 @@ impl MessagePredicate for PriorityThresholds {
 impl std::fmt::Debug for PriorityThresholds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PriorityThresholds")
-            .field("lowest", &self.max[0])
-            .field("highest", &self.max[255])
+            .field("lowest", &self.threshold(0))
+            .field("highest", &self.threshold(255))
             .finish()
     }
 }
@@ -104,5 +130,20 @@ mod tests {
         assert_eq!(p.threshold(3), 250);
         let p = PriorityThresholds::linear(u64::MAX - 1, u64::MAX);
         assert_eq!(p.threshold(255), u64::MAX);
+    }
+
+    #[test]
+    fn thresholds_change_live() {
+        let p = PriorityThresholds::new(10).at_least(2, 20);
+        let p2 = Principal::builder(2).priority(2).build();
+        assert!(p.admit(&offer(Some(&p2), 1, 15)));
+        p.set_thresholds(&PriorityThresholds::new(5).at_least(2, 8));
+        assert_eq!(
+            (p.threshold(0), p.threshold(2), p.threshold(255)),
+            (5, 8, 8)
+        );
+        assert!(!p.admit(&offer(Some(&p2), 1, 15)));
+        assert!(!p.admit(&offer(None, 1, 5)));
+        assert_eq!(p.clone().threshold(2), 8);
     }
 }

@@ -10,7 +10,14 @@
 //! files served under `/files/`, default `examples/iris_root`), `--users FILE` (lines
 //! `name password role`, role `admin` or `user`; default the demo users `admin:secret` and
 //! `alice:wonderland`), `--work-us N` (simulated CPU per unit of request work, default 100),
-//! `--no-predicates` (admission control off, for comparison). Ctrl-C shuts down gracefully.
+//! `--no-predicates` (admission control off, for comparison), `--config FILE` (the groups,
+//! their predicates, schedulers and controllers, assembled by `whirl-config`; default the
+//! `iris.toml` shipped beside this file). Ctrl-C shuts down gracefully.
+//!
+//! The configuration is watched while the server runs: edited predicate thresholds and
+//! budgets, and controller parameters, apply within a second without a restart; what needs a
+//! restart is said on stderr. A file with an error is refused with its line and column
+//! (`error: FILE:LINE:COLUMN: what was expected`) and exit status 2.
 //!
 //! Idle keep-alive connections are closed after 30 s; a request that has not fully arrived
 //! after 10 s is answered 408 and its connection closed.
@@ -30,11 +37,12 @@ mod store;
 mod tests;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
-use whirl::Runtime;
+use whirl_config::{Assembly, Factories, Reloader};
 
 use config::Users;
 use server::{Options, Server};
@@ -64,28 +72,76 @@ struct Cli {
     /// Turn admission control off (for comparison).
     #[arg(long)]
     no_predicates: bool,
+    /// The assembly file: groups, predicates, schedulers, controllers (default: the
+    /// `iris.toml` shipped with iris_http).
+    #[arg(long)]
+    config: Option<PathBuf>,
 }
 
 struct Args {
     bind: SocketAddr,
     options: Options,
+    /// Admission control on (the paper's design) or off (`--no-predicates`).
+    predicates: bool,
+    assembly: Assembly,
+    /// The file to watch for changes (none for the built-in copy).
+    watch: Option<PathBuf>,
 }
 
-/// The validated arguments, or what is wrong with them.
+/// The shipped configuration, where the sources are (so that edits to it are picked up).
+const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bin/iris_http/iris.toml");
+/// The same file, compiled in: the fallback when the binary runs away from its sources.
+pub(crate) const BUILT_IN: &str = include_str!("iris.toml");
+
+/// The assembly: `--config FILE`, else the shipped file (beside the sources, or beside the
+/// executable), else the built-in copy; and the file to watch.
+fn assembly(config: Option<&Path>) -> Result<(Assembly, Option<PathBuf>), String> {
+    let error = |e: whirl_config::ConfigError| format!("error: {e}");
+    if let Some(path) = config {
+        return Ok((Assembly::from_file(path).map_err(error)?, Some(path.into())));
+    }
+    let beside_exe = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("iris.toml")));
+    let found = [Some(PathBuf::from(SHIPPED)), beside_exe]
+        .into_iter()
+        .flatten()
+        .find(|path| path.is_file());
+    match found {
+        Some(path) => Ok((Assembly::from_file(&path).map_err(error)?, Some(path))),
+        None => Ok((
+            Assembly::parse(BUILT_IN, "iris.toml (built in)").map_err(error)?,
+            None,
+        )),
+    }
+}
+
+/// The validated arguments, or what is wrong with them (the message to print: configuration
+/// errors as `error: FILE:LINE:COLUMN: ...`).
 fn args(cli: Cli) -> Result<Args, String> {
     if !cli.root.is_dir() {
-        return Err(format!("--root {}: not a directory", cli.root.display()));
+        return Err(format!(
+            "iris_http: --root {}: not a directory",
+            cli.root.display()
+        ));
     }
+    let (assembly, watch) = assembly(cli.config.as_deref())?;
+    let assembly = match cli.no_predicates {
+        true => assembly.without_predicates(),
+        false => assembly,
+    };
     let users = match &cli.users {
-        Some(path) => Users::load(path).map_err(|e| e.to_string())?,
+        Some(path) => Users::load(path).map_err(|e| format!("iris_http: {e}"))?,
         None => Users::default_demo(),
     };
     let mut options = Options::new(cli.root, users);
     options.work = Duration::from_micros(cli.work_us);
-    options.predicates = !cli.no_predicates;
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,
+        predicates: !cli.no_predicates,
+        assembly,
+        watch,
     })
 }
 
@@ -93,13 +149,48 @@ fn main() -> ExitCode {
     let args = match args(<Cli as clap::Parser>::parse()) {
         Ok(args) => args,
         Err(problem) => {
-            eprintln!("iris_http: {problem}");
+            eprintln!("{problem}");
             return ExitCode::from(2);
         }
     };
-    let rt = Runtime::builder().threads(1).build();
+    let built = args
+        .assembly
+        .runtime()
+        .and_then(|rt| Ok((args.assembly.build(&rt, &Factories::new())?, rt)));
+    let (assembled, rt) = match built {
+        Ok(built) => built,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let assembled = Arc::new(assembled);
+    let reloader = args.watch.as_ref().and_then(|path| {
+        let watched = path.display().to_string();
+        let report =
+            move |outcome: Result<whirl_config::Reloaded, whirl_config::ConfigError>| match outcome
+            {
+                Ok(reloaded) => {
+                    for path in &reloaded.applied {
+                        eprintln!("iris_http: {watched}: applied {path}");
+                    }
+                    for restart in &reloaded.needs_restart {
+                        eprintln!("iris_http: {restart}");
+                    }
+                }
+                Err(e) => eprintln!("iris_http: error: {e} (the last good configuration stays)"),
+            };
+        let every = Duration::from_secs(1);
+        match Reloader::watch(Arc::clone(&assembled), path, &args.assembly, every, report) {
+            Ok(reloader) => Some(reloader),
+            Err(e) => {
+                eprintln!("iris_http: cannot watch {}: {e}", path.display());
+                None
+            }
+        }
+    });
     let root = args.options.root.display().to_string();
-    let predicates = args.options.predicates;
+    let predicates = args.predicates;
     let server = match Server::start(&rt, args.bind, args.options) {
         Ok(server) => server,
         Err(e) => {
@@ -108,6 +199,7 @@ fn main() -> ExitCode {
         }
     };
     println!("iris_http serving {root} at http://{}/", server.addr);
+    println!("  configuration: {}", args.assembly.origin());
     println!(
         "  try: curl -i http://{}/files/index.html   (admission control {})",
         server.addr,
@@ -118,6 +210,7 @@ fn main() -> ExitCode {
         Ok(signal) => println!("iris_http: {signal}, shutting down"),
         Err(e) => eprintln!("iris_http: cannot wait for signals ({e}); shutting down"),
     }
+    drop(reloader);
     server.stop_accepting();
     let report = rt.shutdown_timeout(Duration::from_secs(5));
     if !report.drained {

@@ -9,6 +9,9 @@
 //!                                    ("sessions")
 //! ```
 //!
+//! The groups, their schedulers, controllers and predicates are assembled from `iris.toml`
+//! (by `whirl-config`, in `main`); the server starts its processes in them.
+//!
 //! Every process serving a request carries the session's principal (priority admin 2 >
 //! user 1 > anonymous 0). The dispatcher group and the handler groups have predicates that
 //! shed whole sessions, lowest priority first; the file group also counts cost, so that it
@@ -28,12 +31,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use whirl::admission::{CostBudget, PredicateExt, PriorityThresholds, SessionConsistent};
-use whirl::control::AdaptiveConcurrency;
 use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
 use whirl::prelude::*;
-use whirl::scheduler::PrincipalPriority;
-use whirl::{GroupBuilder, GroupError};
+use whirl::GroupError;
 use whirl_http::Limits;
 
 pub use connection::HttpConnection;
@@ -46,8 +46,6 @@ use crate::store::Store;
 pub const RETRY_AFTER_SECS: u32 = 2;
 /// Sessions remembered before the least recently used anonymous ones are forgotten.
 const MAX_SESSIONS: usize = 100_000;
-/// How long a shedding decision sticks to a session.
-const SESSION_HOLD: Duration = Duration::from_secs(2);
 
 /// What the processes share, immutable.
 #[derive(Isolated)]
@@ -73,13 +71,6 @@ pub struct Options {
     pub root: PathBuf,
     pub users: Users,
     pub work: Duration,
-    /// Admission control on (the paper's design) or off (for comparison).
-    pub predicates: bool,
-    /// Queue thresholds of the handler groups for anonymous, user and admin sessions; the
-    /// dispatcher group's are four times these.
-    pub thresholds: [u64; 3],
-    /// Outstanding cost the file group accepts.
-    pub file_budget: u64,
     /// See [`Site::idle_timeout`].
     pub idle_timeout: Duration,
     /// See [`Site::request_timeout`].
@@ -92,9 +83,6 @@ impl Options {
             root,
             users,
             work: Duration::from_micros(100),
-            predicates: true,
-            thresholds: [16, 64, 1024],
-            file_budget: 64,
             idle_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
         }
@@ -137,50 +125,33 @@ pub enum StartError {
     /// The poller or the listening socket failed.
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// The assembly file did not define one of [`GROUPS`].
+    #[error("the configuration defines no group `{0}` (iris_http needs {GROUPS:?})")]
+    MissingGroup(&'static str),
 }
 
-impl Server {
-    /// Builds the groups, starts the session store and the acceptor on `bind`.
-    pub fn start(rt: &Runtime, bind: SocketAddr, options: Options) -> Result<Server, StartError> {
-        let thresholds = |scale: u64| {
-            let [anonymous, user, admin] = options.thresholds.map(|t| t * scale);
-            SessionConsistent::new(
-                PriorityThresholds::new(anonymous)
-                    .at_least(1, user)
-                    .at_least(2, admin),
-                SESSION_HOLD,
-            )
-        };
-        let shedding = |builder: GroupBuilder, scale: u64| match options.predicates {
-            true => builder.predicate(thresholds(scale)),
-            false => builder,
-        };
-        let sockets = rt.group("sockets").threads(1).build()?;
-        rt.group("http").threads(1).build()?;
-        rt.group("sessions").threads(1).build()?;
-        rt.group("db").threads(1).build()?;
-        rt.group("files-io")
-            .threads(1..=4)
-            .controller(AdaptiveConcurrency::default())
-            .build()?;
-        let dispatcher = shedding(rt.group("dispatcher").threads(1), 4).build()?;
-        let files = rt
-            .group("files")
-            .threads(1)
-            .scheduler(PrincipalPriority::default());
-        let files = match options.predicates {
-            true => files.predicate(thresholds(1).and(CostBudget::new(options.file_budget))),
-            false => files,
-        };
-        files.build()?;
-        shedding(
-            rt.group("resources")
-                .threads(1)
-                .scheduler(PrincipalPriority::default()),
-            1,
-        )
-        .build()?;
+/// The groups the server runs in; an assembly file must define them all.
+pub const GROUPS: [&str; 8] = [
+    "sockets",
+    "http",
+    "sessions",
+    "db",
+    "files-io",
+    "dispatcher",
+    "files",
+    "resources",
+];
 
+impl Server {
+    /// Starts the session store and the acceptor on `bind`, in the groups [`GROUPS`] already
+    /// built on `rt` (by the assembly file, `iris.toml`).
+    pub fn start(rt: &Runtime, bind: SocketAddr, options: Options) -> Result<Server, StartError> {
+        let group = |name: &'static str| rt.group_named(name).ok_or(StartError::MissingGroup(name));
+        for name in GROUPS {
+            group(name)?;
+        }
+        let sockets = group("sockets")?;
+        let dispatcher = group("dispatcher")?;
         let sessions = rt.spawn(SessionStore::new(options.users.clone(), MAX_SESSIONS));
         let site = Arc::new(Site {
             root: options.root.clone(),

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use whirl::Runtime;
+use whirl_config::{Assembly, Factories};
 
 use crate::config::Users;
 use crate::server::{Options, Server};
@@ -34,6 +35,58 @@ fn demo_options() -> Options {
     Options::new(demo_root(), Users::default_demo())
 }
 
+/// The admission parameters of a test server: the shipped `iris.toml` with these thresholds.
+#[derive(Clone, Copy, Debug)]
+struct Tuning {
+    /// Queue thresholds of the handler groups for anonymous, user and admin sessions; the
+    /// dispatcher group's are four times these.
+    thresholds: [u64; 3],
+    /// Outstanding cost the file group accepts.
+    file_budget: u64,
+    /// Admission control on (the paper's design) or off (for comparison).
+    predicates: bool,
+}
+
+impl Default for Tuning {
+    /// The shipped file's values.
+    fn default() -> Self {
+        Tuning {
+            thresholds: [16, 64, 1024],
+            file_budget: 64,
+            predicates: true,
+        }
+    }
+}
+
+/// The shipped `iris.toml` with `tuning`'s values in place of its own.
+fn assembly(tuning: Tuning) -> Assembly {
+    let mut text = crate::BUILT_IN.to_string();
+    let shipped = Tuning::default();
+    let levels = |[anonymous, user, admin]: [u64; 3], scale: u64| {
+        format!(
+            "max = {}, at_least = [[1, {}], [2, {}]]",
+            anonymous * scale,
+            user * scale,
+            admin * scale
+        )
+    };
+    let mut replace = |from: String, to: String| {
+        assert!(text.contains(&from), "iris.toml has no `{from}`");
+        text = text.replace(&from, &to);
+    };
+    replace(levels(shipped.thresholds, 4), levels(tuning.thresholds, 4));
+    replace(levels(shipped.thresholds, 1), levels(tuning.thresholds, 1));
+    replace(
+        format!("cost_budget = {{ budget = {} }}", shipped.file_budget),
+        format!("cost_budget = {{ budget = {} }}", tuning.file_budget),
+    );
+    let assembly = Assembly::parse(&text, "iris.toml").expect("the shipped file parses");
+    match tuning.predicates {
+        true => assembly,
+        false => assembly.without_predicates(),
+    }
+}
+
 /// A running server and its runtime.
 struct TestServer {
     rt: Runtime,
@@ -43,8 +96,17 @@ struct TestServer {
 }
 
 impl TestServer {
+    /// A server on the shipped `iris.toml`.
     fn start(options: Options) -> TestServer {
-        let rt = Runtime::builder().threads(1).build();
+        TestServer::start_tuned(options, Tuning::default())
+    }
+
+    fn start_tuned(options: Options, tuning: Tuning) -> TestServer {
+        let assembly = assembly(tuning);
+        let rt = assembly.runtime().expect("the runtime");
+        assembly
+            .build(&rt, &Factories::new())
+            .expect("the groups build");
         let bind: SocketAddr = "127.0.0.1:0".parse().expect("a socket address");
         let server = Server::start(&rt, bind, options).expect("the server starts");
         rt.block_until_idle();

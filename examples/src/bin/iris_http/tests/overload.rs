@@ -100,13 +100,19 @@ fn start_anonymous(
 fn overload_options() -> Options {
     let mut options = demo_options();
     options.work = Duration::from_millis(2);
-    options.thresholds = [2, 8, 64];
     options
+}
+
+fn overload_tuning() -> Tuning {
+    Tuning {
+        thresholds: [2, 8, 64],
+        ..Tuning::default()
+    }
 }
 
 #[test]
 fn under_overload_admins_are_served_and_anonymous_sessions_shed() {
-    let server = TestServer::start(overload_options());
+    let server = TestServer::start_tuned(overload_options(), overload_tuning());
     let addr = server.addr();
     let admin = login(addr, "admin", "secret");
     let mut admin_client = Client::connect(addr);
@@ -171,9 +177,11 @@ fn under_overload_admins_are_served_and_anonymous_sessions_shed() {
 /// Without predicates nothing is shed, however loaded: the same clients get no 503.
 #[test]
 fn without_predicates_nothing_is_shed() {
-    let mut options = overload_options();
-    options.predicates = false;
-    let server = TestServer::start(options);
+    let tuning = Tuning {
+        predicates: false,
+        ..overload_tuning()
+    };
+    let server = TestServer::start_tuned(overload_options(), tuning);
     let addr = server.addr();
     let stop = Arc::new(AtomicBool::new(false));
     let tally = Arc::new(Mutex::new(Tally::default()));

@@ -12,11 +12,14 @@ fn a_client_that_never_reads_does_not_stall_the_others() {
     let big: Vec<u8> = (0..1024 * 1024).map(|i: u32| (i % 251) as u8).collect();
     root.write("big.bin", &big);
     root.write("small.txt", b"small file\n");
-    let mut options = Options::new(root.path().to_path_buf(), Users::default_demo());
+    let options = Options::new(root.path().to_path_buf(), Users::default_demo());
     // This test is about socket backpressure, not admission control: leave room for all.
-    options.thresholds = [10_000; 3];
-    options.file_budget = 1_000_000;
-    let server = TestServer::start(options);
+    let tuning = Tuning {
+        thresholds: [10_000; 3],
+        file_budget: 1_000_000,
+        ..Tuning::default()
+    };
+    let server = TestServer::start_tuned(options, tuning);
 
     let mut slow = server.connect();
     let requests = 200;
