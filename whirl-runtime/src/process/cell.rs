@@ -151,10 +151,17 @@ impl<P: Process> ProcessCell<P> {
             AfterPush::Nothing => {}
             AfterPush::Schedule => self.group.schedule(Arc::clone(self) as Task),
             AfterPush::Drain => self.drain_after_exit(),
-            AfterPush::Moved => {
-                self.settle_moved();
-            }
+            AfterPush::Moved => self.after_moved_push(),
         }
+    }
+
+    /// A push into the old mailbox of a process that moved away while another thread held its
+    /// token: waits until the message has been passed on (`relocate.rs`). Out of line, so
+    /// that the post path stays small enough to inline.
+    #[cold]
+    #[inline(never)]
+    fn after_moved_push(&self) {
+        self.settle_moved();
     }
 
     /// Registers `watcher` for this process's termination; if it has already terminated, the
@@ -292,6 +299,8 @@ impl<P: Process> ProcessCell<P> {
 
     /// For a terminated process whose token the caller holds (messages that raced with its
     /// termination): dead-letters them with the exit reason and releases the token.
+    #[cold]
+    #[inline(never)]
     pub(super) fn drain_after_exit(&self) {
         if let Some(next) = self.moved_to() {
             return self.forward_queue(&next);

@@ -329,7 +329,13 @@ impl<P: Process> ProcessCell<P> {
         }
         match self.moved_to() {
             Some(next) => next.has_terminated(),
-            None => true,
+            // Closed is not yet ended: the `terminated` hook may still be running. Ended is
+            // when the exit is recorded, the moment its watchers are taken to be told: a watch
+            // added from then on runs at once.
+            None => self
+                .control
+                .get()
+                .is_some_and(|control| control.lock().exit.is_some()),
         }
     }
 }
