@@ -136,72 +136,80 @@ impl<P: Process> ProcessCell<P> {
                     }
                 }
             }
-            while exit.is_none() && !moving && handled < budget && inbox.has_messages() {
-                if inbox.refreshes() != refreshes {
-                    // The cursor just re-read the tail, on the line senders write: look for a
-                    // kill request (a failed link...) there too, before handling more. Messages
-                    // already known to be queued are handled before a kill seen later, so a
-                    // consumer that is behind does not poll that line per message.
-                    refreshes = inbox.refreshes();
-                    exit = cell_ref.take_request(&mut consumed_activations, &mut moving);
-                    if exit.is_some() || moving {
-                        break;
+            // A move ends the turn at this boundary: checked here once, and after each handler
+            // below (where a handler's `Ctx::move_to` shows), not in the loop's condition.
+            if !moving {
+                while exit.is_none() && handled < budget && inbox.has_messages() {
+                    if inbox.refreshes() != refreshes {
+                        // The cursor just re-read the tail, on the line senders write: look
+                        // for a kill request (a failed link...) there too, before handling
+                        // more. Messages already known to be queued are handled before a kill
+                        // seen later, so a consumer that is behind does not poll that line per
+                        // message.
+                        refreshes = inbox.refreshes();
+                        exit = cell_ref.take_request(&mut consumed_activations, &mut moving);
+                        if exit.is_some() || moving {
+                            break;
+                        }
                     }
-                }
-                let Some((msg, meta)) = inbox.pop() else {
-                    break;
-                };
-                // SAFETY: the token is ours (I9); no future is pending, so nothing else
-                // borrows the state; the reference ends with the handler.
-                exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
-                    p.handle(msg, ctx)
-                });
-                if let Some(handler) = ctx.pending.is_some().then(|| ctx.pending.take()).flatten() {
-                    // The future borrows the state the handler was given (I13). A handler
-                    // that asked to exit cannot have made one, but if it did, it is dropped
-                    // here, before the state is used again.
-                    if exit.is_none() {
-                        let mut pending = Suspended {
-                            future: handler.future,
-                            message: handler.message,
-                            meta,
-                            since: Instant::now(),
-                            waker: Waker::from(Arc::clone(ctx.cell())),
-                        };
-                        // Polled at once: a handler that does not wait completes here, as a
-                        // plain one does, and only one that waits is kept in the body.
-                        match poll_handler(
-                            &mut pending,
-                            &cell_ref.mailbox,
-                            probe,
-                            &cell_ref.group.kernel,
-                        ) {
-                            Poll::Ready(asked) => exit = asked,
-                            Poll::Pending => {
-                                *suspended = Some(Box::new(pending));
-                                waiting = true;
-                                break 'turn;
+                    let Some((msg, meta)) = inbox.pop() else {
+                        break;
+                    };
+                    // SAFETY: the token is ours (I9); no future is pending, so nothing else
+                    // borrows the state; the reference ends with the handler.
+                    exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
+                        p.handle(msg, ctx)
+                    });
+                    if let Some(handler) =
+                        ctx.pending.is_some().then(|| ctx.pending.take()).flatten()
+                    {
+                        // The future borrows the state the handler was given (I13). A handler
+                        // that asked to exit cannot have made one, but if it did, it is dropped
+                        // here, before the state is used again.
+                        if exit.is_none() {
+                            let mut pending = Suspended {
+                                future: handler.future,
+                                message: handler.message,
+                                meta,
+                                since: Instant::now(),
+                                waker: Waker::from(Arc::clone(ctx.cell())),
+                            };
+                            // Polled at once: a handler that does not wait completes here, as a
+                            // plain one does, and only one that waits is kept in the body.
+                            match poll_handler(
+                                &mut pending,
+                                &cell_ref.mailbox,
+                                probe,
+                                &cell_ref.group.kernel,
+                            ) {
+                                Poll::Ready(asked) => exit = asked,
+                                Poll::Pending => {
+                                    *suspended = Some(Box::new(pending));
+                                    waiting = true;
+                                    break 'turn;
+                                }
                             }
                         }
                     }
+                    handled += 1;
+                    if exit.is_none() && cell_ref.group.is_stopped() {
+                        // The runtime finished shutting down while this handler ran (it was reported
+                        // as abandoned): terminate now, so the rest of the inbox is dead-lettered and
+                        // the hook runs, instead of handling messages nobody waits for.
+                        exit = Some(
+                            cell_ref
+                                .take_kill_request(&mut consumed_activations)
+                                .unwrap_or(ExitReason::Normal),
+                        );
+                    }
+                    done(meta);
+                    if ctx.moving {
+                        // The handler asked to move (`Ctx::move_to`): no later message here.
+                        ctx.moving = false;
+                        moving = true;
+                        break;
+                    }
                 }
-                handled += 1;
-                if ctx.moving {
-                    // The handler asked to move (`Ctx::move_to`): no later message here.
-                    ctx.moving = false;
-                    moving = true;
-                }
-                if exit.is_none() && cell_ref.group.is_stopped() {
-                    // The runtime finished shutting down while this handler ran (it was reported
-                    // as abandoned): terminate now, so the rest of the inbox is dead-lettered and
-                    // the hook runs, instead of handling messages nobody waits for.
-                    exit = Some(
-                        cell_ref
-                            .take_kill_request(&mut consumed_activations)
-                            .unwrap_or(ExitReason::Normal),
-                    );
-                }
-                done(meta);
             }
             // Ran dry: if this worker has nothing else to do, keep the token a moment longer. A
             // sender streaming to this process then finds it scheduled and only pushes, instead of
