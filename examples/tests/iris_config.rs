@@ -95,8 +95,17 @@ fn an_edited_file_is_applied_while_serving() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("iris_http starts");
+    // Read on, so that the server's later lines do not meet a closed pipe.
     let stdout = child.stdout.take().expect("its stdout");
-    let first = BufReader::new(stdout).lines().next().and_then(Result::ok);
+    let (out_tx, out_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if out_tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let first = out_rx.recv_timeout(Duration::from_secs(60)).ok();
     assert!(first.is_some_and(|l| l.contains("serving")), "started");
     let stderr = child.stderr.take().expect("its stderr");
     let (tx, rx) = std::sync::mpsc::channel();

@@ -198,16 +198,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("iris_http serving {root} at http://{}/", server.addr);
-    println!("  configuration: {}", args.assembly.origin());
-    println!(
+    // `say`, not `println!`: a server whose stdout was closed (its reader went away) keeps
+    // serving instead of panicking on the broken pipe.
+    say(format_args!(
+        "iris_http serving {root} at http://{}/",
+        server.addr
+    ));
+    say(format_args!("  configuration: {}", args.assembly.origin()));
+    say(format_args!(
         "  try: curl -i http://{}/files/index.html   (admission control {})",
         server.addr,
         if predicates { "on" } else { "off" }
-    );
-    println!("  Ctrl-C (or SIGTERM) stops");
+    ));
+    say(format_args!("  Ctrl-C (or SIGTERM) stops"));
     match whirl::signal::wait_for_signal() {
-        Ok(signal) => println!("iris_http: {signal}, shutting down"),
+        Ok(signal) => say(format_args!("iris_http: {signal}, shutting down")),
         Err(e) => eprintln!("iris_http: cannot wait for signals ({e}); shutting down"),
     }
     drop(reloader);
@@ -220,4 +225,13 @@ fn main() -> ExitCode {
         eprintln!("iris_http: {report}");
     }
     ExitCode::SUCCESS
+}
+
+/// Writes a line to stdout, ignoring a closed or full stdout (nobody reading is no reason for
+/// a server to stop).
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
 }
