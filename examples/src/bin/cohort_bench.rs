@@ -95,6 +95,8 @@ struct Req {
 struct Wiring<Next: Process> {
     next: Vec<Addr<Next>>,
     table: Arc<[u64]>,
+    /// Hot-loop rounds per message (from `--lookups`).
+    rounds: u32,
     done: SharedClient<Arc<Counters>>,
 }
 
@@ -136,13 +138,6 @@ fn work<const S: u64>(mut x: u64, table: &[u64], rounds: u32) -> u64 {
     x
 }
 
-/// The number of hot-loop rounds per message (set once from the command line).
-static ROUNDS: AtomicU64 = AtomicU64::new(1);
-
-fn rounds() -> u32 {
-    ROUNDS.load(Ordering::Relaxed) as u32
-}
-
 #[process]
 struct Parse {
     w: Wiring<Route>,
@@ -152,7 +147,7 @@ struct Parse {
 impl Parse {
     #[handle]
     fn req(&mut self, mut req: Req) {
-        req.acc = work::<0x51ED_2701_F3A5_0001>(req.acc ^ req.id, &self.w.table, rounds());
+        req.acc = work::<0x51ED_2701_F3A5_0001>(req.acc ^ req.id, &self.w.table, self.w.rounds);
         let to = route(req.id, req.laps, 1, self.w.next.len());
         let _ = self.w.next[to].post(req);
     }
@@ -167,7 +162,7 @@ struct Route {
 impl Route {
     #[handle]
     fn req(&mut self, mut req: Req) {
-        req.acc = work::<0x2545_F491_4F6C_DD1D>(req.acc, &self.w.table, rounds());
+        req.acc = work::<0x2545_F491_4F6C_DD1D>(req.acc, &self.w.table, self.w.rounds);
         let to = route(req.id, req.laps, 2, self.w.next.len());
         let _ = self.w.next[to].post(req);
     }
@@ -182,7 +177,7 @@ struct Render {
 impl Render {
     #[handle]
     fn req(&mut self, mut req: Req) {
-        req.acc = work::<0x1405_7B7E_F767_814F>(req.acc, &self.w.table, rounds());
+        req.acc = work::<0x1405_7B7E_F767_814F>(req.acc, &self.w.table, self.w.rounds);
         let to = route(req.id, req.laps, 3, self.w.next.len());
         let _ = self.w.next[to].post(req);
     }
@@ -208,7 +203,7 @@ impl Log {
 
     #[handle]
     fn req(&mut self, mut req: Req) {
-        req.acc = work::<0x9FB2_1C65_1E98_DF25>(req.acc, &self.w.table, rounds());
+        req.acc = work::<0x9FB2_1C65_1E98_DF25>(req.acc, &self.w.table, self.w.rounds);
         if req.laps <= 1 {
             self.w.done.checksum.fetch_add(req.acc, Ordering::Relaxed);
             self.w.done.finished.fetch_add(1, Ordering::Release);
@@ -303,14 +298,17 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
     let group = builder.build().expect("a new group");
     let counters = Arc::new(Counters::default());
     let n = cli.processes.max(1);
+    let rounds = (cli.lookups / 32).max(1);
     fn wiring<Next: Process>(
         next: Vec<Addr<Next>>,
         table: &Arc<[u64]>,
+        rounds: u32,
         counters: &Arc<Counters>,
     ) -> Wiring<Next> {
         Wiring {
             next,
             table: Arc::clone(table),
+            rounds,
             done: SharedClient::new(Arc::clone(counters), "the bench's counters"),
         }
     }
@@ -320,7 +318,7 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
             rt.spawn_in(
                 &group,
                 Log {
-                    w: wiring(Vec::new(), &tables[3], c),
+                    w: wiring(Vec::new(), &tables[3], rounds, c),
                 },
             )
         })
@@ -330,7 +328,7 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
             rt.spawn_in(
                 &group,
                 Render {
-                    w: wiring(logs.clone(), &tables[2], c),
+                    w: wiring(logs.clone(), &tables[2], rounds, c),
                 },
             )
         })
@@ -340,7 +338,7 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
             rt.spawn_in(
                 &group,
                 Route {
-                    w: wiring(renders.clone(), &tables[1], c),
+                    w: wiring(renders.clone(), &tables[1], rounds, c),
                 },
             )
         })
@@ -350,7 +348,7 @@ fn round(cli: &Cli, sched: Sched, tables: &[Arc<[u64]>; 4]) -> Round {
             rt.spawn_in(
                 &group,
                 Parse {
-                    w: wiring(routes.clone(), &tables[0], c),
+                    w: wiring(routes.clone(), &tables[0], rounds, c),
                 },
             )
         })
@@ -456,7 +454,6 @@ fn perf_round(sched: Sched) -> Option<String> {
 
 fn main() {
     let cli = Cli::parse();
-    ROUNDS.store(u64::from((cli.lookups / 32).max(1)), Ordering::Relaxed);
     let tables: [Arc<[u64]>; 4] =
         [1, 2, 3, 4].map(|seed| table(cli.table_kib, seed * 0x1234_5678_9ABC));
     let table_kib = tables[0].len() * 8 / 1024;
