@@ -265,7 +265,7 @@ impl Scheduler for Fifo {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::group::scheduler::testing::ready_in;
+    use crate::group::scheduler::testing::{check_every_ready_once, ready_in};
 
     struct A;
     struct B;
@@ -397,41 +397,17 @@ mod tests {
 
     #[test]
     fn every_item_exactly_once_and_len() {
-        for grouping in [true, false] {
-            let s: Box<dyn Scheduler> = if grouping {
-                Box::new(Cohort::new().batch(3))
-            } else {
-                Box::new(Fifo::new())
-            };
-            let stages = [Stage::of::<A>(), Stage::of::<B>(), Stage::of::<C>()];
-            let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-            let mut xorshift = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
-            let mut seen = vec![false; 5000];
-            let (mut pushed, mut popped) = (0usize, 0usize);
-            while popped < seen.len() {
-                let r = xorshift();
-                if pushed < seen.len() && r % 3 != 0 {
-                    let stage = stages[(r >> 8) as usize % 3];
-                    s.push(ready_in(pushed as u64, stage, r & 0x10000 == 0));
-                    pushed += 1;
-                } else if let Some(item) = s.pop((r >> 4) as usize % 3) {
-                    let id = item.process().0 as usize;
-                    assert!(!seen[id], "process {id} popped twice");
-                    seen[id] = true;
-                    popped += 1;
-                } else {
-                    assert_eq!(pushed, popped);
-                }
-                assert_eq!(s.len(), pushed - popped);
-                assert_eq!(s.is_empty(), pushed == popped);
-            }
-            assert!(s.pop(0).is_none());
-            assert!(seen.iter().all(|&s| s));
+        let stages = [Stage::of::<A>(), Stage::of::<B>(), Stage::of::<C>()];
+        let cohort = Cohort::new().batch(3);
+        let fifo = Fifo::new();
+        for s in [&cohort as &dyn Scheduler, &fifo] {
+            check_every_ready_once(
+                s,
+                0x9E37_79B9_7F4A_7C15,
+                3,
+                |id, r| ready_in(id, stages[(r >> 8) as usize % 3], r & 0x10000 == 0),
+                |_, _, _| {},
+            );
         }
     }
 }

@@ -204,7 +204,7 @@ pub(crate) mod testing {
     use std::sync::atomic::Ordering::Relaxed;
     use std::sync::Arc;
 
-    use super::{Ready, Stage};
+    use super::{Ready, Scheduler, Stage};
     use crate::group::{Recorder, Runnable};
     use crate::lifecycle::{ExitReason, ProcessId};
     use crate::principal::Principal;
@@ -278,5 +278,46 @@ pub(crate) mod testing {
             }),
             yielded,
         )
+    }
+
+    /// Checks that `s` hands back every `Ready` exactly once and keeps `len` and `is_empty`
+    /// exact, over 5,000 processes pushed and popped in a pseudo-random interleaving (from
+    /// `seed`) by `workers` workers. `make(id, r)` builds the `id`-th process from the draw
+    /// `r`; `after_pop(s, ready, r)` runs after each pop (for schedulers fed turn reports).
+    pub(crate) fn check_every_ready_once(
+        s: &dyn Scheduler,
+        seed: u64,
+        workers: usize,
+        mut make: impl FnMut(u64, u64) -> Ready,
+        mut after_pop: impl FnMut(&dyn Scheduler, &Ready, u64),
+    ) {
+        let mut x = seed;
+        let mut xorshift = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut seen = vec![false; 5000];
+        let (mut pushed, mut popped) = (0usize, 0usize);
+        while popped < seen.len() {
+            let r = xorshift();
+            if pushed < seen.len() && r % 3 != 0 {
+                s.push(make(pushed as u64, r));
+                pushed += 1;
+            } else if let Some(item) = s.pop((r >> 4) as usize % workers) {
+                let id = item.process().0 as usize;
+                assert!(!seen[id], "process {id} popped twice");
+                seen[id] = true;
+                popped += 1;
+                after_pop(s, &item, r);
+            } else {
+                assert_eq!(pushed, popped);
+            }
+            assert_eq!(s.len(), pushed - popped);
+            assert_eq!(s.is_empty(), pushed == popped);
+        }
+        assert!(s.pop(0).is_none());
+        assert!(seen.iter().all(|&s| s));
     }
 }

@@ -234,7 +234,7 @@ mod tests {
     use std::sync::atomic::Ordering::Relaxed;
 
     use super::*;
-    use crate::group::scheduler::testing::ready;
+    use crate::group::scheduler::testing::{check_every_ready_once, ready};
     use crate::group::Runnable;
     use crate::principal::Principal;
 
@@ -383,38 +383,19 @@ mod tests {
     #[test]
     fn every_item_exactly_once_and_len() {
         let s = PrincipalPriority::new().quota(0, 1).quota(7, 2);
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut xorshift = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut seen = vec![false; 5000];
-        let (mut pushed, mut popped) = (0usize, 0usize);
-        while popped < seen.len() {
-            let r = xorshift();
-            if pushed < seen.len() && r % 3 != 0 {
+        check_every_ready_once(
+            &s,
+            0x9E37_79B9_7F4A_7C15,
+            2,
+            |id, r| {
                 let level = [0, 1, 7, 200, 255][(r >> 8) as usize % 5];
-                let item = if r & 0x10000 == 0 {
-                    at(pushed as u64, level)
+                if r & 0x10000 == 0 {
+                    at(id, level)
                 } else {
-                    ready(pushed as u64, None, true)
-                };
-                s.push(item);
-                pushed += 1;
-            } else if let Some(item) = s.pop((r >> 4) as usize % 2) {
-                let id = item.process().0 as usize;
-                assert!(!seen[id], "process {id} popped twice");
-                seen[id] = true;
-                popped += 1;
-            } else {
-                assert_eq!(pushed, popped);
-            }
-            assert_eq!(s.len(), pushed - popped);
-            assert_eq!(s.is_empty(), pushed == popped);
-        }
-        assert!(s.pop(0).is_none());
-        assert!(seen.iter().all(|&s| s));
+                    ready(id, None, true)
+                }
+            },
+            |_, _, _| {},
+        );
     }
 }

@@ -195,7 +195,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::group::scheduler::testing::ready;
+    use crate::group::scheduler::testing::{check_every_ready_once, ready};
     use crate::principal::Principal;
 
     fn in_class(id: u64, class: u16) -> Ready {
@@ -315,42 +315,21 @@ mod tests {
     #[test]
     fn every_item_exactly_once_and_len() {
         let s = Stride::new().tickets(3, 7).tickets(0, 0);
-        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-        let mut xorshift = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let mut seen = vec![false; 5000];
-        let (mut pushed, mut popped) = (0usize, 0usize);
-        while popped < seen.len() {
-            let r = xorshift();
-            if pushed < seen.len() && r % 3 != 0 {
-                let id = pushed as u64;
-                let item = match (r >> 8) % 5 {
-                    4 => ready(id, None, r & 0x10000 == 0),
-                    c => in_class(id, [0, 1, 3, 900][c as usize]),
-                };
-                s.push(item);
-                pushed += 1;
-            } else if let Some(item) = s.pop((r >> 4) as usize % 2) {
-                let id = item.process().0 as usize;
-                assert!(!seen[id], "process {id} popped twice");
-                seen[id] = true;
-                popped += 1;
+        check_every_ready_once(
+            &s,
+            0x2545_F491_4F6C_DD1D,
+            2,
+            |id, r| match (r >> 8) % 5 {
+                4 => ready(id, None, r & 0x10000 == 0),
+                c => in_class(id, [0, 1, 3, 900][c as usize]),
+            },
+            |s, item, r| {
                 s.turn_finished(&TurnReport {
                     principal: item.principal(),
                     handled: 1,
                     elapsed: Duration::from_nanos((r >> 20) % 1_000_000),
-                });
-            } else {
-                assert_eq!(pushed, popped);
-            }
-            assert_eq!(s.len(), pushed - popped);
-            assert_eq!(s.is_empty(), pushed == popped);
-        }
-        assert!(s.pop(0).is_none());
-        assert!(seen.iter().all(|&s| s));
+                })
+            },
+        );
     }
 }
