@@ -11,14 +11,14 @@
 //! 3. The turn (`turn.rs`) handles up to the group's budget of messages, then gives the token
 //!    back, or re-queues itself at the back if messages remain (fairness).
 
-use std::sync::atomic::AtomicU16;
 use std::sync::atomic::Ordering::SeqCst;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 
+use once_cell::race::OnceBox;
 use parking_lot::Mutex;
 
 use super::mailbox::{AfterPush, Mailbox};
-use super::model::{Body, Control, OnStarted, Process, ProcessCell, Watcher};
+use super::model::{Body, Control, OnStarted, Process, ProcessCell, Rare, Watcher};
 use crate::control::Event;
 use crate::group::{observe, GroupShared, Task};
 use crate::lifecycle::{DeadLetter, Down, ExitReason, ProcessId, QueuedMessage};
@@ -56,12 +56,11 @@ impl<P: Process> ProcessCell<P> {
             mailbox: Mailbox::new_scheduled(),
             group,
             principal,
-            inherited: AtomicU16::new(0),
             body: UnsafeCell::new(Body {
                 suspended: None,
                 state: Some(state),
             }),
-            control: OnceLock::new(),
+            rare: OnceBox::new(),
         }
     }
 
@@ -83,7 +82,12 @@ impl<P: Process> ProcessCell<P> {
     }
 
     pub(super) fn control(&self) -> &Mutex<Control> {
-        self.control.get_or_init(Box::default)
+        &self.rare.get_or_init(Box::default).control
+    }
+
+    /// The control block if one was allocated (reading never allocates it).
+    pub(super) fn control_if_any(&self) -> Option<&Mutex<Control>> {
+        self.rare.get().map(|rare| &rare.control)
     }
 
     /// Delivers a message that has passed liveness and admission checks.
@@ -112,7 +116,7 @@ impl<P: Process> ProcessCell<P> {
         let level = u16::from(priority) + 1;
         let mut raised = false;
         let after = self.mailbox.push_then(msg, meta, || {
-            raised = self.inherited.fetch_max(level, SeqCst) < level;
+            raised = self.rare().inherited.fetch_max(level, SeqCst) < level;
         });
         let held_elsewhere = after == AfterPush::Nothing;
         self.after_token_attempt(after);
@@ -123,22 +127,37 @@ impl<P: Process> ProcessCell<P> {
         }
     }
 
+    /// The rarely used parts, allocated now if they were not.
+    fn rare(&self) -> &Rare {
+        self.rare.get_or_init(Box::default)
+    }
+
+    /// The inherited priority plus one, 0 for none (reading never allocates).
+    fn inherited_level(&self) -> u16 {
+        self.rare
+            .get()
+            .map_or(0, |rare| rare.inherited.load(SeqCst))
+    }
+
     /// The priority the process inherits from its queued messages' principals, if any.
     pub(crate) fn inherited(&self) -> Option<u8> {
-        self.inherited.load(SeqCst).checked_sub(1).map(|p| p as u8)
+        self.inherited_level().checked_sub(1).map(|p| p as u8)
     }
 
     /// Token holder, about to give the token back with its inbox drained: forgets the
     /// inherited priority. Returns `true` if it did and a message raced in meanwhile (the
     /// priority is then kept, and the caller must run the process again rather than release).
     pub(super) fn reset_inherited(&self) -> bool {
-        if self.inherited.load(SeqCst) == 0 {
+        let Some(rare) = self.rare.get() else {
+            return false;
+        };
+        if rare.inherited.load(SeqCst) == 0 {
             return false;
         }
-        let old = self.inherited.swap(0, SeqCst);
+        let old = rare.inherited.swap(0, SeqCst);
         // SAFETY: the caller holds the token. (I9)
         if old != 0 && unsafe { self.mailbox.has_pending() } {
-            self.inherited.fetch_max(old, SeqCst);
+            rare.inherited.fetch_max(old, SeqCst);
             return true;
         }
         false
@@ -196,7 +215,9 @@ impl<P: Process> ProcessCell<P> {
     /// The start hook succeeded: runs the callback, if one was set (no `Control` is
     /// allocated for a process nobody asked about).
     pub(super) fn notify_started(&self) {
-        let callback = self.control.get().and_then(|c| c.lock().on_started.take());
+        let callback = self
+            .control_if_any()
+            .and_then(|c| c.lock().on_started.take());
         if let Some(f) = callback {
             f(self.id);
         }
@@ -312,7 +333,7 @@ impl<P: Process> ProcessCell<P> {
     /// Gives every queued message to the dead-letter sink (or to the exit hook, if the
     /// process was spawned with one) and releases the token.
     pub(super) fn drain_to_dead_letters(&self, reason: &ExitReason) {
-        let hook = self.control.get().and_then(|c| c.lock().on_exit.clone());
+        let hook = self.control_if_any().and_then(|c| c.lock().on_exit.clone());
         if let Some(hook) = hook {
             return self.drain_to_exit_hook(&hook, reason);
         }

@@ -44,7 +44,7 @@ const INSTALLING: usize = LAP - 1;
 pub(crate) const MAX_CAP: usize = LAP - 1;
 /// Messages in a process's first block. Small, because a process keeps its last block while
 /// idle (`bench`'s spawn row: bytes per idle process).
-pub(crate) const FIRST_CAP: usize = if cfg!(loom) { 1 } else { 3 };
+pub(crate) const FIRST_CAP: usize = if cfg!(loom) { 1 } else { 2 };
 
 /// The capacity of the block of the lap that `index` is in: [`FIRST_CAP`] for the first lap,
 /// then about twice as many per lap, up to [`MAX_CAP`]. A function of the index alone, so
@@ -585,16 +585,16 @@ mod tests {
     #[test]
     fn blocks_grow_from_small_to_full_size() {
         let caps: Vec<usize> = (0..6).map(|lap| lap_cap(lap * LAP)).collect();
-        assert_eq!(caps, vec![3, 7, 15, 31, 31, 31]);
+        assert_eq!(caps, vec![2, 5, 11, 23, 31, 31]);
         // Every position of a lap below its capacity has the lap's capacity.
-        assert_eq!(lap_cap(LAP + 6), 7);
+        assert_eq!(lap_cap(LAP + 4), 5);
         let q = Inbox::new();
         q.push(0u64, 0);
         let first = q.tail_block.load(Relaxed);
         // SAFETY: the block is live (the queue owns it) and only read here. (I11)
         assert_eq!(unsafe { (*first).cap }, FIRST_CAP);
-        // Fill laps 0..=3 and part of 4, reading everything back in order.
-        let total = 3 + 7 + 15 + 31 + 10;
+        // Fill laps 0..=4 and part of 5, reading everything back in order.
+        let total = 2 + 5 + 11 + 23 + 31 + 10;
         for i in 1..total {
             q.push(i as u64, 0);
         }
@@ -605,7 +605,7 @@ mod tests {
         let last = q.tail_block.load(Relaxed);
         // SAFETY: as above. (I11)
         assert_eq!(unsafe { (*last).cap }, MAX_CAP);
-        // The consumed full-size block of lap 3 is the spare; the smaller ones were freed.
+        // The consumed full-size block of lap 4 is the spare; the smaller ones were freed.
         let spare = q.spare.load(Relaxed);
         assert!(!spare.is_null());
         // SAFETY: as above. (I11)

@@ -15,7 +15,9 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::AtomicU16;
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
+
+use once_cell::race::OnceBox;
 use std::time::Instant;
 
 use parking_lot::Mutex;
@@ -298,6 +300,18 @@ pub(super) struct Body<P> {
     pub(super) state: Option<P>,
 }
 
+/// The parts of a process cell that most processes never use: allocated on first use.
+#[derive(Default)]
+pub(super) struct Rare {
+    /// The highest priority among the principals its queued messages were posted on behalf
+    /// of, plus one (0: none), for schedulers (priority inheritance, `cell.rs`). Written only
+    /// by posts on behalf of a principal to a group with a scheduler, and reset by the token
+    /// holder when the inbox drains.
+    pub(super) inherited: AtomicU16,
+    /// Watchers, exit, hooks, hand-over and move state.
+    pub(super) control: Mutex<Control>,
+}
+
 /// A process: its mailbox, its group, and the body only the token holder touches.
 ///
 /// Layout (`repr(C)`, declaration order). Senders write the mailbox's first words on every post
@@ -317,12 +331,9 @@ pub(crate) struct ProcessCell<P: Process> {
     pub(crate) group: Arc<GroupShared>,
     pub(crate) principal: Option<Principal>,
     pub(super) id: ProcessId,
-    /// The highest priority among the principals its queued messages were posted on behalf
-    /// of, plus one (0: none), for schedulers (priority inheritance, `cell.rs`). Written only
-    /// by posts on behalf of a principal to a group with a scheduler, and reset by the token
-    /// holder when the inbox drains.
-    pub(super) inherited: AtomicU16,
-    pub(super) control: OnceLock<Box<Mutex<Control>>>,
+    /// What most processes never need, allocated the first time one part is (one word here
+    /// instead of three: bytes per idle process, I6).
+    pub(super) rare: OnceBox<Rare>,
     pub(super) body: UnsafeCell<Body<P>>,
 }
 

@@ -141,8 +141,7 @@ impl<P: Process> ProcessCell<P> {
     /// Whether a move was requested (read by the turn after an async handler completes, when
     /// the request may have arrived while it was waiting). No control block is allocated.
     pub(super) fn move_requested(&self) -> bool {
-        self.control
-            .get()
+        self.control_if_any()
             .is_some_and(|control| control.lock().move_request.is_some())
     }
 
@@ -150,7 +149,7 @@ impl<P: Process> ProcessCell<P> {
     /// marked moved; anything sent on to it must first [settle](Self::settle_moved) this cell,
     /// so that it cannot overtake what is still queued here.
     pub(crate) fn moved_to(&self) -> Option<Arc<ProcessCell<P>>> {
-        let control = self.control.get()?.lock();
+        let control = self.control_if_any()?.lock();
         control
             .moved_to
             .as_ref()?
@@ -333,8 +332,7 @@ impl<P: Process> ProcessCell<P> {
             // when the exit is recorded, the moment its watchers are taken to be told: a watch
             // added from then on runs at once.
             None => self
-                .control
-                .get()
+                .control_if_any()
                 .is_some_and(|control| control.lock().exit.is_some()),
         }
     }
