@@ -28,7 +28,7 @@ use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 use std::ptr;
-use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release, SeqCst};
 
 use crossbeam_utils::Backoff;
 
@@ -294,9 +294,11 @@ impl<T> Inbox<T> {
             } else {
                 tail + 1
             };
+            // `SeqCst`: the post's half of the store-buffering pattern with the token holder
+            // (`Mailbox::take_token_after_push` says why it needs no fence).
             match self
                 .tail_index
-                .compare_exchange_weak(tail, reserved, AcqRel, Acquire)
+                .compare_exchange_weak(tail, reserved, SeqCst, Acquire)
             {
                 Ok(_) => {
                     if last {

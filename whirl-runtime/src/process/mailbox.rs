@@ -170,12 +170,21 @@ impl<T> Mailbox<T> {
         }
         // The token looks held, so its holder will see the message. A plain load instead of a
         // read-modify-write keeps a busy process's state word from being written on every
-        // post. The fences make it sound (the store-buffering pattern): we write the tail,
-        // fence, read the state; the holder in `release` writes the state, fences, reads the
-        // tail. Whichever fence comes second in the total order of `SeqCst` fences, its thread
-        // sees the other's write.
+        // post. This is the store-buffering pattern: we write the tail, then read the state;
+        // the holder in `release` writes the state, fences, then reads the tail, and one of us
+        // must see the other's write. Our side needs no fence: the tail's reserving
+        // compare-exchange and this load are both `SeqCst`, and C++20's rules for the single
+        // order S ([atomics.order]/4.2 and 4.3, which Rust follows) then forbid both reads
+        // being stale: our load reading before the holder's write puts it before the holder's
+        // fence in S, and the holder's read missing our tail puts that fence before our
+        // compare-exchange, which precedes our load. On x86 the compare-exchange is a locked
+        // instruction whatever its ordering and a `SeqCst` load a plain load, so a post to a
+        // running process executes no fence at all (it was an `mfence` per post). loom models
+        // `SeqCst` loads as acquire loads, so under loom this side keeps the fence, which is
+        // stronger and which the models check.
+        #[cfg(loom)]
         fence(SeqCst);
-        let state = self.state.load(Relaxed);
+        let state = self.state.load(SeqCst);
         if state & (SCHEDULED | MOVED) == SCHEDULED {
             return AfterPush::Nothing;
         }
