@@ -9,9 +9,8 @@
 //! `posted = handled + rejected + dead_lettered + moved + queued` (`moved`: messages handed
 //! over with their process by `Addr::hand_over`, to be posted again elsewhere).
 
-use std::cell::Cell;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use crossbeam_utils::CachePadded;
 
@@ -47,20 +46,74 @@ pub(crate) enum Event {
     Terminated,
 }
 
-thread_local! {
-    static STRIPE: Cell<usize> = const { Cell::new(usize::MAX) };
+/// Stripes `0..OWNED` are each held by at most one thread at a time, which then updates them
+/// with a plain load and store; threads that find none free share the last stripe and update it
+/// with read-modify-writes. Why: a locked add per post waits for the thread's earlier stores
+/// to leave its store buffer, and on the post path those are the previous message's slot
+/// writes, whose cache line the receiving worker is reading: profiled on the counting
+/// workload, the posted counter's `lock add` carried 83% of `deliver`'s samples.
+const OWNED: usize = STRIPES - 1;
+
+/// Which owned stripes are held (see [`OWNED`]), for all groups at once: a thread holding
+/// index `i` is the only writer of stripe `i` of every group.
+static HELD: [AtomicBool; OWNED] = [const { AtomicBool::new(false) }; OWNED];
+
+/// A thread's stripe: an owned one while the thread lives (given back when it exits), or the
+/// shared one.
+struct Claim {
+    index: usize,
 }
 
-fn my_stripe() -> usize {
-    STRIPE.with(|s| {
-        let mut i = s.get();
-        if i == usize::MAX {
-            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            i = NEXT.fetch_add(1, Relaxed) % STRIPES;
-            s.set(i);
+impl Claim {
+    fn take() -> Claim {
+        let free = (0..OWNED).find(|&i| {
+            HELD[i]
+                .compare_exchange(false, true, Acquire, Relaxed)
+                .is_ok()
+        });
+        Claim {
+            index: free.unwrap_or(OWNED),
         }
-        i
-    })
+    }
+
+    fn owned(&self) -> bool {
+        self.index < OWNED
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.owned() {
+            // Release: this thread's last updates to the stripe happen before the next
+            // holder's first.
+            HELD[self.index].store(false, Release);
+        }
+    }
+}
+
+thread_local! {
+    static CLAIM: Claim = Claim::take();
+}
+
+/// This thread's stripe, and whether the thread is its only writer. A thread whose
+/// thread-locals are being torn down shares the last stripe.
+#[inline]
+fn my_stripe() -> (usize, bool) {
+    CLAIM
+        .try_with(|claim| (claim.index, claim.owned()))
+        .unwrap_or((OWNED, false))
+}
+
+/// Adds `n` (wrapping) to a counter of this thread's stripe.
+#[inline]
+fn bump(counter: &AtomicU64, owned: bool, n: u64) {
+    if owned {
+        // The only writer: a load and a store keep every update, without a locked
+        // instruction.
+        counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+    } else {
+        counter.fetch_add(n, Relaxed);
+    }
 }
 
 /// A group's counters.
@@ -77,7 +130,8 @@ impl Counters {
 
     #[inline]
     pub(crate) fn add(&self, event: Event, n: u64) {
-        let s = &self.stripes[my_stripe()];
+        let (stripe, owned) = my_stripe();
+        let s = &self.stripes[stripe];
         let counter = match event {
             Event::Posted => &s.posted,
             Event::Handled => &s.handled,
@@ -89,13 +143,14 @@ impl Counters {
             Event::Spawned => &s.spawned,
             Event::Terminated => &s.terminated,
         };
-        counter.fetch_add(n, Relaxed);
+        bump(counter, owned, n);
     }
 
     /// Takes back `n` messages counted as moved that were dead-lettered instead (added to
     /// `dead_lettered` first, so a reader never sees them missing).
     pub(crate) fn sub_moved(&self, n: u64) {
-        self.stripes[my_stripe()].moved.fetch_sub(n, Relaxed);
+        let (stripe, owned) = my_stripe();
+        bump(&self.stripes[stripe].moved, owned, n.wrapping_neg());
     }
 
     fn sum(&self, f: fn(&Stripe) -> &AtomicU64) -> u64 {
