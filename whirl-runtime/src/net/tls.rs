@@ -462,3 +462,197 @@ fn drain(conn: &mut ServerConnection, out: &mut Vec<u8>) {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::io::{Read, Write};
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use rustls::pki_types::ServerName;
+    use rustls::{ClientConfig, ClientConnection, RootCertStore};
+
+    use super::*;
+
+    /// A self-signed certificate for `localhost` written to PEM files, removed on drop.
+    struct Files {
+        cert: PathBuf,
+        key: PathBuf,
+        der: CertificateDer<'static>,
+    }
+
+    impl Files {
+        fn new() -> Files {
+            static NEXT: AtomicUsize = AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = std::env::temp_dir();
+            let stem = format!("whirl-tls-{}-{n}", std::process::id());
+            let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+                .expect("a certificate");
+            let files = Files {
+                cert: dir.join(format!("{stem}-cert.pem")),
+                key: dir.join(format!("{stem}-key.pem")),
+                der: made.cert.der().clone(),
+            };
+            std::fs::write(&files.cert, made.cert.pem()).expect("write the certificate");
+            std::fs::write(&files.key, made.signing_key.serialize_pem()).expect("write the key");
+            files
+        }
+
+        fn config(&self) -> TlsConfig {
+            server_config(&self.cert, &self.key).expect("a server configuration")
+        }
+
+        fn client(&self) -> ClientConnection {
+            let mut roots = RootCertStore::empty();
+            roots.add(self.der.clone()).expect("a trusted root");
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .expect("protocol versions")
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            let name = ServerName::try_from("localhost").expect("a server name");
+            ClientConnection::new(Arc::new(config), name).expect("a client connection")
+        }
+    }
+
+    impl Drop for Files {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.cert);
+            let _ = std::fs::remove_file(&self.key);
+        }
+    }
+
+    /// The client's pending records.
+    fn from_client(client: &mut ClientConnection) -> Vec<u8> {
+        let mut out = Vec::new();
+        while client.wants_write() {
+            client.write_tls(&mut out).expect("into a Vec");
+        }
+        out
+    }
+
+    /// Gives `bytes` to the client and returns the plaintext it decrypted.
+    fn to_client(client: &mut ClientConnection, mut bytes: &[u8]) -> Vec<u8> {
+        let mut plaintext = Vec::new();
+        while !bytes.is_empty() {
+            client.read_tls(&mut bytes).expect("the client reads");
+            let state = client.process_new_packets().expect("the server's records are valid");
+            let mut chunk = vec![0; state.plaintext_bytes_to_read()];
+            client.reader().read_exact(&mut chunk).expect("the plaintext");
+            plaintext.extend(chunk);
+        }
+        plaintext
+    }
+
+    /// A server layer and a client that completed the handshake.
+    fn connected(files: &Files) -> (TlsLayer, ClientConnection) {
+        let mut server = TlsLayer::new(files.config(), &SocketLimits::default());
+        server.start().expect("rustls starts");
+        let mut client = files.client();
+        for _ in 0..10 {
+            if !client.is_handshaking() {
+                break;
+            }
+            let hello = from_client(&mut client);
+            let received = server.receive(&hello).expect("the handshake proceeds");
+            assert!(received.plaintext.is_empty());
+            to_client(&mut client, &received.to_send);
+        }
+        assert!(!client.is_handshaking(), "the handshake completes");
+        (server, client)
+    }
+
+    #[test]
+    fn data_cut_in_odd_pieces_arrives_whole_and_replies_are_sealed() {
+        let files = Files::new();
+        let (mut server, mut client) = connected(&files);
+        let request: Vec<u8> = (0..40_000u32).map(|i| (i % 251) as u8).collect();
+        client.writer().write_all(&request).expect("the client writes");
+        let wire = from_client(&mut client);
+        // Cut the records at odd places: one byte, then growing prime-sized pieces.
+        let mut plaintext = Vec::new();
+        let (mut at, mut size) = (0, 1);
+        while at < wire.len() {
+            let end = (at + size).min(wire.len());
+            let received = server.receive(&wire[at..end]).expect("valid records");
+            plaintext.extend(received.plaintext);
+            // Session tickets, once the client's Finished is in.
+            assert!(to_client(&mut client, &received.to_send).is_empty());
+            (at, size) = (end, size * 3 + 2);
+        }
+        assert_eq!(plaintext, request);
+        let reply = server.seal(b"HTTP/1.1 200 OK\r\n\r\n").expect("sealed");
+        assert!(!reply.windows(6).any(|w| w == b"200 OK"), "the reply is encrypted");
+        assert_eq!(to_client(&mut client, &reply), b"HTTP/1.1 200 OK\r\n\r\n");
+    }
+
+    #[test]
+    fn close_notify_is_the_peer_closing_and_ours_reaches_the_client() {
+        let files = Files::new();
+        let (mut server, mut client) = connected(&files);
+        client.writer().write_all(b"last words").expect("writes");
+        client.send_close_notify();
+        let received = server.receive(&from_client(&mut client)).expect("valid records");
+        assert_eq!(received.plaintext, b"last words");
+        assert!(received.peer_closed);
+        assert!(to_client(&mut client, &received.to_send).is_empty());
+        let notify = server.close_notify();
+        assert!(!notify.is_empty());
+        let mut bytes = &notify[..];
+        client.read_tls(&mut bytes).expect("the client reads");
+        let state = client.process_new_packets().expect("a valid alert");
+        assert!(state.peer_has_closed());
+    }
+
+    #[test]
+    fn plaintext_to_a_tls_server_fails_with_a_reason_and_an_alert() {
+        let files = Files::new();
+        let mut server = TlsLayer::new(files.config(), &SocketLimits::default());
+        server.start().expect("rustls starts");
+        let failure = server
+            .receive(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            .expect_err("not TLS");
+        assert!(!failure.reason.is_empty());
+        assert_eq!(failure.alert.first(), Some(&21), "a TLS alert record: {failure:?}");
+    }
+
+    #[test]
+    fn a_connection_not_admitted_sends_nothing_and_reads_nothing() {
+        let files = Files::new();
+        let mut server = TlsLayer::new(files.config(), &SocketLimits::default());
+        assert!(!server.started());
+        assert!(server.close_notify().is_empty());
+        assert!(server.receive(b"\x16\x03\x01").is_err());
+        assert!(server.seal(b"early").is_err());
+    }
+
+    #[test]
+    fn configuration_errors_name_the_file_and_the_problem() {
+        let files = Files::new();
+        let missing = files.cert.with_extension("missing");
+        let err = server_config(&missing, &files.key).expect_err("no such file");
+        assert!(matches!(&err, TlsConfigError::Read { path, .. } if *path == missing));
+        assert!(err.to_string().contains(&missing.display().to_string()));
+
+        // A certificate file given as the key, and a key given as the certificate.
+        let err = server_config(&files.cert, &files.cert).expect_err("no key");
+        assert!(matches!(&err, TlsConfigError::NoKey { path } if *path == files.cert), "{err}");
+        let err = server_config(&files.key, &files.key).expect_err("no certificate");
+        assert!(matches!(&err, TlsConfigError::NoCertificate { .. }), "{err}");
+
+        // Broken PEM.
+        let broken = files.key.with_extension("broken");
+        std::fs::write(&broken, "-----BEGIN PRIVATE KEY-----\nnot base64!\n").expect("write");
+        let err = server_config(&files.cert, &broken).expect_err("malformed");
+        let _ = std::fs::remove_file(&broken);
+        assert!(matches!(&err, TlsConfigError::Pem { path, .. } if *path == broken), "{err}");
+
+        // A key that is not the certificate's.
+        let other = Files::new();
+        let err = server_config(&files.cert, &other.key).expect_err("mismatched");
+        assert!(matches!(&err, TlsConfigError::Rejected { .. }), "{err}");
+    }
+}
