@@ -88,6 +88,8 @@ mod listener;
 mod socket;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "tls")]
+mod tls_layer;
 
 pub use crate::io::{Net, Readiness};
 pub use codec::{

@@ -142,7 +142,7 @@ pub struct SocketConnection {
     closed: Option<CloseReason>,
     /// The TLS layer of a connection built with [`SocketConnection::with_tls`].
     #[cfg(feature = "tls")]
-    tls: Option<super::tls::TlsLayer>,
+    tls: Option<super::tls_layer::TlsLayer>,
 }
 
 impl SocketConnection {
@@ -191,11 +191,12 @@ impl SocketConnection {
     pub fn with_tls(
         stream: std::net::TcpStream,
         net: Net,
-        config: super::tls::TlsConfig,
+        config: super::tls_layer::TlsConfig,
     ) -> io::Result<Self> {
         let limits = SocketLimits::default();
         let mut connection = SocketConnection::with_limits(stream, net, limits)?;
-        connection.tls = Some(super::tls::TlsLayer::new(config, &limits));
+        let layer = super::tls_layer::TlsLayer::new(config, limits.close_above);
+        connection.tls = Some(layer);
         Ok(connection)
     }
 
@@ -362,7 +363,7 @@ impl SocketConnection {
 
     /// A TLS error: sends the alert if the socket takes it now, closes, tells the owner why.
     #[cfg(feature = "tls")]
-    fn fail_tls(&mut self, failure: super::tls::TlsFailure, ctx: &mut Ctx<Self>) {
+    fn fail_tls(&mut self, failure: super::tls_layer::TlsFailure, ctx: &mut Ctx<Self>) {
         self.send_raw(failure.alert, ctx);
         self.finish(CloseReason::Tls(failure.reason), ctx);
     }

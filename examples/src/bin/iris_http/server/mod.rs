@@ -117,13 +117,14 @@ impl Accept for Serve {
     ) -> Result<(), AcceptError> {
         let socket = match &self.tls {
             None => ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?),
-            Some(config) => match tls::spawn_tls(ctx, &self.sockets, stream, peer, config.clone())
-            {
-                Ok(socket) => socket,
-                // Counted in the group's statistics (rejected); nothing to log per connection.
-                Err(TlsAcceptError::Shed) => return Ok(()),
-                Err(e) => return Err(e.into()),
-            },
+            Some(config) => {
+                match tls::spawn_tls(ctx, &self.sockets, stream, peer, config.clone()) {
+                    Ok(socket) => socket,
+                    // Counted in the group's statistics (rejected); nothing to log per connection.
+                    Err(TlsAcceptError::Shed) => return Ok(()),
+                    Err(e) => return Err(e.into()),
+                }
+            }
         };
         ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket));
         Ok(())

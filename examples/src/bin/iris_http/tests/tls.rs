@@ -180,7 +180,10 @@ fn handshake_bucket(depth: u64) -> Assembly {
     let bucket = format!(
         "[groups.sockets]\nthreads = 1\npredicate = {{ token_bucket = {{ rate = 1.0, depth = {depth} }} }}\n"
     );
-    assert!(crate::BUILT_IN.contains(shipped), "iris.toml's sockets group changed");
+    assert!(
+        crate::BUILT_IN.contains(shipped),
+        "iris.toml's sockets group changed"
+    );
     let text = crate::BUILT_IN.replace(shipped, &bucket);
     Assembly::parse(&text, "iris.toml").expect("the file parses")
 }
@@ -204,8 +207,14 @@ fn a_handshake_flood_is_shed_while_a_legitimate_client_is_served() {
         held.push(stream);
     }
     let admitted = FLOOD - shed;
-    assert!(shed > 0, "a flood of {FLOOD} handshakes was not shed at all");
-    assert!(admitted > 0, "the bucket admits its first {DEPTH} handshakes");
+    assert!(
+        shed > 0,
+        "a flood of {FLOOD} handshakes was not shed at all"
+    );
+    assert!(
+        admitted > 0,
+        "the bucket admits its first {DEPTH} handshakes"
+    );
 
     // A legitimate client, retrying as browsers do when a connection is closed on them,
     // is served while the flood's connections are still open.
@@ -275,7 +284,10 @@ fn the_command_line_names_a_bad_key_file() {
     let Err(problem) = crate::args(cli) else {
         panic!("a certificate file accepted as a key");
     };
-    assert!(problem.contains(&certificate.cert().display().to_string()), "{problem}");
+    assert!(
+        problem.contains(&certificate.cert().display().to_string()),
+        "{problem}"
+    );
     assert!(problem.contains("no private key"), "{problem}");
     // One without the other is a usage error (clap's exit status 2).
     let error = parse(&["--tls-cert".as_ref(), certificate.cert().as_os_str()])
