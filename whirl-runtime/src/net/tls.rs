@@ -4,7 +4,7 @@
 //! A TLS connection is a [`SocketConnection`] built with [`SocketConnection::with_tls`]: the
 //! same process, the same messages. Its owner still receives plaintext
 //! [`SocketEvent::Data`](super::SocketEvent::Data) and sends plaintext
-//! [`SocketMsg::Write`](super::SocketMsg::Write); between the owner and the peer the
+//! [`SocketMsg::Write`]; between the owner and the peer the
 //! connection keeps a rustls `ServerConnection` that decrypts what it reads and encrypts what
 //! it is asked to write. A protocol process written for plain TCP (an HTTP connection, a
 //! line protocol behind a [`Framed`](super::Framed)) serves TLS unchanged.
@@ -31,7 +31,7 @@
 //!   record, an unsupported protocol version) sends the alert rustls prepared and closes the
 //!   connection with [`CloseReason::Tls`](super::CloseReason::Tls) naming the error. A peer's `close_notify` is
 //!   [`SocketEvent::Eof`](super::SocketEvent::Eof): answer what is pending, then send
-//!   [`SocketMsg::Close`](super::SocketMsg::Close), which sends our own `close_notify`.
+//!   [`SocketMsg::Close`], which sends our own `close_notify`.
 //! * **Bounded.** rustls's own buffers are limited to
 //!   [`SocketLimits::close_above`](super::SocketLimits::close_above); the
 //!   ciphertext waiting for the peer counts against the same limits as a plain connection's
@@ -39,7 +39,7 @@
 //!
 //! [`server_config`] builds the rustls configuration from PEM files (the certificate chain,
 //! leaf first, and the private key), with a [`TlsConfigError`] naming the file and what was
-//! wrong with it, as a [`TlsConfig`] that processes may hold. The `rustls` crate is re-exported as [`rustls`](self::rustls), so a program
+//! wrong with it, as a [`TlsConfig`] that processes may hold. The `rustls` crate is re-exported as [`rustls`], so a program
 //! names `ServerConfig` without depending on rustls itself (and cannot pick another version).
 //!
 //! ```no_run
@@ -163,7 +163,7 @@ pub fn peer_principal(peer: SocketAddr) -> Principal {
 /// principal ([`peer_principal`]), and offers its [`Handshake`] to the group's predicate.
 ///
 /// Admitted, the connection waits for its owner's
-/// [`SocketMsg::Attach`](super::SocketMsg::Attach) (as a plain one does) and then runs the
+/// [`SocketMsg::Attach`] (as a plain one does) and then runs the
 /// handshake. Refused, the connection is closed at once, before rustls is set up, and
 /// [`TlsAcceptError::Shed`] says so: spawn no owner for it.
 pub fn spawn_tls<P: Process>(
