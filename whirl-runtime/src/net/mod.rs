@@ -81,7 +81,7 @@
 //! bounded buffering.
 //!
 //! With the feature `tls`, a connection speaks TLS to its peer and plaintext to its owner:
-//! see [`tls`] (rustls inside; handshakes admitted by the group's predicate like any work).
+//! see the `tls` module (rustls inside; handshakes admitted by the group's predicate like any work).
 
 mod codec;
 mod listener;
