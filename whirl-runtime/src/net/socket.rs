@@ -364,6 +364,8 @@ impl SocketConnection {
     /// A TLS error: sends the alert if the socket takes it now, closes, tells the owner why.
     #[cfg(feature = "tls")]
     fn fail_tls(&mut self, failure: super::tls_layer::TlsFailure, ctx: &mut Ctx<Self>) {
+        // Read nothing more (a flush that frees the output would otherwise read again).
+        self.paused = true;
         self.send_raw(failure.alert, ctx);
         self.finish(CloseReason::Tls(failure.reason), ctx);
     }
