@@ -79,10 +79,17 @@
 //! [`Framed`] with a codec ([`LinesCodec`], [`LengthDelimited`], or a [`Decoder`] and
 //! [`Encoder`] of your own) turns them into items, and items into [`SocketMsg::Write`]s, with
 //! bounded buffering.
+//!
+//! With the feature `tls`, a connection speaks TLS to its peer and plaintext to its owner:
+//! see the `tls` module (rustls inside; handshakes admitted by the group's predicate like any work).
 
 mod codec;
 mod listener;
 mod socket;
+#[cfg(feature = "tls")]
+pub mod tls;
+#[cfg(feature = "tls")]
+mod tls_layer;
 
 pub use crate::io::{Net, Readiness};
 pub use codec::{

@@ -64,6 +64,10 @@ pub enum SocketMsg {
     Resume,
     /// Continue reading after yielding (sent to itself).
     ReadMore,
+    /// The connection's TLS handshake was admitted: set up TLS and start reading (what
+    /// [`tls::Handshake`](super::tls::Handshake) becomes once the group's predicate admits it).
+    #[cfg(feature = "tls")]
+    StartTls,
 }
 
 /// What a [`SocketConnection`] tells its owner.
@@ -94,6 +98,9 @@ pub enum CloseReason {
     Error(String),
     /// The owner terminated.
     OwnerGone,
+    /// A TLS handshake or record error (feature `tls`): the peer sent something that is not
+    /// TLS, or TLS that rustls refused. The alert rustls prepared was sent.
+    Tls(String),
 }
 
 // SAFETY: plain data: a variant and an owned `String`. (I8)
@@ -133,6 +140,9 @@ pub struct SocketConnection {
     /// Whether a write had to wait, so the owner is told when the queue drains.
     owe_drained: bool,
     closed: Option<CloseReason>,
+    /// The TLS layer of a connection built with [`SocketConnection::with_tls`].
+    #[cfg(feature = "tls")]
+    tls: Option<super::tls_layer::TlsLayer>,
 }
 
 impl SocketConnection {
@@ -168,7 +178,26 @@ impl SocketConnection {
             closing: false,
             owe_drained: false,
             closed: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         })
+    }
+
+    /// A TLS server connection over `stream` (feature `tls`): the owner sends and receives
+    /// plaintext, the peer speaks TLS. It starts once its
+    /// [`Handshake`](super::tls::Handshake) is admitted; see [`tls`](super::tls), whose
+    /// [`spawn_tls`](super::tls::spawn_tls) does both.
+    #[cfg(feature = "tls")]
+    pub fn with_tls(
+        stream: std::net::TcpStream,
+        net: Net,
+        config: super::tls_layer::TlsConfig,
+    ) -> io::Result<Self> {
+        let limits = SocketLimits::default();
+        let mut connection = SocketConnection::with_limits(stream, net, limits)?;
+        let layer = super::tls_layer::TlsLayer::new(config, limits.close_above);
+        connection.tls = Some(layer);
+        Ok(connection)
     }
 
     /// The peer's address, if known.
@@ -218,6 +247,10 @@ impl SocketConnection {
         if self.outgoing_bytes > self.limits.pause_reading_above {
             return; // resumed by `flush` once the peer has read enough
         }
+        #[cfg(feature = "tls")]
+        if self.tls.as_ref().is_some_and(|tls| !tls.started()) {
+            return; // started by `SocketMsg::StartTls`
+        }
         let mut data = Vec::new();
         let mut failure = None;
         while data.len() < self.limits.read_per_turn {
@@ -243,6 +276,16 @@ impl SocketConnection {
                 }
             }
         }
+        #[cfg(feature = "tls")]
+        let data = match self.tls.as_mut().map(|tls| tls.receive(&data)) {
+            None => data,
+            Some(Ok(received)) => {
+                self.eof |= received.peer_closed;
+                self.send_raw(received.to_send, ctx);
+                received.plaintext
+            }
+            Some(Err(failure)) => return self.fail_tls(failure, ctx),
+        };
         if !data.is_empty() {
             self.tell_owner(SocketEvent::Data(data), ctx);
         }
@@ -261,6 +304,17 @@ impl SocketConnection {
     }
 
     fn write(&mut self, bytes: Vec<u8>, ctx: &mut Ctx<Self>) {
+        #[cfg(feature = "tls")]
+        let bytes = match self.tls.as_mut().map(|tls| tls.seal(&bytes)) {
+            None => bytes,
+            Some(Ok(ciphertext)) => ciphertext,
+            Some(Err(failure)) => return self.fail_tls(failure, ctx),
+        };
+        self.send_raw(bytes, ctx);
+    }
+
+    /// Queues bytes as they go on the wire (ciphertext on a TLS connection) and flushes.
+    fn send_raw(&mut self, bytes: Vec<u8>, ctx: &mut Ctx<Self>) {
         if self.closed.is_some() || bytes.is_empty() {
             return;
         }
@@ -307,6 +361,15 @@ impl SocketConnection {
         }
     }
 
+    /// A TLS error: sends the alert if the socket takes it now, closes, tells the owner why.
+    #[cfg(feature = "tls")]
+    fn fail_tls(&mut self, failure: super::tls_layer::TlsFailure, ctx: &mut Ctx<Self>) {
+        // Read nothing more (a flush that frees the output would otherwise read again).
+        self.paused = true;
+        self.send_raw(failure.alert, ctx);
+        self.finish(CloseReason::Tls(failure.reason), ctx);
+    }
+
     /// Closes the connection and terminates, telling the owner why.
     fn finish(&mut self, reason: CloseReason, ctx: &mut Ctx<Self>) {
         if self.closed.is_some() {
@@ -333,6 +396,8 @@ impl SocketConnection {
 //   poll registry and the table of readiness callbacks), never another process's state; what
 //   the poller does with them is post `SocketMsg::Ready` to this process;
 // * `owner` is a `Recipient`, a process address;
+// * `tls` (feature `tls`) owns its rustls `ServerConnection` (never cloned or lent out) and
+//   holds the configuration as a `TlsConfig`, which is `Isolated` (a `SharedClient`);
 // * the rest is owned data: the outgoing byte queue, counters, flags, the close reason.
 // The messages, `SocketMsg` (bytes by value, a `Recipient`, readiness flags), are isolated, and
 // so are the `SocketEvent`s sent to the owner. (I8)
@@ -358,9 +423,20 @@ unsafe impl Process for SocketConnection {
             }
             SocketMsg::Write(bytes) => self.write(bytes, ctx),
             SocketMsg::Close => {
+                #[cfg(feature = "tls")]
+                if let Some(tls) = self.tls.as_mut() {
+                    let notify = tls.close_notify();
+                    self.send_raw(notify, ctx);
+                }
                 self.closing = true;
                 self.flush(ctx);
             }
+            #[cfg(feature = "tls")]
+            SocketMsg::StartTls => match self.tls.as_mut().map(|tls| tls.start()) {
+                Some(Ok(())) => self.read(ctx),
+                Some(Err(failure)) => self.fail_tls(failure, ctx),
+                None => tracing::warn!(process = %ctx.id(), "StartTls on a plain connection"),
+            },
             SocketMsg::Pause => self.paused = true,
             SocketMsg::Resume => {
                 self.paused = false;

@@ -12,7 +12,15 @@
 //! `alice:wonderland`), `--work-us N` (simulated CPU per unit of request work, default 100),
 //! `--no-predicates` (admission control off, for comparison), `--config FILE` (the groups,
 //! their predicates, schedulers and controllers, assembled by `whirl-config`; default the
-//! `iris.toml` shipped beside this file). Ctrl-C shuts down gracefully.
+//! `iris.toml` shipped beside this file), `--tls-cert CERT.pem --tls-key KEY.pem` (serve
+//! HTTPS: the certificate chain, leaf first, and its private key, both PEM; both or neither;
+//! a file that cannot be used is refused with what is wrong with it and exit status 2).
+//! Ctrl-C shuts down gracefully.
+//!
+//! With TLS, each connection's handshake runs in its socket process, in the "sockets" group,
+//! on behalf of the client address's principal, and is offered to that group's predicate
+//! first (`iris.toml`: a queue-length threshold): a flood of handshakes is refused like any
+//! overload, each refused connection closed before any cryptography, and counted.
 //!
 //! The configuration is watched while the server runs: edited predicate thresholds and
 //! budgets, and controller parameters, apply within a second without a restart; what needs a
@@ -76,6 +84,12 @@ struct Cli {
     /// `iris.toml` shipped with iris_http).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 struct Args {
@@ -136,6 +150,11 @@ fn args(cli: Cli) -> Result<Args, String> {
     };
     let mut options = Options::new(cli.root, users);
     options.work = Duration::from_micros(cli.work_us);
+    if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
+        let config = whirl::net::tls::server_config(cert, key)
+            .map_err(|e| format!("iris_http: TLS: {e}"))?;
+        options.tls = Some(config);
+    }
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,
@@ -191,6 +210,10 @@ fn main() -> ExitCode {
     });
     let root = args.options.root.display().to_string();
     let predicates = args.predicates;
+    let scheme = match args.options.tls {
+        Some(_) => "https",
+        None => "http",
+    };
     let server = match Server::start(&rt, args.bind, args.options) {
         Ok(server) => server,
         Err(e) => {
@@ -201,12 +224,13 @@ fn main() -> ExitCode {
     // `say`, not `println!`: a server whose stdout was closed (its reader went away) keeps
     // serving instead of panicking on the broken pipe.
     say(format_args!(
-        "iris_http serving {root} at http://{}/",
+        "iris_http serving {root} at {scheme}://{}/",
         server.addr
     ));
     say(format_args!("  configuration: {}", args.assembly.origin()));
     say(format_args!(
-        "  try: curl -i http://{}/files/index.html   (admission control {})",
+        "  try: curl -i {}{scheme}://{}/files/index.html   (admission control {})",
+        if scheme == "https" { "-k " } else { "" },
         server.addr,
         if predicates { "on" } else { "off" }
     ));

@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use whirl::net::tls::{self, TlsAcceptError, TlsConfig};
 use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
 use whirl::prelude::*;
 use whirl::GroupError;
@@ -75,6 +76,8 @@ pub struct Options {
     pub idle_timeout: Duration,
     /// See [`Site::request_timeout`].
     pub request_timeout: Duration,
+    /// Serve HTTPS with this configuration (`--tls-cert`, `--tls-key`) instead of HTTP.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Options {
@@ -85,26 +88,44 @@ impl Options {
             work: Duration::from_micros(100),
             idle_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
 
 /// What the acceptor does with each connection: a `SocketConnection` in the "sockets" group
 /// and an `HttpConnection` speaking HTTP over it.
+///
+/// With TLS, the socket runs on behalf of the client address's principal
+/// (`tls::peer_principal`) and its handshake is offered to the "sockets" group's predicate
+/// first (`tls::spawn_tls`): a refused handshake (a flood of them piling up) closes the
+/// connection at once, before any cryptography, and no `HttpConnection` is spawned for it.
+/// Plain connections never meet that predicate: every other socket message bypasses it.
 #[derive(Isolated)]
 struct Serve {
     sockets: Group,
     site: Arc<Site>,
+    tls: Option<TlsConfig>,
 }
 
 impl Accept for Serve {
     fn accept(
         &mut self,
         stream: TcpStream,
-        _peer: SocketAddr,
+        peer: SocketAddr,
         ctx: &mut Ctx<Acceptor>,
     ) -> Result<(), AcceptError> {
-        let socket = ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?);
+        let socket = match &self.tls {
+            None => ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?),
+            Some(config) => {
+                match tls::spawn_tls(ctx, &self.sockets, stream, peer, config.clone()) {
+                    Ok(socket) => socket,
+                    // Counted in the group's statistics (rejected); nothing to log per connection.
+                    Err(TlsAcceptError::Shed) => return Ok(()),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
         ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket));
         Ok(())
     }
@@ -164,7 +185,12 @@ impl Server {
             sessions,
         });
         let net = rt.net()?;
-        let (acceptor, addr) = Acceptor::bind(bind, net, Serve { sockets, site })?;
+        let serve = Serve {
+            sockets,
+            site,
+            tls: options.tls,
+        };
+        let (acceptor, addr) = Acceptor::bind(bind, net, serve)?;
         let acceptor = rt.spawn(acceptor);
         Ok(Server { addr, acceptor })
     }

@@ -7,6 +7,7 @@ mod basic;
 mod overload;
 mod protocol;
 mod resilience;
+mod tls;
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -102,7 +103,11 @@ impl TestServer {
     }
 
     fn start_tuned(options: Options, tuning: Tuning) -> TestServer {
-        let assembly = assembly(tuning);
+        TestServer::start_assembled(options, assembly(tuning))
+    }
+
+    /// A server on `assembly`'s groups.
+    fn start_assembled(options: Options, assembly: Assembly) -> TestServer {
         let rt = assembly.runtime().expect("the runtime");
         assembly
             .build(&rt, &Factories::new())
@@ -260,9 +265,10 @@ impl Response {
 
 /// A blocking HTTP/1.1 client over one connection: writes raw bytes, reads responses
 /// (status line, headers, `Content-Length` body; no body for 1xx, 204 and 304), keeping
-/// bytes read past one response for the next (pipelining).
-struct Client {
-    stream: TcpStream,
+/// bytes read past one response for the next (pipelining). Over a plain `TcpStream` unless
+/// given another stream (a TLS one: `tls.rs`).
+struct Client<S = TcpStream> {
+    stream: S,
     buf: Vec<u8>,
 }
 
@@ -277,12 +283,22 @@ impl Client {
         }
     }
 
-    fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).expect("write to the server");
-    }
-
     fn shutdown_write(&self) {
         self.stream.shutdown(Shutdown::Write).expect("half-close");
+    }
+}
+
+impl<S: Read + Write> Client<S> {
+    /// A client over `stream` (already connected).
+    fn over(stream: S) -> Client<S> {
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write to the server");
     }
 
     /// Reads more bytes into the buffer; `Ok(0)` at end of stream.

@@ -1,0 +1,306 @@
+//! HTTPS: a self-signed certificate made with rcgen, a rustls client. Keep-alive over TLS, a
+//! plaintext client on the TLS port, a handshake flood shed by the sockets group's predicate
+//! while a legitimate client is served, and the command line's TLS errors.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use whirl::net::tls::rustls::pki_types::{CertificateDer, ServerName};
+use whirl::net::tls::rustls::{self, ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use whirl::net::tls::{self as whirl_tls, TlsConfig};
+use whirl_config::Assembly;
+
+use super::{demo_options, wait_until, Client, TempRoot, TestServer, IO_TIMEOUT};
+
+/// A self-signed certificate for `localhost` in PEM files, and a client configuration that
+/// trusts it.
+struct Certificate {
+    dir: TempRoot,
+    der: CertificateDer<'static>,
+}
+
+impl Certificate {
+    fn new() -> Certificate {
+        let made = rcgen::generate_simple_self_signed(vec!["localhost".to_string()])
+            .expect("a self-signed certificate");
+        let dir = TempRoot::new("tls");
+        dir.write("cert.pem", made.cert.pem().as_bytes());
+        dir.write("key.pem", made.signing_key.serialize_pem().as_bytes());
+        Certificate {
+            dir,
+            der: made.cert.der().clone(),
+        }
+    }
+
+    fn cert(&self) -> PathBuf {
+        self.dir.path().join("cert.pem")
+    }
+
+    fn key(&self) -> PathBuf {
+        self.dir.path().join("key.pem")
+    }
+
+    /// The server's configuration, as `--tls-cert`/`--tls-key` build it.
+    fn server(&self) -> TlsConfig {
+        whirl_tls::server_config(&self.cert(), &self.key()).expect("a server configuration")
+    }
+
+    fn client_config(&self) -> Arc<ClientConfig> {
+        let mut roots = RootCertStore::empty();
+        roots.add(self.der.clone()).expect("a trusted root");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Arc::new(config)
+    }
+
+    /// A TLS client connection to `addr` (the handshake happens on first use).
+    fn connect(&self, addr: SocketAddr) -> Client<StreamOwned<ClientConnection, TcpStream>> {
+        let tcp = TcpStream::connect(addr).expect("connect to the server");
+        tcp.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        tcp.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
+        let name = ServerName::try_from("localhost").expect("a server name");
+        let conn = ClientConnection::new(self.client_config(), name).expect("a client");
+        Client::over(StreamOwned::new(conn, tcp))
+    }
+}
+
+/// A server on the shipped `iris.toml`, serving HTTPS.
+fn https_server(certificate: &Certificate) -> TestServer {
+    let mut options = demo_options();
+    options.tls = Some(certificate.server());
+    TestServer::start(options)
+}
+
+#[test]
+fn https_serves_two_requests_on_one_keep_alive_connection() {
+    let certificate = Certificate::new();
+    let server = https_server(&certificate);
+    let mut client = certificate.connect(server.addr());
+    for _ in 0..2 {
+        let response = client.get("/files/index.html", None);
+        assert_eq!(response.status, 200, "{}", response.text());
+        assert!(!response.closes());
+        assert!(response.text().contains("<html"), "{}", response.text());
+    }
+    assert_eq!(client.stream.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
+    // The client's close_notify is an end of stream: the server closes too.
+    client.stream.conn.send_close_notify();
+    client.stream.flush().expect("the close_notify goes out");
+    let mut rest = Vec::new();
+    match client.stream.read_to_end(&mut rest) {
+        Ok(_) => assert!(rest.is_empty(), "unexpected bytes: {rest:?}"),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the server did not close after close_notify: {e}"),
+    }
+    server.wait_for_baseline();
+    server.stop();
+}
+
+#[test]
+fn plaintext_http_to_the_tls_port_is_closed_cleanly() {
+    let certificate = Certificate::new();
+    let server = https_server(&certificate);
+    let mut plain = server.connect();
+    plain.send(b"GET /files/index.html HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    // What comes back is a TLS alert record (content type 21), then the end of the stream:
+    // never an HTTP response, never a hang.
+    let mut answer = Vec::new();
+    match plain.stream.read_to_end(&mut answer) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the server did not close the plaintext connection: {e}"),
+    }
+    assert!(!answer.starts_with(b"HTTP/"), "{answer:?}");
+    if let Some(&content_type) = answer.first() {
+        assert_eq!(content_type, 21, "a TLS alert: {answer:?}");
+    }
+    // The server is unharmed: TLS clients are served, nothing is left behind.
+    let mut client = certificate.connect(server.addr());
+    assert_eq!(client.get("/files/index.html", None).status, 200);
+    drop(client);
+    server.wait_for_baseline();
+    server.stop();
+}
+
+/// What became of a connection that sent a ClientHello and then nothing more.
+#[derive(Debug, PartialEq, Eq)]
+enum Fate {
+    /// The server answered with handshake records: its handshake was admitted.
+    Admitted,
+    /// The server closed it without a byte: shed.
+    Shed,
+}
+
+/// Opens a connection, sends a real ClientHello, and stalls: returns the open stream (kept
+/// open by the caller) and what the server did.
+fn stalled_hello(certificate: &Certificate, addr: SocketAddr) -> (TcpStream, Fate) {
+    let mut tcp = TcpStream::connect(addr).expect("connect to the server");
+    tcp.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let name = ServerName::try_from("localhost").expect("a server name");
+    let mut conn = ClientConnection::new(certificate.client_config(), name).expect("a client");
+    let mut hello = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut hello).expect("into a Vec");
+    }
+    let closed = |e: &io::Error| {
+        matches!(
+            e.kind(),
+            io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe
+        )
+    };
+    if let Err(e) = tcp.write_all(&hello) {
+        // Closed by the server before the hello was even written.
+        assert!(closed(&e), "writing the ClientHello: {e}");
+        return (tcp, Fate::Shed);
+    }
+    let mut first = [0u8; 1];
+    let fate = match tcp.read(&mut first) {
+        Ok(0) => Fate::Shed,
+        Ok(_) => {
+            assert_eq!(first[0], 22, "a TLS handshake record");
+            Fate::Admitted
+        }
+        Err(e) if closed(&e) => Fate::Shed,
+        Err(e) => panic!("the server neither answered nor closed a ClientHello: {e}"),
+    };
+    (tcp, fate)
+}
+
+/// The shipped `iris.toml` with the sockets group's predicate replaced by a token bucket
+/// admitting `depth` handshakes at once and then one a second.
+fn handshake_bucket(depth: u64) -> Assembly {
+    let shipped = "[groups.sockets]\nthreads = 1\npredicate = { queue_length = { max = 256 } }\n";
+    let bucket = format!(
+        "[groups.sockets]\nthreads = 1\npredicate = {{ token_bucket = {{ rate = 1.0, depth = {depth} }} }}\n"
+    );
+    assert!(
+        crate::BUILT_IN.contains(shipped),
+        "iris.toml's sockets group changed"
+    );
+    let text = crate::BUILT_IN.replace(shipped, &bucket);
+    Assembly::parse(&text, "iris.toml").expect("the file parses")
+}
+
+#[test]
+fn a_handshake_flood_is_shed_while_a_legitimate_client_is_served() {
+    const FLOOD: usize = 100;
+    const DEPTH: u64 = 4;
+    let certificate = Certificate::new();
+    let mut options = demo_options();
+    options.tls = Some(certificate.server());
+    let server = TestServer::start_assembled(options, handshake_bucket(DEPTH));
+    let addr = server.addr();
+
+    // The flood: ClientHellos that never go on, held open.
+    let mut held = Vec::new();
+    let mut shed = 0;
+    for _ in 0..FLOOD {
+        let (stream, fate) = stalled_hello(&certificate, addr);
+        shed += usize::from(fate == Fate::Shed);
+        held.push(stream);
+    }
+    let admitted = FLOOD - shed;
+    assert!(
+        shed > 0,
+        "a flood of {FLOOD} handshakes was not shed at all"
+    );
+    assert!(
+        admitted > 0,
+        "the bucket admits its first {DEPTH} handshakes"
+    );
+
+    // A legitimate client, retrying as browsers do when a connection is closed on them,
+    // is served while the flood's connections are still open.
+    let mut refused = 0;
+    let response = loop {
+        let mut client = certificate.connect(addr);
+        let request = super::get("/files/index.html", None);
+        // Writing runs the handshake first: a refused one fails here.
+        let attempt = client
+            .stream
+            .write_all(request.as_bytes())
+            .and_then(|()| client.try_read_response());
+        match attempt {
+            Ok(response) => break response,
+            Err(_) => refused += 1,
+        }
+        assert!(refused < 1000, "the legitimate client was never served");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(response.status, 200, "{}", response.text());
+
+    // Every refusal was counted by the sockets group, against the client address's principal,
+    // whose handshakes (the admitted ones) are handling time in that group.
+    let principal = whirl_tls::peer_principal(addr).id();
+    let sockets = |rt: &whirl::Runtime| {
+        rt.stats()
+            .groups
+            .into_iter()
+            .find(|g| g.name == "sockets")
+            .expect("the sockets group")
+    };
+    let stats = sockets(&server.rt);
+    assert_eq!(stats.counts.rejected, (shed + refused) as u64);
+    let mine = stats
+        .principals
+        .iter()
+        .find(|p| p.id == principal)
+        .expect("the client address's principal in the sockets group");
+    assert_eq!(mine.rejected, (shed + refused) as u64);
+    wait_until("the handshakes' turns counted for the principal", || {
+        let stats = sockets(&server.rt);
+        let p = stats.principals.iter().find(|p| p.id == principal);
+        p.is_some_and(|p| p.handled > 0 && !p.handling_time.is_zero())
+    });
+    drop(held);
+    server.stop();
+}
+
+#[test]
+fn the_command_line_names_a_bad_key_file() {
+    let certificate = Certificate::new();
+    let root = super::demo_root();
+    let parse = |extra: &[&std::ffi::OsStr]| {
+        let mut argv: Vec<&std::ffi::OsStr> = vec!["iris_http".as_ref(), "--root".as_ref()];
+        argv.push(root.as_os_str());
+        argv.extend_from_slice(extra);
+        <crate::Cli as clap::Parser>::try_parse_from(argv)
+    };
+    // The certificate given as the key: no private key in it.
+    let cli = parse(&[
+        "--tls-cert".as_ref(),
+        certificate.cert().as_os_str(),
+        "--tls-key".as_ref(),
+        certificate.cert().as_os_str(),
+    ])
+    .expect("the arguments parse");
+    let Err(problem) = crate::args(cli) else {
+        panic!("a certificate file accepted as a key");
+    };
+    assert!(
+        problem.contains(&certificate.cert().display().to_string()),
+        "{problem}"
+    );
+    assert!(problem.contains("no private key"), "{problem}");
+    // One without the other is a usage error (clap's exit status 2).
+    let error = parse(&["--tls-cert".as_ref(), certificate.cert().as_os_str()])
+        .expect_err("--tls-cert alone");
+    assert_eq!(error.exit_code(), 2);
+    // Both good: HTTPS options.
+    let cli = parse(&[
+        "--tls-cert".as_ref(),
+        certificate.cert().as_os_str(),
+        "--tls-key".as_ref(),
+        certificate.key().as_os_str(),
+    ])
+    .expect("the arguments parse");
+    let args = crate::args(cli).unwrap_or_else(|e| panic!("{e}"));
+    assert!(args.options.tls.is_some());
+}
