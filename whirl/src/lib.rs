@@ -17,6 +17,10 @@
 //!   `whirl_*`. Read from the snapshots, never on the message path. Off by default.
 //! * `net`: non-blocking sockets as processes ([`net`]: an `Acceptor` and `SocketConnection`
 //!   on a poller thread per runtime, mio underneath). Off by default.
+//! * `tls`: TLS server connections on the socket layer with rustls (ring provider):
+//!   [`net::tls`](crate::net) puts the TLS state inside a `SocketConnection`, whose owner still
+//!   sends and receives plaintext; handshakes run on behalf of the client address's principal
+//!   and pass the group's admission predicate first. Implies `net`. Off by default.
 //! * `serde`: `serde::Serialize` for the statistics snapshots ([`control::RuntimeStats`] and
 //!   what it holds) and the events ([`ExitReason`], [`Failure`], [`Down`], [`DeadLetter`],
 //!   [`failures::FailureReport`], [`ShutdownReport`]), for JSON status pages, logs and
@@ -719,6 +723,7 @@
 #![doc = include_str!("../tutorial/cohort.md")]
 #![doc = include_str!("../tutorial/backplane.md")]
 #![doc = include_str!("../tutorial/routers.md")]
+#![cfg_attr(feature = "tls", doc = include_str!("../tutorial/tls.md"))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 extern crate self as whirl;
 
