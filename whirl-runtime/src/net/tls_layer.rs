@@ -513,6 +513,30 @@ mod tests {
     }
 
     #[test]
+    fn the_handshake_timeout_is_configured_and_handshaking_ends_with_the_handshake() {
+        let files = Files::new();
+        let config = files.config();
+        assert_eq!(config.handshake_timeout(), Duration::from_secs(10));
+        let short = config.with_handshake_timeout(Duration::from_millis(200));
+        let mut server = TlsLayer::new(short, LIMIT);
+        assert_eq!(server.handshake_timeout(), Duration::from_millis(200));
+        assert!(!server.handshaking(), "not admitted: no handshake yet");
+        server.start().expect("rustls starts");
+        assert!(server.handshaking());
+        // Half a ClientHello: still handshaking.
+        let mut client = files.client();
+        let hello = from_client(&mut client);
+        server.receive(&hello[..hello.len() / 2]).expect("valid so far");
+        assert!(server.handshaking());
+        // A TLS 1.3 server completes once the client's Finished arrives.
+        let (mut server, mut client) = connected(&files);
+        server
+            .receive(&from_client(&mut client))
+            .expect("the client's Finished");
+        assert!(!server.handshaking(), "a completed handshake");
+    }
+
+    #[test]
     fn configuration_errors_name_the_file_and_the_problem() {
         let files = Files::new();
         let missing = files.cert.with_extension("missing");
