@@ -526,7 +526,9 @@ mod tests {
         // Half a ClientHello: still handshaking.
         let mut client = files.client();
         let hello = from_client(&mut client);
-        server.receive(&hello[..hello.len() / 2]).expect("valid so far");
+        server
+            .receive(&hello[..hello.len() / 2])
+            .expect("valid so far");
         assert!(server.handshaking());
         // A TLS 1.3 server completes once the client's Finished arrives.
         let (mut server, mut client) = connected(&files);
