@@ -463,8 +463,8 @@ unsafe impl Process for SocketConnection {
             #[cfg(feature = "tls")]
             SocketMsg::StartTls => match self.tls.as_mut().map(|tls| tls.start()) {
                 Some(Ok(())) => {
-                    if let Some(tls) = self.tls.as_ref().filter(|_| self.handshake_timer.is_none())
-                    {
+                    let arm = self.handshake_timer.is_none();
+                    if let Some(tls) = self.tls.as_ref().filter(|tls| arm && tls.handshaking()) {
                         let timeout = tls.handshake_timeout();
                         let timer = ctx.post_after(timeout, SocketMsg::HandshakeDeadline);
                         self.handshake_timer = Some(timer);
