@@ -68,6 +68,11 @@ pub enum SocketMsg {
     /// [`tls::Handshake`](super::tls::Handshake) becomes once the group's predicate admits it).
     #[cfg(feature = "tls")]
     StartTls,
+    /// The TLS handshake's time is up (sent to itself, after the configuration's
+    /// [`handshake_timeout`](super::tls::TlsConfig::handshake_timeout)): a connection still
+    /// handshaking closes with [`CloseReason::Tls`].
+    #[cfg(feature = "tls")]
+    HandshakeDeadline,
 }
 
 /// What a [`SocketConnection`] tells its owner.
@@ -99,7 +104,8 @@ pub enum CloseReason {
     /// The owner terminated.
     OwnerGone,
     /// A TLS handshake or record error (feature `tls`): the peer sent something that is not
-    /// TLS, or TLS that rustls refused. The alert rustls prepared was sent.
+    /// TLS, or TLS that rustls refused (the alert rustls prepared was sent), or did not
+    /// complete the handshake within the configuration's handshake timeout.
     Tls(String),
 }
 
@@ -143,6 +149,9 @@ pub struct SocketConnection {
     /// The TLS layer of a connection built with [`SocketConnection::with_tls`].
     #[cfg(feature = "tls")]
     tls: Option<super::tls_layer::TlsLayer>,
+    /// The pending [`SocketMsg::HandshakeDeadline`], cancelled once the handshake completes.
+    #[cfg(feature = "tls")]
+    handshake_timer: Option<crate::time::TimerHandle>,
 }
 
 impl SocketConnection {
@@ -180,6 +189,8 @@ impl SocketConnection {
             closed: None,
             #[cfg(feature = "tls")]
             tls: None,
+            #[cfg(feature = "tls")]
+            handshake_timer: None,
         })
     }
 
@@ -280,6 +291,7 @@ impl SocketConnection {
         let data = match self.tls.as_mut().map(|tls| tls.receive(&data)) {
             None => data,
             Some(Ok(received)) => {
+                self.disarm_handshake_timer();
                 self.eof |= received.peer_closed;
                 self.send_raw(received.to_send, ctx);
                 received.plaintext
@@ -370,6 +382,17 @@ impl SocketConnection {
         self.finish(CloseReason::Tls(failure.reason), ctx);
     }
 
+    /// Cancels the handshake deadline once the handshake has completed.
+    #[cfg(feature = "tls")]
+    fn disarm_handshake_timer(&mut self) {
+        let done = self.tls.as_ref().is_some_and(|tls| !tls.handshaking());
+        if done {
+            if let Some(timer) = self.handshake_timer.take() {
+                timer.cancel();
+            }
+        }
+    }
+
     /// Closes the connection and terminates, telling the owner why.
     fn finish(&mut self, reason: CloseReason, ctx: &mut Ctx<Self>) {
         if self.closed.is_some() {
@@ -377,6 +400,10 @@ impl SocketConnection {
         }
         self.closed = Some(reason.clone());
         self.registration = None;
+        #[cfg(feature = "tls")]
+        if let Some(timer) = self.handshake_timer.take() {
+            timer.cancel();
+        }
         let _ = self.net.deregister(&mut self.stream);
         let _ = self.stream.shutdown(Shutdown::Both);
         if reason != CloseReason::OwnerGone {
@@ -397,7 +424,9 @@ impl SocketConnection {
 //   the poller does with them is post `SocketMsg::Ready` to this process;
 // * `owner` is a `Recipient`, a process address;
 // * `tls` (feature `tls`) owns its rustls `ServerConnection` (never cloned or lent out) and
-//   holds the configuration as a `TlsConfig`, which is `Isolated` (a `SharedClient`);
+//   holds the configuration as a `TlsConfig`, which is `Isolated` (a `SharedClient` and a
+//   `Duration`); `handshake_timer` is a `TimerHandle`, a cancellation flag on the runtime's
+//   own timers, which only ever post `SocketMsg::HandshakeDeadline` to this process;
 // * the rest is owned data: the outgoing byte queue, counters, flags, the close reason.
 // The messages, `SocketMsg` (bytes by value, a `Recipient`, readiness flags), are isolated, and
 // so are the `SocketEvent`s sent to the owner. (I8)
@@ -433,10 +462,27 @@ unsafe impl Process for SocketConnection {
             }
             #[cfg(feature = "tls")]
             SocketMsg::StartTls => match self.tls.as_mut().map(|tls| tls.start()) {
-                Some(Ok(())) => self.read(ctx),
+                Some(Ok(())) => {
+                    let arm = self.handshake_timer.is_none();
+                    if let Some(tls) = self.tls.as_ref().filter(|tls| arm && tls.handshaking()) {
+                        let timeout = tls.handshake_timeout();
+                        let timer = ctx.post_after(timeout, SocketMsg::HandshakeDeadline);
+                        self.handshake_timer = Some(timer);
+                    }
+                    self.read(ctx);
+                }
                 Some(Err(failure)) => self.fail_tls(failure, ctx),
                 None => tracing::warn!(process = %ctx.id(), "StartTls on a plain connection"),
             },
+            #[cfg(feature = "tls")]
+            SocketMsg::HandshakeDeadline => {
+                if let Some(tls) = self.tls.as_ref().filter(|tls| tls.handshaking()) {
+                    let timeout = tls.handshake_timeout();
+                    self.paused = true;
+                    let why = format!("handshake not completed within {timeout:?}");
+                    self.finish(CloseReason::Tls(why), ctx);
+                }
+            }
             SocketMsg::Pause => self.paused = true,
             SocketMsg::Resume => {
                 self.paused = false;

@@ -32,6 +32,14 @@
 //!   connection with [`CloseReason::Tls`](super::CloseReason::Tls) naming the error. A peer's `close_notify` is
 //!   [`SocketEvent::Eof`](super::SocketEvent::Eof): answer what is pending, then send
 //!   [`SocketMsg::Close`], which sends our own `close_notify`.
+//! * **A handshake has a deadline.** Once admitted, a handshake must complete within the
+//!   configuration's [`handshake_timeout`](TlsConfig::handshake_timeout) (10 s unless set
+//!   with [`TlsConfig::with_handshake_timeout`]), counted on the runtime's timers: a peer that
+//!   connects and then stalls, sending nothing or half a ClientHello, is closed with
+//!   [`CloseReason::Tls`](super::CloseReason::Tls) ("handshake not completed within 10s")
+//!   and the owner is told as for any close. The connection is not held until some owner
+//!   gives up on it. A completed handshake cancels the deadline; after it, idle connections
+//!   are the owner's business.
 //! * **Bounded.** rustls's own buffers are limited to
 //!   [`SocketLimits::close_above`](super::SocketLimits::close_above); the
 //!   ciphertext waiting for the peer counts against the same limits as a plain connection's

@@ -14,6 +14,7 @@
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::pki_types::pem::{self, PemObject};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -22,15 +23,19 @@ use rustls::{ServerConfig, ServerConnection};
 use crate::isolation::SharedClient;
 
 /// A TLS server configuration, ready to be held by processes: a rustls `ServerConfig`
-/// behind an `Arc`, cheap to clone. Build one from PEM files with [`server_config`], or wrap
-/// a configuration of your own with [`TlsConfig::new`].
+/// behind an `Arc`, cheap to clone, and the handshake timeout. Build one from PEM files with
+/// [`server_config`], or wrap a configuration of your own with [`TlsConfig::new`].
 #[derive(Clone)]
 pub struct TlsConfig {
     config: SharedClient<Arc<ServerConfig>>,
+    handshake_timeout: Duration,
 }
 
 impl TlsConfig {
-    /// Wraps `config`.
+    /// The default [`handshake_timeout`](TlsConfig::handshake_timeout): 10 seconds.
+    pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Wraps `config`, with the default handshake timeout.
     pub fn new(config: Arc<ServerConfig>) -> Self {
         TlsConfig {
             config: SharedClient::new(
@@ -38,7 +43,22 @@ impl TlsConfig {
                 "rustls's server configuration: immutable once built; its session cache and \
                  ticket keys synchronise themselves",
             ),
+            handshake_timeout: TlsConfig::DEFAULT_HANDSHAKE_TIMEOUT,
         }
+    }
+
+    /// The same configuration with another handshake timeout.
+    pub fn with_handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.handshake_timeout = timeout;
+        self
+    }
+
+    /// How long a connection's handshake may take, counted from its admission: a connection
+    /// still handshaking then is closed with
+    /// [`CloseReason::Tls`](super::CloseReason::Tls) (default
+    /// [`DEFAULT_HANDSHAKE_TIMEOUT`](TlsConfig::DEFAULT_HANDSHAKE_TIMEOUT)).
+    pub fn handshake_timeout(&self) -> Duration {
+        self.handshake_timeout
     }
 
     /// The rustls configuration.
@@ -51,12 +71,13 @@ impl std::fmt::Debug for TlsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TlsConfig")
             .field("alpn_protocols", &self.config.alpn_protocols.len())
+            .field("handshake_timeout", &self.handshake_timeout)
             .finish_non_exhaustive()
     }
 }
 
-// SAFETY: its one field is a `SharedClient`, which is `Isolated` (the rustls configuration
-// is shared on purpose, with its reason). (I8)
+// SAFETY: a `SharedClient`, which is `Isolated` (the rustls configuration is shared on
+// purpose, with its reason), and a `Duration` (plain numbers). (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl crate::isolation::Isolated for TlsConfig {}
 
@@ -190,6 +211,16 @@ impl TlsLayer {
     /// Whether the handshake was admitted (the connection may read).
     pub(super) fn started(&self) -> bool {
         self.conn.is_some()
+    }
+
+    /// Whether the handshake was admitted and has not completed yet.
+    pub(super) fn handshaking(&self) -> bool {
+        self.conn.as_ref().is_some_and(|conn| conn.is_handshaking())
+    }
+
+    /// How long the handshake may take once admitted.
+    pub(super) fn handshake_timeout(&self) -> Duration {
+        self.config.handshake_timeout()
     }
 
     /// Sets up the rustls connection (no cryptography yet: that starts with the ClientHello).
@@ -479,6 +510,32 @@ mod tests {
         assert!(server.close_notify().is_empty());
         assert!(server.receive(b"\x16\x03\x01").is_err());
         assert!(server.seal(b"early").is_err());
+    }
+
+    #[test]
+    fn the_handshake_timeout_is_configured_and_handshaking_ends_with_the_handshake() {
+        let files = Files::new();
+        let config = files.config();
+        assert_eq!(config.handshake_timeout(), Duration::from_secs(10));
+        let short = config.with_handshake_timeout(Duration::from_millis(200));
+        let mut server = TlsLayer::new(short, LIMIT);
+        assert_eq!(server.handshake_timeout(), Duration::from_millis(200));
+        assert!(!server.handshaking(), "not admitted: no handshake yet");
+        server.start().expect("rustls starts");
+        assert!(server.handshaking());
+        // Half a ClientHello: still handshaking.
+        let mut client = files.client();
+        let hello = from_client(&mut client);
+        server
+            .receive(&hello[..hello.len() / 2])
+            .expect("valid so far");
+        assert!(server.handshaking());
+        // A TLS 1.3 server completes once the client's Finished arrives.
+        let (mut server, mut client) = connected(&files);
+        server
+            .receive(&from_client(&mut client))
+            .expect("the client's Finished");
+        assert!(!server.handshaking(), "a completed handshake");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! HTTPS: a self-signed certificate made with rcgen, a rustls client. Keep-alive over TLS, a
-//! plaintext client on the TLS port, a handshake flood shed by the sockets group's predicate
+//! plaintext client on the TLS port, the handshake timeout (a stalled handshake is closed, a
+//! completed one is not), a handshake flood shed by the sockets group's predicate
 //! while a legitimate client is served, and the command line's TLS errors.
 
 use std::io::{self, Read, Write};
@@ -124,6 +125,58 @@ fn plaintext_http_to_the_tls_port_is_closed_cleanly() {
     // The server is unharmed: TLS clients are served, nothing is left behind.
     let mut client = certificate.connect(server.addr());
     assert_eq!(client.get("/files/index.html", None).status, 200);
+    drop(client);
+    server.wait_for_baseline();
+    server.stop();
+}
+
+/// The handshake timeout of the two tests below (far under `HttpConnection`'s idle timeout).
+const SHORT_HANDSHAKE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// A server on the shipped `iris.toml` whose handshakes may take `SHORT_HANDSHAKE`.
+fn impatient_server(certificate: &Certificate) -> TestServer {
+    let mut options = demo_options();
+    options.tls = Some(certificate.server().with_handshake_timeout(SHORT_HANDSHAKE));
+    TestServer::start(options)
+}
+
+#[test]
+fn a_stalled_handshake_is_closed_by_the_handshake_timeout() {
+    let certificate = Certificate::new();
+    let server = impatient_server(&certificate);
+    // Half a real ClientHello, then nothing: the server waits for the rest until its
+    // handshake timeout closes the connection (long before the HTTP idle timeout).
+    let name = ServerName::try_from("localhost").expect("a server name");
+    let mut conn = ClientConnection::new(certificate.client_config(), name).expect("a client");
+    let mut hello = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut hello).expect("into a Vec");
+    }
+    let mut tcp = TcpStream::connect(server.addr()).expect("connect to the server");
+    tcp.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    tcp.write_all(&hello[..hello.len() / 2])
+        .expect("half a ClientHello");
+    let mut answer = Vec::new();
+    match tcp.read_to_end(&mut answer) {
+        Ok(_) => assert!(answer.is_empty(), "unexpected bytes: {answer:?}"),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the stalled handshake was not closed within {IO_TIMEOUT:?}: {e}"),
+    }
+    server.wait_for_baseline();
+    server.stop();
+}
+
+#[test]
+fn a_completed_handshake_outlives_the_handshake_timeout() {
+    let certificate = Certificate::new();
+    let server = impatient_server(&certificate);
+    let mut client = certificate.connect(server.addr());
+    assert_eq!(client.get("/files/index.html", None).status, 200);
+    // Idle for several handshake timeouts: the deadline was disarmed by the handshake.
+    std::thread::sleep(SHORT_HANDSHAKE * 5);
+    let response = client.get("/files/index.html", None);
+    assert_eq!(response.status, 200, "{}", response.text());
+    assert!(!response.closes());
     drop(client);
     server.wait_for_baseline();
     server.stop();
