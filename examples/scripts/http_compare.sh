@@ -10,11 +10,14 @@
 #
 # Environment: DURATION seconds per wrk run (10), ROUNDS interleaved rounds (3), CONNS the
 # connection counts for the 1 KiB file (1 64 1000), BIG_CONNS those for the 1 MiB file (64),
-# SERVERS a subset of "nginx iris_np iris axum actix", BASE_PORT (18200: five ports from it).
+# SERVERS a subset of "nginx iris_np iris axum actix", BASE_PORT (18200: six ports from it),
+# BASELINE_IRIS an older iris_http binary to run too, as `iris_base` (--no-predicates), to
+# compare a change with the code before it in the same interleaved run.
 #
 # Every server gets 2 workers: nginx `worker_processes 2` (sendfile, tcp_nopush, tcp_nodelay,
 # access_log off, keepalive_requests raised so that every server keeps its connections),
-# axum and actix-web 2 worker threads with TCP_NODELAY, iris_http its iris.toml (`iris_np` is
+# axum and actix-web 2 worker threads with TCP_NODELAY, iris_http its iris.toml and
+# `--work-us 0` (no simulated handler work: the others do none) (`iris_np` is
 # `--no-predicates`, `iris` the configuration as shipped, with admission control, which sheds
 # anonymous sessions under load: its non-2xx answers are counted). wrk runs on the same
 # machine (-t2, one thread for one connection). RSS is read from /proc/PID/status (VmRSS)
@@ -28,6 +31,11 @@ ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-"1 64 1000"}
 BIG_CONNS=${BIG_CONNS:-"64"}
 SERVERS=${SERVERS:-"nginx iris_np iris axum actix"}
+BASELINE_IRIS=${BASELINE_IRIS:-}
+if [ -n "$BASELINE_IRIS" ]; then
+    [ -x "$BASELINE_IRIS" ] || { echo "error: BASELINE_IRIS=$BASELINE_IRIS is not an executable" >&2; exit 2; }
+    SERVERS="$SERVERS iris_base"
+fi
 BASE_PORT=${BASE_PORT:-18200}
 
 sudo_if_needed=""
@@ -73,7 +81,7 @@ head -c 1048576 /dev/urandom >"$ROOT/1m.bin"
 
 declare -A PORT PID
 i=0
-for s in nginx iris_np iris axum actix; do PORT[$s]=$((BASE_PORT + i)); i=$((i + 1)); done
+for s in nginx iris_np iris axum actix iris_base; do PORT[$s]=$((BASE_PORT + i)); i=$((i + 1)); done
 
 cleanup() {
     for s in "${!PID[@]}"; do
@@ -130,8 +138,9 @@ start() {
     local s=$1 port=${PORT[$1]} log="$TMP/logs/$1.log"
     case $s in
         nginx) "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" >"$log" 2>&1 & ;;
-        iris_np) "$IRIS" --port "$port" --root "$ROOT" --no-predicates >"$log" 2>&1 & ;;
-        iris) "$IRIS" --port "$port" --root "$ROOT" >"$log" 2>&1 & ;;
+        iris_np) "$IRIS" --port "$port" --root "$ROOT" --work-us 0 --no-predicates >"$log" 2>&1 & ;;
+        iris) "$IRIS" --port "$port" --root "$ROOT" --work-us 0 >"$log" 2>&1 & ;;
+        iris_base) "$BASELINE_IRIS" --port "$port" --root "$ROOT" --work-us 0 --no-predicates >"$log" 2>&1 & ;;
         axum) "$AXUM" "$port" "$ROOT" >"$log" 2>&1 & ;;
         actix) "$ACTIX" "$port" "$ROOT" >"$log" 2>&1 & ;;
         *) echo "unknown server $s" >&2; exit 2 ;;
@@ -268,12 +277,12 @@ echo "## ratios of medians (req/s; >1 means iris_http is faster)"
 for iris in iris_np iris; do
     has "$iris" || continue
     printf '%-22s' "test"
-    for other in nginx axum actix; do has "$other" && printf '%-18s' "$iris/$other"; done
+    for other in nginx axum actix iris_base; do has "$other" && printf '%-18s' "$iris/$other"; done
     echo
     for t in "${tests[@]}"; do
         printf '%-22s' "${t%%:*} c=${t##*:}"
         mi=$(median "$TMP/results/$iris.$t" 1)
-        for other in nginx axum actix; do
+        for other in nginx axum actix iris_base; do
             has "$other" || continue
             mo=$(median "$TMP/results/$other.$t" 1)
             printf '%-18s' "$(awk -v a="$mi" -v b="$mo" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')"
