@@ -104,6 +104,10 @@ impl Accept for Serve {
         _peer: SocketAddr,
         ctx: &mut Ctx<Acceptor>,
     ) -> Result<(), AcceptError> {
+        // Answers are written whole (a head and its body in one write, or the head then a
+        // file region): Nagle's algorithm would only hold the tail of a large body back
+        // until the peer's delayed ACK. nginx sets it too (`tcp_nodelay on`).
+        stream.set_nodelay(true)?;
         let socket = ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?);
         ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket));
         Ok(())
