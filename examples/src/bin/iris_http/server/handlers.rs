@@ -157,10 +157,15 @@ impl FileHandler {
         }
     }
 
-    fn read(&self, path: PathBuf, ctx: &mut Ctx<Self>) {
+    fn read(&mut self, path: PathBuf, ctx: &mut Ctx<Self>) {
         let Some(serving) = &self.request else {
             return ctx.complete();
         };
+        if !self.site.file_io_process {
+            // Opened here: see `Site::file_io_process` for why this skips `AsyncFile`.
+            let result = read_selected(&path, &serving.conditions);
+            return self.answer(result, ctx);
+        }
         let reader = ctx.spawn(AsyncFile);
         let asked = reader.post(ReadFile {
             path,
@@ -197,6 +202,14 @@ impl FileHandler {
 
     #[handle]
     fn read_done(&mut self, FileRead { result }: FileRead, ctx: &mut Ctx<Self>) {
+        self.answer(result, ctx);
+    }
+}
+
+impl FileHandler {
+    /// Answers with what was read (or tries the full file when the low-quality one is
+    /// missing).
+    fn answer(&mut self, result: Result<FileBody, FileError>, ctx: &mut Ctx<Self>) {
         let Some(serving) = &self.request else {
             return ctx.complete();
         };
@@ -236,7 +249,8 @@ impl FileHandler {
 }
 
 /// Reads a file with blocking I/O, in a group whose controller adds threads while reads
-/// block.
+/// block (with `--file-io-process`; by default the file handler opens the file itself, see
+/// `Site::file_io_process`).
 #[process(group = "files-io")]
 pub struct AsyncFile;
 
