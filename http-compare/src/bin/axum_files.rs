@@ -12,12 +12,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     rt.block_on(async move {
         let app = Router::new().nest_service("/files", ServeDir::new(dir));
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await?
-            .tap_io(|tcp| {
-                // As nginx's `tcp_nodelay on`.
-                let _ = tcp.set_nodelay(true);
-            });
+        let listener = tokio::net::TcpListener::bind(addr).await?.tap_io(|tcp| {
+            // As nginx's `tcp_nodelay on`.
+            let _ = tcp.set_nodelay(true);
+        });
         println!("axum serving at http://{addr}/files/");
         axum::serve(listener, app).await?;
         Ok(())

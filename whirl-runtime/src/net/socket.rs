@@ -366,7 +366,9 @@ impl SocketConnection {
                     offset,
                     remaining,
                 } => {
-                    let chunk = usize::try_from(*remaining).unwrap_or(usize::MAX).min(budget);
+                    let chunk = usize::try_from(*remaining)
+                        .unwrap_or(usize::MAX)
+                        .min(budget);
                     send_file_chunk(&mut self.stream, file, *offset, chunk)
                 }
             };

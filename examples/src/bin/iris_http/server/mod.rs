@@ -37,6 +37,8 @@ use whirl::GroupError;
 use whirl_http::Limits;
 
 pub use connection::HttpConnection;
+#[cfg(test)]
+pub use handlers::SENDFILE_MIN;
 use session_store::SessionStore;
 
 use crate::config::Users;

@@ -7,6 +7,7 @@ mod basic;
 mod overload;
 mod protocol;
 mod resilience;
+mod sendfile;
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
