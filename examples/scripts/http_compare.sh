@@ -276,13 +276,16 @@ echo
 echo "## ratios of medians (req/s; >1 means iris_http is faster)"
 for iris in iris_np iris; do
     has "$iris" || continue
+    # `iris_base` runs --no-predicates: compared with `iris_np` only.
+    others="nginx axum actix"
+    [ "$iris" = iris_np ] && others="$others iris_base"
     printf '%-22s' "test"
-    for other in nginx axum actix iris_base; do has "$other" && printf '%-18s' "$iris/$other"; done
+    for other in $others; do has "$other" && printf '%-18s' "$iris/$other"; done
     echo
     for t in "${tests[@]}"; do
         printf '%-22s' "${t%%:*} c=${t##*:}"
         mi=$(median "$TMP/results/$iris.$t" 1)
-        for other in nginx axum actix iris_base; do
+        for other in $others; do
             has "$other" || continue
             mo=$(median "$TMP/results/$other.$t" 1)
             printf '%-18s' "$(awk -v a="$mi" -v b="$mo" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')"
