@@ -1,6 +1,6 @@
 //! The request handlers (one new process per request, carrying the session's principal) and
-//! the processes they create: `AsyncFile` for blocking file reads, `DbConnection` for the
-//! resource store.
+//! the processes they create: `AsyncFile` for blocking file reads (with `--file-io-process`;
+//! by default the file handler opens its file itself), `DbConnection` for the resource store.
 //!
 //! Files are answered as static file servers do: with `ETag`, `Last-Modified` and
 //! `Accept-Ranges`, 304 to a client whose copy is current, 206 for one byte range, 416 for a

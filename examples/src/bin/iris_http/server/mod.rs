@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! Acceptor ─▶ SocketConnection ◀─▶ HttpConnection ─▶ Dispatcher ─▶ FileHandler ─▶ AsyncFile
-//!  (default)    ("sockets")           ("http")       ("dispatcher")  ("files")    ("files-io")
+//!  (default)    ("sockets")           ("http")       ("dispatcher")  ("files")    ("files-io",
+//!                                                                                  --file-io-process)
 //!                                        │  ▲                       ListResources ─▶ DbConnection
 //!                                        ▼  │                       ShowResource      ("db")
 //!                                    SessionStore                    ("resources")
