@@ -134,7 +134,25 @@ impl Response {
     /// `keep_alive` is the request's wish (overridden by [`close`](Response::close));
     /// `head_only` omits the body but keeps its `Content-Length`, as `HEAD` requires.
     pub fn encode(&self, date: &str, keep_alive: bool, head_only: bool) -> Vec<u8> {
-        let mut head = String::with_capacity(128);
+        let bodiless = self.bodiless();
+        let mut out = self.head(date, keep_alive, self.body.len() as u64, self.body.len());
+        if !head_only && !bodiless {
+            out.extend_from_slice(&self.body);
+        }
+        out
+    }
+
+    /// The status line and headers alone, declaring a body of `content_length` bytes that
+    /// the caller sends after them from elsewhere (a file region sent by `sendfile`, say);
+    /// [`body`](Response::body) is ignored. A status that forbids a body gets no
+    /// `Content-Length`, as in [`encode`](Response::encode).
+    pub fn encode_head(&self, date: &str, keep_alive: bool, content_length: u64) -> Vec<u8> {
+        self.head(date, keep_alive, content_length, 0)
+    }
+
+    /// The head, with room for `extra` more bytes.
+    fn head(&self, date: &str, keep_alive: bool, content_length: u64, extra: usize) -> Vec<u8> {
+        let mut head = String::with_capacity(160 + self.headers.len() * 48 + extra);
         let connection = if self.closes_connection(keep_alive) {
             "close"
         } else {
@@ -149,18 +167,14 @@ impl Response {
             reason_phrase(self.status),
         );
         if !bodiless {
-            let _ = write!(head, "Content-Length: {}\r\n", self.body.len());
+            let _ = write!(head, "Content-Length: {content_length}\r\n");
         }
         let _ = write!(head, "Connection: {connection}\r\n");
         for (name, value) in &self.headers {
             let _ = write!(head, "{name}: {value}\r\n");
         }
         head.push_str("\r\n");
-        let mut out = head.into_bytes();
-        if !head_only && !bodiless {
-            out.extend_from_slice(&self.body);
-        }
-        out
+        head.into_bytes()
     }
 }
 

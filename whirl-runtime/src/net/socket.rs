@@ -1,6 +1,7 @@
 //! `SocketConnection`: a process owning one TCP stream (documented on the type).
 
 use std::collections::VecDeque;
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 
@@ -25,8 +26,13 @@ pub struct SocketLimits {
     /// Queued outgoing bytes above which the connection stops reading (default 256 KiB).
     pub pause_reading_above: usize,
     /// Queued outgoing bytes above which the peer is considered too slow and the connection
-    /// is closed (default 4 MiB).
+    /// is closed (default 4 MiB). File regions ([`SocketMsg::SendFile`]) count too, except
+    /// the one being sent: a file larger than this limit can be sent, but a peer that does
+    /// not read is not sent more than this behind it.
     pub close_above: usize,
+    /// Bytes written per turn before yielding to other processes (default 1 MiB): a peer
+    /// that reads fast does not hold a worker for a whole large file.
+    pub write_per_turn: usize,
 }
 
 // SAFETY: plain numbers. (I8)
@@ -40,6 +46,7 @@ impl Default for SocketLimits {
             read_per_turn: 64 * 1024,
             pause_reading_above: 256 * 1024,
             close_above: 4 * 1024 * 1024,
+            write_per_turn: 1024 * 1024,
         }
     }
 }
@@ -73,6 +80,26 @@ pub enum SocketMsg {
     /// handshaking closes with [`CloseReason::Tls`].
     #[cfg(feature = "tls")]
     HandshakeDeadline,
+    /// `len` bytes of `file` from `offset`, sent after what is queued before them, without
+    /// being read into the process: on Linux the kernel copies them from the page cache to
+    /// the socket (`sendfile(2)`, through rustix's safe wrapper); elsewhere they are read a
+    /// chunk at a time as the socket takes them; on a TLS connection (feature `tls`) they are
+    /// read and encrypted 64 KiB at a time. The bytes are not buffered; they count
+    /// toward [`SocketLimits::pause_reading_above`], and toward
+    /// [`SocketLimits::close_above`] once another region is being sent before them. The
+    /// file must hold them: if it ends sooner (it
+    /// was truncated meanwhile) the connection is closed with [`CloseReason::Error`], since
+    /// the peer was promised `len` bytes.
+    SendFile {
+        /// The open file (owned: closed once sent or when the connection closes).
+        file: File,
+        /// Where the region starts.
+        offset: u64,
+        /// How many bytes to send.
+        len: u64,
+    },
+    /// Continue writing after yielding (sent to itself).
+    WriteMore,
 }
 
 /// What a [`SocketConnection`] tells its owner.
@@ -131,10 +158,14 @@ pub struct SocketConnection {
     limits: SocketLimits,
     owner: Option<Recipient<SocketEvent>>,
     registration: Option<Registration>,
-    outgoing: VecDeque<Vec<u8>>,
-    /// Bytes of `outgoing`'s front already written.
+    outgoing: VecDeque<Outgoing>,
+    /// Bytes of `outgoing`'s front already written (for `Outgoing::Bytes`).
     written: usize,
+    /// Buffered bytes queued (`Outgoing::Bytes`, not yet written).
     outgoing_bytes: usize,
+    /// File bytes queued (`Outgoing::File`, not yet sent).
+    file_bytes: u64,
+    write_more_posted: bool,
     /// Whether the last read did not end in `WouldBlock` (edge-triggered: no new event will
     /// come until we have read everything).
     may_read: bool,
@@ -180,6 +211,8 @@ impl SocketConnection {
             outgoing: VecDeque::new(),
             written: 0,
             outgoing_bytes: 0,
+            file_bytes: 0,
+            write_more_posted: false,
             may_read: true,
             read_more_posted: false,
             paused: false,
@@ -255,7 +288,7 @@ impl SocketConnection {
         {
             return;
         }
-        if self.outgoing_bytes > self.limits.pause_reading_above {
+        if self.backlogged() {
             return; // resumed by `flush` once the peer has read enough
         }
         #[cfg(feature = "tls")]
@@ -331,25 +364,120 @@ impl SocketConnection {
             return;
         }
         self.outgoing_bytes += bytes.len();
-        self.outgoing.push_back(bytes);
+        self.outgoing.push_back(Outgoing::Bytes(bytes));
         self.flush(ctx);
-        if self.closed.is_none() && self.outgoing_bytes > self.limits.close_above {
+        self.close_if_slow(ctx);
+    }
+
+    /// Closes a connection whose peer leaves more than `close_above` bytes waiting behind the
+    /// file region being sent (or, when bytes are being sent, waiting at all).
+    fn close_if_slow(&mut self, ctx: &mut Ctx<Self>) {
+        if self.closed.is_some() {
+            return;
+        }
+        let sending_file = match self.outgoing.front() {
+            Some(Outgoing::File { remaining, .. }) => *remaining,
+            _ => 0,
+        };
+        let behind = u64::try_from(self.outgoing_bytes)
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.file_bytes - sending_file);
+        if behind > u64::try_from(self.limits.close_above).unwrap_or(u64::MAX) {
             self.finish(CloseReason::SlowPeer, ctx);
         }
     }
 
+    /// Whether so much waits to be sent that reading stops (see `read`).
+    fn backlogged(&self) -> bool {
+        let queued = u64::try_from(self.outgoing_bytes)
+            .unwrap_or(u64::MAX)
+            .saturating_add(self.file_bytes);
+        queued > u64::try_from(self.limits.pause_reading_above).unwrap_or(u64::MAX)
+    }
+
+    fn send_file(&mut self, file: File, offset: u64, len: u64, ctx: &mut Ctx<Self>) {
+        if self.closed.is_some() || len == 0 {
+            return;
+        }
+        self.file_bytes = self.file_bytes.saturating_add(len);
+        self.outgoing.push_back(Outgoing::File {
+            file,
+            offset,
+            remaining: len,
+        });
+        self.flush(ctx);
+        self.close_if_slow(ctx);
+    }
+
     fn flush(&mut self, ctx: &mut Ctx<Self>) {
-        let was_paused = self.outgoing_bytes > self.limits.pause_reading_above;
-        while let Some(front) = self.outgoing.front() {
-            match self.stream.write(&front[self.written..]) {
+        let was_paused = self.backlogged();
+        let mut this_turn = 0usize;
+        while let Some(front) = self.outgoing.front_mut() {
+            if this_turn >= self.limits.write_per_turn {
+                // The socket may take more, but other processes run first; no readiness
+                // event would come (edge-triggered), so continue by a message to itself.
+                self.owe_drained = true;
+                if !self.write_more_posted {
+                    self.write_more_posted = ctx.myself().post(SocketMsg::WriteMore).is_ok();
+                }
+                return;
+            }
+            let budget = self.limits.write_per_turn - this_turn;
+            // On a TLS connection a file region cannot go to the socket as it is: its next
+            // chunk is read, encrypted and queued in front of the rest of the region.
+            #[cfg(feature = "tls")]
+            if self.tls.is_some() && matches!(front, Outgoing::File { .. }) {
+                match self.seal_file_chunk() {
+                    Ok(()) => continue,
+                    Err(SealFileError::Tls(failure)) => return self.fail_tls(failure, ctx),
+                    Err(SealFileError::Io(reason)) => {
+                        return self.finish(CloseReason::Error(reason), ctx)
+                    }
+                }
+            }
+            let result = match front {
+                Outgoing::Bytes(bytes) => {
+                    let end = bytes.len().min(self.written.saturating_add(budget));
+                    self.stream.write(&bytes[self.written..end])
+                }
+                Outgoing::File {
+                    file,
+                    offset,
+                    remaining,
+                } => {
+                    let chunk = usize::try_from(*remaining)
+                        .unwrap_or(usize::MAX)
+                        .min(budget);
+                    send_file_chunk(&mut self.stream, file, *offset, chunk)
+                }
+            };
+            match result {
                 Ok(0) => {
-                    let reason = CloseReason::Error("the peer accepts no more bytes".into());
-                    return self.finish(reason, ctx);
+                    let reason = match front {
+                        Outgoing::File { .. } => "the file ended before the region sent",
+                        Outgoing::Bytes(_) => "the peer accepts no more bytes",
+                    };
+                    return self.finish(CloseReason::Error(reason.into()), ctx);
                 }
                 Ok(n) => {
-                    self.written += n;
-                    self.outgoing_bytes -= n;
-                    if self.written == front.len() {
+                    this_turn += n;
+                    let done = match front {
+                        Outgoing::Bytes(bytes) => {
+                            self.written += n;
+                            self.outgoing_bytes -= n;
+                            self.written == bytes.len()
+                        }
+                        Outgoing::File {
+                            offset, remaining, ..
+                        } => {
+                            let n = u64::try_from(n).unwrap_or(u64::MAX).min(*remaining);
+                            *offset += n;
+                            *remaining -= n;
+                            self.file_bytes -= n;
+                            *remaining == 0
+                        }
+                    };
+                    if done {
                         self.outgoing.pop_front();
                         self.written = 0;
                     }
@@ -371,6 +499,49 @@ impl SocketConnection {
         if was_paused {
             self.read(ctx);
         }
+    }
+
+    /// Reads the next chunk (at most 64 KiB) of the file region at the front of the queue,
+    /// encrypts it, and queues the ciphertext in front of the rest of the region (TLS: the
+    /// kernel cannot copy file bytes to a socket whose records it does not seal). Memory stays
+    /// bounded by one chunk's ciphertext at a time.
+    #[cfg(feature = "tls")]
+    fn seal_file_chunk(&mut self) -> Result<(), SealFileError> {
+        const CHUNK: u64 = 64 * 1024;
+        let Some(Outgoing::File {
+            file,
+            offset,
+            remaining,
+        }) = self.outgoing.front_mut()
+        else {
+            return Ok(());
+        };
+        let want = usize::try_from((*remaining).min(CHUNK)).unwrap_or(64 * 1024);
+        let mut chunk = vec![0; want];
+        let n = read_file_at(file, &mut chunk, *offset)
+            .map_err(|e| SealFileError::Io(e.to_string()))?;
+        if n == 0 {
+            return Err(SealFileError::Io(
+                "the file ended before the region sent".into(),
+            ));
+        }
+        chunk.truncate(n);
+        let sent = u64::try_from(n).unwrap_or(u64::MAX).min(*remaining);
+        *offset += sent;
+        *remaining -= sent;
+        self.file_bytes -= sent;
+        if *remaining == 0 {
+            self.outgoing.pop_front();
+        }
+        let Some(tls) = self.tls.as_mut() else {
+            return Ok(());
+        };
+        let ciphertext = tls.seal(&chunk).map_err(SealFileError::Tls)?;
+        if !ciphertext.is_empty() {
+            self.outgoing_bytes += ciphertext.len();
+            self.outgoing.push_front(Outgoing::Bytes(ciphertext));
+        }
+        Ok(())
     }
 
     /// A TLS error: sends the alert if the socket takes it now, closes, tells the owner why.
@@ -427,7 +598,8 @@ impl SocketConnection {
 //   holds the configuration as a `TlsConfig`, which is `Isolated` (a `SharedClient` and a
 //   `Duration`); `handshake_timer` is a `TimerHandle`, a cancellation flag on the runtime's
 //   own timers, which only ever post `SocketMsg::HandshakeDeadline` to this process;
-// * the rest is owned data: the outgoing byte queue, counters, flags, the close reason.
+// * the rest is owned data: the outgoing queue (byte buffers, and files this process owns,
+//   handed over in `SendFile`, never shared), counters, flags, the close reason.
 // The messages, `SocketMsg` (bytes by value, a `Recipient`, readiness flags), are isolated, and
 // so are the `SocketEvent`s sent to the owner. (I8)
 #[diagnostic::do_not_recommend]
@@ -451,6 +623,13 @@ unsafe impl Process for SocketConnection {
                 self.read(ctx);
             }
             SocketMsg::Write(bytes) => self.write(bytes, ctx),
+            SocketMsg::SendFile { file, offset, len } => self.send_file(file, offset, len, ctx),
+            SocketMsg::WriteMore => {
+                self.write_more_posted = false;
+                if !self.outgoing.is_empty() {
+                    self.flush(ctx);
+                }
+            }
             SocketMsg::Close => {
                 #[cfg(feature = "tls")]
                 if let Some(tls) = self.tls.as_mut() {
@@ -504,6 +683,81 @@ unsafe impl Process for SocketConnection {
     }
 }
 
+/// Why a file chunk could not be queued on a TLS connection.
+#[cfg(feature = "tls")]
+enum SealFileError {
+    Tls(super::tls_layer::TlsFailure),
+    Io(String),
+}
+
+/// Reads up to `buf.len()` bytes of `file` at `offset` (0: the file ends there), leaving the
+/// file's own position alone.
+#[cfg(all(feature = "tls", unix))]
+fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    loop {
+        match file.read_at(buf, offset) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            result => return result,
+        }
+    }
+}
+
+/// Reads up to `buf.len()` bytes of `file` at `offset` (0: the file ends there).
+#[cfg(all(feature = "tls", not(unix)))]
+fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    file.read(buf)
+}
+
+/// What waits to be written: bytes, or a region of a file ([`SocketMsg::SendFile`]).
+enum Outgoing {
+    Bytes(Vec<u8>),
+    File {
+        file: File,
+        offset: u64,
+        remaining: u64,
+    },
+}
+
+/// Sends up to `len` bytes of `file` from `offset` to `stream`; `Ok(0)` if the file ends at
+/// `offset`. On Linux with `sendfile(2)`: the bytes go from the page cache to the socket
+/// without a copy through this process. rustix wraps the call safely (it takes the two
+/// descriptors as borrowed `AsFd`s and the offset as `&mut u64`), so no `unsafe` here.
+#[cfg(target_os = "linux")]
+fn send_file_chunk(
+    stream: &mut TcpStream,
+    file: &File,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    let mut at = offset;
+    rustix::fs::sendfile(&*stream, file, Some(&mut at), len).map_err(io::Error::from)
+}
+
+/// Sends up to `len` bytes of `file` from `offset` to `stream`; `Ok(0)` if the file ends at
+/// `offset`. Without `sendfile(2)`: reads a chunk (at most 64 KiB) and writes what the socket
+/// takes; what it did not take is read again next time.
+#[cfg(not(target_os = "linux"))]
+fn send_file_chunk(
+    stream: &mut TcpStream,
+    file: &File,
+    offset: u64,
+    len: usize,
+) -> io::Result<usize> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = file;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut chunk = vec![0; len.min(64 * 1024)];
+    let n = file.read(&mut chunk)?;
+    if n == 0 {
+        return Ok(0);
+    }
+    stream.write(&chunk[..n])
+}
+
 impl Handles<SocketMsg> for SocketConnection {
     // Readiness and I/O requests for a connection already accepted are never refused.
     const BYPASSES_ADMISSION: bool = true;
@@ -531,7 +785,8 @@ impl crate::isolation::Message for SocketEvent {
     const BYPASSES_ADMISSION: bool = true;
 }
 
-// SAFETY: as above; `Recipient` is a process address. (I8)
+// SAFETY: as above; `Recipient` is a process address, and the `File` of `SendFile` is an
+// owned handle moved with the message (like an owned `TcpStream`). (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl crate::isolation::Isolated for SocketMsg {}
 #[diagnostic::do_not_recommend]

@@ -10,7 +10,9 @@
 //! files served under `/files/`, default `examples/iris_root`), `--users FILE` (lines
 //! `name password role`, role `admin` or `user`; default the demo users `admin:secret` and
 //! `alice:wonderland`), `--work-us N` (simulated CPU per unit of request work, default 100),
-//! `--no-predicates` (admission control off, for comparison), `--config FILE` (the groups,
+//! `--no-predicates` (admission control off, for comparison), `--file-io-process` (files
+//! opened and read by an `AsyncFile` process per request, as in the paper, instead of by the
+//! file handler), `--config FILE` (the groups,
 //! their predicates, schedulers and controllers, assembled by `whirl-config`; default the
 //! `iris.toml` shipped beside this file), `--tls-cert CERT.pem --tls-key KEY.pem` (serve
 //! HTTPS: the certificate chain, leaf first, and its private key, both PEM; both or neither;
@@ -80,6 +82,10 @@ struct Cli {
     /// Turn admission control off (for comparison).
     #[arg(long)]
     no_predicates: bool,
+    /// Open and read files in an `AsyncFile` process per request (the paper's design)
+    /// instead of in the file handler.
+    #[arg(long)]
+    file_io_process: bool,
     /// The assembly file: groups, predicates, schedulers, controllers (default: the
     /// `iris.toml` shipped with iris_http).
     #[arg(long)]
@@ -155,6 +161,7 @@ fn args(cli: Cli) -> Result<Args, String> {
             .map_err(|e| format!("iris_http: TLS: {e}"))?;
         options.tls = Some(config);
     }
+    options.file_io_process = cli.file_io_process;
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,

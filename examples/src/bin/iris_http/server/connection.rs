@@ -13,7 +13,9 @@ use whirl::prelude::*;
 use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 
 use super::dispatcher::Dispatcher;
-use super::messages::{IdleCheck, Resolve, Respond, Retire, Route, SessionResolved};
+use super::messages::{
+    FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved,
+};
 use super::Site;
 use crate::sessions::{session_token, SESSION_COOKIE};
 
@@ -49,6 +51,8 @@ struct Pending {
     head_only: bool,
     set_cookie: Option<String>,
     response: Option<Response>,
+    /// The body of `response`, when it is a file region the socket sends.
+    region: Option<FileRegion>,
 }
 
 #[process(group = "http")]
@@ -177,6 +181,7 @@ impl HttpConnection {
             head_only,
             set_cookie,
             response: None,
+            region: None,
         });
         seq
     }
@@ -277,6 +282,11 @@ impl HttpConnection {
 
     /// Records the answer to `seq` and writes every answer that is next in order.
     fn answer(&mut self, seq: u64, response: Response) {
+        self.answer_with(seq, response, None);
+    }
+
+    /// The same, the body being `region` of a file when there is one.
+    fn answer_with(&mut self, seq: u64, response: Response, region: Option<FileRegion>) {
         let Some(front) = self.in_flight.front() else {
             return;
         };
@@ -287,6 +297,7 @@ impl HttpConnection {
             return;
         };
         slot.response = Some(response);
+        slot.region = region;
         while self.in_flight.front().is_some_and(|p| p.response.is_some()) {
             let Some(mut done) = self.in_flight.pop_front() else {
                 break;
@@ -309,8 +320,19 @@ impl HttpConnection {
             }
             let closes = response.closes_connection(done.keep_alive);
             self.last_activity = Instant::now();
-            let bytes = response.encode(self.date.now(), done.keep_alive, done.head_only);
-            let _ = self.socket.post(SocketMsg::Write(bytes));
+            match done.region.take() {
+                None => {
+                    let bytes = response.encode(self.date.now(), done.keep_alive, done.head_only);
+                    let _ = self.socket.post(SocketMsg::Write(bytes));
+                }
+                Some(FileRegion { file, offset, len }) => {
+                    let head = response.encode_head(self.date.now(), done.keep_alive, len);
+                    let _ = self.socket.post(SocketMsg::Write(head));
+                    if !done.head_only {
+                        let _ = self.socket.post(SocketMsg::SendFile { file, offset, len });
+                    }
+                }
+            }
             if closes {
                 self.closing = true;
                 self.waiting.clear();
@@ -392,6 +414,12 @@ impl HttpConnection {
     #[handle]
     fn respond(&mut self, msg: Respond, ctx: &mut Ctx<Self>) {
         self.answer(msg.seq, msg.response);
+        self.pump(ctx);
+    }
+
+    #[handle]
+    fn respond_file(&mut self, msg: RespondFile, ctx: &mut Ctx<Self>) {
+        self.answer_with(msg.seq, msg.response, Some(msg.region));
         self.pump(ctx);
     }
 

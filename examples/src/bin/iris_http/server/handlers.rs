@@ -1,12 +1,14 @@
 //! The request handlers (one new process per request, carrying the session's principal) and
-//! the processes they create: `AsyncFile` for blocking file reads, `DbConnection` for the
-//! resource store.
+//! the processes they create: `AsyncFile` for blocking file reads (with `--file-io-process`;
+//! by default the file handler opens its file itself), `DbConnection` for the resource store.
 //!
 //! Files are answered as static file servers do: with `ETag`, `Last-Modified` and
 //! `Accept-Ranges`, 304 to a client whose copy is current, 206 for one byte range, 416 for a
 //! range past the end, the `index.html` of a directory named with a trailing slash and a 301
 //! to that form for one named without. `AsyncFile` decides from the open file's metadata
-//! and reads only what it sends: nothing for a 304 or 416, the range alone for a 206.
+//! and reads only what it sends: nothing for a 304 or 416, the range alone for a 206. A body
+//! of [`SENDFILE_MIN`] bytes or more is not read at all: the open file travels to the
+//! connection's socket process, which sends the region with `sendfile(2)`.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -19,14 +21,19 @@ use whirl_http::{Conditions, Response, Selection, Validators};
 
 use super::connection::HttpConnection;
 use super::messages::{
-    FileBody, FileContent, FileError, FileRead, FileRequest, ListRequest, Quality, Query,
-    QueryKind, ReadFile, Respond, Rows, ShowRequest,
+    FileBody, FileContent, FileError, FileRead, FileRegion, FileRequest, ListRequest, Quality,
+    Query, QueryKind, ReadFile, Respond, RespondFile, Rows, ShowRequest,
 };
 use super::Site;
 
 /// Largest response body read from a file, bytes: a whole file larger than this is refused
 /// (413), a range of it within this is served.
 const MAX_FILE: u64 = 8 * 1024 * 1024;
+
+/// Bodies from this many bytes up are sent from the open file by the socket process
+/// (`sendfile(2)`), not read into memory; smaller ones are read, and written with their
+/// head in one buffer (one `write` instead of a `write` and a `sendfile`).
+pub const SENDFILE_MIN: u64 = 64 * 1024;
 
 /// Spends `d` on the CPU: the simulated cost of the work a real handler does (rendering,
 /// resizing images), so that capacity is something the demo and the tests control.
@@ -53,8 +60,8 @@ fn content_type(path: &Path) -> String {
 }
 
 /// The answer for `body`, a file found at `full` (its high-quality path, which names the
-/// type) in `quality`.
-fn file_response(full: &Path, quality: Quality, body: FileBody) -> Response {
+/// type) in `quality`; with the file region to send as its body, if it is not in memory.
+fn file_response(full: &Path, quality: Quality, body: FileBody) -> (Response, Option<FileRegion>) {
     let FileBody {
         validators,
         content,
@@ -77,9 +84,18 @@ fn file_response(full: &Path, quality: Quality, body: FileBody) -> Response {
             .with_header("Accept-Ranges", "bytes")
             .with_header("X-Quality", quality)
     };
-    match content {
+    let response = match content {
         FileContent::NotModified => with_validators(Response::new(304)),
         FileContent::Full(bytes) => with_content(Response::ok(&content_type(full), bytes)),
+        FileContent::Region { region, partial } => {
+            let response = match partial {
+                None => Response::new(200).with_header("Content-Type", &content_type(full)),
+                Some((range, total)) => Response::new(206)
+                    .with_header("Content-Type", &content_type(full))
+                    .with_header("Content-Range", &range.content_range(total)),
+            };
+            return (with_content(response), Some(region));
+        }
         FileContent::Partial {
             range,
             total,
@@ -95,7 +111,8 @@ fn file_response(full: &Path, quality: Quality, body: FileBody) -> Response {
         FileContent::Unsatisfiable { total } => Response::error(416)
             .with_header("Content-Range", &format!("bytes */{total}"))
             .with_header("Accept-Ranges", "bytes"),
-    }
+    };
+    (response, None)
 }
 
 /// `a/b.png` → `a/b.low.png`: the cheap variant, if the site has one.
@@ -140,10 +157,15 @@ impl FileHandler {
         }
     }
 
-    fn read(&self, path: PathBuf, ctx: &mut Ctx<Self>) {
+    fn read(&mut self, path: PathBuf, ctx: &mut Ctx<Self>) {
         let Some(serving) = &self.request else {
             return ctx.complete();
         };
+        if !self.site.file_io_process {
+            // Opened here: see `Site::file_io_process` for why this skips `AsyncFile`.
+            let result = read_selected(&path, &serving.conditions);
+            return self.answer(result, ctx);
+        }
         let reader = ctx.spawn(AsyncFile);
         let asked = reader.post(ReadFile {
             path,
@@ -180,11 +202,30 @@ impl FileHandler {
 
     #[handle]
     fn read_done(&mut self, FileRead { result }: FileRead, ctx: &mut Ctx<Self>) {
+        self.answer(result, ctx);
+    }
+}
+
+impl FileHandler {
+    /// Answers with what was read (or tries the full file when the low-quality one is
+    /// missing).
+    fn answer(&mut self, result: Result<FileBody, FileError>, ctx: &mut Ctx<Self>) {
         let Some(serving) = &self.request else {
             return ctx.complete();
         };
         let response = match result {
-            Ok(body) => file_response(&serving.full, serving.quality, body),
+            Ok(body) => match file_response(&serving.full, serving.quality, body) {
+                (response, None) => response,
+                (response, Some(region)) => {
+                    let seq = serving.seq;
+                    let _ = serving.conn.post(RespondFile {
+                        seq,
+                        response,
+                        region,
+                    });
+                    return ctx.complete();
+                }
+            },
             // No low-quality variant (or a directory by that name): the full file it is.
             Err(FileError::NotFound | FileError::Directory)
                 if serving.quality == Quality::Low && !self.tried_full_after_low =>
@@ -208,7 +249,8 @@ impl FileHandler {
 }
 
 /// Reads a file with blocking I/O, in a group whose controller adds threads while reads
-/// block.
+/// block (with `--file-io-process`; by default the file handler opens the file itself, see
+/// `Site::file_io_process`).
 #[process(group = "files-io")]
 pub struct AsyncFile;
 
@@ -233,10 +275,32 @@ fn read_selected(path: &Path, conditions: &Conditions) -> Result<FileBody, FileE
         Selection::NotModified => FileContent::NotModified,
         Selection::Unsatisfiable => FileContent::Unsatisfiable { total },
         Selection::Full if total > MAX_FILE => return Err(FileError::TooLarge),
+        Selection::Full if total >= SENDFILE_MIN => FileContent::Region {
+            region: FileRegion {
+                file,
+                offset: 0,
+                len: total,
+            },
+            partial: None,
+        },
         Selection::Full => FileContent::Full(read_exactly(&mut file, total).map_err(io_error)?),
         Selection::Partial(range) => {
             if range.len() > MAX_FILE {
                 return Err(FileError::TooLarge);
+            }
+            if range.len() >= SENDFILE_MIN {
+                let region = FileRegion {
+                    file,
+                    offset: range.first,
+                    len: range.len(),
+                };
+                return Ok(FileBody {
+                    validators,
+                    content: FileContent::Region {
+                        region,
+                        partial: Some((range, total)),
+                    },
+                });
             }
             file.seek(SeekFrom::Start(range.first)).map_err(io_error)?;
             let bytes = read_exactly(&mut file, range.len()).map_err(io_error)?;

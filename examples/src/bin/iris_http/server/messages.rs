@@ -1,5 +1,6 @@
 //! The messages between the server's processes (figure 2 of the paper, left to right).
 
+use std::fs::File;
 use std::path::PathBuf;
 
 use whirl::prelude::*;
@@ -19,6 +20,26 @@ use crate::sessions::Resolved;
 pub struct Respond {
     pub seq: u64,
     pub response: Response,
+}
+
+/// A response whose body is a region of an open file, for request `seq`: the connection
+/// writes the head and has its socket send the region (`SocketMsg::SendFile`, `sendfile(2)`
+/// on Linux) instead of a body read into memory.
+#[derive(Message)]
+#[message(bypass_admission)]
+pub struct RespondFile {
+    pub seq: u64,
+    /// Status and headers; its `body` is ignored.
+    pub response: Response,
+    pub region: FileRegion,
+}
+
+/// `len` bytes of `file` from `offset`: a body sent from the file, not from memory.
+#[derive(Debug, Isolated)]
+pub struct FileRegion {
+    pub file: File,
+    pub offset: u64,
+    pub len: u64,
 }
 
 /// A connection's periodic look at its own idleness (sent to itself with a delay).
@@ -111,14 +132,14 @@ pub struct FileRead {
 }
 
 /// A file found: its validators and what of it is sent.
-#[derive(Debug, Clone, PartialEq, Eq, Isolated)]
+#[derive(Debug, Isolated)]
 pub struct FileBody {
     pub validators: Validators,
     pub content: FileContent,
 }
 
 /// What of a file is sent, read only as far as needed.
-#[derive(Debug, Clone, PartialEq, Eq, Isolated)]
+#[derive(Debug, Isolated)]
 pub enum FileContent {
     /// Nothing: the client's copy is current (304).
     NotModified,
@@ -132,6 +153,12 @@ pub enum FileContent {
     },
     /// Nothing: the range starts past the end of a file of `total` bytes (416).
     Unsatisfiable { total: u64 },
+    /// A large body, not read: the open file's region, sent by the socket (200 when
+    /// `partial` is `None`, else 206 for that range of a file of that many bytes).
+    Region {
+        region: FileRegion,
+        partial: Option<(ByteRange, u64)>,
+    },
 }
 
 /// Why a file could not be served.

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! Acceptor ─▶ SocketConnection ◀─▶ HttpConnection ─▶ Dispatcher ─▶ FileHandler ─▶ AsyncFile
-//!  (default)    ("sockets")           ("http")       ("dispatcher")  ("files")    ("files-io")
+//!  (default)    ("sockets")           ("http")       ("dispatcher")  ("files")    ("files-io",
+//!                                                                                  --file-io-process)
 //!                                        │  ▲                       ListResources ─▶ DbConnection
 //!                                        ▼  │                       ShowResource      ("db")
 //!                                    SessionStore                    ("resources")
@@ -38,6 +39,8 @@ use whirl::GroupError;
 use whirl_http::Limits;
 
 pub use connection::HttpConnection;
+#[cfg(test)]
+pub use handlers::SENDFILE_MIN;
 use session_store::SessionStore;
 
 use crate::config::Users;
@@ -64,6 +67,14 @@ pub struct Site {
     pub request_timeout: Duration,
     pub dispatcher_group: Group,
     pub sessions: Addr<SessionStore>,
+    /// Whether a file handler has an `AsyncFile` process (in the "files-io" group, whose
+    /// controller adds threads while reads block) open and read its file, as in the paper,
+    /// or does it itself (the default). Itself saves two process hops per request, a third
+    /// of a small file's cost; what it may block on is an `open` and `fstat` and a read of
+    /// less than `SENDFILE_MIN` (64 KiB): larger bodies are not read at all, the socket
+    /// process sends them from the page cache (`sendfile`). A cold disk then blocks one
+    /// "files" thread for one small read, as it blocks an nginx worker.
+    pub file_io_process: bool,
 }
 
 /// How to run the server.
@@ -78,6 +89,8 @@ pub struct Options {
     pub request_timeout: Duration,
     /// Serve HTTPS with this configuration (`--tls-cert`, `--tls-key`) instead of HTTP.
     pub tls: Option<TlsConfig>,
+    /// See [`Site::file_io_process`].
+    pub file_io_process: bool,
 }
 
 impl Options {
@@ -89,6 +102,7 @@ impl Options {
             idle_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
             tls: None,
+            file_io_process: false,
         }
     }
 }
@@ -115,6 +129,10 @@ impl Accept for Serve {
         peer: SocketAddr,
         ctx: &mut Ctx<Acceptor>,
     ) -> Result<(), AcceptError> {
+        // Answers are written whole (a head and its body in one write, or the head then a
+        // file region): Nagle's algorithm would only hold the tail of a large body back
+        // until the peer's delayed ACK. nginx sets it too (`tcp_nodelay on`).
+        stream.set_nodelay(true)?;
         let socket = match &self.tls {
             None => ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?),
             Some(config) => {
@@ -183,6 +201,7 @@ impl Server {
             request_timeout: options.request_timeout,
             dispatcher_group: dispatcher,
             sessions,
+            file_io_process: options.file_io_process,
         });
         let net = rt.net()?;
         let serve = Serve {

@@ -7,6 +7,7 @@ mod basic;
 mod overload;
 mod protocol;
 mod resilience;
+mod sendfile;
 mod tls;
 
 use std::io::{self, Read, Write};

@@ -1,5 +1,6 @@
 //! HTTPS: a self-signed certificate made with rcgen, a rustls client. Keep-alive over TLS, a
-//! plaintext client on the TLS port, the handshake timeout (a stalled handshake is closed, a
+//! plaintext client on the TLS port, large files (sent with `sendfile(2)` in plain HTTP) read
+//! and encrypted byte-exact, the handshake timeout (a stalled handshake is closed, a
 //! completed one is not), a handshake flood shed by the sockets group's predicate
 //! while a legitimate client is served, and the command line's TLS errors.
 
@@ -13,7 +14,7 @@ use whirl::net::tls::rustls::{self, ClientConfig, ClientConnection, RootCertStor
 use whirl::net::tls::{self as whirl_tls, TlsConfig};
 use whirl_config::Assembly;
 
-use super::{demo_options, wait_until, Client, TempRoot, TestServer, IO_TIMEOUT};
+use super::{demo_options, wait_until, Client, Options, TempRoot, TestServer, Users, IO_TIMEOUT};
 
 /// A self-signed certificate for `localhost` in PEM files, and a client configuration that
 /// trusts it.
@@ -100,6 +101,36 @@ fn https_serves_two_requests_on_one_keep_alive_connection() {
         Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
         Err(e) => panic!("the server did not close after close_notify: {e}"),
     }
+    server.wait_for_baseline();
+    server.stop();
+}
+
+/// Bodies the plain server sends with `sendfile(2)` are read and encrypted by the socket
+/// process on a TLS connection: byte-exact, whole and as a range, twice on one connection.
+#[test]
+fn https_serves_large_files_byte_exact() {
+    let certificate = Certificate::new();
+    let root = TempRoot::new("tls-large");
+    let bytes: Vec<u8> = (0..1024 * 1024 + 4321).map(|i| (i % 251) as u8).collect();
+    root.write("big.bin", &bytes);
+    let mut options = Options::new(root.path().to_path_buf(), Users::default_demo());
+    options.tls = Some(certificate.server());
+    let server = TestServer::start(options);
+    let mut client = certificate.connect(server.addr());
+    for _ in 0..2 {
+        let response = client.get("/files/big.bin", None);
+        assert_eq!(response.status, 200);
+        assert!(response.body == bytes, "the body differs from the file");
+    }
+    let ranged = "GET /files/big.bin HTTP/1.1\r\nHost: localhost\r\nRange: bytes=70000-\r\n\r\n";
+    client.stream.write_all(ranged.as_bytes()).expect("send");
+    let response = client.read_response();
+    assert_eq!(response.status, 206);
+    assert!(
+        response.body == bytes[70_000..],
+        "the range differs from the file"
+    );
+    drop(client);
     server.wait_for_baseline();
     server.stop();
 }
