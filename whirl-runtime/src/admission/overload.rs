@@ -42,7 +42,11 @@ const MAX_SCALE: f64 = 1024.0;
 /// (after the backlog it found, about the window's 90th percentile, has drained), so the
 /// backlog that revealed an overload does not cut the thresholds again and again.
 ///
-/// `admit` costs one relaxed load while the group keeps up. The measurement runs in
+/// While the group keeps up, `inner` is not asked but told of each admission
+/// ([`overruled`](MessagePredicate::overruled) with `true`), so an inner
+/// [`CostBudget`](super::CostBudget) keeps counting what is in flight and refuses costly
+/// work only once overloaded. `admit` costs one relaxed load (and that call) while the group
+/// keeps up. The measurement runs in
 /// [`observe`](MessagePredicate::observe), under a short lock senders never take.
 ///
 /// ```
@@ -158,6 +162,8 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for Overload<P, C> {
     #[inline]
     fn admit(&self, offer: &Offer<'_>) -> bool {
         if !self.overloaded.load(Relaxed) {
+            // Not asked, admitted: an inner budget accounts for it all the same.
+            self.inner.overruled(offer, true);
             return true;
         }
         let admitted = self.inner.admit(offer);
@@ -207,10 +213,8 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for Overload<P, C> {
     }
 
     fn overruled(&self, offer: &Offer<'_>, admitted: bool) {
-        // While the group keeps up `inner` was not asked: it hears only of admissions.
-        if self.overloaded.load(Relaxed) || admitted {
-            self.inner.overruled(offer, admitted);
-        }
+        // `inner` was asked, or told of the admission: either way it follows the decision.
+        self.inner.overruled(offer, admitted);
     }
 }
 
@@ -332,6 +336,28 @@ mod tests {
         // Refused whole for the hold, however short the queue.
         assert!(!p.admit(&o(0)));
         assert_eq!(p.inner().remembered(), 1);
+    }
+
+    #[test]
+    fn an_inner_budget_counts_what_was_admitted_unasked() {
+        use crate::admission::{CostBudget, PredicateExt};
+        let clock = ManualClock::new();
+        let budget = Arc::new(CostBudget::new(10));
+        let p = Overload::with_clock(
+            (|_: &Offer<'_>| true).and(budget.clone()),
+            params(),
+            clock.clone(),
+        );
+        for _ in 0..3 {
+            assert!(p.admit(&offer(None, 4, 0)));
+        }
+        assert_eq!(budget.outstanding(), 12);
+        stream(&p, &clock, ms(300), 10);
+        // Ten completions of cost 1 were observed: 2 outstanding; a cost of 8 fits, then nothing.
+        assert!(p.overloaded());
+        assert_eq!(budget.outstanding(), 2);
+        assert!(p.admit(&offer(None, 8, 0)));
+        assert!(!p.admit(&offer(None, 1, 0)));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! first.
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -13,7 +14,7 @@ use whirl::prelude::*;
 use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 
 use super::dispatcher::Dispatcher;
-use super::messages::{IdleCheck, Resolve, Respond, Retire, Route, SessionResolved};
+use super::messages::{IdleCheck, Resolve, Respond, Retire, Route, SessionResolved, Shed};
 use super::Site;
 use crate::sessions::{session_token, SESSION_COOKIE};
 
@@ -22,8 +23,6 @@ use crate::sessions::{session_token, SESSION_COOKIE};
 const MAX_QUEUED: usize = 32;
 /// Requests handed to the dispatcher and not yet answered.
 const MAX_IN_FLIGHT: usize = 8;
-/// What a 503 asks the client to wait, seconds.
-const RETRY_AFTER_SECS: u32 = 2;
 /// The interim answer to `Expect: 100-continue` (RFC 9110 §15.2.1): no headers needed.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -55,6 +54,8 @@ struct Pending {
 pub struct HttpConnection {
     site: Arc<Site>,
     socket: Addr<SocketConnection>,
+    /// The client's address.
+    peer: IpAddr,
     decoder: RequestDecoder,
     /// Decoded, waiting for their session or for room in flight.
     waiting: VecDeque<Request>,
@@ -81,11 +82,12 @@ pub struct HttpConnection {
 }
 
 impl HttpConnection {
-    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>) -> Self {
+    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>, peer: IpAddr) -> Self {
         HttpConnection {
             decoder: RequestDecoder::new(site.limits),
             site,
             socket,
+            peer,
             waiting: VecDeque::new(),
             in_flight: VecDeque::new(),
             next_seq: 0,
@@ -200,6 +202,7 @@ impl HttpConnection {
                 let asked = self.site.sessions.post(Resolve {
                     token,
                     conn: ctx.myself(),
+                    peer: self.peer,
                 });
                 if asked.is_err() {
                     self.resolving = false;
@@ -209,7 +212,7 @@ impl HttpConnection {
                 break;
             }
             if let Some(request) = self.waiting.pop_front() {
-                self.dispatch(request);
+                self.dispatch(request, ctx);
             }
         }
         if self.waiting.is_empty() && !self.closing {
@@ -222,7 +225,7 @@ impl HttpConnection {
         self.flow_control();
     }
 
-    fn dispatch(&mut self, request: Request) {
+    fn dispatch(&mut self, request: Request, ctx: &mut Ctx<Self>) {
         let Some(current) = self.current.as_mut() else {
             return;
         };
@@ -234,10 +237,20 @@ impl HttpConnection {
             Ok(()) => {}
             // The dispatcher group is overloaded: the paper's last line of defence.
             Err(PostError::Rejected(_)) => {
-                self.answer(seq, Response::service_unavailable(RETRY_AFTER_SECS));
+                let response = self.site.shed.response();
+                self.shed(seq, response, ctx);
             }
             // Terminated (the dispatcher failed), or a failure a later version adds.
             Err(_) => self.answer(seq, Response::error(500).closing()),
+        }
+    }
+
+    /// Answers a refused request after the shed delay.
+    fn shed(&mut self, seq: u64, response: Response, ctx: &mut Ctx<Self>) {
+        if self.site.shed.delay.is_zero() {
+            self.answer(seq, response);
+        } else {
+            let _ = ctx.post_after(self.site.shed.delay, Shed { seq, response });
         }
     }
 
@@ -264,7 +277,12 @@ impl HttpConnection {
         let dispatcher = ctx.spawn_for(
             &self.site.dispatcher_group,
             principal,
-            Dispatcher::new(Arc::clone(&self.site), ctx.myself(), session.role),
+            Dispatcher::new(
+                Arc::clone(&self.site),
+                ctx.myself(),
+                session.role,
+                self.peer,
+            ),
         );
         self.current = Some(Current {
             token,
@@ -391,6 +409,17 @@ impl HttpConnection {
 
     #[handle]
     fn respond(&mut self, msg: Respond, ctx: &mut Ctx<Self>) {
+        if msg.response.status == 503 {
+            // A handler group refused it: answered after the shed delay.
+            self.shed(msg.seq, msg.response, ctx);
+            return;
+        }
+        self.answer(msg.seq, msg.response);
+        self.pump(ctx);
+    }
+
+    #[handle]
+    fn shed_answer(&mut self, msg: Shed, ctx: &mut Ctx<Self>) {
         self.answer(msg.seq, msg.response);
         self.pump(ctx);
     }
