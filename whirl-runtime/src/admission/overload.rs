@@ -16,6 +16,9 @@ use crate::time::CoarseClock;
 /// The smallest and largest factor [`Overload`] scales its thresholds by.
 const MIN_SCALE: f64 = 1.0 / 1024.0;
 const MAX_SCALE: f64 = 1024.0;
+/// While overloaded, with scaled thresholds, no message is admitted past this many times its
+/// priority's threshold, even one `inner` would admit (a session it admitted earlier).
+const CEILING: u64 = 2;
 
 /// Admits everything while the group keeps up, and sheds (by `inner`'s rule) only while the
 /// group's 90th-percentile response time is over a target.
@@ -37,7 +40,11 @@ const MAX_SCALE: f64 = 1024.0;
 /// its rate (AIMD): each window over target while overloaded divides their
 /// [scale](PriorityThresholds::set_scale) by `adj_d`; each window well under target in which
 /// something was refused adds `adj_i * -(err - c_i) / increase_unit` to it (bounded to
-/// 1/1024..1024). The thresholds' proportions stay, so lower priorities are shed first. As in
+/// 1/1024..1024). The thresholds' proportions stay, so lower priorities are shed first. And
+/// no message is admitted past twice its priority's scaled threshold, whatever `inner` says:
+/// a [`SessionConsistent`](super::SessionConsistent) admits the sessions it admitted before
+/// without asking its thresholds, so without this ceiling, sessions admitted before the
+/// overload would keep the queue long however far the thresholds are cut. As in
 /// [`ResponseTime`](super::ResponseTime), a change is judged only on work admitted after it
 /// (after the backlog it found, about the window's 90th percentile, has drained), so the
 /// backlog that revealed an overload does not cut the thresholds again and again.
@@ -166,7 +173,10 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for Overload<P, C> {
             self.inner.overruled(offer, true);
             return true;
         }
-        let admitted = self.inner.admit(offer);
+        let within = self.scaled.as_ref().is_none_or(|t| {
+            offer.queued() < t.effective_threshold(offer.priority()).saturating_mul(CEILING)
+        });
+        let admitted = within && self.inner.admit(offer);
         if !admitted && !self.refused.load(Relaxed) {
             self.refused.store(true, Relaxed);
         }
@@ -336,6 +346,13 @@ mod tests {
         // Refused whole for the hold, however short the queue.
         assert!(!p.admit(&o(0)));
         assert_eq!(p.inner().remembered(), 1);
+        // A session admitted while overloaded stays admitted past its threshold (10), up to
+        // twice it: then refused even so.
+        let early = Principal::builder(8).build();
+        let e = |q| Offer::detached::<()>(Some(&early), 1, queued(q));
+        assert!(p.admit(&e(5)));
+        assert!(p.admit(&e(19)));
+        assert!(!p.admit(&e(20)));
     }
 
     #[test]

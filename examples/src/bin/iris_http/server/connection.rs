@@ -79,6 +79,10 @@ pub struct HttpConnection {
     continue_owed: bool,
     /// The `Date` value, formatted once a second.
     date: DateCache,
+    /// The session was refused (shed) and told to retry after this instant: its requests
+    /// until then are refused here, without being dispatched, as the groups' session-
+    /// consistent predicates would refuse them (a refusal then costs a timer, not a process).
+    shed_until: Option<Instant>,
 }
 
 impl HttpConnection {
@@ -101,6 +105,7 @@ impl HttpConnection {
             partial_since: None,
             continue_owed: false,
             date: DateCache::default(),
+            shed_until: None,
         }
     }
 
@@ -233,6 +238,11 @@ impl HttpConnection {
         let dispatcher = current.dispatcher.clone();
         let head_only = request.method == Method::Head;
         let seq = self.enqueue(request.keep_alive, head_only, set_cookie);
+        if self.shed_until.is_some_and(|until| Instant::now() < until) {
+            let response = self.site.shed.response();
+            self.shed(seq, response, ctx);
+            return;
+        }
         match dispatcher.post(Route { request, seq }) {
             Ok(()) => {}
             // The dispatcher group is overloaded: the paper's last line of defence.
@@ -245,8 +255,11 @@ impl HttpConnection {
         }
     }
 
-    /// Answers a refused request after the shed delay.
+    /// Answers a refused request after the shed delay; the session's requests are refused
+    /// until its `Retry-After` has passed.
     fn shed(&mut self, seq: u64, response: Response, ctx: &mut Ctx<Self>) {
+        let retry = Duration::from_secs(u64::from(super::RETRY_AFTER_SECS));
+        self.shed_until = Some(Instant::now() + retry);
         if self.site.shed.delay.is_zero() {
             self.answer(seq, response);
         } else {
@@ -270,6 +283,8 @@ impl HttpConnection {
         if let Some(old) = self.current.take() {
             let _ = old.dispatcher.post(Retire);
         }
+        // Another session: its own admission.
+        self.shed_until = None;
         let principal = Principal::builder(session.id)
             .priority(session.role.priority())
             .class(session.role.class())
