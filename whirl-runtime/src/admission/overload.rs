@@ -342,7 +342,7 @@ mod tests {
             "the inner predicate is not asked"
         );
         stream(&p, &clock, ms(300), 10);
-        assert!(!p.admit(&o(50)));
+        assert!(!p.admit(&o(15)));
         // Refused whole for the hold, however short the queue.
         assert!(!p.admit(&o(0)));
         assert_eq!(p.inner().remembered(), 1);
