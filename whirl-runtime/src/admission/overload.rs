@@ -40,7 +40,8 @@ const CEILING: u64 = 2;
 /// its rate (AIMD): each window over target while overloaded divides their
 /// [scale](PriorityThresholds::set_scale) by `adj_d`; each window well under target in which
 /// something was refused adds `adj_i * -(err - c_i) / increase_unit` to it (bounded to
-/// 1/1024..1024). The thresholds' proportions stay, so lower priorities are shed first. And
+/// 1/1024..1024, and never below the lowest priority's threshold of 1: further cuts would
+/// shed higher priorities first). The thresholds' proportions stay, so lower priorities are shed first. And
 /// no message is admitted past twice its priority's scaled threshold, whatever `inner` says:
 /// a [`SessionConsistent`](super::SessionConsistent) admits the sessions it admitted before
 /// without asking its thresholds, so without this ceiling, sessions admitted before the
@@ -154,9 +155,13 @@ impl<P: MessagePredicate, C: Clock> Overload<P, C> {
         &self.inner
     }
 
+    /// Applies `f` to the scale, bounded: never below the scale at which the lowest
+    /// priority's threshold is 1 (cutting further would shed higher priorities while the
+    /// lowest is still admitted into an empty queue), nor outside 1/1024..1024.
     fn rescale(&self, f: impl FnOnce(f64) -> f64) {
         if let Some(t) = &self.scaled {
-            t.set_scale(f(t.scale()).clamp(MIN_SCALE, MAX_SCALE));
+            let floor = (1.0 / t.threshold(0).max(1) as f64).max(MIN_SCALE);
+            t.set_scale(f(t.scale()).clamp(floor, MAX_SCALE.max(floor)));
         }
     }
 }
@@ -391,7 +396,7 @@ mod tests {
             clock.advance(Duration::from_secs(1));
             stream(&p, &clock, ms(500), 10);
         }
-        assert_eq!(t.scale(), MIN_SCALE);
+        assert_eq!(t.scale(), 0.1, "the lowest threshold (10) stops at 1");
         assert_eq!(t.effective_threshold(0), 1);
     }
 }

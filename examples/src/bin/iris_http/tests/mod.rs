@@ -7,6 +7,7 @@ mod basic;
 mod overload;
 mod protocol;
 mod resilience;
+mod sessions;
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -45,6 +46,8 @@ struct Tuning {
     file_budget: u64,
     /// Admission control on (the paper's design) or off (for comparison).
     predicates: bool,
+    /// The handler groups' response-time target (what counts as overload), milliseconds.
+    target_ms: u64,
 }
 
 impl Default for Tuning {
@@ -54,6 +57,7 @@ impl Default for Tuning {
             thresholds: [16, 64, 1024],
             file_budget: 64,
             predicates: true,
+            target_ms: 50,
         }
     }
 }
@@ -79,6 +83,10 @@ fn assembly(tuning: Tuning) -> Assembly {
     replace(
         format!("cost_budget = {{ budget = {} }}", shipped.file_budget),
         format!("cost_budget = {{ budget = {} }}", tuning.file_budget),
+    );
+    replace(
+        format!("target = \"{}ms\"", shipped.target_ms),
+        format!("target = \"{}ms\"", tuning.target_ms),
     );
     let assembly = Assembly::parse(&text, "iris.toml").expect("the shipped file parses");
     match tuning.predicates {
