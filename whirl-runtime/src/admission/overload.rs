@@ -179,7 +179,9 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for Overload<P, C> {
             return true;
         }
         let within = self.scaled.as_ref().is_none_or(|t| {
-            offer.queued() < t.effective_threshold(offer.priority()).saturating_mul(CEILING)
+            offer.queued()
+                < t.effective_threshold(offer.priority())
+                    .saturating_mul(CEILING)
         });
         let admitted = within && self.inner.admit(offer);
         if !admitted && !self.refused.load(Relaxed) {

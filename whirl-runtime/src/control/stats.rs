@@ -673,7 +673,11 @@ mod tests {
             .step_by(1000)
             .all(|id| principals.contains_key(&id)));
         prune_principals(&mut principals);
-        assert_eq!(principals.len(), MAX_SLOT_PRINCIPALS / 2, "under the bound: kept");
+        assert_eq!(
+            principals.len(),
+            MAX_SLOT_PRINCIPALS / 2,
+            "under the bound: kept"
+        );
     }
 
     #[test]

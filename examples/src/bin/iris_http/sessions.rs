@@ -470,7 +470,9 @@ mod tests {
     #[test]
     fn login_then_lookup() {
         let mut sessions = table(10);
-        let (token, session) = sessions.login(Role::Admin, "admin", PEER, Instant::now()).unwrap();
+        let (token, session) = sessions
+            .login(Role::Admin, "admin", PEER, Instant::now())
+            .unwrap();
         assert_eq!(session.role, Role::Admin);
         assert_eq!(session.user.as_deref(), Some("admin"));
         assert_eq!(sessions.lookup(&token, Instant::now()), Some(&session));
@@ -498,7 +500,9 @@ mod tests {
     #[test]
     fn cap_evicts_least_recently_used_anonymous_first() {
         let mut sessions = table(3);
-        let (user, _) = sessions.login(Role::User, "alice", PEER, Instant::now()).unwrap();
+        let (user, _) = sessions
+            .login(Role::User, "alice", PEER, Instant::now())
+            .unwrap();
         let (a1, _) = sessions.anonymous(PEER, Instant::now()).unwrap();
         let (a2, _) = sessions.anonymous(PEER, Instant::now()).unwrap();
         assert!(sessions.lookup(&a1, Instant::now()).is_some()); // a1 is now more recent than a2
@@ -511,13 +515,21 @@ mod tests {
             sessions.anonymous(PEER, Instant::now()).unwrap();
         }
         assert!(sessions.lookup(&user, Instant::now()).is_some());
-        assert!(sessions.lookup(&a1, Instant::now()).is_none() && sessions.lookup(&a3, Instant::now()).is_none());
+        assert!(
+            sessions.lookup(&a1, Instant::now()).is_none()
+                && sessions.lookup(&a3, Instant::now()).is_none()
+        );
         // With no anonymous sessions left, the oldest logged-in one goes.
         let mut named = table(2);
         let (u1, _) = named.login(Role::User, "u1", PEER, Instant::now()).unwrap();
-        let (u2, _) = named.login(Role::Admin, "u2", PEER, Instant::now()).unwrap();
+        let (u2, _) = named
+            .login(Role::Admin, "u2", PEER, Instant::now())
+            .unwrap();
         named.login(Role::User, "u3", PEER, Instant::now()).unwrap();
-        assert!(named.lookup(&u1, Instant::now()).is_none() && named.lookup(&u2, Instant::now()).is_some());
+        assert!(
+            named.lookup(&u1, Instant::now()).is_none()
+                && named.lookup(&u2, Instant::now()).is_some()
+        );
     }
 
     #[test]
@@ -556,8 +568,9 @@ mod tests {
     #[test]
     fn tokens_are_128_random_bits_in_hex_and_distinct() {
         let mut sessions = table(10_000);
-        let tokens: std::collections::HashSet<String> =
-            (0..1000).map(|_| sessions.anonymous(PEER, Instant::now()).unwrap().0).collect();
+        let tokens: std::collections::HashSet<String> = (0..1000)
+            .map(|_| sessions.anonymous(PEER, Instant::now()).unwrap().0)
+            .collect();
         assert_eq!(tokens.len(), 1000, "no two tokens alike");
         for token in &tokens {
             assert_eq!(token.len(), TOKEN_LEN);
@@ -621,15 +634,25 @@ mod tests {
         assert!(grown >= 20_002);
         assert_eq!(sessions.expire(start + Duration::from_secs(5)), 0);
         // Used at 8 s: fresh at 12 s, when the others (idle since 0 s) have expired.
-        assert!(sessions.lookup(&kept, start + Duration::from_secs(8)).is_some());
+        assert!(sessions
+            .lookup(&kept, start + Duration::from_secs(8))
+            .is_some());
         assert_eq!(sessions.expire(start + Duration::from_secs(12)), 20_000);
         assert_eq!(sessions.len(), 2);
-        assert!(sessions.allocated() < grown / 100, "{}", sessions.allocated());
+        assert!(
+            sessions.allocated() < grown / 100,
+            "{}",
+            sessions.allocated()
+        );
         assert!(sessions.lookup(&user, start).is_some());
         assert_eq!(sessions.expire(start + Duration::from_secs(19)), 1);
-        assert!(sessions.lookup(&kept, start + Duration::from_secs(19)).is_none());
+        assert!(sessions
+            .lookup(&kept, start + Duration::from_secs(19))
+            .is_none());
         // The logged-in session lasts its own, longer limit.
-        assert!(sessions.lookup(&user, start + Duration::from_secs(19)).is_some());
+        assert!(sessions
+            .lookup(&user, start + Duration::from_secs(19))
+            .is_some());
         assert_eq!(sessions.expire(start + Duration::from_secs(620)), 1);
         assert_eq!(sessions.len(), 0);
         assert_eq!(sessions.len_for(PEER), 0);

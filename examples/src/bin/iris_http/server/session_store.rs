@@ -138,17 +138,19 @@ impl SessionStore {
             _ => None,
         };
         let response = match (role, user) {
-            (Some(role), Some(user)) => match self.sessions.login(role, &user, peer, Instant::now()) {
-                Ok((token, _)) => {
-                    let body = format!("welcome {user} ({})\n", role.name());
-                    Response::ok("text/plain; charset=utf-8", body)
-                        .with_cookie(SESSION_COOKIE, &token)
+            (Some(role), Some(user)) => {
+                match self.sessions.login(role, &user, peer, Instant::now()) {
+                    Ok((token, _)) => {
+                        let body = format!("welcome {user} ({})\n", role.name());
+                        Response::ok("text/plain; charset=utf-8", body)
+                            .with_cookie(SESSION_COOKIE, &token)
+                    }
+                    Err(e) => {
+                        eprintln!("iris_http: cannot create a session token: {e}");
+                        Response::service_unavailable(1)
+                    }
                 }
-                Err(e) => {
-                    eprintln!("iris_http: cannot create a session token: {e}");
-                    Response::service_unavailable(1)
-                }
-            },
+            }
             _ => Response::error(401),
         };
         let _ = conn.post(Respond { seq, response });

@@ -247,8 +247,19 @@ fn moderate_load_without_work_is_not_shed() {
         .into_iter()
         .flat_map(|c| c.join().expect("a client thread"))
         .collect();
-    let rejected: u64 = server.rt.stats().groups.iter().map(|g| g.counts.rejected).sum();
-    assert!(odd.is_empty(), "{} not served: {:?}", odd.len(), &odd[..odd.len().min(10)]);
+    let rejected: u64 = server
+        .rt
+        .stats()
+        .groups
+        .iter()
+        .map(|g| g.counts.rejected)
+        .sum();
+    assert!(
+        odd.is_empty(),
+        "{} not served: {:?}",
+        odd.len(),
+        &odd[..odd.len().min(10)]
+    );
     assert_eq!(rejected, 0, "no group refused anything");
     server.wait_for_baseline();
     server.stop();
