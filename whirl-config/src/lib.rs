@@ -45,7 +45,7 @@
 //!   `cost_budget = { budget }`, `token_bucket = { rate, depth, charge_cost }`,
 //!   `response_time = { target }`, `utility_per_cost = { capacity, lowest, highest }`,
 //!   `session_consistent = { hold, ceiling, max_sessions, inner = <predicate> }`,
-//!   `overload = { target, window, inner = <predicate> }` (`inner` sheds only while the
+//!   `overload = { target, window, calm, inner = <predicate> }` (`inner` sheds only while the
 //!   group's response time is over `target`; the first `priority_thresholds` inside it are
 //!   scaled to the target), and the combinators `all = [...]`, `any = [...]`, `not = <predicate>`;
 //! * **controllers** (`whirl::control`): `adaptive`, `fixed`, `seda_pool`, `seda_batching`,

@@ -122,6 +122,7 @@ pub(crate) fn build(spec: &PredicateSpec) -> Result<(Built, Tuning), String> {
         PredicateSpec::Overload {
             target,
             window,
+            calm,
             inner,
         } => {
             if target.0.is_zero() {
@@ -136,6 +137,9 @@ pub(crate) fn build(spec: &PredicateSpec) -> Result<(Built, Tuning), String> {
                 params.nreq = *n;
             }
             let mut p = Overload::with_clock(inner, params, whirl::time::CoarseClock::shared());
+            if let Some(calm) = calm {
+                p = p.calm(calm.0);
+            }
             if let Some(thresholds) = tuning.first_thresholds() {
                 p = p.scaling(Arc::clone(thresholds));
             }
@@ -285,17 +289,20 @@ pub(crate) fn retune(
             S::Overload {
                 target: old_target,
                 window: old_window,
+                calm: old_calm,
                 inner: old_inner,
             },
             S::Overload {
                 target,
                 window,
+                calm,
                 inner,
             },
             Tuning::Overload(t),
         ) => {
             param("target", old_target != target, None);
             param("window", old_window != window, None);
+            param("calm", old_calm != calm, None);
             retune(old_inner, inner, t, &format!("{path}.inner"), out);
         }
         (S::Not(o), S::Not(n), Tuning::Not(t)) => {

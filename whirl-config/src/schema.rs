@@ -197,6 +197,8 @@ pub(crate) enum PredicateSpec {
         target: Dur,
         /// Completions per measurement window (SEDA's `nreq`, default 100).
         window: Option<usize>,
+        /// How long the group must keep up before it is no longer overloaded (default 3 s).
+        calm: Option<Dur>,
         inner: Box<PredicateSpec>,
     },
     All(Vec<PredicateSpec>),

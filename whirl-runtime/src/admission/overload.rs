@@ -19,6 +19,8 @@ const MAX_SCALE: f64 = 1024.0;
 /// While overloaded, with scaled thresholds, no message is admitted past this many times its
 /// priority's threshold, even one `inner` would admit (a session it admitted earlier).
 const CEILING: u64 = 2;
+/// How long the group must keep up, refusing nothing, before it is no longer overloaded.
+const DEFAULT_CALM: Duration = Duration::from_secs(3);
 
 /// Admits everything while the group keeps up, and sheds (by `inner`'s rule) only while the
 /// group's 90th-percentile response time is over a target.
@@ -34,7 +36,10 @@ const CEILING: u64 = 2;
 /// * **Overloaded**: `inner` decides (typically a [`SessionConsistent`](super::SessionConsistent)
 ///   over [`PriorityThresholds`], shedding whole sessions, lowest priority first). A window
 ///   well under target (`err < err_i`) in which `inner` refused nothing means the group
-///   keeps up with everything offered: back to keeping up.
+///   keeps up with everything offered; once it has for [`calm`](Overload::calm) (3 s by
+///   default; any refusal or window over target starts it again), back to keeping up. The
+///   wait matters when refused clients stay away for a while (a `Retry-After`): their
+///   absence is not the end of the overload.
 ///
 /// With [`Overload::scaling`], the thresholds adapt to the target as SEDA's controller adapts
 /// its rate (AIMD): each window over target while overloaded divides their
@@ -95,7 +100,15 @@ pub struct Overload<P, C: Clock = CoarseClock> {
     refused: AtomicBool,
     /// Times the group became overloaded.
     episodes: AtomicU64,
-    window: Mutex<Window>,
+    calm: u64,
+    window: Mutex<State>,
+}
+
+/// What `observe` keeps under its lock.
+struct State {
+    window: Window,
+    /// Since when (nanos) every window has been well under target with nothing refused.
+    calm_since: Option<u64>,
 }
 
 impl<P: MessagePredicate> Overload<P, CoarseClock> {
@@ -111,7 +124,11 @@ impl<P: MessagePredicate, C: Clock> Overload<P, C> {
     pub fn with_clock(inner: P, params: ControllerParams, clock: C) -> Self {
         let origin = clock.nanos();
         Overload {
-            window: Mutex::new(Window::new(&params)),
+            window: Mutex::new(State {
+                window: Window::new(&params),
+                calm_since: None,
+            }),
+            calm: u64::try_from(DEFAULT_CALM.as_nanos()).unwrap_or(u64::MAX),
             inner,
             scaled: None,
             params,
@@ -130,6 +147,13 @@ impl<P: MessagePredicate, C: Clock> Overload<P, C> {
         self
     }
 
+    /// How long the group must keep up, refusing nothing, before it is no longer
+    /// overloaded (default 3 s).
+    pub fn calm(mut self, calm: Duration) -> Self {
+        self.calm = u64::try_from(calm.as_nanos()).unwrap_or(u64::MAX);
+        self
+    }
+
     /// Whether the group is overloaded now (`inner` deciding).
     pub fn overloaded(&self) -> bool {
         self.overloaded.load(Relaxed)
@@ -142,7 +166,7 @@ impl<P: MessagePredicate, C: Clock> Overload<P, C> {
 
     /// The smoothed 90th-percentile response time, once measured.
     pub fn estimate(&self) -> Option<Duration> {
-        self.window.lock().estimate()
+        self.window.lock().window.estimate()
     }
 
     /// The parameters.
@@ -199,8 +223,8 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for Overload<P, C> {
         };
         let now = self.clock.nanos().saturating_sub(self.origin);
         let p = &self.params;
-        let mut window = self.window.lock();
-        let Some(run) = window.observe(p, sample, now) else {
+        let mut state = self.window.lock();
+        let Some(run) = state.window.observe(p, sample, now) else {
             return;
         };
         let refused = self.refused.swap(false, Relaxed);
@@ -214,9 +238,11 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for Overload<P, C> {
             }
             // Judge the change on work queued behind what it admits, not on the backlog it
             // found.
-            window.defer(now.saturating_add(run.samp));
+            state.window.defer(now.saturating_add(run.samp));
+            state.calm_since = None;
         } else if run.err < p.err_i && overloaded {
             if refused {
+                state.calm_since = None;
                 let unit = if p.increase_unit.is_finite() && p.increase_unit > 0.0 {
                     p.increase_unit
                 } else {
@@ -224,8 +250,14 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for Overload<P, C> {
                 };
                 self.rescale(|s| s + p.adj_i * -(run.err - p.c_i) / unit);
             } else {
-                self.overloaded.store(false, Relaxed);
+                let since = *state.calm_since.get_or_insert(now);
+                if now.saturating_sub(since) >= self.calm {
+                    self.overloaded.store(false, Relaxed);
+                    state.calm_since = None;
+                }
             }
+        } else if refused {
+            state.calm_since = None;
         }
     }
 
@@ -289,7 +321,9 @@ mod tests {
     fn overload_hands_over_to_the_thresholds_and_aimd_fits_them_to_the_target() {
         let clock = ManualClock::new();
         let t = Arc::new(PriorityThresholds::new(100).at_least(2, 1000));
-        let p = Overload::with_clock(t.clone(), params(), clock.clone()).scaling(t.clone());
+        let p = Overload::with_clock(t.clone(), params(), clock.clone())
+            .scaling(t.clone())
+            .calm(ms(5));
         let admin = Principal::builder(1).priority(2).build();
         stream(&p, &clock, ms(200), 10);
         assert!(p.overloaded());
@@ -327,8 +361,16 @@ mod tests {
             "{} {grown}",
             t.scale()
         );
-        // Well under target and nothing refused: keeping up again, everything admitted.
+        // Well under target and nothing refused, but not for `calm` yet (the first such
+        // window starts it): still overloaded; a refusal starts it again.
         stream(&p, &clock, ms(1), 10);
+        assert!(p.overloaded());
+        assert!(!p.admit(&offer(None, 1, 10_000)));
+        stream(&p, &clock, ms(1), 10);
+        stream(&p, &clock, ms(1), 40);
+        assert!(p.overloaded(), "4 ms calm of 5");
+        // Calm for 5 ms: keeping up again, everything admitted.
+        stream(&p, &clock, ms(1), 20);
         assert!(!p.overloaded());
         assert!(p.admit(&offer(None, 1, 10_000)));
     }
