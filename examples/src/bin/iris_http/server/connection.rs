@@ -83,6 +83,10 @@ pub struct HttpConnection {
     /// until then are refused here, without being dispatched, as the groups' session-
     /// consistent predicates would refuse them (a refusal then costs a timer, not a process).
     shed_until: Option<Instant>,
+    /// The pending idle check, cancelled when the connection ends: a pending timer holds
+    /// the connection's address, and under a reconnect storm thousands of them would keep
+    /// ended connections' memory until they fire.
+    idle_timer: Option<whirl::time::TimerHandle>,
 }
 
 impl HttpConnection {
@@ -106,6 +110,7 @@ impl HttpConnection {
             continue_owed: false,
             date: DateCache::default(),
             shed_until: None,
+            idle_timer: None,
         }
     }
 
@@ -168,10 +173,10 @@ impl HttpConnection {
         self.arm_idle_check(ctx);
     }
 
-    fn arm_idle_check(&self, ctx: &mut Ctx<Self>) {
+    fn arm_idle_check(&mut self, ctx: &mut Ctx<Self>) {
         let every = (self.site.idle_timeout.min(self.site.request_timeout) / 2)
             .max(Duration::from_millis(10));
-        let _ = ctx.post_after(every, IdleCheck);
+        self.idle_timer = Some(ctx.post_after(every, IdleCheck));
     }
 
     /// Reserves the next place in the answer order.
@@ -441,6 +446,9 @@ impl HttpConnection {
 
     #[terminated]
     fn closed(&mut self, _: &ExitReason) {
+        if let Some(timer) = self.idle_timer.take() {
+            timer.cancel();
+        }
         if let Some(current) = self.current.take() {
             let _ = current.dispatcher.post(Retire);
         }
