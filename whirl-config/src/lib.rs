@@ -44,8 +44,10 @@
 //!   `priority_thresholds = { max, at_least = [[priority, max], ...] }`,
 //!   `cost_budget = { budget }`, `token_bucket = { rate, depth, charge_cost }`,
 //!   `response_time = { target }`, `utility_per_cost = { capacity, lowest, highest }`,
-//!   `session_consistent = { hold, ceiling, max_sessions, inner = <predicate> }`, and the
-//!   combinators `all = [...]`, `any = [...]`, `not = <predicate>`;
+//!   `session_consistent = { hold, ceiling, max_sessions, inner = <predicate> }`,
+//!   `overload = { target, window, calm, inner = <predicate> }` (`inner` sheds only while the
+//!   group's response time is over `target`; the first `priority_thresholds` inside it are
+//!   scaled to the target), and the combinators `all = [...]`, `any = [...]`, `not = <predicate>`;
 //! * **controllers** (`whirl::control`): `adaptive`, `fixed`, `seda_pool`, `seda_batching`,
 //!   each with its builder's settings as keys (`period`, `queue_threshold`, ...); a group may
 //!   add SEDA's budget controller beside a thread controller with `batching = { ... }`;

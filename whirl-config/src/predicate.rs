@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use whirl::admission::{
-    And, CostBudget, MessagePredicate, Not, Or, PriorityThresholds, QueueLength, ResponseTime,
-    SessionConsistent, TokenBucket, UtilityPerCost,
+    And, ControllerParams, CostBudget, MessagePredicate, Not, Or, Overload, PriorityThresholds,
+    QueueLength, ResponseTime, SessionConsistent, TokenBucket, UtilityPerCost,
 };
 
 use crate::schema::PredicateSpec;
@@ -31,8 +31,23 @@ pub(crate) enum Tuning {
     /// Nothing to tune (every parameter needs a restart).
     Fixed,
     Session(Box<Tuning>),
+    /// An overload gate: its parameters need a restart, its inner predicate's do not.
+    Overload(Box<Tuning>),
     List(Vec<Tuning>),
     Not(Box<Tuning>),
+}
+
+impl Tuning {
+    /// The first priority thresholds in this tree (depth first), which an overload gate
+    /// scales.
+    fn first_thresholds(&self) -> Option<&Arc<PriorityThresholds>> {
+        match self {
+            Tuning::Priority(p) => Some(p),
+            Tuning::Session(t) | Tuning::Overload(t) | Tuning::Not(t) => t.first_thresholds(),
+            Tuning::List(ts) => ts.iter().find_map(Tuning::first_thresholds),
+            _ => None,
+        }
+    }
 }
 
 fn thresholds(max: u64, at_least: &[(u8, u64)]) -> PriorityThresholds {
@@ -103,6 +118,32 @@ pub(crate) fn build(spec: &PredicateSpec) -> Result<(Built, Tuning), String> {
                 p = p.max_sessions(*n);
             }
             (Arc::new(p) as Built, Tuning::Session(Box::new(tuning)))
+        }
+        PredicateSpec::Overload {
+            target,
+            window,
+            calm,
+            inner,
+        } => {
+            if target.0.is_zero() {
+                return Err("expected a positive response-time target".into());
+            }
+            if *window == Some(0) {
+                return Err("expected a window of at least one completion".into());
+            }
+            let (inner, tuning) = build(inner)?;
+            let mut params = ControllerParams::seda(target.0);
+            if let Some(n) = window {
+                params.nreq = *n;
+            }
+            let mut p = Overload::with_clock(inner, params, whirl::time::CoarseClock::shared());
+            if let Some(calm) = calm {
+                p = p.calm(calm.0);
+            }
+            if let Some(thresholds) = tuning.first_thresholds() {
+                p = p.scaling(Arc::clone(thresholds));
+            }
+            (Arc::new(p) as Built, Tuning::Overload(Box::new(tuning)))
         }
         PredicateSpec::All(list) | PredicateSpec::Any(list) => {
             let all = matches!(spec, PredicateSpec::All(_));
@@ -243,6 +284,26 @@ pub(crate) fn retune(
             for (i, ((o, n), t)) in old_list.iter().zip(list).zip(ts).enumerate() {
                 retune(o, n, t, &format!("{path}.{key}[{i}]"), out);
             }
+        }
+        (
+            S::Overload {
+                target: old_target,
+                window: old_window,
+                calm: old_calm,
+                inner: old_inner,
+            },
+            S::Overload {
+                target,
+                window,
+                calm,
+                inner,
+            },
+            Tuning::Overload(t),
+        ) => {
+            param("target", old_target != target, None);
+            param("window", old_window != window, None);
+            param("calm", old_calm != calm, None);
+            retune(old_inner, inner, t, &format!("{path}.inner"), out);
         }
         (S::Not(o), S::Not(n), Tuning::Not(t)) => {
             retune(o, n, t, &format!("{path}.not"), out);

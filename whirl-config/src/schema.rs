@@ -190,6 +190,17 @@ pub(crate) enum PredicateSpec {
         max_sessions: Option<usize>,
         inner: Box<PredicateSpec>,
     },
+    /// `overload = { target = "50ms", inner = { ... } }`: `inner` sheds only while the
+    /// group's 90th-percentile response time is over `target`; the first priority thresholds
+    /// in `inner` are scaled to the target (AIMD).
+    Overload {
+        target: Dur,
+        /// Completions per measurement window (SEDA's `nreq`, default 100).
+        window: Option<usize>,
+        /// How long the group must keep up before it is no longer overloaded (default 3 s).
+        calm: Option<Dur>,
+        inner: Box<PredicateSpec>,
+    },
     All(Vec<PredicateSpec>),
     Any(Vec<PredicateSpec>),
     Not(Box<PredicateSpec>),

@@ -461,3 +461,45 @@ fn the_documented_example_builds() {
     assert_eq!((n, group.as_str()), (101, "web"));
     rt.shutdown_timeout(Duration::from_secs(10));
 }
+
+const OVERLOAD: &str = r#"
+[groups.web]
+threads = 1
+predicate = { overload = { target = "50ms", window = 10, inner = { session_consistent = { hold = "2s", inner = { priority_thresholds = { max = 2, at_least = [[2, 1024]] } } } } } }
+"#;
+
+#[test]
+fn overload_gates_its_inner_predicate_and_reloads_it() {
+    let assembly = Assembly::parse(OVERLOAD, "app.toml").expect("parses");
+    let rt = Runtime::builder().threads(1).build();
+    let app = assembly.build(&rt, &Factories::new()).expect("builds");
+    let web = app.group("web").expect("web").clone();
+    // The group keeps up (nothing measured over target): a queue far past the threshold of
+    // 2 is admitted.
+    assert_eq!(admitted_until_rejected(&rt, &web, 100), 100);
+    let raised = OVERLOAD.replace("max = 2,", "max = 4,");
+    let report = app.reload(&Assembly::parse(&raised, "app.toml").expect("parses"));
+    assert_eq!(
+        report.applied,
+        ["groups.web.predicate.inner.inner.thresholds"]
+    );
+    assert!(report.needs_restart.is_empty(), "{report:?}");
+    let retargeted = raised.replace("50ms", "80ms");
+    let report = app.reload(&Assembly::parse(&retargeted, "app.toml").expect("parses"));
+    assert_eq!(report.needs_restart.len(), 1, "{report:?}");
+    assert_eq!(report.needs_restart[0].path, "groups.web.predicate.target");
+    rt.shutdown_timeout(Duration::from_secs(10));
+}
+
+#[test]
+fn overload_errors_name_line_and_column() {
+    let err = error("[groups.web]\nthreads = 1\npredicate = { overload = { target = \"0ms\", inner = { queue_length = { max = 1 } } } }\n");
+    assert!(matches!(err, ConfigError::Invalid { .. }), "{err:?}");
+    assert_eq!(at(&err).0, 3, "{err}");
+    assert!(err.to_string().contains("positive"), "{err}");
+    let err = error("[groups.web]\npredicate = { overload = {\n  target = \"50ms\",\n  inner = { queue_length = { mx = 1 } } } }\n");
+    assert_eq!(at(&err).0, 4, "{err}");
+    assert!(err.to_string().contains("mx"), "{err}");
+    let err = error("[groups.web]\npredicate = { overload = { target = \"50ms\", window = 0, inner = { queue_length = { max = 1 } } } }\n");
+    assert!(err.to_string().contains("window"), "{err}");
+}

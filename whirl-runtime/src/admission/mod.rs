@@ -19,6 +19,8 @@
 //! * [`ResponseTime`], [`ClassResponseTime`]: SEDA's 90th-percentile response-time
 //!   controllers ([`ControllerParams`]).
 //! * [`SessionConsistent`]: admits every message of a session it admitted once.
+//! * [`Overload`]: admits everything while the group meets a response-time target, and lets
+//!   another predicate shed (adapting its thresholds) only while it does not.
 //! * [`And`], [`Or`], [`Not`] ([`PredicateExt`]): combinators.
 //!
 //! What a message is worth and costs for a principal comes from the principal's [`Estimate`],
@@ -30,6 +32,7 @@ mod class_response_time;
 mod combinators;
 mod cost_budget;
 mod feedback;
+mod overload;
 mod predicate;
 mod priority;
 mod queue_length;
@@ -43,6 +46,7 @@ pub use class_response_time::ClassResponseTime;
 pub use combinators::{And, Not, Or, PredicateExt};
 pub use cost_budget::CostBudget;
 pub use feedback::ControllerParams;
+pub use overload::Overload;
 pub use predicate::{Completion, MessagePredicate, Offer};
 pub use priority::PriorityThresholds;
 pub use queue_length::QueueLength;

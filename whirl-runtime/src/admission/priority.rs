@@ -27,8 +27,14 @@ use super::{MessagePredicate, Offer};
 /// The thresholds can change while the group runs ([`PriorityThresholds::set_thresholds`],
 /// through an `Arc<PriorityThresholds>` the program keeps): a configuration reload does this.
 /// `admit` reads its priority's threshold with one relaxed atomic load.
+///
+/// A controller can also scale every threshold at once ([`PriorityThresholds::set_scale`]):
+/// [`Overload`](super::Overload) does, to fit the queue to a response-time target while
+/// keeping the thresholds' proportions, so lower priorities are still turned away first.
 pub struct PriorityThresholds {
     max: Box<[AtomicU64; 256]>,
+    /// The factor applied to every threshold, as `f64` bits (1.0: the thresholds as set).
+    scale: AtomicU64,
 }
 
 impl PriorityThresholds {
@@ -36,6 +42,7 @@ impl PriorityThresholds {
     pub fn new(max: u64) -> Self {
         PriorityThresholds {
             max: Box::new(std::array::from_fn(|_| AtomicU64::new(max))),
+            scale: AtomicU64::new(1f64.to_bits()),
         }
     }
 
@@ -60,9 +67,38 @@ impl PriorityThresholds {
         self
     }
 
-    /// The threshold of `priority`.
+    /// The threshold of `priority`, as set (before [scaling](PriorityThresholds::set_scale)).
     pub fn threshold(&self, priority: u8) -> u64 {
         self.max[usize::from(priority)].load(Relaxed)
+    }
+
+    /// The factor every threshold is multiplied by (1.0 unless
+    /// [`set_scale`](PriorityThresholds::set_scale) changed it).
+    pub fn scale(&self) -> f64 {
+        f64::from_bits(self.scale.load(Relaxed))
+    }
+
+    /// Multiplies every threshold by `scale` (a positive, finite factor; anything else is
+    /// taken as 1.0). A scaled threshold is at least 1 where the threshold is: a priority
+    /// that is admitted at all is admitted into an empty queue.
+    pub fn set_scale(&self, scale: f64) {
+        let scale = if scale.is_finite() && scale > 0.0 {
+            scale
+        } else {
+            1.0
+        };
+        self.scale.store(scale.to_bits(), Relaxed);
+    }
+
+    /// The threshold of `priority` as `admit` applies it: scaled.
+    pub fn effective_threshold(&self, priority: u8) -> u64 {
+        let max = self.threshold(priority);
+        let scale = self.scale();
+        if scale == 1.0 || max == 0 {
+            return max;
+        }
+        // `as` saturates: a huge threshold times a large scale stays u64::MAX.
+        ((max as f64 * scale) as u64).max(1)
     }
 
     /// Takes `other`'s thresholds, priority by priority. Each threshold changes atomically; a
@@ -79,13 +115,14 @@ impl Clone for PriorityThresholds {
     fn clone(&self) -> Self {
         let copy = PriorityThresholds::new(0);
         copy.set_thresholds(self);
+        copy.set_scale(self.scale());
         copy
     }
 }
 
 impl MessagePredicate for PriorityThresholds {
     fn admit(&self, offer: &Offer<'_>) -> bool {
-        offer.queued() < self.threshold(offer.priority())
+        offer.queued() < self.effective_threshold(offer.priority())
     }
 }
 
@@ -94,6 +131,7 @@ impl std::fmt::Debug for PriorityThresholds {
         f.debug_struct("PriorityThresholds")
             .field("lowest", &self.threshold(0))
             .field("highest", &self.threshold(255))
+            .field("scale", &self.scale())
             .finish()
     }
 }
@@ -145,5 +183,29 @@ mod tests {
         assert!(!p.admit(&offer(Some(&p2), 1, 15)));
         assert!(!p.admit(&offer(None, 1, 5)));
         assert_eq!(p.clone().threshold(2), 8);
+    }
+
+    #[test]
+    fn scaling_keeps_the_order_and_never_closes_an_empty_queue() {
+        let p = PriorityThresholds::new(16).at_least(2, 1024);
+        let p2 = Principal::builder(2).priority(2).build();
+        p.set_scale(0.25);
+        assert_eq!(
+            (p.effective_threshold(0), p.effective_threshold(2)),
+            (4, 256)
+        );
+        assert!(p.admit(&offer(None, 1, 3)));
+        assert!(!p.admit(&offer(None, 1, 4)));
+        assert!(p.admit(&offer(Some(&p2), 1, 255)));
+        assert_eq!(p.threshold(0), 16, "the thresholds as set are kept");
+        p.set_scale(0.001);
+        assert_eq!(p.effective_threshold(0), 1);
+        assert!(p.admit(&offer(None, 1, 0)));
+        p.set_scale(f64::NAN);
+        assert_eq!(p.scale(), 1.0);
+        assert_eq!(PriorityThresholds::new(0).effective_threshold(0), 0);
+        p.set_scale(1e30);
+        assert_eq!(p.effective_threshold(2), u64::MAX);
+        assert_eq!(p.clone().scale(), 1e30);
     }
 }

@@ -63,8 +63,19 @@ pub struct SessionConsistent<P, C: Clock = CoarseClock> {
     clock: C,
     /// The clock's reading at construction ([`Clock::nanos`]).
     origin: u64,
-    decisions: Mutex<HashMap<u64, Decision>>,
+    decisions: Mutex<Decisions>,
 }
+
+/// The remembered decisions, and when to next drop the expired ones.
+struct Decisions {
+    map: HashMap<u64, Decision>,
+    /// The size at which expired decisions are next swept (twice the size after a sweep, at
+    /// least [`SWEEP_MIN`]): sweeping costs amortized O(1) per new session.
+    sweep_at: usize,
+}
+
+/// The smallest table that is swept.
+const SWEEP_MIN: usize = 1024;
 
 impl<P: MessagePredicate> SessionConsistent<P, CoarseClock> {
     /// Sticky decisions of `inner`, held for `hold`, on the shared coarse clock.
@@ -84,7 +95,10 @@ impl<P: MessagePredicate, C: Clock> SessionConsistent<P, C> {
             max_sessions: DEFAULT_MAX_SESSIONS,
             clock,
             origin,
-            decisions: Mutex::new(HashMap::new()),
+            decisions: Mutex::new(Decisions {
+                map: HashMap::new(),
+                sweep_at: SWEEP_MIN,
+            }),
         }
     }
 
@@ -102,7 +116,21 @@ impl<P: MessagePredicate, C: Clock> SessionConsistent<P, C> {
 
     /// Sessions currently remembered.
     pub fn remembered(&self) -> usize {
-        self.decisions.lock().len()
+        self.decisions.lock().map.len()
+    }
+
+    /// Drops expired decisions once the table has doubled since the last sweep, and gives
+    /// the memory of a table that shrank back (a reconnect storm's sessions are forgotten
+    /// once their hold has passed).
+    fn sweep(table: &mut Decisions, now: u64) {
+        if table.map.len() < table.sweep_at {
+            return;
+        }
+        table.map.retain(|_, d| d.until > now);
+        if table.map.capacity() > 4 * table.map.len().max(SWEEP_MIN) {
+            table.map.shrink_to(2 * table.map.len());
+        }
+        table.sweep_at = (2 * table.map.len()).max(SWEEP_MIN);
     }
 
     fn make_room(&self, decisions: &mut HashMap<u64, Decision>, now: u64) {
@@ -130,8 +158,8 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for SessionConsistent<P, C>
         };
         let now = self.clock.nanos().saturating_sub(self.origin);
         let until = now.saturating_add(self.hold);
-        let mut decisions = self.decisions.lock();
-        if let Some(d) = decisions.get_mut(&principal.id()) {
+        let mut table = self.decisions.lock();
+        if let Some(d) = table.map.get_mut(&principal.id()) {
             if d.until > now {
                 if !d.admitted {
                     return false;
@@ -149,8 +177,11 @@ impl<P: MessagePredicate, C: Clock> MessagePredicate for SessionConsistent<P, C>
             }
         }
         let admitted = self.inner.admit(offer) && offer.queued() < self.ceiling;
-        self.make_room(&mut decisions, now);
-        decisions.insert(principal.id(), Decision { admitted, until });
+        Self::sweep(&mut table, now);
+        self.make_room(&mut table.map, now);
+        table
+            .map
+            .insert(principal.id(), Decision { admitted, until });
         admitted
     }
 
@@ -168,7 +199,7 @@ impl<P, C: Clock> std::fmt::Debug for SessionConsistent<P, C> {
         f.debug_struct("SessionConsistent")
             .field("hold_nanos", &self.hold)
             .field("ceiling", &self.ceiling)
-            .field("remembered", &self.decisions.lock().len())
+            .field("remembered", &self.decisions.lock().map.len())
             .finish_non_exhaustive()
     }
 }
@@ -208,6 +239,29 @@ mod tests {
             p.admit(&Offer::detached::<()>(Some(&other), 1, queued(0)));
             assert!(p.remembered() <= 3);
         }
+    }
+
+    #[test]
+    fn expired_decisions_are_swept_as_new_sessions_come() {
+        let clock = ManualClock::new();
+        let p = SessionConsistent::with_clock(
+            PriorityThresholds::new(10),
+            Duration::from_secs(1),
+            clock.clone(),
+        );
+        for id in 0..5000 {
+            let s = Principal::builder(id).build();
+            p.admit(&Offer::detached::<()>(Some(&s), 1, queued(0)));
+        }
+        assert_eq!(p.remembered(), 5000, "nothing has expired yet");
+        clock.advance(Duration::from_secs(2));
+        // The table sweeps when it has doubled since the last sweep (at 4096 entries): at
+        // 8192, leaving the 3192 new ones.
+        for id in 5000..9000 {
+            let s = Principal::builder(id).build();
+            p.admit(&Offer::detached::<()>(Some(&s), 1, queued(0)));
+        }
+        assert_eq!(p.remembered(), 4000);
     }
 
     #[test]

@@ -158,7 +158,8 @@ pub struct PrincipalCounts {
     pub priority: u8,
     /// Its class.
     pub class: u16,
-    /// Messages handled for it in this group.
+    /// Messages handled for it in this group (each worker keeps counts for its 8192 busiest
+    /// principals at most, forgetting the less busy half when it has more).
     pub handled: u64,
     /// Messages for it that this group's predicate rejected (counted for the first
     /// [`MAX_REJECTED_PRINCIPALS`] principals the group rejects).
@@ -543,6 +544,7 @@ impl LocalStats {
                     .and_modify(|entry| entry.add(&counts))
                     .or_insert(counts);
             }
+            prune_principals(&mut p.principals);
         }
         let sums = &slot.sums;
         sums.queue_latency_micros
@@ -554,6 +556,38 @@ impl LocalStats {
         self.sampled_since_publish = 0;
         self.last_publish = Some(now);
     }
+}
+
+/// Principals a worker slot keeps counts for: past it, the less busy half is forgotten.
+const MAX_SLOT_PRINCIPALS: usize = 8192;
+
+/// Bounds a slot's per-principal counts: a server that gives every session (every
+/// reconnection of a cookie-less client) its own principal would otherwise keep a count for
+/// each forever. Past [`MAX_SLOT_PRINCIPALS`], keeps the busier half (by messages handled
+/// and rejected, the order statistics list them in) and gives back the table's memory:
+/// amortized O(1) per new principal.
+fn prune_principals(principals: &mut HashMap<u64, PrincipalCounts>) {
+    if principals.len() <= MAX_SLOT_PRINCIPALS {
+        return;
+    }
+    let mut load: Vec<u64> = principals
+        .values()
+        .map(|c| c.handled + c.rejected)
+        .collect();
+    let keep = MAX_SLOT_PRINCIPALS / 2;
+    let cut = load.len() - keep;
+    let (_, &mut floor, above) = load.select_nth_unstable(cut);
+    // Everything above the floor, and as many at it as make up `keep`.
+    let mut ties = keep - above.iter().filter(|&&l| l > floor).count();
+    principals.retain(|_, c| {
+        let l = c.handled + c.rejected;
+        if l == floor && ties > 0 {
+            ties -= 1;
+            return true;
+        }
+        l > floor
+    });
+    principals.shrink_to(MAX_SLOT_PRINCIPALS);
 }
 
 /// The merged view of a group's slots.
@@ -622,6 +656,29 @@ pub(crate) fn merge<'a>(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_keeps_counts_for_its_busiest_principals_only() {
+        let mut principals = HashMap::new();
+        for id in 0..(MAX_SLOT_PRINCIPALS as u64 + 1) {
+            let p = Principal::builder(id).build();
+            let mut counts = PrincipalCounts::zero(&p);
+            // A few busy principals among many with one message each.
+            counts.handled = if id % 1000 == 0 { 100 + id } else { 1 };
+            principals.insert(id, counts);
+        }
+        prune_principals(&mut principals);
+        assert_eq!(principals.len(), MAX_SLOT_PRINCIPALS / 2);
+        assert!((0..=MAX_SLOT_PRINCIPALS as u64)
+            .step_by(1000)
+            .all(|id| principals.contains_key(&id)));
+        prune_principals(&mut principals);
+        assert_eq!(
+            principals.len(),
+            MAX_SLOT_PRINCIPALS / 2,
+            "under the bound: kept"
+        );
+    }
 
     #[test]
     fn published_statistics_merge_across_slots() {

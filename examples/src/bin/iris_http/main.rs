@@ -12,7 +12,10 @@
 //! `alice:wonderland`), `--work-us N` (simulated CPU per unit of request work, default 100),
 //! `--no-predicates` (admission control off, for comparison), `--file-io-process` (files
 //! opened and read by an `AsyncFile` process per request, as in the paper, instead of by the
-//! file handler), `--config FILE` (the groups,
+//! file handler), `--shed-delay-ms N` (how long a 503 is held before it is written, default
+//! 50), `--close-on-503` (close the connection after a 503; by default it stays open),
+//! `--anonymous-idle-s N` (an anonymous session unused this long is dropped, default 10;
+//! logged-in ones after 30 min), `--config FILE` (the groups,
 //! their predicates, schedulers and controllers, assembled by `whirl-config`; default the
 //! `iris.toml` shipped beside this file), `--tls-cert CERT.pem --tls-key KEY.pem` (serve
 //! HTTPS: the certificate chain, leaf first, and its private key, both PEM; both or neither;
@@ -86,6 +89,15 @@ struct Cli {
     /// instead of in the file handler.
     #[arg(long)]
     file_io_process: bool,
+    /// Milliseconds a refused request's 503 is held before it is written.
+    #[arg(long, default_value_t = 50)]
+    shed_delay_ms: u64,
+    /// Close the connection after a 503 (by default it stays open).
+    #[arg(long)]
+    close_on_503: bool,
+    /// Seconds an anonymous session may stay unused before it is dropped.
+    #[arg(long, default_value_t = 10)]
+    anonymous_idle_s: u64,
     /// The assembly file: groups, predicates, schedulers, controllers (default: the
     /// `iris.toml` shipped with iris_http).
     #[arg(long)]
@@ -162,6 +174,9 @@ fn args(cli: Cli) -> Result<Args, String> {
         options.tls = Some(config);
     }
     options.file_io_process = cli.file_io_process;
+    options.shed.delay = Duration::from_millis(cli.shed_delay_ms);
+    options.shed.close = cli.close_on_503;
+    options.sessions.anonymous_idle = Duration::from_secs(cli.anonymous_idle_s);
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,

@@ -56,6 +56,8 @@ pub enum Route {
     /// `GET /status.json`: the same statistics as JSON (`whirl::control::RuntimeStats`
     /// serialized), for admins only.
     StatusJson,
+    /// `GET /status/sessions`: the session table's size, for admins only.
+    StatusSessions,
     /// A path that tries to leave its directory or carries forbidden bytes (400).
     BadPath,
     /// No such page (404).
@@ -101,6 +103,7 @@ pub fn route(request: &Request) -> Route {
         "/login" => Route::MethodNotAllowed { allow: "POST" },
         "/status" => read_only(Route::Status),
         "/status.json" => read_only(Route::StatusJson),
+        "/status/sessions" => read_only(Route::StatusSessions),
         "/resources" => {
             let (offset, limit) = page(request.query.as_deref());
             read_only(Route::ListResources { offset, limit })
@@ -399,6 +402,7 @@ mod tests {
     fn status_and_unknown_paths() {
         assert_eq!(get("/status"), Route::Status);
         assert_eq!(get("/status.json"), Route::StatusJson);
+        assert_eq!(get("/status/sessions"), Route::StatusSessions);
         assert_eq!(
             route(&request(Method::Other("DELETE".into()), "/status")),
             Route::MethodNotAllowed { allow: "GET, HEAD" }

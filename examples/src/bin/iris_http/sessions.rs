@@ -4,11 +4,22 @@
 //!
 //! The table is plain data for one process to own. Anonymous clients get a session (and a
 //! cookie) too, otherwise each of their requests would be a new principal and
-//! session-consistent shedding could not keep a page load whole. The table is capped, least
-//! recently used anonymous sessions going first, so a flood of cookie-less clients cannot
-//! exhaust memory or push out logged-in users.
+//! session-consistent shedding could not keep a page load whole. Three limits keep a flood of
+//! cookie-less clients (a reconnect storm) from exhausting memory or pushing out logged-in
+//! users ([`SessionLimits`]):
+//!
+//! * **per client**: each client address holds at most `per_client` sessions; a new one
+//!   replaces that client's least recently used anonymous session (or, failing that, its
+//!   least recently used logged-in one);
+//! * **idle expiry**: [`Sessions::expire`] drops anonymous sessions unused for
+//!   `anonymous_idle` (seconds) and logged-in ones unused for `named_idle` (much longer), and
+//!   shrinks the table's storage when it has emptied, so the memory goes back;
+//! * **overall**: at most `capacity` sessions, least recently used anonymous ones going
+//!   first.
 
 use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
 
 use whirl_http::Request;
 
@@ -76,14 +87,43 @@ pub struct Resolved {
     pub new_token: Option<String>,
 }
 
+/// The session table's bounds.
+#[derive(whirl::Isolated, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// Sessions held at most.
+    pub capacity: usize,
+    /// Sessions held at most per client address.
+    pub per_client: usize,
+    /// An anonymous session unused this long is dropped.
+    pub anonymous_idle: Duration,
+    /// A logged-in session unused this long is dropped.
+    pub named_idle: Duration,
+}
+
+impl Default for SessionLimits {
+    /// 100,000 sessions, 64 per client, anonymous ones kept 10 s idle, logged-in ones 30 min.
+    fn default() -> Self {
+        SessionLimits {
+            capacity: 100_000,
+            per_client: 64,
+            anonymous_idle: Duration::from_secs(10),
+            named_idle: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
 #[derive(whirl::Isolated, Debug)]
 struct Entry {
     session: Session,
     /// Position in the recency order (larger is more recent).
     stamp: u64,
+    /// When it was last used.
+    used: Instant,
+    /// The client it was created for.
+    peer: IpAddr,
 }
 
-/// Token → session, with a cap on entries.
+/// Token → session, bounded overall and per client, idle sessions expiring.
 #[derive(whirl::Isolated, Debug)]
 pub struct Sessions {
     by_token: HashMap<String, Entry>,
@@ -91,28 +131,51 @@ pub struct Sessions {
     anonymous: BTreeMap<u64, String>,
     /// Recency order of logged-in sessions.
     named: BTreeMap<u64, String>,
-    capacity: usize,
+    /// Each client's sessions, in recency order: stamp → token.
+    by_peer: HashMap<IpAddr, BTreeMap<u64, String>>,
+    limits: SessionLimits,
     next_id: u64,
     next_stamp: u64,
 }
 
 impl Sessions {
-    /// An empty table holding at most `capacity` sessions (at least 1).
-    pub fn new(capacity: usize) -> Self {
+    /// An empty table with these limits (`capacity` and `per_client` at least 1).
+    pub fn new(limits: SessionLimits) -> Self {
         Sessions {
             by_token: HashMap::new(),
             anonymous: BTreeMap::new(),
             named: BTreeMap::new(),
-            capacity: capacity.max(1),
+            by_peer: HashMap::new(),
+            limits: SessionLimits {
+                capacity: limits.capacity.max(1),
+                per_client: limits.per_client.max(1),
+                ..limits
+            },
             next_id: 1,
             next_stamp: 0,
         }
     }
 
-    #[cfg(test)]
     /// Sessions held.
     pub fn len(&self) -> usize {
         self.by_token.len()
+    }
+
+    /// Client addresses holding sessions.
+    pub fn clients(&self) -> usize {
+        self.by_peer.len()
+    }
+
+    #[cfg(test)]
+    /// Sessions held for `peer`.
+    pub fn len_for(&self, peer: IpAddr) -> usize {
+        self.by_peer.get(&peer).map_or(0, BTreeMap::len)
+    }
+
+    #[cfg(test)]
+    /// Entries the token map has room for without growing (to check memory goes back).
+    pub fn allocated(&self) -> usize {
+        self.by_token.capacity()
     }
 
     #[cfg(test)]
@@ -123,18 +186,28 @@ impl Sessions {
 
     /// A new session for a logged-in `user` with `role`, and its token; fails only if the
     /// operating system's random source does.
-    pub fn login(&mut self, role: Role, user: &str) -> Result<(String, Session), getrandom::Error> {
-        self.insert(role, Some(user.to_string()))
+    pub fn login(
+        &mut self,
+        role: Role,
+        user: &str,
+        peer: IpAddr,
+        now: Instant,
+    ) -> Result<(String, Session), getrandom::Error> {
+        self.insert(role, Some(user.to_string()), peer, now)
     }
 
-    /// A new anonymous session and its token; fails only if the operating system's random
-    /// source does.
-    pub fn anonymous(&mut self) -> Result<(String, Session), getrandom::Error> {
-        self.insert(Role::Anonymous, None)
+    /// A new anonymous session for `peer` and its token; fails only if the operating
+    /// system's random source does.
+    pub fn anonymous(
+        &mut self,
+        peer: IpAddr,
+        now: Instant,
+    ) -> Result<(String, Session), getrandom::Error> {
+        self.insert(Role::Anonymous, None, peer, now)
     }
 
-    /// The session for `token`, marking it recently used.
-    pub fn lookup(&mut self, token: &str) -> Option<&Session> {
+    /// The session for `token`, marking it used at `now`.
+    pub fn lookup(&mut self, token: &str, now: Instant) -> Option<&Session> {
         let stamp = self.next_stamp;
         let entry = self.by_token.get_mut(token)?;
         let order = match entry.session.role {
@@ -144,32 +217,92 @@ impl Sessions {
         if let Some(token) = order.remove(&entry.stamp) {
             order.insert(stamp, token);
         }
+        if let Some(mine) = self.by_peer.get_mut(&entry.peer) {
+            if let Some(token) = mine.remove(&entry.stamp) {
+                mine.insert(stamp, token);
+            }
+        }
         entry.stamp = stamp;
+        entry.used = entry.used.max(now);
         self.next_stamp += 1;
         Some(&entry.session)
     }
 
-    #[cfg(test)]
-    /// Ends the session for `token` (logout, or replacing an anonymous session at login).
+    /// Ends the session for `token`.
     pub fn remove(&mut self, token: &str) -> Option<Session> {
         let entry = self.by_token.remove(token)?;
         self.anonymous.remove(&entry.stamp);
         self.named.remove(&entry.stamp);
+        if let Some(mine) = self.by_peer.get_mut(&entry.peer) {
+            mine.remove(&entry.stamp);
+            if mine.is_empty() {
+                self.by_peer.remove(&entry.peer);
+            }
+        }
         Some(entry.session)
+    }
+
+    /// Drops the sessions idle for longer than their role's limit at `now`, and gives back
+    /// the storage of a table that has shrunk to a quarter of its room. Returns how many were
+    /// dropped.
+    pub fn expire(&mut self, now: Instant) -> usize {
+        let mut dropped = 0;
+        let limits = self.limits;
+        for (anonymous, idle) in [(true, limits.anonymous_idle), (false, limits.named_idle)] {
+            // Recency order is use order: the oldest first, until one is still fresh.
+            loop {
+                let order = if anonymous {
+                    &self.anonymous
+                } else {
+                    &self.named
+                };
+                let Some((_, token)) = order.first_key_value() else {
+                    break;
+                };
+                let stale = self
+                    .by_token
+                    .get(token)
+                    .is_none_or(|e| now.saturating_duration_since(e.used) >= idle);
+                if !stale {
+                    break;
+                }
+                let token = token.clone();
+                if self.remove(&token).is_none() {
+                    // An order entry without its session: drop the stray entry.
+                    let order = if anonymous {
+                        &mut self.anonymous
+                    } else {
+                        &mut self.named
+                    };
+                    order.pop_first();
+                }
+                dropped += 1;
+            }
+        }
+        let len = self.by_token.len();
+        if self.by_token.capacity() > 4 * len.max(16) {
+            self.by_token.shrink_to(2 * len);
+        }
+        if self.by_peer.capacity() > 4 * self.by_peer.len().max(16) {
+            self.by_peer.shrink_to(2 * self.by_peer.len());
+        }
+        dropped
     }
 
     #[cfg(test)]
     /// The session named by the request's cookie, or a fresh anonymous one when there is no
     /// cookie or it names no session (expired, evicted, forged).
     pub fn resolve(&mut self, request: &Request) -> Resolved {
-        if let Some(session) = session_token(request).and_then(|t| self.lookup(t)) {
+        let now = Instant::now();
+        if let Some(session) = session_token(request).and_then(|t| self.lookup(t, now)) {
             return Resolved {
                 session: session.clone(),
                 new_token: None,
             };
         }
+        let peer = IpAddr::from([127, 0, 0, 1]);
         let (token, session) = self
-            .anonymous()
+            .anonymous(peer, now)
             .expect("the OS random source works in tests");
         Resolved {
             session,
@@ -181,12 +314,17 @@ impl Sessions {
         &mut self,
         role: Role,
         user: Option<String>,
+        peer: IpAddr,
+        now: Instant,
     ) -> Result<(String, Session), getrandom::Error> {
         let mut token = new_token()?;
         while self.by_token.contains_key(&token) {
             token = new_token()?;
         }
-        while self.by_token.len() >= self.capacity {
+        while self.len_of(peer) >= self.limits.per_client {
+            self.evict_of(peer);
+        }
+        while self.by_token.len() >= self.limits.capacity {
             self.evict_one();
         }
         let session = Session {
@@ -201,14 +339,55 @@ impl Sessions {
             Role::Anonymous => self.anonymous.insert(stamp, token.clone()),
             Role::Admin | Role::User => self.named.insert(stamp, token.clone()),
         };
+        self.by_peer
+            .entry(peer)
+            .or_default()
+            .insert(stamp, token.clone());
         self.by_token.insert(
             token.clone(),
             Entry {
                 session: session.clone(),
                 stamp,
+                used: now,
+                peer,
             },
         );
         Ok((token, session))
+    }
+
+    fn len_of(&self, peer: IpAddr) -> usize {
+        self.by_peer.get(&peer).map_or(0, BTreeMap::len)
+    }
+
+    /// Drops `peer`'s least recently used anonymous session, or failing that its least
+    /// recently used logged-in one.
+    fn evict_of(&mut self, peer: IpAddr) {
+        let Some(mine) = self.by_peer.get(&peer) else {
+            return;
+        };
+        let anonymous = |token: &String| {
+            self.by_token
+                .get(token)
+                .is_some_and(|e| e.session.role == Role::Anonymous)
+        };
+        let victim = mine
+            .values()
+            .find(|t| anonymous(t))
+            .or_else(|| mine.values().next())
+            .cloned();
+        match victim {
+            Some(token) => {
+                if self.remove(&token).is_none() {
+                    // A stray entry without its session.
+                    if let Some(mine) = self.by_peer.get_mut(&peer) {
+                        mine.retain(|_, t| *t != token);
+                    }
+                }
+            }
+            None => {
+                self.by_peer.remove(&peer);
+            }
+        }
     }
 
     /// Drops the least recently used anonymous session, or failing that the least recently
@@ -216,15 +395,22 @@ impl Sessions {
     fn evict_one(&mut self) {
         let victim = self
             .anonymous
-            .pop_first()
-            .or_else(|| self.named.pop_first());
+            .first_key_value()
+            .or_else(|| self.named.first_key_value())
+            .map(|(_, token)| token.clone());
         match victim {
-            Some((_, token)) => {
-                self.by_token.remove(&token);
+            Some(token) => {
+                if self.remove(&token).is_none() {
+                    self.anonymous.retain(|_, t| *t != token);
+                    self.named.retain(|_, t| *t != token);
+                }
             }
             // The orders and the map hold the same tokens; an empty order means an empty
             // map, so there is nothing left to evict.
-            None => self.by_token.clear(),
+            None => {
+                self.by_token.clear();
+                self.by_peer.clear();
+            }
         }
     }
 }
@@ -253,6 +439,17 @@ mod tests {
     use super::*;
     use whirl_http::RequestDecoder;
 
+    const PEER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    /// A table of `capacity` without per-client bound or expiry in sight.
+    fn table(capacity: usize) -> Sessions {
+        Sessions::new(SessionLimits {
+            capacity,
+            per_client: usize::MAX,
+            ..SessionLimits::default()
+        })
+    }
+
     fn request_with_cookie(cookie: &str) -> Request {
         let mut decoder = RequestDecoder::default();
         decoder.feed(format!("GET / HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n").as_bytes());
@@ -272,24 +469,26 @@ mod tests {
 
     #[test]
     fn login_then_lookup() {
-        let mut sessions = Sessions::new(10);
-        let (token, session) = sessions.login(Role::Admin, "admin").unwrap();
+        let mut sessions = table(10);
+        let (token, session) = sessions
+            .login(Role::Admin, "admin", PEER, Instant::now())
+            .unwrap();
         assert_eq!(session.role, Role::Admin);
         assert_eq!(session.user.as_deref(), Some("admin"));
-        assert_eq!(sessions.lookup(&token), Some(&session));
-        assert_eq!(sessions.lookup("nope"), None);
+        assert_eq!(sessions.lookup(&token, Instant::now()), Some(&session));
+        assert_eq!(sessions.lookup("nope", Instant::now()), None);
         assert_eq!(sessions.remove(&token), Some(session));
-        assert_eq!(sessions.lookup(&token), None);
+        assert_eq!(sessions.lookup(&token, Instant::now()), None);
         assert!(sessions.is_empty());
     }
 
     #[test]
     fn tokens_are_distinct_hex_and_ids_increase() {
-        let mut sessions = Sessions::new(1000);
+        let mut sessions = table(1000);
         let mut seen = std::collections::HashSet::new();
         let mut last = 0;
         for _ in 0..500 {
-            let (token, session) = sessions.anonymous().unwrap();
+            let (token, session) = sessions.anonymous(PEER, Instant::now()).unwrap();
             assert_eq!(token.len(), TOKEN_LEN);
             assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
             assert!(seen.insert(token));
@@ -300,27 +499,37 @@ mod tests {
 
     #[test]
     fn cap_evicts_least_recently_used_anonymous_first() {
-        let mut sessions = Sessions::new(3);
-        let (user, _) = sessions.login(Role::User, "alice").unwrap();
-        let (a1, _) = sessions.anonymous().unwrap();
-        let (a2, _) = sessions.anonymous().unwrap();
-        assert!(sessions.lookup(&a1).is_some()); // a1 is now more recent than a2
-        let (a3, _) = sessions.anonymous().unwrap();
+        let mut sessions = table(3);
+        let (user, _) = sessions
+            .login(Role::User, "alice", PEER, Instant::now())
+            .unwrap();
+        let (a1, _) = sessions.anonymous(PEER, Instant::now()).unwrap();
+        let (a2, _) = sessions.anonymous(PEER, Instant::now()).unwrap();
+        assert!(sessions.lookup(&a1, Instant::now()).is_some()); // a1 is now more recent than a2
+        let (a3, _) = sessions.anonymous(PEER, Instant::now()).unwrap();
         assert_eq!(sessions.len(), 3);
-        assert!(sessions.lookup(&a2).is_none());
-        assert!(sessions.lookup(&user).is_some());
+        assert!(sessions.lookup(&a2, Instant::now()).is_none());
+        assert!(sessions.lookup(&user, Instant::now()).is_some());
         // A flood of anonymous clients never pushes out the logged-in user.
         for _ in 0..100 {
-            sessions.anonymous().unwrap();
+            sessions.anonymous(PEER, Instant::now()).unwrap();
         }
-        assert!(sessions.lookup(&user).is_some());
-        assert!(sessions.lookup(&a1).is_none() && sessions.lookup(&a3).is_none());
+        assert!(sessions.lookup(&user, Instant::now()).is_some());
+        assert!(
+            sessions.lookup(&a1, Instant::now()).is_none()
+                && sessions.lookup(&a3, Instant::now()).is_none()
+        );
         // With no anonymous sessions left, the oldest logged-in one goes.
-        let mut named = Sessions::new(2);
-        let (u1, _) = named.login(Role::User, "u1").unwrap();
-        let (u2, _) = named.login(Role::Admin, "u2").unwrap();
-        named.login(Role::User, "u3").unwrap();
-        assert!(named.lookup(&u1).is_none() && named.lookup(&u2).is_some());
+        let mut named = table(2);
+        let (u1, _) = named.login(Role::User, "u1", PEER, Instant::now()).unwrap();
+        let (u2, _) = named
+            .login(Role::Admin, "u2", PEER, Instant::now())
+            .unwrap();
+        named.login(Role::User, "u3", PEER, Instant::now()).unwrap();
+        assert!(
+            named.lookup(&u1, Instant::now()).is_none()
+                && named.lookup(&u2, Instant::now()).is_some()
+        );
     }
 
     #[test]
@@ -340,7 +549,7 @@ mod tests {
 
     #[test]
     fn resolve_keeps_the_session_across_requests() {
-        let mut sessions = Sessions::new(10);
+        let mut sessions = table(10);
         let first = sessions.resolve(&request_with_cookie("x=1"));
         assert_eq!(first.session.role, Role::Anonymous);
         let Some(token) = first.new_token.clone() else {
@@ -358,17 +567,94 @@ mod tests {
 
     #[test]
     fn tokens_are_128_random_bits_in_hex_and_distinct() {
-        let mut sessions = Sessions::new(10_000);
-        let tokens: std::collections::HashSet<String> =
-            (0..1000).map(|_| sessions.anonymous().unwrap().0).collect();
+        let mut sessions = table(10_000);
+        let tokens: std::collections::HashSet<String> = (0..1000)
+            .map(|_| sessions.anonymous(PEER, Instant::now()).unwrap().0)
+            .collect();
         assert_eq!(tokens.len(), 1000, "no two tokens alike");
         for token in &tokens {
             assert_eq!(token.len(), TOKEN_LEN);
             assert!(token.bytes().all(|b| b.is_ascii_hexdigit()));
         }
         // Not a counter or a clock: consecutive tokens share no long prefix.
-        let a = sessions.anonymous().unwrap().0;
-        let b = sessions.anonymous().unwrap().0;
+        let a = sessions.anonymous(PEER, Instant::now()).unwrap().0;
+        let b = sessions.anonymous(PEER, Instant::now()).unwrap().0;
         assert_ne!(a[..8], b[..8]);
+    }
+
+    #[test]
+    fn each_client_holds_at_most_per_client_sessions_anonymous_going_first() {
+        let mut sessions = Sessions::new(SessionLimits {
+            per_client: 4,
+            ..SessionLimits::default()
+        });
+        let other = IpAddr::from([10, 0, 0, 2]);
+        let now = Instant::now();
+        let (theirs, _) = sessions.anonymous(other, now).unwrap();
+        let (user, _) = sessions.login(Role::User, "alice", PEER, now).unwrap();
+        // A reconnect storm from one client: a thousand cookie-less connections.
+        for _ in 0..1000 {
+            sessions.anonymous(PEER, now).unwrap();
+            assert!(sessions.len_for(PEER) <= 4);
+        }
+        assert_eq!(sessions.len_for(PEER), 4);
+        assert_eq!(sessions.len(), 5);
+        // Its logged-in session and the other client's survive.
+        assert!(sessions.lookup(&user, now).is_some());
+        assert!(sessions.lookup(&theirs, now).is_some());
+        // Only logged-in sessions left to replace: the least recently used goes.
+        let mut named = Sessions::new(SessionLimits {
+            per_client: 2,
+            ..SessionLimits::default()
+        });
+        let (u1, _) = named.login(Role::User, "u1", PEER, now).unwrap();
+        let (u2, _) = named.login(Role::User, "u2", PEER, now).unwrap();
+        assert!(named.lookup(&u1, now).is_some());
+        named.login(Role::Admin, "u3", PEER, now).unwrap();
+        assert!(named.lookup(&u2, now).is_none() && named.lookup(&u1, now).is_some());
+    }
+
+    #[test]
+    fn idle_sessions_expire_by_role_and_the_memory_goes_back() {
+        let limits = SessionLimits {
+            per_client: usize::MAX,
+            anonymous_idle: Duration::from_secs(10),
+            named_idle: Duration::from_secs(600),
+            ..SessionLimits::default()
+        };
+        let mut sessions = Sessions::new(limits);
+        let start = Instant::now();
+        let (user, _) = sessions.login(Role::User, "alice", PEER, start).unwrap();
+        let (kept, _) = sessions.anonymous(PEER, start).unwrap();
+        for i in 0..20_000u32 {
+            let peer = IpAddr::from(i.to_be_bytes());
+            sessions.anonymous(peer, start).unwrap();
+        }
+        let grown = sessions.allocated();
+        assert!(grown >= 20_002);
+        assert_eq!(sessions.expire(start + Duration::from_secs(5)), 0);
+        // Used at 8 s: fresh at 12 s, when the others (idle since 0 s) have expired.
+        assert!(sessions
+            .lookup(&kept, start + Duration::from_secs(8))
+            .is_some());
+        assert_eq!(sessions.expire(start + Duration::from_secs(12)), 20_000);
+        assert_eq!(sessions.len(), 2);
+        assert!(
+            sessions.allocated() < grown / 100,
+            "{}",
+            sessions.allocated()
+        );
+        assert!(sessions.lookup(&user, start).is_some());
+        assert_eq!(sessions.expire(start + Duration::from_secs(19)), 1);
+        assert!(sessions
+            .lookup(&kept, start + Duration::from_secs(19))
+            .is_none());
+        // The logged-in session lasts its own, longer limit.
+        assert!(sessions
+            .lookup(&user, start + Duration::from_secs(19))
+            .is_some());
+        assert_eq!(sessions.expire(start + Duration::from_secs(620)), 1);
+        assert_eq!(sessions.len(), 0);
+        assert_eq!(sessions.len_for(PEER), 0);
     }
 }

@@ -5,6 +5,7 @@
 //! first.
 
 use std::collections::VecDeque;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response
 
 use super::dispatcher::Dispatcher;
 use super::messages::{
-    FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved,
+    FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
 };
 use super::Site;
 use crate::sessions::{session_token, SESSION_COOKIE};
@@ -24,8 +25,6 @@ use crate::sessions::{session_token, SESSION_COOKIE};
 const MAX_QUEUED: usize = 32;
 /// Requests handed to the dispatcher and not yet answered.
 const MAX_IN_FLIGHT: usize = 8;
-/// What a 503 asks the client to wait, seconds.
-const RETRY_AFTER_SECS: u32 = 2;
 /// The interim answer to `Expect: 100-continue` (RFC 9110 §15.2.1): no headers needed.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -59,6 +58,8 @@ struct Pending {
 pub struct HttpConnection {
     site: Arc<Site>,
     socket: Addr<SocketConnection>,
+    /// The client's address.
+    peer: IpAddr,
     decoder: RequestDecoder,
     /// Decoded, waiting for their session or for room in flight.
     waiting: VecDeque<Request>,
@@ -82,14 +83,23 @@ pub struct HttpConnection {
     continue_owed: bool,
     /// The `Date` value, formatted once a second.
     date: DateCache,
+    /// The session was refused (shed) and told to retry after this instant: its requests
+    /// until then are refused here, without being dispatched, as the groups' session-
+    /// consistent predicates would refuse them (a refusal then costs a timer, not a process).
+    shed_until: Option<Instant>,
+    /// The pending idle check, cancelled when the connection ends: a pending timer holds
+    /// the connection's address, and under a reconnect storm thousands of them would keep
+    /// ended connections' memory until they fire.
+    idle_timer: Option<whirl::time::TimerHandle>,
 }
 
 impl HttpConnection {
-    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>) -> Self {
+    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>, peer: IpAddr) -> Self {
         HttpConnection {
             decoder: RequestDecoder::new(site.limits),
             site,
             socket,
+            peer,
             waiting: VecDeque::new(),
             in_flight: VecDeque::new(),
             next_seq: 0,
@@ -103,6 +113,8 @@ impl HttpConnection {
             partial_since: None,
             continue_owed: false,
             date: DateCache::default(),
+            shed_until: None,
+            idle_timer: None,
         }
     }
 
@@ -165,10 +177,10 @@ impl HttpConnection {
         self.arm_idle_check(ctx);
     }
 
-    fn arm_idle_check(&self, ctx: &mut Ctx<Self>) {
+    fn arm_idle_check(&mut self, ctx: &mut Ctx<Self>) {
         let every = (self.site.idle_timeout.min(self.site.request_timeout) / 2)
             .max(Duration::from_millis(10));
-        let _ = ctx.post_after(every, IdleCheck);
+        self.idle_timer = Some(ctx.post_after(every, IdleCheck));
     }
 
     /// Reserves the next place in the answer order.
@@ -205,6 +217,7 @@ impl HttpConnection {
                 let asked = self.site.sessions.post(Resolve {
                     token,
                     conn: ctx.myself(),
+                    peer: self.peer,
                 });
                 if asked.is_err() {
                     self.resolving = false;
@@ -214,7 +227,7 @@ impl HttpConnection {
                 break;
             }
             if let Some(request) = self.waiting.pop_front() {
-                self.dispatch(request);
+                self.dispatch(request, ctx);
             }
         }
         if self.waiting.is_empty() && !self.closing {
@@ -227,7 +240,7 @@ impl HttpConnection {
         self.flow_control();
     }
 
-    fn dispatch(&mut self, request: Request) {
+    fn dispatch(&mut self, request: Request, ctx: &mut Ctx<Self>) {
         let Some(current) = self.current.as_mut() else {
             return;
         };
@@ -235,14 +248,32 @@ impl HttpConnection {
         let dispatcher = current.dispatcher.clone();
         let head_only = request.method == Method::Head;
         let seq = self.enqueue(request.keep_alive, head_only, set_cookie);
+        if self.shed_until.is_some_and(|until| Instant::now() < until) {
+            let response = self.site.shed.response();
+            self.shed(seq, response, ctx);
+            return;
+        }
         match dispatcher.post(Route { request, seq }) {
             Ok(()) => {}
             // The dispatcher group is overloaded: the paper's last line of defence.
             Err(PostError::Rejected(_)) => {
-                self.answer(seq, Response::service_unavailable(RETRY_AFTER_SECS));
+                let response = self.site.shed.response();
+                self.shed(seq, response, ctx);
             }
             // Terminated (the dispatcher failed), or a failure a later version adds.
             Err(_) => self.answer(seq, Response::error(500).closing()),
+        }
+    }
+
+    /// Answers a refused request after the shed delay; the session's requests are refused
+    /// until its `Retry-After` has passed.
+    fn shed(&mut self, seq: u64, response: Response, ctx: &mut Ctx<Self>) {
+        let retry = Duration::from_secs(u64::from(super::RETRY_AFTER_SECS));
+        self.shed_until = Some(Instant::now() + retry);
+        if self.site.shed.delay.is_zero() {
+            self.answer(seq, response);
+        } else {
+            let _ = ctx.post_after(self.site.shed.delay, Shed { seq, response });
         }
     }
 
@@ -262,6 +293,8 @@ impl HttpConnection {
         if let Some(old) = self.current.take() {
             let _ = old.dispatcher.post(Retire);
         }
+        // Another session: its own admission.
+        self.shed_until = None;
         let principal = Principal::builder(session.id)
             .priority(session.role.priority())
             .class(session.role.class())
@@ -269,7 +302,12 @@ impl HttpConnection {
         let dispatcher = ctx.spawn_for(
             &self.site.dispatcher_group,
             principal,
-            Dispatcher::new(Arc::clone(&self.site), ctx.myself(), session.role),
+            Dispatcher::new(
+                Arc::clone(&self.site),
+                ctx.myself(),
+                session.role,
+                self.peer,
+            ),
         );
         self.current = Some(Current {
             token,
@@ -413,6 +451,17 @@ impl HttpConnection {
 
     #[handle]
     fn respond(&mut self, msg: Respond, ctx: &mut Ctx<Self>) {
+        if msg.response.status == 503 {
+            // A handler group refused it: answered after the shed delay.
+            self.shed(msg.seq, msg.response, ctx);
+            return;
+        }
+        self.answer(msg.seq, msg.response);
+        self.pump(ctx);
+    }
+
+    #[handle]
+    fn shed_answer(&mut self, msg: Shed, ctx: &mut Ctx<Self>) {
         self.answer(msg.seq, msg.response);
         self.pump(ctx);
     }
@@ -425,6 +474,9 @@ impl HttpConnection {
 
     #[terminated]
     fn closed(&mut self, _: &ExitReason) {
+        if let Some(timer) = self.idle_timer.take() {
+            timer.cancel();
+        }
         if let Some(current) = self.current.take() {
             let _ = current.dispatcher.post(Retire);
         }

@@ -3,6 +3,7 @@
 //! low-quality file), and failing that answers 503.
 
 use std::fmt::Write as _;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use whirl::prelude::*;
@@ -11,9 +12,9 @@ use whirl_http::{Conditions, Request, Response};
 use super::connection::HttpConnection;
 use super::handlers::{FileHandler, ListResources, ShowResource};
 use super::messages::{
-    FileRequest, ListRequest, Login, Quality, Respond, Retire, Route, ShowRequest,
+    FileRequest, ListRequest, Login, Quality, Respond, Retire, Route, SessionStats, ShowRequest,
 };
-use super::{Site, RETRY_AFTER_SECS};
+use super::Site;
 use crate::routes::{self, Route as Path};
 use crate::sessions::Role;
 
@@ -24,11 +25,18 @@ pub struct Dispatcher {
     site: Arc<Site>,
     conn: Addr<HttpConnection>,
     role: Role,
+    /// The client's address (a login's session is counted against it).
+    peer: IpAddr,
 }
 
 impl Dispatcher {
-    pub fn new(site: Arc<Site>, conn: Addr<HttpConnection>, role: Role) -> Self {
-        Dispatcher { site, conn, role }
+    pub fn new(site: Arc<Site>, conn: Addr<HttpConnection>, role: Role, peer: IpAddr) -> Self {
+        Dispatcher {
+            site,
+            conn,
+            role,
+            peer,
+        }
     }
 
     fn respond(&self, seq: u64, response: Response) {
@@ -37,7 +45,7 @@ impl Dispatcher {
     }
 
     fn overloaded(&self, seq: u64) {
-        self.respond(seq, Response::service_unavailable(RETRY_AFTER_SECS));
+        self.respond(seq, self.site.shed.response());
     }
 
     fn file(&self, path: String, request: &Request, index: bool, seq: u64, ctx: &mut Ctx<Self>) {
@@ -144,6 +152,7 @@ impl Dispatcher {
                     body: request.body,
                     seq,
                     conn: self.conn.clone(),
+                    peer: self.peer,
                 };
                 if self.site.sessions.post(login).is_err() {
                     self.respond(seq, Response::error(500));
@@ -159,6 +168,16 @@ impl Dispatcher {
                 let page = self.status(ctx);
                 self.respond(seq, page);
             }
+            Path::StatusSessions if self.role == Role::Admin => {
+                let ask = SessionStats {
+                    seq,
+                    conn: self.conn.clone(),
+                };
+                if self.site.sessions.post(ask).is_err() {
+                    self.respond(seq, Response::error(500));
+                }
+            }
+            Path::StatusSessions => self.respond(seq, Response::error(403)),
             Path::StatusJson => {
                 let page = self.status_json(ctx);
                 self.respond(seq, page);

@@ -42,6 +42,15 @@ pub struct FileRegion {
     pub len: u64,
 }
 
+/// A refusal's answer, sent by a connection to itself to be written after
+/// [`ShedPolicy::delay`](super::ShedPolicy::delay).
+#[derive(Message)]
+#[message(bypass_admission)]
+pub struct Shed {
+    pub seq: u64,
+    pub response: Response,
+}
+
 /// A connection's periodic look at its own idleness (sent to itself with a delay).
 #[derive(Message)]
 #[message(bypass_admission)]
@@ -53,6 +62,8 @@ pub struct IdleCheck;
 pub struct Resolve {
     pub token: Option<String>,
     pub conn: Addr<HttpConnection>,
+    /// The client's address: sessions are bounded per client.
+    pub peer: std::net::IpAddr,
 }
 
 /// The session store's answer to [`Resolve`].
@@ -68,7 +79,23 @@ pub struct Login {
     pub body: Vec<u8>,
     pub seq: u64,
     pub conn: Addr<HttpConnection>,
+    /// The client's address.
+    pub peer: std::net::IpAddr,
 }
+
+/// To the session store: answer request `seq` of `conn` with the table's size
+/// (`sessions N` and `clients M`, one per line).
+#[derive(Message)]
+#[message(bypass_admission)]
+pub struct SessionStats {
+    pub seq: u64,
+    pub conn: Addr<HttpConnection>,
+}
+
+/// The session store's periodic expiry of idle sessions (sent to itself with a delay).
+#[derive(Message)]
+#[message(bypass_admission)]
+pub struct Sweep;
 
 /// To a dispatcher: route request `seq`.
 #[derive(Message)]

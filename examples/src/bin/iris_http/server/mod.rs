@@ -18,7 +18,10 @@
 //! shed whole sessions, lowest priority first; the file group also counts cost, so that it
 //! can refuse a high-quality file and accept the low-quality one (figure 3). A refusal by a
 //! handler group becomes a 503 from the dispatcher, a refusal by the dispatcher group a 503
-//! from the connection; a 503 carries `Retry-After` and closes the connection.
+//! from the connection. Groups shed only while overloaded (their response time over its
+//! target). A 503 carries `Retry-After`, keeps the connection open and is written after a
+//! short delay ([`ShedPolicy`]), so that clients retrying at once do not turn refusals into
+//! the server's main work.
 
 mod connection;
 mod dispatcher;
@@ -36,7 +39,7 @@ use whirl::net::tls::{self, TlsAcceptError, TlsConfig};
 use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
 use whirl::prelude::*;
 use whirl::GroupError;
-use whirl_http::Limits;
+use whirl_http::{Limits, Response};
 
 pub use connection::HttpConnection;
 #[cfg(test)]
@@ -44,12 +47,43 @@ pub use handlers::SENDFILE_MIN;
 use session_store::SessionStore;
 
 use crate::config::Users;
+use crate::sessions::SessionLimits;
 use crate::store::Store;
 
 /// What a 503 asks the client to wait, seconds.
 pub const RETRY_AFTER_SECS: u32 = 2;
-/// Sessions remembered before the least recently used anonymous ones are forgotten.
-const MAX_SESSIONS: usize = 100_000;
+
+/// How a request refused under overload is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Isolated)]
+pub struct ShedPolicy {
+    /// The 503 is written this long after the refusal (the connection's later answers wait
+    /// behind it, in order). A client that retries at once, as closed-loop load generators
+    /// and impatient users do, then costs the server one refusal per `delay` instead of as
+    /// many as it can send: refusals stop competing for the CPU with admitted work.
+    pub delay: Duration,
+    /// Whether the 503 closes the connection. Keeping it open (the default) spares a client
+    /// that retries the reconnection and a new session (each reconnection of a cookie-less
+    /// client is a new principal).
+    pub close: bool,
+}
+
+impl Default for ShedPolicy {
+    fn default() -> Self {
+        ShedPolicy {
+            delay: Duration::from_millis(50),
+            close: false,
+        }
+    }
+}
+
+impl ShedPolicy {
+    /// The 503 for a refused request.
+    pub fn response(&self) -> Response {
+        let mut response = Response::service_unavailable(RETRY_AFTER_SECS);
+        response.close = self.close;
+        response
+    }
+}
 
 /// What the processes share, immutable.
 #[derive(Isolated)]
@@ -75,6 +109,8 @@ pub struct Site {
     /// process sends them from the page cache (`sendfile`). A cold disk then blocks one
     /// "files" thread for one small read, as it blocks an nginx worker.
     pub file_io_process: bool,
+    /// How refusals are answered.
+    pub shed: ShedPolicy,
 }
 
 /// How to run the server.
@@ -91,6 +127,10 @@ pub struct Options {
     pub tls: Option<TlsConfig>,
     /// See [`Site::file_io_process`].
     pub file_io_process: bool,
+    /// See [`Site::shed`].
+    pub shed: ShedPolicy,
+    /// The session table's limits and expiry.
+    pub sessions: SessionLimits,
 }
 
 impl Options {
@@ -103,6 +143,8 @@ impl Options {
             request_timeout: Duration::from_secs(10),
             tls: None,
             file_io_process: false,
+            shed: ShedPolicy::default(),
+            sessions: SessionLimits::default(),
         }
     }
 }
@@ -144,7 +186,11 @@ impl Accept for Serve {
                 }
             }
         };
-        ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket));
+        ctx.spawn(HttpConnection::new(
+            Arc::clone(&self.site),
+            socket,
+            peer.ip(),
+        ));
         Ok(())
     }
 }
@@ -191,7 +237,7 @@ impl Server {
         }
         let sockets = group("sockets")?;
         let dispatcher = group("dispatcher")?;
-        let sessions = rt.spawn(SessionStore::new(options.users.clone(), MAX_SESSIONS));
+        let sessions = rt.spawn(SessionStore::new(options.users.clone(), options.sessions));
         let site = Arc::new(Site {
             root: options.root.clone(),
             store: Store::demo(1000),
@@ -202,6 +248,7 @@ impl Server {
             dispatcher_group: dispatcher,
             sessions,
             file_io_process: options.file_io_process,
+            shed: options.shed,
         });
         let net = rt.net()?;
         let serve = Serve {

@@ -1,24 +1,38 @@
 //! `SessionStore`: the one process that owns the session table, so sessions need no lock.
+//!
+//! It expires idle sessions itself, looking every quarter of the anonymous idle limit
+//! (between 10 ms and 5 s), and tells administrators how many it holds
+//! (`GET /status/sessions`).
+
+use std::time::{Duration, Instant};
 
 use whirl::prelude::*;
 use whirl_http::Response;
 
-use super::messages::{Login, Resolve, Respond, SessionResolved};
+use super::messages::{Login, Resolve, Respond, SessionResolved, SessionStats, Sweep};
 use crate::config::Users;
-use crate::sessions::{Resolved, Role, Session, Sessions, SESSION_COOKIE};
+use crate::sessions::{Resolved, Role, Session, SessionLimits, Sessions, SESSION_COOKIE};
 
 #[process(group = "sessions")]
 pub struct SessionStore {
     sessions: Sessions,
     users: Users,
+    limits: SessionLimits,
 }
 
 impl SessionStore {
-    pub fn new(users: Users, capacity: usize) -> Self {
+    pub fn new(users: Users, limits: SessionLimits) -> Self {
         SessionStore {
-            sessions: Sessions::new(capacity),
+            sessions: Sessions::new(limits),
             users,
+            limits,
         }
+    }
+
+    fn arm_sweep(&self, ctx: &mut Ctx<Self>) {
+        let every = (self.limits.anonymous_idle / 4)
+            .clamp(Duration::from_millis(10), Duration::from_secs(5));
+        let _ = ctx.post_after(every, Sweep);
     }
 }
 
@@ -49,18 +63,41 @@ fn form_value(body: &[u8], key: &str) -> Option<String> {
 
 #[process]
 impl SessionStore {
+    #[started]
+    fn start(&mut self, ctx: &mut Ctx<Self>) {
+        self.arm_sweep(ctx);
+    }
+
     #[handle]
-    fn resolve(&mut self, Resolve { token, conn }: Resolve) {
+    fn sweep(&mut self, _: Sweep, ctx: &mut Ctx<Self>) {
+        self.sessions.expire(Instant::now());
+        self.arm_sweep(ctx);
+    }
+
+    #[handle]
+    fn stats(&mut self, SessionStats { seq, conn }: SessionStats) {
+        let body = format!(
+            "sessions {}\nclients {}\n",
+            self.sessions.len(),
+            self.sessions.clients()
+        );
+        let response = Response::ok("text/plain; charset=utf-8", body);
+        let _ = conn.post(Respond { seq, response });
+    }
+
+    #[handle]
+    fn resolve(&mut self, Resolve { token, conn, peer }: Resolve) {
+        let now = Instant::now();
         let known = token
             .as_deref()
-            .and_then(|t| self.sessions.lookup(t))
+            .and_then(|t| self.sessions.lookup(t, now))
             .cloned();
         let resolved = match known {
             Some(session) => Resolved {
                 session,
                 new_token: None,
             },
-            None => match self.sessions.anonymous() {
+            None => match self.sessions.anonymous(peer, now) {
                 Ok((token, session)) => Resolved {
                     session,
                     new_token: Some(token),
@@ -85,7 +122,15 @@ impl SessionStore {
     }
 
     #[handle]
-    fn login(&mut self, Login { body, seq, conn }: Login) {
+    fn login(
+        &mut self,
+        Login {
+            body,
+            seq,
+            conn,
+            peer,
+        }: Login,
+    ) {
         let user = form_value(&body, "user");
         let password = form_value(&body, "password");
         let role = match (&user, &password) {
@@ -93,17 +138,19 @@ impl SessionStore {
             _ => None,
         };
         let response = match (role, user) {
-            (Some(role), Some(user)) => match self.sessions.login(role, &user) {
-                Ok((token, _)) => {
-                    let body = format!("welcome {user} ({})\n", role.name());
-                    Response::ok("text/plain; charset=utf-8", body)
-                        .with_cookie(SESSION_COOKIE, &token)
+            (Some(role), Some(user)) => {
+                match self.sessions.login(role, &user, peer, Instant::now()) {
+                    Ok((token, _)) => {
+                        let body = format!("welcome {user} ({})\n", role.name());
+                        Response::ok("text/plain; charset=utf-8", body)
+                            .with_cookie(SESSION_COOKIE, &token)
+                    }
+                    Err(e) => {
+                        eprintln!("iris_http: cannot create a session token: {e}");
+                        Response::service_unavailable(1)
+                    }
                 }
-                Err(e) => {
-                    eprintln!("iris_http: cannot create a session token: {e}");
-                    Response::service_unavailable(1)
-                }
-            },
+            }
             _ => Response::error(401),
         };
         let _ = conn.post(Respond { seq, response });

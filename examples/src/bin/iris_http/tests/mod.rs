@@ -8,6 +8,7 @@ mod overload;
 mod protocol;
 mod resilience;
 mod sendfile;
+mod sessions;
 mod tls;
 
 use std::io::{self, Read, Write};
@@ -47,6 +48,8 @@ struct Tuning {
     file_budget: u64,
     /// Admission control on (the paper's design) or off (for comparison).
     predicates: bool,
+    /// The handler groups' response-time target (what counts as overload), milliseconds.
+    target_ms: u64,
 }
 
 impl Default for Tuning {
@@ -56,6 +59,7 @@ impl Default for Tuning {
             thresholds: [16, 64, 1024],
             file_budget: 64,
             predicates: true,
+            target_ms: 50,
         }
     }
 }
@@ -81,6 +85,10 @@ fn assembly(tuning: Tuning) -> Assembly {
     replace(
         format!("cost_budget = {{ budget = {} }}", shipped.file_budget),
         format!("cost_budget = {{ budget = {} }}", tuning.file_budget),
+    );
+    replace(
+        format!("target = \"{}ms\"", shipped.target_ms),
+        format!("target = \"{}ms\"", tuning.target_ms),
     );
     let assembly = Assembly::parse(&text, "iris.toml").expect("the shipped file parses");
     match tuning.predicates {

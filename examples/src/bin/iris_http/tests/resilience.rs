@@ -130,7 +130,8 @@ fn disconnects_mid_request_leak_nothing() {
 }
 
 /// Several connections pipelining file requests at once: every request is answered, with
-/// the file or with a 503 (which closes its connection), none is left without an answer.
+/// the file or with a 503 (after which the client stops reading), none is left without an
+/// answer.
 #[test]
 fn concurrent_pipelined_file_requests_are_all_answered() {
     let server = TestServer::start(demo_options());
