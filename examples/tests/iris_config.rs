@@ -128,7 +128,7 @@ fn an_edited_file_is_applied_while_serving() {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !(seen
         .iter()
-        .any(|l: &String| l.contains("applied groups.files.predicate.all[1].budget"))
+        .any(|l: &String| l.contains("applied groups.files.predicate.inner.all[1].budget"))
         && seen
             .iter()
             .any(|l| l.contains("groups.db.threads") && l.contains("needs a restart")))
@@ -143,7 +143,7 @@ fn an_edited_file_is_applied_while_serving() {
     let _ = child.wait();
     assert!(
         seen.iter()
-            .any(|l| l.contains("applied groups.files.predicate.all[1].budget")),
+            .any(|l| l.contains("applied groups.files.predicate.inner.all[1].budget")),
         "{seen:?}"
     );
     assert!(
