@@ -19,7 +19,7 @@
 # axum and actix-web 2 worker threads with TCP_NODELAY, iris_http its iris.toml and
 # `--work-us 0` (no simulated handler work: the others do none) (`iris_np` is
 # `--no-predicates`, `iris` the configuration as shipped, with admission control, which sheds
-# anonymous sessions under load: its non-2xx answers are counted). wrk runs on the same
+# only when a group misses its response-time target: its non-2xx answers are counted). wrk runs on the same
 # machine (-t2, one thread for one connection). RSS is read from /proc/PID/status (VmRSS)
 # halfway through the 1,000-connection run, summed over nginx's master and workers.
 set -euo pipefail
