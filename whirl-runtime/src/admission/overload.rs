@@ -46,7 +46,8 @@ const DEFAULT_CALM: Duration = Duration::from_secs(3);
 /// [scale](PriorityThresholds::set_scale) by `adj_d`; each window well under target in which
 /// something was refused adds `adj_i * -(err - c_i) / increase_unit` to it (bounded to
 /// 1/1024..1024, and never below the lowest priority's threshold of 1: further cuts would
-/// shed higher priorities first). The thresholds' proportions stay, so lower priorities are shed first. And
+/// shed higher priorities first). Every other threshold moves by as many places as the lowest
+/// one, so the gaps between priorities stay and lower priorities are shed first. And
 /// no message is admitted past twice its priority's scaled threshold, whatever `inner` says:
 /// a [`SessionConsistent`](super::SessionConsistent) admits the sessions it admitted before
 /// without asking its thresholds, so without this ceiling, sessions admitted before the

@@ -28,12 +28,15 @@ use super::{MessagePredicate, Offer};
 /// through an `Arc<PriorityThresholds>` the program keeps): a configuration reload does this.
 /// `admit` reads its priority's threshold with one relaxed atomic load.
 ///
-/// A controller can also scale every threshold at once ([`PriorityThresholds::set_scale`]):
-/// [`Overload`](super::Overload) does, to fit the queue to a response-time target while
-/// keeping the thresholds' proportions, so lower priorities are still turned away first.
+/// A controller can also move every threshold at once ([`PriorityThresholds::set_scale`]):
+/// [`Overload`](super::Overload) does, to fit the queue to a response-time target. The scale
+/// applies to the lowest priority's threshold, and every other threshold moves by the same
+/// number of places, so the gaps between priorities are kept: cutting the lowest one to a
+/// single place leaves the others nearly whole, and lower priorities are turned away first.
 pub struct PriorityThresholds {
     max: Box<[AtomicU64; 256]>,
-    /// The factor applied to every threshold, as `f64` bits (1.0: the thresholds as set).
+    /// The factor applied to the lowest priority's threshold (every other one moves by as many
+    /// places), as `f64` bits (1.0: the thresholds as set).
     scale: AtomicU64,
 }
 
@@ -78,9 +81,11 @@ impl PriorityThresholds {
         f64::from_bits(self.scale.load(Relaxed))
     }
 
-    /// Multiplies every threshold by `scale` (a positive, finite factor; anything else is
-    /// taken as 1.0). A scaled threshold is at least 1 where the threshold is: a priority
-    /// that is admitted at all is admitted into an empty queue.
+    /// Moves the thresholds: priority 0's becomes `threshold(0) × scale`, and every other
+    /// one moves by the same number of places, `threshold(0) × (scale − 1)` (`scale`: a
+    /// positive, finite factor; anything else is taken as 1.0). A moved threshold is at least
+    /// 1 where the threshold is: a priority that is admitted at all is admitted into an empty
+    /// queue.
     pub fn set_scale(&self, scale: f64) {
         let scale = if scale.is_finite() && scale > 0.0 {
             scale
@@ -90,15 +95,18 @@ impl PriorityThresholds {
         self.scale.store(scale.to_bits(), Relaxed);
     }
 
-    /// The threshold of `priority` as `admit` applies it: scaled.
+    /// The threshold of `priority` as `admit` applies it: moved by
+    /// [`set_scale`](PriorityThresholds::set_scale).
     pub fn effective_threshold(&self, priority: u8) -> u64 {
         let max = self.threshold(priority);
         let scale = self.scale();
         if scale == 1.0 || max == 0 {
             return max;
         }
-        // `as` saturates: a huge threshold times a large scale stays u64::MAX.
-        ((max as f64 * scale) as u64).max(1)
+        let shift = self.threshold(0) as f64 * (scale - 1.0);
+        // `as` saturates: a huge threshold moved up a long way stays u64::MAX, and one moved
+        // below zero is 0 before the floor of 1.
+        ((max as f64 + shift) as u64).max(1)
     }
 
     /// Takes `other`'s thresholds, priority by priority. Each threshold changes atomically; a
@@ -186,17 +194,19 @@ mod tests {
     }
 
     #[test]
-    fn scaling_keeps_the_order_and_never_closes_an_empty_queue() {
+    fn scaling_keeps_the_gaps_and_never_closes_an_empty_queue() {
         let p = PriorityThresholds::new(16).at_least(2, 1024);
         let p2 = Principal::builder(2).priority(2).build();
         p.set_scale(0.25);
+        // Priority 0 loses 12 of its 16 places; priority 2 loses the same 12 of its 1,024.
         assert_eq!(
             (p.effective_threshold(0), p.effective_threshold(2)),
-            (4, 256)
+            (4, 1012)
         );
         assert!(p.admit(&offer(None, 1, 3)));
         assert!(!p.admit(&offer(None, 1, 4)));
-        assert!(p.admit(&offer(Some(&p2), 1, 255)));
+        assert!(p.admit(&offer(Some(&p2), 1, 1011)));
+        assert!(!p.admit(&offer(Some(&p2), 1, 1012)));
         assert_eq!(p.threshold(0), 16, "the thresholds as set are kept");
         p.set_scale(0.001);
         assert_eq!(p.effective_threshold(0), 1);
