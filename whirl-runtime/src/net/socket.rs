@@ -691,8 +691,9 @@ enum SealFileError {
 }
 
 /// Reads up to `buf.len()` bytes of `file` at `offset` (0: the file ends there), leaving the
-/// file's own position alone.
-#[cfg(all(feature = "tls", unix))]
+/// file's own position alone. For a TLS connection's file regions, and for sending files
+/// where there is no `sendfile(2)`.
+#[cfg(all(any(feature = "tls", not(target_os = "linux")), unix))]
 fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     use std::os::unix::fs::FileExt;
     loop {
@@ -704,7 +705,7 @@ fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 }
 
 /// Reads up to `buf.len()` bytes of `file` at `offset` (0: the file ends there).
-#[cfg(all(feature = "tls", not(unix)))]
+#[cfg(all(any(feature = "tls", not(target_os = "linux")), not(unix)))]
 fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     use std::io::{Seek, SeekFrom};
     let mut file = file;
@@ -747,11 +748,8 @@ fn send_file_chunk(
     offset: u64,
     len: usize,
 ) -> io::Result<usize> {
-    use std::io::{Seek, SeekFrom};
-    let mut file = file;
-    file.seek(SeekFrom::Start(offset))?;
     let mut chunk = vec![0; len.min(64 * 1024)];
-    let n = file.read(&mut chunk)?;
+    let n = read_file_at(file, &mut chunk, offset)?;
     if n == 0 {
         return Ok(0);
     }
