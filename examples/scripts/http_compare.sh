@@ -38,24 +38,10 @@ if [ -n "$BASELINE_IRIS" ]; then
 fi
 BASE_PORT=${BASE_PORT:-18200}
 
-sudo_if_needed=""
-if [ "$(id -u)" -ne 0 ]; then sudo_if_needed=sudo; fi
-missing=()
-command -v wrk >/dev/null 2>&1 || missing+=(wrk)
-if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then missing+=(nginx); fi
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "installing ${missing[*]} from Debian"
-    $sudo_if_needed apt-get update -qq
-    pkgs=()
-    for p in "${missing[@]}"; do
-        if [ "$p" = nginx ]; then
-            if apt-cache show nginx-light >/dev/null 2>&1; then pkgs+=(nginx-light); else pkgs+=(nginx); fi
-        else
-            pkgs+=("$p")
-        fi
-    done
-    $sudo_if_needed apt-get install -y -qq --no-install-recommends "${pkgs[@]}"
-fi
+. examples/scripts/debian.sh
+# nginx lives in /usr/sbin, which a user's PATH may lack.
+[ -x /usr/sbin/nginx ] || debian_install nginx
+debian_install wrk
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # 1,000 connections on each side of loopback need descriptors.

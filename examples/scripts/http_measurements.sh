@@ -11,13 +11,8 @@ cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10}
 PORT=${PORT:-18090}
 
-if ! command -v wrk >/dev/null 2>&1; then
-    echo "installing wrk from Debian"
-    sudo_if_needed=""
-    if [ "$(id -u)" -ne 0 ]; then sudo_if_needed=sudo; fi
-    $sudo_if_needed apt-get update -qq
-    $sudo_if_needed apt-get install -y -qq --no-install-recommends wrk
-fi
+. examples/scripts/debian.sh
+debian_install wrk
 # 1024 connections on each side of loopback need descriptors.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 

@@ -22,13 +22,8 @@ WARMUP=${WARMUP:-3}
 PORT=${PORT:-18095}
 TARGET_DIR=${CARGO_TARGET_DIR:-target}
 
-if ! command -v wrk >/dev/null 2>&1; then
-    echo "installing wrk from Debian"
-    sudo_if_needed=""
-    if [ "$(id -u)" -ne 0 ]; then sudo_if_needed=sudo; fi
-    $sudo_if_needed apt-get update -qq
-    $sudo_if_needed apt-get install -y -qq --no-install-recommends wrk
-fi
+. examples/scripts/debian.sh
+debian_install wrk
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 cargo build --release -q -p examples --bin iris_http

@@ -15,15 +15,8 @@ DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-18443}
 
-for tool in wrk openssl; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "installing $tool from Debian"
-        sudo_if_needed=""
-        if [ "$(id -u)" -ne 0 ]; then sudo_if_needed=sudo; fi
-        $sudo_if_needed apt-get update -qq
-        $sudo_if_needed apt-get install -y -qq --no-install-recommends "$tool"
-    fi
-done
+. examples/scripts/debian.sh
+debian_install wrk openssl
 
 cargo build --release -q -p examples --bin iris_http
 SERVER=${CARGO_TARGET_DIR:-target}/release/iris_http
