@@ -26,7 +26,7 @@ use whirl::prelude::*;
 use whirl::supervision::{ChildSpec, EventKind, Supervisor, SupervisorSpec};
 use whirl::{Principal, Runtime, SharedClient};
 
-use common::{gate, recv, wait_until, Gate};
+use common::{gate, recv, wait_until, Gate, HANG_GUARD};
 
 // ---------------------------------------------------------------------------------------------
 // A capturing recorder.
@@ -262,12 +262,26 @@ fn a_snapshot_is_recorded_with_exact_counts_and_supervisors_count_restarts() {
     rt.block_until_idle();
     // Workers publish latencies and per-principal counts when they run out of work, which
     // may be just after the runtime looks idle.
-    wait_until("the statistics to be published", || {
+    let start = std::time::Instant::now();
+    loop {
         let stats = rt.stats();
         let of = |name: &str| stats.groups.iter().find(|g| g.name == name).cloned();
-        of("metrics-tenants").is_some_and(|g| g.principals.first().is_some_and(|p| p.handled == 5))
-            && of("metrics-admission").is_some_and(|g| g.handling_time.samples > 0)
-    });
+        let tenants = of("metrics-tenants").map(|g| g.principals);
+        let samples = of("metrics-admission").map(|g| g.handling_time.samples);
+        if tenants
+            .as_ref()
+            .is_some_and(|p| p.first().is_some_and(|p| p.handled == 5))
+            && samples.is_some_and(|n| n > 0)
+        {
+            break;
+        }
+        assert!(
+            start.elapsed() < HANG_GUARD,
+            "the statistics were not published within {HANG_GUARD:?}: tenants' principals \
+             {tenants:?}, admission's handling samples {samples:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 
     let capture = Capture::default();
     metrics::with_local_recorder(&capture, || rt.record_metrics());

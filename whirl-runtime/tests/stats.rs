@@ -368,3 +368,28 @@ fn a_quiet_group_samples_every_turn() {
     });
     assert_eq!(stats.counts.handled, MESSAGES);
 }
+
+/// A process's start is a turn that handles no message; it must not use up the millisecond's
+/// sample. Here each process starts, and its one long message comes within the same
+/// millisecond or just after: every one of those messages is measured. (Before, the message's
+/// turn went unsampled whenever it fell in its start's millisecond, and a group whose work
+/// was one long message reported no handling time at all.)
+#[test]
+fn a_message_right_after_a_start_is_measured() {
+    let rt = Runtime::builder().threads(1).build();
+    let group = rt.group("starts").threads(1).build().expect("build group");
+    const PROCESSES: u64 = 20;
+    for _ in 0..PROCESSES {
+        let worker = rt.spawn_in(&group, Worker);
+        rt.block_until_idle();
+        // Long enough for the shared clock to move on before the next process starts.
+        worker
+            .post(Job::Sleep(Duration::from_millis(20)))
+            .expect("no predicate");
+        rt.block_until_idle();
+    }
+    let stats = wait_for_stats(&group, "a sample per message", |s| {
+        s.handling_time.samples == PROCESSES
+    });
+    assert_eq!(stats.counts.handled, PROCESSES);
+}

@@ -287,10 +287,13 @@ impl WorkerThread {
 
     /// Runs one turn; returns the messages handled. The turn is sampled (timed, its queue
     /// latencies recorded) one time in [`SAMPLE_EVERY`], and also when it is the first of
-    /// this worker in a new millisecond of the shared coarse clock: so a quiet group has
-    /// every turn sampled (a new user saw `0 samples` after a thousand messages handled in
-    /// long turns), and a busy worker adds at most 1,000 sampled turns a second to its one in
-    /// 64. The check is one relaxed load of a static.
+    /// this worker in a new millisecond of the shared coarse clock to handle a message: so a
+    /// quiet group has every turn sampled (a new user saw `0 samples` after a thousand
+    /// messages handled in long turns), and a busy worker adds at most 1,000 sampled turns a
+    /// second to its one in 64. A turn that handled nothing (a process's start, a wake-up
+    /// with an empty inbox) leaves the millisecond's sample to the next turn: otherwise a
+    /// process spawned and then sent one long message in the same millisecond would never
+    /// be measured. The check is one relaxed load of a static.
     #[inline]
     fn run_task(&self, task: Task) -> usize {
         let ms = shared_millis();
@@ -302,13 +305,14 @@ impl WorkerThread {
                 .set(tracing::level_enabled!(tracing::Level::TRACE));
         }
         let sampled = every || ms != self.sampled_ms.get();
-        if sampled {
-            self.sampled_ms.set(ms);
-        }
-        match &self.group.cpu_budget {
+        let handled = match &self.group.cpu_budget {
             None => task.run(sampled, &self.recorder),
             Some(cpu) => self.run_budgeted(cpu, task, sampled),
+        };
+        if sampled && handled > 0 {
+            self.sampled_ms.set(ms);
         }
+        handled
     }
 
     /// Runs a turn of a group with a CPU budget: waits first if the budget is spent (holding
