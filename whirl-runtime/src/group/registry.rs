@@ -116,3 +116,87 @@ impl Registry {
         self.shards.iter().map(|s| s.lock().len()).sum()
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::group::task::Recorder;
+    use crate::lifecycle::ExitReason;
+    use crate::principal::Principal;
+
+    /// A process that only has an id.
+    struct Bare(ProcessId);
+
+    impl Runnable for Bare {
+        fn run(self: Arc<Self>, _: bool, _: &Recorder) -> usize {
+            0
+        }
+        fn abandon(self: Arc<Self>) {}
+        fn kill(self: Arc<Self>, _: ExitReason) {}
+        fn id(&self) -> ProcessId {
+            self.0
+        }
+        fn principal(&self) -> Option<&Principal> {
+            None
+        }
+        fn group_name(&self) -> &str {
+            "bare"
+        }
+        fn request_move(
+            self: Arc<Self>,
+            _: &dyn std::any::Any,
+        ) -> Result<(), crate::group::MoveError> {
+            Err(crate::group::MoveError::SharesState("bare".into()))
+        }
+    }
+
+    fn register(registry: &Registry, id: u64) {
+        let id = ProcessId(id);
+        registry.insert(id, Arc::new(Bare(id)));
+    }
+
+    /// Ids far apart, close together, wrapping past the tag bits and reused after removal are
+    /// all found again: the position bits only decide where the search starts.
+    #[test]
+    fn every_live_id_is_found_and_removed_ones_are_not() {
+        let registry = Registry::new();
+        let far = [u64::MAX, u64::MAX - 16, 1 << 57, (1 << 57) + 16, 1 << 63];
+        let ids: Vec<u64> = (1..=20_000).chain(far).collect();
+        for &id in &ids {
+            register(&registry, id);
+        }
+        assert_eq!(registry.len(), ids.len());
+        // A window of live ids moving on, as when old processes end and new ones start.
+        for &id in ids.iter().filter(|id| *id % 3 != 0) {
+            let removed = registry.remove(ProcessId(id)).expect("registered");
+            assert_eq!(removed.id(), ProcessId(id));
+        }
+        for id in 20_001..=30_000 {
+            register(&registry, id);
+        }
+        for id in ids.iter().copied().chain(20_001..=30_000) {
+            let live = id % 3 == 0 || id > 20_000 && !far.contains(&id);
+            let found = registry.get(ProcessId(id));
+            assert_eq!(
+                found.map(|p| p.id()),
+                live.then_some(ProcessId(id)),
+                "id {id}"
+            );
+        }
+        assert_eq!(registry.remove(ProcessId(1)).map(|p| p.id()), None);
+        assert_eq!(registry.live().len(), registry.len());
+    }
+
+    #[test]
+    fn replacing_returns_the_old_handle() {
+        let registry = Registry::new();
+        register(&registry, 7);
+        let id = ProcessId(7);
+        let newer: Arc<dyn Runnable> = Arc::new(Bare(id));
+        let old = registry.replace(id, Arc::clone(&newer)).expect("was there");
+        assert!(!Arc::ptr_eq(&old, &newer));
+        let now = registry.get(id).expect("still there");
+        assert!(Arc::ptr_eq(&now, &newer));
+        assert_eq!(registry.len(), 1);
+    }
+}
