@@ -158,7 +158,7 @@ pub struct PrincipalCounts {
     pub priority: u8,
     /// Its class.
     pub class: u16,
-    /// Messages handled for it in this group (each worker keeps counts for its 8192 busiest
+    /// Messages handled for it in this group (each worker keeps counts for its 1024 busiest
     /// principals at most, forgetting the less busy half when it has more).
     pub handled: u64,
     /// Messages for it that this group's predicate rejected (counted for the first
@@ -559,7 +559,7 @@ impl LocalStats {
 }
 
 /// Principals a worker slot keeps counts for: past it, the less busy half is forgotten.
-const MAX_SLOT_PRINCIPALS: usize = 8192;
+const MAX_SLOT_PRINCIPALS: usize = 1024;
 
 /// Bounds a slot's per-principal counts: a server that gives every session (every
 /// reconnection of a cookie-less client) its own principal would otherwise keep a count for

@@ -12,6 +12,8 @@ use super::task::Runnable;
 use crate::lifecycle::ProcessId;
 
 const SHARDS: usize = 16;
+/// Entries a shard's table may have room for however few it holds.
+const SHRINK_ABOVE: usize = 1024;
 
 /// A live process and its id. The id is kept beside the handle, not read through it: growing a
 /// table rehashes every entry, and comparing or rehashing through the handle would touch each
@@ -63,10 +65,19 @@ impl Registry {
     /// Forgets a terminated process. The returned reference is dropped by the caller outside
     /// the shard lock (dropping a process may run arbitrary `Drop` code).
     pub(crate) fn remove(&self, id: ProcessId) -> Option<Arc<dyn Runnable>> {
-        match self.shard(id).lock().find_entry(hash(id), |e| e.id == id) {
-            Ok(entry) => Some(entry.remove().0.process),
-            Err(_) => None,
+        let mut shard = self.shard(id).lock();
+        let removed = match shard.find_entry(hash(id), |e| e.id == id) {
+            Ok(entry) => entry.remove().0.process,
+            Err(_) => return None,
+        };
+        // A table does not shrink by itself: after a million processes have come and gone it
+        // would keep room for a million. Halving it once it is an eighth full costs O(1) per
+        // removal, amortised, and keeps room for the next burst of spawns to double again.
+        if shard.capacity() > SHRINK_ABOVE && shard.len() < shard.capacity() / 8 {
+            let keep = shard.len() * 2;
+            shard.shrink_to(keep, rehash);
         }
+        Some(removed)
     }
 
     /// Puts `process` in the place of the one registered under `id` (a process that moved to
@@ -185,6 +196,29 @@ mod tests {
         }
         assert_eq!(registry.remove(ProcessId(1)).map(|p| p.id()), None);
         assert_eq!(registry.live().len(), registry.len());
+    }
+
+    /// After a burst of processes has come and gone, the tables give their room back.
+    #[test]
+    fn tables_shrink_when_processes_are_gone() {
+        let registry = Registry::new();
+        let room = |r: &Registry| r.shards.iter().map(|s| s.lock().capacity()).sum::<usize>();
+        for id in 1..=200_000 {
+            register(&registry, id);
+        }
+        let full = room(&registry);
+        assert!(full >= 200_000);
+        for id in 1..=199_990 {
+            registry.remove(ProcessId(id)).expect("registered");
+        }
+        assert!(
+            room(&registry) <= SHARDS * 2 * SHRINK_ABOVE,
+            "room for {} processes kept for 10",
+            room(&registry)
+        );
+        for id in 199_991..=200_000 {
+            assert!(registry.get(ProcessId(id)).is_some());
+        }
     }
 
     #[test]

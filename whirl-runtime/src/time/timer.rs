@@ -75,6 +75,12 @@ impl Shared {
         if n > state.heap.len() / 2 {
             self.cancellations.store(0, Ordering::Relaxed);
             state.heap.retain(|e| !e.cancelled.load(Ordering::Acquire));
+            // Give back the room a burst of timers needed (a reconnect storm arms and cancels
+            // one per connection), keeping twice what is left.
+            let keep = (state.heap.len() * 2).max(SWEEP_MIN);
+            if state.heap.capacity() > 2 * keep {
+                state.heap.shrink_to(keep);
+            }
         }
     }
 }

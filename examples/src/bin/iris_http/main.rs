@@ -48,6 +48,7 @@ mod sessions;
 mod store;
 #[cfg(test)]
 mod tests;
+mod trim;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};

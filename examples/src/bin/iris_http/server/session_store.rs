@@ -1,7 +1,8 @@
 //! `SessionStore`: the one process that owns the session table, so sessions need no lock.
 //!
 //! It expires idle sessions itself, looking every quarter of the anonymous idle limit
-//! (between 10 ms and 5 s), and tells administrators how many it holds
+//! (between 10 ms and 5 s), gives the allocator's free memory back once a burst of new
+//! sessions has ended (`trim.rs`), and tells administrators how many it holds
 //! (`GET /status/sessions`).
 
 use std::time::{Duration, Instant};
@@ -12,12 +13,14 @@ use whirl_http::Response;
 use super::messages::{Login, Resolve, Respond, SessionResolved, SessionStats, Sweep};
 use crate::config::Users;
 use crate::sessions::{Resolved, Role, Session, SessionLimits, Sessions, SESSION_COOKIE};
+use crate::trim::{give_back_free_memory, TrimAfterBursts};
 
 #[process(group = "sessions")]
 pub struct SessionStore {
     sessions: Sessions,
     users: Users,
     limits: SessionLimits,
+    trim: TrimAfterBursts,
 }
 
 impl SessionStore {
@@ -26,6 +29,7 @@ impl SessionStore {
             sessions: Sessions::new(limits),
             users,
             limits,
+            trim: TrimAfterBursts::default(),
         }
     }
 
@@ -71,6 +75,9 @@ impl SessionStore {
     #[handle]
     fn sweep(&mut self, _: Sweep, ctx: &mut Ctx<Self>) {
         self.sessions.expire(Instant::now());
+        if self.trim.look() {
+            give_back_free_memory();
+        }
         self.arm_sweep(ctx);
     }
 
@@ -98,10 +105,13 @@ impl SessionStore {
                 new_token: None,
             },
             None => match self.sessions.anonymous(peer, now) {
-                Ok((token, session)) => Resolved {
-                    session,
-                    new_token: Some(token),
-                },
+                Ok((token, session)) => {
+                    self.trim.created();
+                    Resolved {
+                        session,
+                        new_token: Some(token),
+                    }
+                }
                 // No token can be made (the OS random source failed): serve this request as
                 // anonymous without a session, rather than hand out a guessable one.
                 Err(e) => {
@@ -141,6 +151,7 @@ impl SessionStore {
             (Some(role), Some(user)) => {
                 match self.sessions.login(role, &user, peer, Instant::now()) {
                     Ok((token, _)) => {
+                        self.trim.created();
                         let body = format!("welcome {user} ({})\n", role.name());
                         Response::ok("text/plain; charset=utf-8", body)
                             .with_cookie(SESSION_COOKIE, &token)
