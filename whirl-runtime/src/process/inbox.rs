@@ -38,6 +38,9 @@ use crate::sync::{spin_wait, AtomicBool, AtomicPtr, AtomicUsize, UnsafeCell};
 /// "next block being installed". Tiny under loom so that short model runs cross block
 /// boundaries.
 const LAP: usize = if cfg!(loom) { 4 } else { 32 };
+/// How many slots ahead of the one it wrote a producer asks for the cache line it will write
+/// (see [`prefetch_for_write`]).
+const PREFETCH_AHEAD: usize = 4;
 /// The position in a lap that says a producer is installing the next block.
 const INSTALLING: usize = LAP - 1;
 /// Messages in the largest block.
@@ -169,6 +172,30 @@ impl<T> Block<T> {
             }
         }
     }
+}
+
+/// Asks the CPU for the cache line at `p`, in a state that allows writing, ahead of a write.
+/// `p` may dangle by then: nothing is read or written through it.
+///
+/// Why: the slots a producer writes were last read by the consumer, on another core (a
+/// block is recycled once consumed, and a consumer that keeps up reads each slot just after
+/// it is written). Each first store to such a line waits for the line to come back, and the
+/// producer's next compare-exchange on the tail waits for that store: perf put three
+/// quarters of `push` on that compare-exchange. Asking for the line a few slots early
+/// overlaps the transfer with the producer's other work: a stream from one thread to one
+/// process went from 0.55-0.71 s to 0.39-0.47 s per 10 M messages (`bench-compare --one
+/// whirl counting`, alternating runs), level with two OS threads on a crossbeam channel.
+#[inline(always)]
+fn prefetch_for_write<T>(p: *const T) {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: a prefetch is a hint: it never faults and reads or writes nothing, whatever the
+    // address. (I11)
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+        _mm_prefetch::<_MM_HINT_ET0>(p.cast::<i8>());
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    let _ = p;
 }
 
 struct Head<T> {
@@ -313,11 +340,20 @@ impl<T> Inbox<T> {
                     // SAFETY: as above, `block` is live and the slot at `offset` (below its
                     // capacity) is reserved for this producer alone until `written` is set.
                     // (I11)
-                    unsafe {
+                    let ahead = unsafe {
                         let slot = Block::slot(block, offset);
                         slot.value.with_mut(|p| p.write(MaybeUninit::new(value)));
                         slot.meta.with_mut(|p| p.write(meta));
+                        // Found before `written` is set (until then the block cannot be
+                        // recycled, so the slot further on is inside a live allocation), asked
+                        // for after (the hint then never delays the message).
+                        let ahead = (offset + PREFETCH_AHEAD < cap)
+                            .then(|| Block::slot_ptr(block, offset + PREFETCH_AHEAD));
                         slot.written.store(true, Release);
+                        ahead
+                    };
+                    if let Some(ahead) = ahead {
+                        prefetch_for_write(ahead);
                     }
                     if !next_block.is_null() {
                         self.recycle(next_block);
