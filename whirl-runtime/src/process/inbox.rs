@@ -312,7 +312,16 @@ impl<T> Inbox<T> {
             let last = offset + 1 == cap;
             if last {
                 // Kept across retries; the next lap's capacity depends on which lap this is.
-                let next = self.block_of(&mut next_block, lap_cap(tail + LAP));
+                let next_cap = lap_cap(tail + LAP);
+                let next = self.block_of(&mut next_block, next_cap);
+                // The slots the prefetch below never reaches, ahead of the first writes there.
+                for i in [0, PREFETCH_AHEAD - 1] {
+                    if i < next_cap {
+                        // SAFETY: `next` is this producer's own unpublished block of `next_cap`
+                        // slots. (I11)
+                        prefetch_for_write(unsafe { Block::slot_ptr(next, i) });
+                    }
+                }
                 next_block = next;
             }
             // Reserving the last slot also moves the index to the lap's INSTALLING position.
