@@ -74,6 +74,17 @@ impl Certificate {
 }
 
 /// A server on the shipped `iris.toml`, serving HTTPS.
+/// Reads until the server closes the connection (a reset counts as closed), failing on any
+/// byte received or any other error; `when` completes "the server did not close ...".
+fn expect_closed_silently(reader: &mut impl Read, when: &str) {
+    let mut rest = Vec::new();
+    match reader.read_to_end(&mut rest) {
+        Ok(_) => assert!(rest.is_empty(), "unexpected bytes: {rest:?}"),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+        Err(e) => panic!("the server did not close {when}: {e}"),
+    }
+}
+
 fn https_server(certificate: &Certificate) -> TestServer {
     let mut options = demo_options();
     options.tls = Some(certificate.server());
@@ -95,12 +106,7 @@ fn https_serves_two_requests_on_one_keep_alive_connection() {
     // The client's close_notify is an end of stream: the server closes too.
     client.stream.conn.send_close_notify();
     client.stream.flush().expect("the close_notify goes out");
-    let mut rest = Vec::new();
-    match client.stream.read_to_end(&mut rest) {
-        Ok(_) => assert!(rest.is_empty(), "unexpected bytes: {rest:?}"),
-        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
-        Err(e) => panic!("the server did not close after close_notify: {e}"),
-    }
+    expect_closed_silently(&mut client.stream, "after close_notify");
     server.wait_for_baseline();
     server.stop();
 }
@@ -187,12 +193,10 @@ fn a_stalled_handshake_is_closed_by_the_handshake_timeout() {
     tcp.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
     tcp.write_all(&hello[..hello.len() / 2])
         .expect("half a ClientHello");
-    let mut answer = Vec::new();
-    match tcp.read_to_end(&mut answer) {
-        Ok(_) => assert!(answer.is_empty(), "unexpected bytes: {answer:?}"),
-        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
-        Err(e) => panic!("the stalled handshake was not closed within {IO_TIMEOUT:?}: {e}"),
-    }
+    expect_closed_silently(
+        &mut tcp,
+        &format!("for the stalled handshake within {IO_TIMEOUT:?}"),
+    );
     server.wait_for_baseline();
     server.stop();
 }
