@@ -400,8 +400,11 @@ impl<T> Inbox<T> {
     }
 
     /// Whether any message was pushed beyond `position`. Safe to call from any thread.
+    ///
+    /// `SeqCst`: the token holder's read in the store-buffering pattern of
+    /// `Mailbox::release` (on x86 and AArch64 the same instruction as an acquire load).
     pub(crate) fn has_messages_past(&self, position: usize) -> bool {
-        position != self.tail_index.load(Acquire)
+        position != self.tail_index.load(SeqCst)
     }
 
     /// Removes the oldest message.

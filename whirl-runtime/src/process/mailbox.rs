@@ -304,7 +304,21 @@ impl<T> Mailbox<T> {
         // back, another thread may become the consumer.
         // SAFETY: the caller holds the token. (I9)
         let position = unsafe { self.inbox.read_position() };
-        self.state.fetch_and(!SCHEDULED, AcqRel);
+        // The holder's half of the store-buffering pattern with a post (see
+        // `take_token_after_push`): we write the state, then read the tail; the post writes the
+        // tail, then reads the state; one of us must see the other's write. Both of our
+        // accesses are `SeqCst` (the read in `has_messages_past`), and so is the post's
+        // reserving compare-exchange, while a post that reads the state after a `SeqCst` fence
+        // (the loom build's) is covered as well: by C++20's rules for the single order S
+        // ([atomics.order]/4.1-4.3), our read missing the post's tail puts it before the post's
+        // compare-exchange (or fence) in S, and the post's read missing our write puts that
+        // before our read-modify-write, which precedes our read: a cycle. So no fence here; on
+        // x86 the read-modify-write is a locked instruction and the `SeqCst` load a plain load,
+        // where the fence was a second locked instruction at the end of every turn. loom
+        // models `SeqCst` accesses as acquire and release ones, so under loom the fence stays,
+        // which is stronger and which the models check.
+        self.state.fetch_and(!SCHEDULED, SeqCst);
+        #[cfg(loom)]
         fence(SeqCst);
         // A stale position only causes a spurious (harmless) reschedule or a failed re-take.
         let pending = self.inbox.has_messages_past(position) || self.kill_requested();
