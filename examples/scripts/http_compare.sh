@@ -21,7 +21,9 @@
 # `--no-predicates`, `iris` the configuration as shipped, with admission control, which sheds
 # only when a group misses its response-time target: its non-2xx answers are counted). wrk runs on the same
 # machine (-t2, one thread for one connection). RSS is read from /proc/PID/status (VmRSS)
-# halfway through the 1,000-connection run, summed over nginx's master and workers.
+# halfway through the 1,000-connection run, summed over nginx's master and workers. Context
+# switches per request are the server's (all its threads, nginx's workers) during each wrk run,
+# divided by the requests wrk completed: a request that crosses threads costs wake-ups.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -153,6 +155,15 @@ rss_kb() {
     echo "$total"
 }
 
+# Context switches (voluntary and not) of server $1 so far: every thread of the process, and
+# for nginx of its workers too.
+switches() {
+    local pid=${PID[$1]} p
+    for p in $pid $(pgrep -P "$pid" || true); do
+        cat /proc/"$p"/task/*/status 2>/dev/null || true
+    done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ {n += $2} END {print n + 0}'
+}
+
 # wrk's latency (`123.45us`, `1.20ms`, `2.00s`) in ms.
 to_ms() {
     awk -v v="$1" 'BEGIN {
@@ -172,6 +183,8 @@ run() {
         (sleep "$(awk -v d="$DURATION" 'BEGIN {print d / 2}')"; rss_kb "$s" >"$TMP/rss") &
         rss_pid=$!
     fi
+    local before
+    before=$(switches "$s")
     out=$(wrk -t"$threads" -c"$c" -d"${DURATION}s" --latency "$url" 2>&1) || {
         echo "error: wrk failed against $s:" >&2; echo "$out" >&2; exit 1; }
     if [ -n "$rss_pid" ]; then wait "$rss_pid"; rss=$(cat "$TMP/rss"); fi
@@ -187,7 +200,10 @@ run() {
     [ -n "$reqs" ] || { echo "error: no Requests/sec from wrk against $s:" >&2; echo "$out" >&2; exit 1; }
     local frac
     frac=$(awk -v n="${non2xx:-0}" -v t="${total:-1}" 'BEGIN {printf "%.4f", (t > 0 ? n / t : 0)}')
-    echo "$reqs $p99 $frac $rss" >>"$TMP/results/$s.$test"
+    local per_request
+    per_request=$(awk -v a="$before" -v b="$(switches "$s")" -v t="${total:-0}" \
+        'BEGIN {printf "%.3f", (t > 0 ? (b - a) / t : 0)}')
+    echo "$reqs $p99 $frac $rss $per_request" >>"$TMP/results/$s.$test"
     printf '  round %d  %-8s %-9s %10.0f req/s  p99 %8.2f ms%s%s\n' "$round" "$s" "$test" "$reqs" "$p99" \
         "$( [ "${non2xx:-0}" != 0 ] && echo "  non-2xx ${non2xx}/${total}" )" \
         "$( [ -n "$errors" ] && echo "  ($(echo "$errors" | sed 's/^ *//'))" )"
@@ -248,6 +264,11 @@ for t in "${tests[@]}"; do
     printf '%-22s' "  non-2xx"
     for s in "${servers[@]}"; do
         printf '%-26s' "$(awk '{print $3 * 100}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f%%", v[int((NR+1)/2)]}')"
+    done
+    echo
+    printf '%-22s' "  switches/request"
+    for s in "${servers[@]}"; do
+        printf '%-26s' "$(awk '{print $5}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]}')"
     done
     echo
     if [ "$c" -ge 1000 ]; then
