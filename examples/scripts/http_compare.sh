@@ -23,7 +23,9 @@
 # machine (-t2, one thread for one connection). RSS is read from /proc/PID/status (VmRSS)
 # halfway through the 1,000-connection run, summed over nginx's master and workers. Context
 # switches per request are the server's (all its threads, nginx's workers) during each wrk run,
-# divided by the requests wrk completed: a request that crosses threads costs wake-ups.
+# divided by the requests wrk completed: a request that crosses threads costs wake-ups. CPU
+# time per request is the server's user and system time during the run (/proc/PID/stat, in
+# clock ticks of 1/CLK_TCK s) over the same requests.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -164,6 +166,17 @@ switches() {
     done | awk '/^(voluntary|nonvoluntary)_ctxt_switches:/ {n += $2} END {print n + 0}'
 }
 
+# CPU time (user and system) server $1 has used so far, in clock ticks: the process (all its
+# threads), and for nginx its workers too.
+cpu_ticks() {
+    local pid=${PID[$1]} p
+    for p in $pid $(pgrep -P "$pid" || true); do
+        # Fields 14 and 15 of /proc/PID/stat, counted after the command name's closing paren.
+        sed 's/.*) //' /proc/"$p"/stat 2>/dev/null || true
+    done | awk '{n += $12 + $13} END {print n + 0}'
+}
+TICKS_PER_SECOND=$(getconf CLK_TCK)
+
 # wrk's latency (`123.45us`, `1.20ms`, `2.00s`) in ms.
 to_ms() {
     awk -v v="$1" 'BEGIN {
@@ -183,8 +196,9 @@ run() {
         (sleep "$(awk -v d="$DURATION" 'BEGIN {print d / 2}')"; rss_kb "$s" >"$TMP/rss") &
         rss_pid=$!
     fi
-    local before
+    local before ticks_before
     before=$(switches "$s")
+    ticks_before=$(cpu_ticks "$s")
     out=$(wrk -t"$threads" -c"$c" -d"${DURATION}s" --latency "$url" 2>&1) || {
         echo "error: wrk failed against $s:" >&2; echo "$out" >&2; exit 1; }
     if [ -n "$rss_pid" ]; then wait "$rss_pid"; rss=$(cat "$TMP/rss"); fi
@@ -203,7 +217,10 @@ run() {
     local per_request
     per_request=$(awk -v a="$before" -v b="$(switches "$s")" -v t="${total:-0}" \
         'BEGIN {printf "%.3f", (t > 0 ? (b - a) / t : 0)}')
-    echo "$reqs $p99 $frac $rss $per_request" >>"$TMP/results/$s.$test"
+    local cpu_us
+    cpu_us=$(awk -v a="$ticks_before" -v b="$(cpu_ticks "$s")" -v t="${total:-0}" -v hz="$TICKS_PER_SECOND" \
+        'BEGIN {printf "%.2f", (t > 0 ? (b - a) * 1e6 / hz / t : 0)}')
+    echo "$reqs $p99 $frac $rss $per_request $cpu_us" >>"$TMP/results/$s.$test"
     printf '  round %d  %-8s %-9s %10.0f req/s  p99 %8.2f ms%s%s\n' "$round" "$s" "$test" "$reqs" "$p99" \
         "$( [ "${non2xx:-0}" != 0 ] && echo "  non-2xx ${non2xx}/${total}" )" \
         "$( [ -n "$errors" ] && echo "  ($(echo "$errors" | sed 's/^ *//'))" )"
@@ -264,6 +281,11 @@ for t in "${tests[@]}"; do
     printf '%-22s' "  non-2xx"
     for s in "${servers[@]}"; do
         printf '%-26s' "$(awk '{print $3 * 100}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f%%", v[int((NR+1)/2)]}')"
+    done
+    echo
+    printf '%-22s' "  CPU us/request"
+    for s in "${servers[@]}"; do
+        printf '%-26s' "$(awk '{print $6}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]}')"
     done
     echo
     printf '%-22s' "  switches/request"
