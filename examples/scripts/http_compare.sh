@@ -258,6 +258,19 @@ stat() {
 median() { stat "$@" | cut -d' ' -f1; }
 cell() { local m lo hi; read -r m lo hi < <(stat "$@"); printf '%s (%s-%s)' "$m" "$lo" "$hi"; }
 
+# A row labelled $1 for test $2: for every server, the middle value over the rounds (the lower
+# of the two middle ones for an even count) of the awk expression $3 of its results' columns,
+# printed with format $4.
+middle_row() {
+    local label=$1 t=$2 expr=$3 format=$4 s
+    printf '%-22s' "$label"
+    for s in "${servers[@]}"; do
+        printf '%-26s' "$(awk "{print $expr}" "$TMP/results/$s.$t" | sort -g |
+            awk -v f="$format" '{v[NR]=$1} END {printf f, v[int((NR+1)/2)]}')"
+    done
+    echo
+}
+
 echo
 echo "## medians (min-max) of $ROUNDS round(s) of ${DURATION}s; wrk -t2 keep-alive; $(nproc) cores"
 printf '%-22s' "test"
@@ -273,26 +286,10 @@ for t in "${tests[@]}"; do
         for s in "${servers[@]}"; do printf '%-26s' "$(cell "$TMP/results/$s.$t" 1 1.048576)"; done
         echo
     fi
-    printf '%-22s' "  p99 ms"
-    for s in "${servers[@]}"; do
-        printf '%-26s' "$(awk '{print $2}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]}')"
-    done
-    echo
-    printf '%-22s' "  non-2xx"
-    for s in "${servers[@]}"; do
-        printf '%-26s' "$(awk '{print $3 * 100}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f%%", v[int((NR+1)/2)]}')"
-    done
-    echo
-    printf '%-22s' "  CPU us/request"
-    for s in "${servers[@]}"; do
-        printf '%-26s' "$(awk '{print $6}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]}')"
-    done
-    echo
-    printf '%-22s' "  switches/request"
-    for s in "${servers[@]}"; do
-        printf '%-26s' "$(awk '{print $5}' "$TMP/results/$s.$t" | sort -g | awk '{v[NR]=$1} END {printf "%.2f", v[int((NR+1)/2)]}')"
-    done
-    echo
+    middle_row "  p99 ms" "$t" '$2' "%.2f"
+    middle_row "  non-2xx" "$t" '$3 * 100' "%.2f%%"
+    middle_row "  CPU us/request" "$t" '$6' "%.2f"
+    middle_row "  switches/request" "$t" '$5' "%.2f"
     if [ "$c" -ge 1000 ]; then
         printf '%-22s' "  RSS MB"
         for s in "${servers[@]}"; do printf '%-26s' "$(cell "$TMP/results/$s.$t" 4 0.001024)"; done
