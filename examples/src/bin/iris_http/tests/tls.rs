@@ -73,7 +73,6 @@ impl Certificate {
     }
 }
 
-/// A server on the shipped `iris.toml`, serving HTTPS.
 /// Reads until the server closes the connection (a reset counts as closed), failing on any
 /// byte received or any other error; `when` completes "the server did not close ...".
 fn expect_closed_silently(reader: &mut impl Read, when: &str) {
@@ -85,6 +84,7 @@ fn expect_closed_silently(reader: &mut impl Read, when: &str) {
     }
 }
 
+/// A server on the shipped `iris.toml`, serving HTTPS.
 fn https_server(certificate: &Certificate) -> TestServer {
     let mut options = demo_options();
     options.tls = Some(certificate.server());
