@@ -5,7 +5,10 @@
 //! reach the same mutable memory (invariant I8 in ARCHITECTURE.md). [`Message`] is `Isolated`
 //! data with a cost; [`SharesState`] marks the paper's section VI-C exception, confined to a
 //! group that declares it; [`SharedClient`] holds a thread-safe client of an external system
-//! with a stated reason. [`Reply`] is what a handler may answer with.
+//! with a stated reason. [`Reply`] is what a handler may answer with. Both traits are
+//! implemented for the standard library's owned types and, each behind a feature named after
+//! its crate, for the data types of the crates services use most (uuid, chrono, http...);
+//! `surface.rs` pins down, at compile time, which types are `Isolated` and which are not.
 //!
 //! Layer 0: uses nothing else in the crate. Each runtime type that may be posted (an address,
 //! a principal, a failure) carries its own `unsafe impl Isolated` next to its definition, with
@@ -13,8 +16,11 @@
 
 mod allow;
 mod client;
+mod foreign;
 mod isolated;
 mod reply;
+#[cfg(test)]
+mod surface;
 
 #[doc(hidden)]
 pub use allow::allow_shared;
