@@ -9,7 +9,7 @@ use syn::{
     ItemImpl, PatType, Receiver, ReturnType, Type,
 };
 
-use crate::attr::{self, MessageAttrs, ProcessOptions, Role};
+use crate::attr::{self, MessageAttrs, ProcessOptions, Role, Trust};
 use crate::errors::Errors;
 
 /// Which derive is running.
@@ -78,6 +78,24 @@ pub struct Field<'a> {
     pub ty: &'a Type,
     /// `#[shared]`: exempt from the isolation check (process state with `shares_state` only).
     pub shared: Option<&'a Attribute>,
+    /// `#[isolated(trust = "why")]`: the type is trusted to be plain data, unchecked.
+    pub trust: Option<Trust>,
+}
+
+impl Field<'_> {
+    /// Whether the field's type is a `PhantomData<..>` marker (by its last path segment). Its
+    /// type parameters then need no `Isolated` bound of their own: the impl is bounded by the
+    /// field's type being `Isolated` instead, which is sound whatever the name resolves to.
+    pub fn is_marker(&self) -> bool {
+        match self.ty {
+            Type::Path(p) => p
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "PhantomData"),
+            _ => false,
+        }
+    }
 }
 
 impl<'a> Data<'a> {
@@ -89,13 +107,13 @@ impl<'a> Data<'a> {
         errors: &mut Errors,
     ) -> Data<'a> {
         let shape = match &input.data {
-            SynData::Struct(s) => Shape::Struct(fields(&s.fields)),
+            SynData::Struct(s) => Shape::Struct(fields(&s.fields, errors)),
             SynData::Enum(e) => Shape::Enum(
                 e.variants
                     .iter()
                     .map(|v| Variant {
                         original: v,
-                        fields: fields(&v.fields),
+                        fields: fields(&v.fields, errors),
                         message: MessageAttrs::parse(&v.attrs, errors),
                     })
                     .collect(),
@@ -123,13 +141,14 @@ impl<'a> Data<'a> {
     }
 }
 
-fn fields(fields: &Fields) -> Vec<Field<'_>> {
+fn fields<'a>(fields: &'a Fields, errors: &mut Errors) -> Vec<Field<'a>> {
     fields
         .iter()
         .map(|f| Field {
             original: f,
             ty: &f.ty,
             shared: attr::shared(&f.attrs),
+            trust: attr::trust(&f.attrs, errors),
         })
         .collect()
 }

@@ -1,5 +1,5 @@
-//! whirl's own attributes: `#[process(...)]` options, `#[message(...)]`, `#[shared]`, and the
-//! method roles `#[handle]`, `#[started]`, `#[terminated]`.
+//! whirl's own attributes: `#[process(...)]` options, `#[message(...)]`, `#[shared]`,
+//! `#[isolated(trust = "...")]`, and the method roles `#[handle]`, `#[started]`, `#[terminated]`.
 //!
 //! The first step of parsing (phase 1): `ast` reads items with it. Uses only `errors`.
 
@@ -193,6 +193,62 @@ impl MessageAttrs {
         }
         parsed
     }
+}
+
+/// `#[isolated(trust = "why")]` on a field: the field's type is taken to be plain data without
+/// the `Isolated` check, for a reason the user states.
+pub struct Trust {
+    /// The attribute, for spans.
+    pub attr: Attribute,
+    /// The reason, if one parsed.
+    pub reason: Option<LitStr>,
+}
+
+const TRUST_FORM: &str = "expected `#[isolated(trust = \"why this field's type holds no shared \
+     mutable state\")]`";
+
+/// Reads the `#[isolated(...)]` attributes among a field's `attrs`: the first becomes the
+/// field's [`Trust`]; a second one, or a malformed one, is reported.
+pub fn trust(attrs: &[Attribute], errors: &mut Errors) -> Option<Trust> {
+    let mut found: Option<Trust> = None;
+    for attr in isolated_attrs(attrs) {
+        if found.is_some() {
+            errors.spanned(attr, "`#[isolated(...)]` is given twice on this field");
+            continue;
+        }
+        let mut reason = None;
+        let result = match &attr.meta {
+            Meta::List(_) => attr.parse_nested_meta(|meta| {
+                if !meta.path.is_ident("trust") {
+                    return Err(meta.error(format_args!("unknown option; {TRUST_FORM}")));
+                }
+                if reason.is_some() {
+                    return Err(meta.error("`trust` is given twice"));
+                }
+                if !meta.input.peek(syn::Token![=]) {
+                    return Err(meta.error(format_args!("`trust` needs a reason; {TRUST_FORM}")));
+                }
+                reason = Some(meta.value()?.parse::<LitStr>()?);
+                Ok(())
+            }),
+            _ => Err(syn::Error::new_spanned(attr, TRUST_FORM)),
+        };
+        match result {
+            Ok(()) if reason.is_none() => errors.spanned(attr, TRUST_FORM),
+            Ok(()) => {}
+            Err(err) => errors.push(err),
+        }
+        found = Some(Trust {
+            attr: attr.clone(),
+            reason,
+        });
+    }
+    found
+}
+
+/// The `#[isolated(...)]` attributes among `attrs`.
+pub fn isolated_attrs(attrs: &[Attribute]) -> impl Iterator<Item = &Attribute> {
+    attrs.iter().filter(|a| a.path().is_ident("isolated"))
 }
 
 /// The `#[shared]` attribute of a field, if present.

@@ -47,10 +47,13 @@ fn isolated_impl(data: &Data) -> TokenStream {
     let where_clause = generics::where_clause(bounded, &checks.send_bounds);
     let ident = data.ident;
     let assertions = checks.assertions();
+    let doc = generics::FieldChecks::trust_doc(data).map(|doc| quote!(#[doc = #doc]));
     quote! {
         // SAFETY: every field is `Isolated` whenever the type parameters are: the function
-        // below asserts each field's type under exactly these bounds. So the value owns its
-        // data, shares it immutably, or holds process addresses. (I8)
+        // below asserts each field's type under exactly these bounds, except the fields the
+        // user trusted, with a reason, in `#[isolated(trust = "...")]` (listed in the doc). So
+        // the value owns its data, shares it immutably, or holds process addresses. (I8)
+        #doc
         #[automatically_derived]
         unsafe impl #impl_generics ::whirl::__private::Isolated for #ident #ty_generics #where_clause {}
         // An isolated value can be a handler's answer.
@@ -154,7 +157,11 @@ fn state(args: TokenStream, input: DeriveInput) -> TokenStream {
 
 /// The state type as written, without the attributes only `#[process]` understands.
 fn strip_state_attrs(mut input: DeriveInput) -> DeriveInput {
-    let keep = |a: &syn::Attribute| !a.path().is_ident("shared") && !a.path().is_ident("message");
+    let keep = |a: &syn::Attribute| {
+        !a.path().is_ident("shared")
+            && !a.path().is_ident("message")
+            && !a.path().is_ident("isolated")
+    };
     input.attrs.retain(keep);
     let fields: Vec<&mut syn::Fields> = match &mut input.data {
         syn::Data::Struct(s) => vec![&mut s.fields],
@@ -214,9 +221,12 @@ fn declare_state(data: &Data) -> TokenStream {
     // itself, unless it declares shared state.
     let isolated_impl = reason.is_none().then(|| {
         let send_where = generics::where_clause(bounded, &checks.send_bounds);
+        let doc = generics::FieldChecks::trust_doc(data).map(|doc| quote!(#[doc = #doc]));
         quote! {
             // SAFETY: every field is `Isolated` whenever the type parameters are, as asserted
-            // below under exactly these bounds. (I8)
+            // below under exactly these bounds, except the fields the user trusted, with a
+            // reason, in `#[isolated(trust = "...")]` (listed in the doc). (I8)
+            #doc
             #[automatically_derived]
             unsafe impl #bounded_impl_generics ::whirl::__private::Isolated for #ident #ty_generics #send_where {}
         }
@@ -380,7 +390,12 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             h.ident
         );
         Some(match reply_type(h) {
-            Some(reply) => quote!(#[doc = #doc] #name(#message, ::whirl::ReplyTo<#reply>),),
+            Some(reply) => {
+                // Spanned at the return type, so a return type that is no handler result is
+                // reported there.
+                let reply_to = quote_spanned!(output_span(h)=> ::whirl::ReplyTo<#reply>);
+                quote!(#[doc = #doc] #name(#message, #reply_to),)
+            }
             None => quote!(#[doc = #doc] #name(#message),),
         })
     });
@@ -391,7 +406,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     let dead_letter_arms = handlers.iter().filter_map(|h| {
         let name = variant(h);
         h.message()?;
-        let rest = h.answers().then(|| quote!(, _));
+        let rest = h.answers().then(|| quote_spanned!(output_span(h)=> , _));
         Some(quote! {
             // SAFETY: `msg` was held by this process's message enum, every variant of which
             // holds a `Message` (I8).
@@ -422,7 +437,9 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     // how the type is written). A non-system process never receives them.
     let down_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (variant(h), h.message()?);
-        let nobody = h.answers().then(|| quote!(, ::whirl::ReplyTo::__nobody()));
+        let nobody = h
+            .answers()
+            .then(|| quote_spanned!(output_span(h)=> , ::whirl::ReplyTo::__nobody()));
         Some(quote! {
             if let ::core::option::Option::Some(notice) =
                 ::whirl::__private::take_if::<#message>(&mut notice)
@@ -456,7 +473,7 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
     let handles_enum_where = generics::where_clause(generics, &message_bounds);
     let cost_arms = handlers.iter().filter_map(|h| {
         let (name, message) = (variant(h), h.message()?);
-        let rest = h.answers().then(|| quote!(, _));
+        let rest = h.answers().then(|| quote_spanned!(output_span(h)=> , _));
         Some(quote!(#enum_ident::#name(ref msg #rest) => <#message as ::whirl::__private::Message>::cost(msg),))
     });
 
@@ -481,16 +498,22 @@ fn implement_process(imp: &ProcessImpl) -> TokenStream {
             quote_spanned!(message.span()=> <#message as ::whirl::__private::Message>::cost(msg));
         let bypass = quote_spanned!(message.span()=>
             <#message as ::whirl::__private::Message>::BYPASSES_ADMISSION);
-        let nobody = h.answers().then(|| quote!(, ::whirl::ReplyTo::__nobody()));
+        let nobody = h
+            .answers()
+            .then(|| quote_spanned!(output_span(h)=> , ::whirl::ReplyTo::__nobody()));
         // A handler that answers: `ask` and `call` send the message with a handle its answer
         // goes back through.
         let answers = reply_type(h).map(|reply| {
             // Also bounded by the return type being a handler's output, under a binder: a
             // wrong one is reported once, at the handler.
+            // The answer's isolation is checked once, where the handler's result is answered
+            // (`answer`, spanned at the return type); here it only keeps the impl from
+            // applying, under a binder, so it is not reported again.
             let output = match h.output {
-                syn::ReturnType::Type(_, ty) => {
-                    quote!(for<'__whirl> #ty: ::whirl::__private::HandlerOutput)
-                }
+                syn::ReturnType::Type(_, ty) => quote_spanned! {ty.span()=>
+                    for<'__whirl> #ty: ::whirl::__private::HandlerOutput,
+                    for<'__whirl> #reply: ::whirl::__private::Isolated
+                },
                 syn::ReturnType::Default => quote!(),
             };
             let where_clause = generics::where_clause(
@@ -768,7 +791,9 @@ fn type_name(ty: &Type) -> String {
 fn dispatch_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStream {
     let name = handler.ident;
     let message = handler.message();
-    let reply = handler.answers().then(|| quote!(, reply));
+    let reply = handler
+        .answers()
+        .then(|| quote_spanned!(output_span(handler)=> , reply));
     let publish = quote!(ctx.__handling(::core::any::type_name::<#message>););
     if handler.is_async() {
         return async_arm(enum_ident, variant, handler);
@@ -794,7 +819,9 @@ fn dispatch_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenS
 fn async_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStream {
     let name = handler.ident;
     let message = handler.message();
-    let reply = handler.answers().then(|| quote!(, reply));
+    let reply = handler
+        .answers()
+        .then(|| quote_spanned!(output_span(handler)=> , reply));
     let ctx = handler
         .params
         .get(1)
@@ -823,6 +850,15 @@ fn async_arm(enum_ident: &Ident, variant: &Ident, handler: &Method) -> TokenStre
     })
 }
 
+/// Where a handler's return type is written: what mentions its answer is spanned there, so a
+/// return type that is no handler result is reported at it.
+fn output_span(handler: &Method) -> Span {
+    match handler.output {
+        syn::ReturnType::Type(_, ty) => ty.span(),
+        syn::ReturnType::Default => Span::call_site(),
+    }
+}
+
 /// The type a handler answers with, if it answers: what its return type carries.
 fn reply_type(handler: &Method) -> Option<TokenStream> {
     match handler.output {
@@ -841,7 +877,8 @@ fn handler_result(method: &Method, call: TokenStream) -> TokenStream {
         syn::ReturnType::Type(_, ty) if !method.returns_unit() => {
             let result = quote_spanned!(ty.span()=> result);
             let convert = if method.answers() {
-                quote!(::whirl::__private::answer(#result, reply))
+                // Spanned at the return type: a refused answer is reported there, once.
+                quote_spanned!(ty.span()=> ::whirl::__private::answer(#result, reply))
             } else {
                 quote!(::whirl::__private::into_handler_result(#result))
             };

@@ -47,7 +47,8 @@ pub fn mentions_ident(ty: &Type, ident: &Ident) -> bool {
 
 /// The generics of an `Isolated` impl and the per-field assertions that justify it.
 pub struct FieldChecks {
-    /// The type's generics with `Isolated` added to every type parameter.
+    /// The type's generics with `Isolated` added to every type parameter a checked field
+    /// mentions, `'static` to the others, and a bound per `PhantomData` marker field.
     pub generics: Generics,
     /// `for<'__whirl> Field: Send` for every field: the supertrait of `Isolated`, deferred by
     /// the binder so that a field that is not even `Send` is reported once, by its assertion.
@@ -62,6 +63,8 @@ pub struct FieldChecks {
 struct CheckedField {
     /// `field_name`, `field_0`, `field_Variant_name`.
     function: Ident,
+    /// Trusted with `#[isolated(trust = "...")]`: asserted `Send + 'static` only.
+    trusted: bool,
     /// Where the field is named (its identifier, or its type for a tuple field).
     name_span: Span,
     ty: Type,
@@ -70,8 +73,14 @@ struct CheckedField {
 impl FieldChecks {
     /// The checks for the fields of `data` that `include` accepts (process state leaves out
     /// `#[shared]` fields).
+    ///
+    /// Three kinds of field: a checked one is asserted `Isolated`, and its type parameters are
+    /// bounded `Isolated`; a `PhantomData<..>` marker bounds the impl by its own type being
+    /// `Isolated` (so `PhantomData<fn() -> T>` needs nothing of `T`, and `PhantomData<T>` only
+    /// `T: Send`); a trusted one (`#[isolated(trust = "why")]`) is only required to be `Send`
+    /// (asserted, or, if it mentions a type parameter, bounding the impl).
+    /// A type parameter that appears in no checked field needs only `'static`.
     pub fn new(data: &Data, include: impl Fn(&Field) -> bool, assume_self: bool) -> FieldChecks {
-        let generics = isolated_generics(data.generics);
         let (_, ty_generics, _) = data.generics.split_for_impl();
         let ident = data.ident;
         let self_ty: Type = syn::parse_quote!(#ident #ty_generics);
@@ -92,19 +101,53 @@ impl FieldChecks {
             }
             Shape::Union(_) => {}
         }
+        named.retain(|(_, f)| include(f));
+        let checked = |f: &Field| f.trust.is_none() && !f.is_marker();
+        let params: Vec<&Ident> = data
+            .generics
+            .type_params()
+            .map(|t| &t.ident)
+            .filter(|param| {
+                named
+                    .iter()
+                    .any(|(_, f)| checked(f) && mentions_param(f.ty, param))
+            })
+            .collect();
+        let mut generics = isolated_generics(data.generics, &params);
         let mut checks = FieldChecks {
-            generics,
+            generics: Generics::default(),
             send_bounds: Vec::new(),
             fields: Vec::new(),
             self_ty: self_ty.clone(),
             assume_self,
         };
-        for (name, field) in named.into_iter().filter(|(_, f)| include(f)) {
+        for (name, field) in named {
             let ty = replace_self(field.ty, &self_ty);
             let span = field.ty.span();
             checks
                 .send_bounds
                 .push(quote_spanned!(span=> for<'__whirl> #ty: ::core::marker::Send));
+            let mentions_any = data
+                .generics
+                .type_params()
+                .any(|t| mentions_param(field.ty, &t.ident));
+            if field.trust.is_some() && mentions_any {
+                // A trusted generic field (`Path<T>`) is `Send` for the arguments that make it
+                // so: the impl says which.
+                let bound = quote_spanned!(span=> #ty: ::core::marker::Send);
+                generics
+                    .make_where_clause()
+                    .predicates
+                    .push(syn::parse_quote!(#bound));
+            }
+            if field.is_marker() && field.trust.is_none() {
+                let bound = quote_spanned!(span=> #ty: ::whirl::__private::Isolated);
+                generics
+                    .make_where_clause()
+                    .predicates
+                    .push(syn::parse_quote!(#bound));
+                continue;
+            }
             let name_span = field
                 .original
                 .ident
@@ -112,11 +155,38 @@ impl FieldChecks {
                 .map_or_else(|| field.ty.span(), Ident::span);
             checks.fields.push(CheckedField {
                 function: format_ident!("field_{}", name),
+                trusted: field.trust.is_some(),
                 name_span,
                 ty,
             });
         }
+        checks.generics = generics;
         checks
+    }
+
+    /// The rustdoc text of the generated impl: which fields are trusted, and why.
+    pub fn trust_doc(data: &Data) -> Option<String> {
+        let trusted: Vec<String> = data
+            .fields()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let reason = f.trust.as_ref()?.reason.as_ref()?.value();
+                let name = f
+                    .original
+                    .ident
+                    .as_ref()
+                    .map_or_else(|| i.to_string(), ToString::to_string);
+                let ty = f.ty.to_token_stream().to_string();
+                Some(format!("* `{name}: {ty}`, trusted as plain data: {reason}"))
+            })
+            .collect();
+        (!trusted.is_empty()).then(|| {
+            format!(
+                "Every field is checked `Isolated` except these, marked \
+                 `#[isolated(trust = \"...\")]`:\n\n{}",
+                trusted.join("\n")
+            )
+        })
     }
 
     /// The assertions: one function per field, called in a function generic over the same
@@ -140,7 +210,11 @@ impl FieldChecks {
         let where_clause = where_clause(&self.generics, assumption.as_slice());
         let functions = self.fields.iter().map(|f| {
             let function = &f.function;
-            let bound = quote_spanned!(f.name_span=> ::whirl::__private::Isolated);
+            let bound = if f.trusted {
+                quote_spanned!(f.name_span=> ::core::marker::Send + 'static)
+            } else {
+                quote_spanned!(f.name_span=> ::whirl::__private::Isolated)
+            };
             quote! {
                 #[allow(non_snake_case)]
                 fn #function<__WhirlField: ?::core::marker::Sized + #bound>() {}
@@ -169,16 +243,52 @@ fn field_name(field: &Field, index: usize) -> String {
     }
 }
 
-/// `generics` with `::whirl::__private::Isolated` added to every type parameter's bounds.
-fn isolated_generics(generics: &Generics) -> Generics {
+/// `generics` with `::whirl::__private::Isolated` added to the bounds of the type parameters in
+/// `isolated`, and `'static` to the others (`Isolated` requires the whole type to be `'static`).
+fn isolated_generics(generics: &Generics, isolated: &[&Ident]) -> Generics {
     let mut generics = generics.clone();
     for param in &mut generics.params {
         if let GenericParam::Type(t) = param {
-            t.bounds
-                .push(syn::parse_quote!(::whirl::__private::Isolated));
+            if isolated.contains(&&t.ident) {
+                t.bounds
+                    .push(syn::parse_quote!(::whirl::__private::Isolated));
+            } else {
+                t.bounds.push(syn::parse_quote!('static));
+            }
         }
     }
     generics
+}
+
+/// Whether `ty` names the type parameter `param` anywhere (`T`, `Vec<T>`, `T::Item`); a macro
+/// in type position might, so it counts.
+fn mentions_param(ty: &Type, param: &Ident) -> bool {
+    struct Finder<'a> {
+        param: &'a Ident,
+        found: bool,
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            if path.leading_colon.is_none()
+                && path
+                    .segments
+                    .first()
+                    .is_some_and(|s| s.ident == *self.param)
+            {
+                self.found = true;
+            }
+            visit::visit_path(self, path);
+        }
+        fn visit_type_macro(&mut self, _: &'ast syn::TypeMacro) {
+            self.found = true;
+        }
+    }
+    let mut finder = Finder {
+        param,
+        found: false,
+    };
+    finder.visit_type(ty);
+    finder.found
 }
 
 /// `ty` with every `Self` replaced by `self_ty`, so that it can be named outside the impl.
@@ -232,11 +342,22 @@ mod tests {
 
     #[test]
     fn every_type_parameter_is_bounded_and_nothing_else() {
-        let generics: Generics = parse_quote!(<'a, T: Clone, const N: usize>);
-        let bounded = isolated_generics(&generics);
+        let generics: Generics = parse_quote!(<'a, T: Clone, U, const N: usize>);
+        let t: Ident = parse_quote!(T);
+        let bounded = isolated_generics(&generics, &[&t]);
         assert_eq!(
             normalized(&bounded),
-            "<'a,T:Clone+::whirl::__private::Isolated,constN:usize>"
+            "<'a,T:Clone+::whirl::__private::Isolated,U:'static,constN:usize>"
         );
+    }
+
+    #[test]
+    fn a_parameter_is_found_in_paths_and_projections_only() {
+        let t: Ident = parse_quote!(T);
+        assert!(mentions_param(&parse_quote!(Vec<T>), &t));
+        assert!(mentions_param(&parse_quote!(<T as Iterator>::Item), &t));
+        assert!(mentions_param(&parse_quote!(T::Item), &t));
+        assert!(!mentions_param(&parse_quote!(m::T), &t));
+        assert!(!mentions_param(&parse_quote!(Vec<U>), &t));
     }
 }

@@ -48,7 +48,7 @@ use syn::{parse_macro_input, DeriveInput};
 /// is a `u64` expression that may use `self`.
 ///
 /// [`Message::cost`]: https://docs.rs/whirl/latest/whirl/trait.Message.html#method.cost
-#[proc_macro_derive(Message, attributes(message, shared))]
+#[proc_macro_derive(Message, attributes(message, shared, isolated))]
 pub fn derive_message(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input, ast::Derive::Message)
@@ -58,7 +58,7 @@ pub fn derive_message(input: TokenStream) -> TokenStream {
 
 /// Derives `Isolated` for a plain data type used inside messages or process state, after
 /// checking that every field is `Isolated` too. Rejects what `#[derive(Message)]` rejects.
-#[proc_macro_derive(Isolated, attributes(shared))]
+#[proc_macro_derive(Isolated, attributes(shared, isolated))]
 pub fn derive_isolated(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     expand::derive(&input, ast::Derive::Isolated)

@@ -53,6 +53,27 @@ pub fn data(data: &Data, errors: &mut Errors) {
                 "`#[message(...)]` goes on the message type or on an enum variant, not on a field",
             );
         }
+        if let Some(trust) = &field.trust {
+            if let Some(reason) = trust
+                .reason
+                .as_ref()
+                .filter(|r| r.value().trim().is_empty())
+            {
+                errors.spanned(
+                    reason,
+                    "the reason cannot be empty: say why this field's type holds no shared \
+                     mutable state (it is owned data, or immutable once built)",
+                );
+            }
+            if field.shared.is_some() {
+                errors.spanned(
+                    &trust.attr,
+                    "a field is either `#[shared]` (state shared on purpose within a group) or \
+                     `#[isolated(trust = ...)]` (plain data the compiler cannot see into), not \
+                     both",
+                );
+            }
+        }
         let Some(shared) = field.shared else { continue };
         if attr::has_arguments(shared) {
             errors.spanned(shared, "`#[shared]` takes no arguments");
@@ -72,6 +93,21 @@ pub fn data(data: &Data, errors: &mut Errors) {
                 ),
             ),
         }
+    }
+    let variant_attrs = match &data.shape {
+        Shape::Enum(variants) => variants
+            .iter()
+            .flat_map(|v| attr::isolated_attrs(&v.original.attrs))
+            .collect(),
+        _ => Vec::new(),
+    };
+    for attr in attr::isolated_attrs(&data.original.attrs).chain(variant_attrs) {
+        errors.spanned(
+            attr,
+            "`#[isolated(trust = \"why\")]` goes on a field, so that every other field is still \
+             checked; to trust a whole type of your own, write \
+             `whirl::trust_isolated!(Type => \"why\");`",
+        );
     }
     if let Shape::Enum(variants) = &data.shape {
         for span in variants.iter().filter_map(|v| v.message.bypass_admission) {

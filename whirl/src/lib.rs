@@ -28,6 +28,15 @@
 //! * `tokio`: `async` handlers may await futures of tokio-based libraries; the runtime owns a
 //!   tokio runtime on its own threads (`Runtime::tokio_handle`). Off by default: without
 //!   it, whirl does not depend on tokio.
+//! * Data crates: [`Isolated`] and [`Reply`] for the owned data types of the crates services
+//!   use most, so a `Uuid` or a `DateTime<Utc>` goes into a message, a reply or a process's
+//!   state as it is. One feature per crate, named after it: `uuid`, `chrono`, `time`,
+//!   `serde_json`, `bytes`, `url`, `smallvec`, `indexmap`, `rust_decimal`, `http`, `ulid`,
+//!   `semver`, `compact_str`, `arrayvec`, `hashbrown`, `ordered-float`, `ipnet`, `smol_str`.
+//!   Generic containers are isolated when what they hold is (`HeaderMap<T>`,
+//!   `IndexMap<K, V, S>`, `SmallVec<A>`); `http::Request`, `http::Response` and
+//!   `http::Extensions` never are, since extensions hold any value, shared mutable state
+//!   included. Off by default.
 //!
 //! Everything else is always there. The repository's ARCHITECTURE.md maps the runtime's
 //! layers and the invariants the code relies on.
@@ -512,6 +521,42 @@
 //! *application* state, a cache or a counter, belongs in a process of its own. Trying to hold
 //! such a client directly is an error whose notes name `SharedClient`.
 //!
+//! # Data types from other crates
+//!
+//! The data types of the crates services use most are [`Isolated`] (and replies) behind a
+//! feature of whirl named after the crate: `uuid`, `chrono`, `time`, `serde_json`, `bytes`,
+//! `url`, `smallvec`, `indexmap`, `rust_decimal`, `http`, `ulid`, `semver`, `compact_str`,
+//! `arrayvec`, `hashbrown`, `ordered-float`, `ipnet`, `smol_str`. Turn on the ones you use
+//! (`whirl = { version = "0.1", features = ["uuid", "chrono"] }`) and hold their types in
+//! messages and state as you would a `String`. Their generic containers are isolated when
+//! their elements are, and what could share state stays refused: `http::Request` and
+//! `http::Response` carry `Extensions`, which may hold any `Send + Sync` value.
+//!
+//! For a plain data type no feature covers, trust it at the field, with the reason, in one
+//! line. Every other field is still checked, and the reason is shown in the type's
+//! documentation (on its `Isolated` impl):
+//!
+//! ```
+//! # use whirl::prelude::*;
+//! # mod geo { #[derive(Clone, Copy)] pub struct Point { pub lat: f64, pub lon: f64 } }
+//! #[derive(Message)]
+//! struct Locate {
+//!     #[isolated(trust = "geo::Point is two f64s: owned, Copy, no interior mutability")]
+//!     at: geo::Point,
+//!     user: String, // still checked
+//! }
+//! # let _ = Locate { at: geo::Point { lat: 0.0, lon: 0.0 }, user: String::new() };
+//! ```
+//!
+//! A trusted field must still be `Send`. For a whole type of your own crate that no derive can
+//! reach (code a build script generates), [`trust_isolated!`] says the same of the type.
+//!
+//! The two ways out say different things. `#[isolated(trust = "...")]` says *this data shares
+//! nothing*: the compiler cannot see it, the reason says why. [`SharedClient`] says *this is
+//! shared, on purpose*: a thread-safe client of an external system (a connection pool, an HTTP
+//! client) that many processes use at once. Wrapping plain data (a `Duration`) in a
+//! `SharedClient`, or trusting a pool at a field, compiles, and tells a reader the wrong thing.
+//!
 //! # The escape hatch: state shared on purpose
 //!
 //! Section VI-C of the Whirlwind paper describes a service that shared an in-memory database,
@@ -576,9 +621,22 @@
 //!   `post_every`), a principal's [`Estimate`](crate::admission::Estimate), supervisor child specs (initial state or
 //!   `fn` + isolated arguments, never a closure), dynamic start arguments, an acceptor's
 //!   [`Accept`](crate::net::Accept) handler.
-//! - The escape hatches are explicit and greppable: `unsafe impl Isolated`,
+//! - A [`Router`](crate::routing::Router) is `Isolated` and its strategy runs inside whichever
+//!   process posts through it, so a strategy is data too: `fn` pointers, and the `Isolated +
+//!   Sync` state of `Strategy::custom_with`, read only. Every public API that stores code and
+//!   is reachable from process state takes a `fn` pointer and `Isolated` data: child specs and
+//!   templates, router members and strategies, an acceptor's handler.
+//! - Data from other crates: the types of the crates behind whirl's data features (see "Data
+//!   types from other crates"), and nothing else unless trusted.
+//! - The escape hatches are explicit and greppable: `#[isolated(trust = "...")]` on a field and
+//!   `trust_isolated!` (plain data the compiler cannot see into), `unsafe impl Isolated`,
 //!   `unsafe impl Process`, `#[process(unsafe(shares_state = "..."))]`, and
 //!   `SharedClient::new(client, "...")`.
+//!
+//! **Not by types, and trusted**: what a `dyn Error` holds. A [`Failure`]'s causes are kept as
+//! text, but an owned `std::io::Error` is `Isolated` and may carry a custom payload (`io::Error::
+//! new(kind, payload)`) that a receiver could downcast; a payload holding shared mutable state
+//! would pass. Payloads are errors, made to be read; keep them plain.
 //!
 //! **When a process is spawned**: a process declared `unsafe(shares_state)` runs only in a
 //! group built with `shares_state`, and only in the group it names (otherwise it fails before
@@ -586,8 +644,10 @@
 //!
 //! **Not by types, by design**: observers and policies that are not process state may share
 //! state (metrics, test clocks and shared budgets need it): dead-letter sinks, supervisor event
-//! sinks, clocks, admission predicates, schedulers and controllers. They run outside any
-//! process's turn or as part of the runtime, and their docs say so.
+//! sinks, clocks, admission predicates, schedulers and controllers, and a watch's callback
+//! (`Addr::watch`, run once when the process ends). They are closures set up outside process
+//! state (a supervisor spec holds its sink and clock as [`SharedClient`]s, with the reason),
+//! they run outside any process's turn or as part of the runtime, and their docs say so.
 //!
 //! **By a whole-crate validator, `cargo whirl check`**: code reaches global state without any
 //! type showing it. A handler that bumps a `static HITS: AtomicU64`, appends to a `static LOG:
@@ -760,6 +820,58 @@ pub unsafe trait DeclaredProcess {
     const SHARES_STATE: Option<&'static str>;
 }
 
+/// Trusts a data type of your own crate to be [`Isolated`] (and a [`Reply`]), with a reason,
+/// where `#[derive(Isolated)]` cannot go: a type generated by a build script or another macro.
+///
+/// ```
+/// mod generated {
+///     // Stands in for code a build script writes (prost, bindgen...).
+///     pub struct Row { pub id: u64, pub name: String }
+///     pub struct Page<T> { pub rows: Vec<T> }
+/// }
+///
+/// whirl::trust_isolated!(generated::Row => "generated plain data: numbers and strings");
+/// whirl::trust_isolated!(impl<T> generated::Page<T> => "a page owns its rows");
+///
+/// fn crosses<T: whirl::Isolated>(_: &T) {}
+/// crosses(&generated::Page { rows: vec![generated::Row { id: 1, name: "a".into() }] });
+/// ```
+///
+/// It is the type-level form of `#[isolated(trust = "why")]`, which trusts one field and keeps
+/// every other field checked: prefer that wherever the type has a definition you can derive
+/// on. Each type parameter (`impl<T>`) is required to be `Isolated`. The reason is shown in
+/// the impl's documentation and must not be blank; the type must be `Send + 'static`. The
+/// orphan rule limits it to your own crate's types: a data type from another crate is trusted
+/// at the field that holds it, or covered by a whirl feature named after its crate.
+///
+/// Trusting a type that holds shared mutable state (a lock, a cell, an atomic, an `Rc`) breaks
+/// isolation, as an `unsafe impl` would: the reason is the promise.
+#[macro_export]
+macro_rules! trust_isolated {
+    (impl<$($param:ident),+ $(,)?> $ty:ty => $reason:literal $(,)?) => {
+        const _: () = ::core::assert!(
+            $crate::__private::reason_given($reason),
+            "trust_isolated!: the reason cannot be blank: say why the type holds no shared mutable state"
+        );
+        #[doc = ::core::concat!("Trusted as plain data (`whirl::trust_isolated!`): ", $reason)]
+        // SAFETY: the user states, with the reason above, that the type holds no shared mutable
+        // state when its parameters are isolated (I8).
+        unsafe impl<$($param: $crate::Isolated),+> $crate::Isolated for $ty {}
+        impl<$($param: $crate::Isolated),+> $crate::Reply for $ty {}
+    };
+    ($ty:ty => $reason:literal $(,)?) => {
+        const _: () = ::core::assert!(
+            $crate::__private::reason_given($reason),
+            "trust_isolated!: the reason cannot be blank: say why the type holds no shared mutable state"
+        );
+        #[doc = ::core::concat!("Trusted as plain data (`whirl::trust_isolated!`): ", $reason)]
+        // SAFETY: the user states, with the reason above, that the type holds no shared mutable
+        // state (I8).
+        unsafe impl $crate::Isolated for $ty {}
+        impl $crate::Reply for $ty {}
+    };
+}
+
 /// The names most programs need.
 ///
 /// `use whirl::prelude::*;` brings them into scope. Each is documented at its one path (the
@@ -811,6 +923,19 @@ pub mod __private {
     #[inline]
     pub const fn declared_system<P: crate::DeclaredProcess>() -> bool {
         P::SYSTEM
+    }
+
+    /// Whether `reason` has a character other than whitespace: a `trust_isolated!` reason must.
+    pub const fn reason_given(reason: &str) -> bool {
+        let bytes = reason.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !bytes[i].is_ascii_whitespace() {
+                return true;
+            }
+            i += 1;
+        }
+        false
     }
 
     /// Asserts a `#[process(system)]` process handles `Down`.

@@ -24,6 +24,11 @@ use super::Isolated;
 /// pool of connections to a database, where the database itself is the shared state). Shared
 /// *application* state (a cache, a counter, a table) belongs in a process of its own.
 ///
+/// It says *this is shared, on purpose*. Plain data that the compiler cannot see into (a data
+/// type of another crate that no whirl feature covers) is the other case, *this shares
+/// nothing*, and is said at the field with `#[isolated(trust = "why")]`: wrapping a
+/// `Duration` or a `geo::Point` here compiles, but tells every reader that it is shared.
+///
 /// ```
 /// use std::sync::{Arc, Mutex};
 /// use whirl::{Isolated, SharedClient};

@@ -174,9 +174,14 @@ impl<T> Future for Pending<T> {
 // must itself be isolated (invariant I8).
 unsafe impl<T: Isolated> Isolated for ReplyTo<T> {}
 
-/// What a handler or hook may return, and the answer it carries: `()` answers nothing,
+/// What a handler may return, and the answer it carries: `()` answers nothing,
 /// `Result<T, E>` answers `T` or fails the process with `E`, and a [`Reply`] answers itself.
 /// Used by the code `#[process]` generates.
+///
+/// The impl for `Result` asks nothing of `T` and `E`: [`answer`] does (`T: Isolated`,
+/// `E: Into<Failure>`). So a `Result` always selects that impl, and a refused answer is
+/// reported as the inner type that fails (`RwLock<u8>` in `Result<Vec<Arc<RwLock<u8>>>, _>`),
+/// not as a return type of the wrong shape.
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
     message = "a handler must return `()`, `Result<T, E>` where `E` converts into `Failure`, or a reply, not `{Self}`",
@@ -185,14 +190,17 @@ unsafe impl<T: Isolated> Isolated for ReplyTo<T> {}
 )]
 pub trait HandlerOutput {
     /// The answer.
-    type Reply: Isolated;
+    type Reply;
+    /// What fails the process.
+    type Error;
 
-    /// The answer, or the failure that terminates the process.
-    fn into_outcome(self) -> Result<Self::Reply, Failure>;
+    /// The answer, or the error that terminates the process.
+    fn into_outcome(self) -> Result<Self::Reply, Self::Error>;
 }
 
 impl HandlerOutput for () {
     type Reply = ();
+    type Error = Failure;
 
     #[inline]
     fn into_outcome(self) -> Result<(), Failure> {
@@ -200,17 +208,19 @@ impl HandlerOutput for () {
     }
 }
 
-impl<T: Isolated, E: Into<Failure>> HandlerOutput for Result<T, E> {
+impl<T, E> HandlerOutput for Result<T, E> {
     type Reply = T;
+    type Error = E;
 
     #[inline]
-    fn into_outcome(self) -> Result<T, Failure> {
-        self.map_err(Into::into)
+    fn into_outcome(self) -> Result<T, E> {
+        self
     }
 }
 
 impl<T: Reply> HandlerOutput for T {
     type Reply = T;
+    type Error = Failure;
 
     #[inline]
     fn into_outcome(self) -> Result<T, Failure> {
@@ -223,8 +233,12 @@ impl<T: Reply> HandlerOutput for T {
 /// the caller gets [`CallError::NoReply`].
 #[doc(hidden)]
 #[inline]
-pub fn answer<O: HandlerOutput>(output: O, reply: ReplyTo<O::Reply>) -> Result<(), Failure> {
-    let value = output.into_outcome()?;
+pub fn answer<O: HandlerOutput>(output: O, reply: ReplyTo<O::Reply>) -> Result<(), Failure>
+where
+    O::Reply: Isolated,
+    O::Error: Into<Failure>,
+{
+    let value = output.into_outcome().map_err(Into::into)?;
     if reply.slot.is_some() {
         // A caller that stopped waiting gets nothing; the handler's work is done either way.
         let _ = reply.send(value);

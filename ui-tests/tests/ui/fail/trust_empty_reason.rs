@@ -1,0 +1,14 @@
+//! A blank reason is no reason.
+use whirl::prelude::*;
+
+mod geo {
+    pub struct Point(pub f64, pub f64);
+}
+
+#[derive(Message)]
+struct Locate {
+    #[isolated(trust = "  ")]
+    at: geo::Point,
+}
+
+fn main() {}
