@@ -225,6 +225,28 @@ fn custom_strategy_chooses_from_the_message() {
     rt.shutdown_graceful();
 }
 
+#[test]
+fn custom_strategy_with_state_reads_it_in_every_poster() {
+    let rt = Runtime::new();
+    let sink = rt.spawn(Sink { seen: vec![] });
+    // Keys 0..3 to members 2, 0, 1: a table the strategy reads, shared immutably.
+    let router = Router::builder(rt.default_group(), worker, ())
+        .strategy(Strategy::custom_with(
+            vec![2usize, 0, 1],
+            |table, job: &Job, _members| table[(job.key % 3) as usize],
+        ))
+        .members(3)
+        .start();
+    for seq in 0..30 {
+        router.post(job(seq, seq, &sink)).unwrap();
+    }
+    let seen = wait_for_count(&sink, 30);
+    for (member, key, _) in seen {
+        assert_eq!(member, [2, 0, 1][(key % 3) as usize]);
+    }
+    rt.shutdown_graceful();
+}
+
 /// Which member each key went to, from a sink's record.
 fn owners(seen: &[(usize, u64, u64)]) -> HashMap<u64, HashSet<usize>> {
     let mut owners: HashMap<u64, HashSet<usize>> = HashMap::new();

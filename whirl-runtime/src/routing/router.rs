@@ -264,8 +264,9 @@ impl<P: Handles<M>, M: Message> fmt::Debug for Router<P, M> {
 // SAFETY: a router is a set of process addresses and the runtime's bookkeeping about them (the
 // slot table, buffers of messages that move in and out whole, counters), all behind its own
 // locks and atomics; like an `Addr`, it grants no access to any process's state. The only
-// code it holds is the strategy's (`Fn + Send + Sync`, called by posters) and nothing in it is
-// reachable as mutable state from a process. (I8)
+// code it holds is the strategy's, called by posters: `fn` pointers, which capture nothing,
+// and the `Isolated + Sync` state of `Strategy::custom_with`, read only (`strategy.rs`), so no
+// poster can write memory another reaches through it. (I8)
 unsafe impl<P: Handles<M>, M: Message> Isolated for Router<P, M> {}
 
 /// Why a router could not take a command.

@@ -6,7 +6,13 @@
 //! `RandomState`), broadcast (every member gets a clone), consistent hashing (a ring with
 //! virtual nodes: a key stays on its member while the member count stays, and when a member
 //! is added or removed only the keys of the ring's arcs that change hands, about 1/n of them,
-//! move), and custom (a closure of the message and the members).
+//! move), and custom (a function of the message and the members).
+//!
+//! A strategy is data, like a child spec: its code is a `fn` pointer, and whatever else it
+//! reads is `Isolated` and shared immutably (`Strategy::custom_with`). A router travels between
+//! processes and its strategy runs inside whichever process posts, so a closure capturing a
+//! `Arc<Mutex<_>>` would let every poster write the same memory; a `fn` pointer captures
+//! nothing, and `Isolated + Sync` state cannot be written through a shared reference.
 
 use std::cell::Cell;
 use std::collections::hash_map::{DefaultHasher, RandomState};
@@ -14,6 +20,8 @@ use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+use crate::isolation::Isolated;
 
 /// Virtual nodes per member on the hash ring, unless
 /// [`Strategy::consistent_hash_with`] says otherwise: enough that each member owns close to
@@ -33,7 +41,25 @@ type ChooseFn<M> = Box<dyn Fn(&M, &Members<'_>) -> usize + Send + Sync>;
 /// let first_live = Strategy::custom(|_job: &Job, members| {
 ///     (0..members.len()).find(|&i| !members.is_restarting(i)).unwrap_or(0)
 /// });
-/// # let _ = (by_customer, everyone, first_live);
+/// // State the choice reads: `Isolated` data, shared immutably by every poster.
+/// let by_tier = Strategy::custom_with(vec![0usize, 0, 1], |tiers, job: &Job, members| {
+///     tiers[(job.customer % 3) as usize] % members.len()
+/// });
+/// # let _ = (by_customer, everyone, first_live, by_tier);
+/// ```
+///
+/// The functions are `fn` pointers, so a closure that captures is refused: pass what it would
+/// capture as the state of [`custom_with`](Strategy::custom_with).
+///
+/// ```compile_fail
+/// use std::sync::{Arc, Mutex};
+/// use whirl::routing::Strategy;
+/// # struct Job { customer: u64 }
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let _ = Strategy::custom(move |job: &Job, _| { // error: expected fn pointer, found closure
+///     seen.lock().unwrap().push(job.customer);
+///     0
+/// });
 /// ```
 pub struct Strategy<M> {
     pub(super) kind: Kind<M>,
@@ -69,16 +95,19 @@ impl<M> Strategy<M> {
     /// newer). Resizing moves only the keys on the arcs of the ring that change hands (about
     /// 1/n of them). Growing hands those keys to the new member at once: messages of a moving
     /// key still queued on its old member may be handled after newer ones on the new member.
-    pub fn consistent_hash<K: Hash>(key: impl Fn(&M) -> K + Send + Sync + 'static) -> Self {
+    pub fn consistent_hash<K: Hash + 'static>(key: fn(&M) -> K) -> Self
+    where
+        M: 'static,
+    {
         Self::consistent_hash_with(DEFAULT_VIRTUAL_NODES, key)
     }
 
     /// [`consistent_hash`](Self::consistent_hash) with `virtual_nodes` points per member on
     /// the ring (at least 1): more points, a more even spread, a larger ring.
-    pub fn consistent_hash_with<K: Hash>(
-        virtual_nodes: usize,
-        key: impl Fn(&M) -> K + Send + Sync + 'static,
-    ) -> Self {
+    pub fn consistent_hash_with<K: Hash + 'static>(virtual_nodes: usize, key: fn(&M) -> K) -> Self
+    where
+        M: 'static,
+    {
         Strategy {
             kind: Kind::ConsistentHash {
                 key: Box::new(move |msg| {
@@ -94,9 +123,27 @@ impl<M> Strategy<M> {
     /// The member `choose` returns an index of (taken modulo the member count). It sees the
     /// message and the [`Members`]; a message whose member is restarting waits in that
     /// member's buffer.
-    pub fn custom(choose: impl Fn(&M, &Members<'_>) -> usize + Send + Sync + 'static) -> Self {
+    pub fn custom(choose: fn(&M, &Members<'_>) -> usize) -> Self
+    where
+        M: 'static,
+    {
         Strategy {
             kind: Kind::Custom(Box::new(choose)),
+        }
+    }
+
+    /// [`custom`](Self::custom) with state the choice reads: a table of weights, a list of
+    /// tiers. `state` is [`Isolated`] and `Sync`, so every process posting through the router
+    /// reads it and none can change it.
+    pub fn custom_with<S: Isolated + Sync>(
+        state: S,
+        choose: fn(&S, &M, &Members<'_>) -> usize,
+    ) -> Self
+    where
+        M: 'static,
+    {
+        Strategy {
+            kind: Kind::Custom(Box::new(move |msg, members| choose(&state, msg, members))),
         }
     }
 
@@ -141,7 +188,7 @@ impl<M> fmt::Debug for Strategy<M> {
     }
 }
 
-/// What a [`Strategy::custom`] closure sees of the members: how many there are, and which are
+/// What a [`Strategy::custom`] function sees of the members: how many there are, and which are
 /// restarting (dead, with their replacement not yet started: a message chosen for one waits
 /// in its buffer).
 pub struct Members<'a> {
