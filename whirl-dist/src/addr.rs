@@ -50,6 +50,13 @@ impl<M> Clone for RemoteAddr<M> {
     }
 }
 
+// SAFETY: an address, like `whirl::Addr`: it reaches only this node's routing state and the
+// link to the process's node (self-synchronising bookkeeping of whirl-dist, never a process's
+// state), and what it sends is `M`, which `Remote` requires to be a message. Holding one in a
+// process's state or a message shares no mutable memory between processes. (I8)
+unsafe impl<M: 'static> whirl::Isolated for RemoteAddr<M> where RemoteAddr<M>: Send {}
+impl<M: 'static> whirl::Reply for RemoteAddr<M> where RemoteAddr<M>: Send {}
+
 impl<M> fmt::Debug for RemoteAddr<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use whirl::admission::QueueLength;
 use whirl::prelude::*;
 use whirl_dist::{
-    BounceReason, DistCounts, Node, NodeConfig, NodeEvent, NodeId, Pid, Remote, RemoteCallError,
-    RemotePostError, Request,
+    BounceReason, DistCounts, Node, NodeConfig, NodeEvent, NodeId, Pid, Remote, RemoteAddr,
+    RemoteCallError, RemotePostError, Request,
 };
 use zenoh::Wait;
 
@@ -173,6 +173,56 @@ fn posts_and_asks_cross_nodes_in_order() {
     assert_eq!(cb.delivered, 5_002);
     assert_eq!(cb.bounced, 0);
     assert_eq!(ca.returned + ca.in_doubt + cb.malformed, 0);
+    runtime.shutdown_graceful();
+    a.shutdown().expect("a shuts down");
+    b.shutdown().expect("b shuts down");
+}
+
+/// A process that forwards deposits to a remote account: a `RemoteAddr` in process state.
+#[process]
+struct Forwarder {
+    to: Option<RemoteAddr<Deposit>>,
+}
+
+/// A remote address travels in a message like any other address.
+#[derive(Message)]
+struct Target(RemoteAddr<Deposit>);
+
+#[process]
+impl Forwarder {
+    #[handle]
+    fn target(&mut self, Target(to): Target) {
+        self.to = Some(to);
+    }
+
+    #[handle]
+    fn deposit(&mut self, d: Deposit) -> Result<(), Failure> {
+        let to = self.to.as_ref().ok_or_else(|| Failure::new("no target"))?;
+        to.post(d).map_err(|e| Failure::new(format!("{e:?}")))
+    }
+}
+
+#[test]
+fn a_remote_address_lives_in_process_state_and_messages() {
+    let (a, b, _) = pair(|c| c);
+    let runtime = Runtime::new();
+    let account = runtime.spawn(account());
+    let pid = export(&b, &account);
+    let forwarder = runtime.spawn(Forwarder { to: None });
+    forwarder.post(Target(a.remote::<Deposit>(pid))).unwrap();
+    for seq in 0..10 {
+        forwarder
+            .post(Deposit {
+                from: 7,
+                seq,
+                cents: 3,
+            })
+            .unwrap();
+    }
+    let balance = a.remote::<Balance>(pid);
+    wait_for("the forwarded deposits", || {
+        matches!(balance.call(Balance, DEADLINE), Ok((30, _)))
+    });
     runtime.shutdown_graceful();
     a.shutdown().expect("a shuts down");
     b.shutdown().expect("b shuts down");

@@ -14,6 +14,10 @@
 //!   `UdpSocket`, Unix sockets, `OwnedFd`, a `Child` and its pipes: moving one moves the
 //!   only handle (whatever the kernel shares beyond it is outside the program's memory);
 //! * **code without data**: `fn` pointers, including higher-ranked ones (`fn(&str) -> usize`);
+//! * **owned results and errors**: a thread's `JoinHandle<T>` of an isolated `T`, an owned
+//!   `std::io::Error`;
+//! * **the data types of other crates**, each behind a feature named after its crate (the
+//!   `foreign` module lists them);
 //! * **processes**: [`Addr`], [`Recipient`], and the one-shot [`ReplyTo`];
 //! * **clients of external systems** wrapped, on purpose and with a reason, in
 //!   [`SharedClient`].
@@ -35,6 +39,11 @@
 //!   (a connection pool, an HTTP client, a runtime handle) that is internally shared and
 //!   thread-safe by contract, including types from other crates, which `#[derive(Isolated)]`
 //!   cannot reach and the orphan rule keeps from an `unsafe impl`.
+//! * `#[isolated(trust = "why")]` on a field of a derived type (or of process state) whose type
+//!   is plain data the compiler cannot see into: a data type of another crate that no whirl
+//!   feature covers. Only that field is trusted (it must still be `Send`); the reason shows in
+//!   the type's documentation. `whirl::trust_isolated!(Type => "why")` says the same of a
+//!   whole type of your own crate that no derive can reach (generated code).
 //! * `unsafe impl Isolated for MyType {}` for a type of your own that the derive cannot see
 //!   through. The `unsafe` is the promise.
 //! * `#[process(unsafe(shares_state = "why"))]` with `#[shared]` fields, for the paper's section VI-C
@@ -105,11 +114,10 @@ use std::time::{Duration, Instant, SystemTime};
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot cross a process boundary: it is not `Isolated`",
-    label = "`{Self}` could share mutable state between processes",
-    note = "messages and process state may hold only owned data, immutable shared data (`Arc<T>`, `&'static T`) or process addresses (`Addr<P>`)",
-    note = "own the data instead (move or clone it), share it immutably (`Arc<T>` of a `T` without interior mutability), or keep the mutable state in a process of its own and pass its `Addr`",
-    note = "a type of your own that holds only such data needs `#[derive(Isolated)]`, or `#[derive(Message)]` if it is a message",
-    note = "a client of an external system that is thread-safe by contract (a connection pool, an HTTP client; from any crate) is held as `whirl::SharedClient::new(client, \"why it may be shared\")`"
+    label = "`{Self}` is not known to be owned data, immutable shared data or a process address",
+    note = "messages and process state may hold only owned data, immutable shared data (`Arc<T>`, `&'static T`) or process addresses (`Addr<P>`); a type of your own that holds only such data derives `Isolated` (or `Message` for a message)",
+    note = "a data type from another crate: if whirl has a feature named after that crate (uuid, chrono, time, serde_json, bytes, url, smallvec, indexmap, rust_decimal, http, ulid, semver, compact_str, arrayvec, hashbrown, ordered-float, ipnet, smol_str), enabling it covers the crate's plain data types: `whirl = {{ features = [\"uuid\"] }}` (what a feature leaves refused may hold shared state, as its docs say); other plain data is trusted at the field, in one line: `#[isolated(trust = \"why it holds no shared mutable state\")]`",
+    note = "shared mutable state (a lock, a cell, an atomic, `Rc`, a channel) cannot be shared: keep it in a process of its own and pass its `Addr`; a client of an external system that is thread-safe by contract (a connection pool, an HTTP client) is held as `whirl::SharedClient::new(client, \"why it may be shared\")`"
 )]
 pub unsafe trait Isolated: Send + 'static {}
 
@@ -353,6 +361,18 @@ unsafe impl<T: Isolated> Isolated for RangeTo<T> {}
 // SAFETY: as above. (I8)
 unsafe impl<T: Isolated> Isolated for RangeToInclusive<T> {}
 
+// SAFETY: the handle is the only way to the thread's result, which moves out of it whole when
+// joined: the result must be isolated, since it crosses from the thread into the process that
+// joins. The thread itself is not a process and shares nothing through the handle. (I8)
+unsafe impl<T: Isolated> Isolated for std::thread::JoinHandle<T> {}
+
+// SAFETY: an `io::Error` owns what it holds: an OS error code, a kind with a static message, or
+// a boxed custom payload (`Box<dyn Error + Send + Sync>`) that only this value reaches; moving
+// the error moves the box. What a custom payload holds is beyond types, like any `dyn Error`:
+// see "What whirl checks, and what it cannot". (I8)
+#[diagnostic::do_not_recommend]
+unsafe impl Isolated for std::io::Error {}
+
 // SAFETY: a zero-sized marker holds no data at all; `Send` is required by the supertrait. (I8)
 unsafe impl<T: ?Sized + 'static> Isolated for PhantomData<T> where PhantomData<T>: Send {}
 // SAFETY: a hasher builder for `H` holds no data. (I8)
@@ -372,14 +392,12 @@ where
 {
 }
 
-/// `unsafe impl Isolated` for tuples of isolated values (`do_not_recommend`, like the plain
-/// types: an error about a tuple field names the tuple, and the list of isolated types stays
-/// readable).
+/// `unsafe impl Isolated` for tuples of isolated values. Not `do_not_recommend`: an error about
+/// a tuple then names the element that is not isolated (`Rc<u8>` in `(String, Rc<u8>)`).
 macro_rules! isolated_tuples {
     ($( ($($name:ident),+) )*) => {
         // SAFETY: a tuple owns its fields; it is isolated when each of them is. (I8)
         $(
-            #[diagnostic::do_not_recommend]
             unsafe impl<$($name: Isolated),+> Isolated for ($($name,)+) {}
         )*
     };

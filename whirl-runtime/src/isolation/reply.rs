@@ -62,7 +62,7 @@ reply! {
     IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6,
     Ordering, std::convert::Infallible, std::any::TypeId,
     std::fs::File, std::fs::Metadata, std::net::TcpStream, std::net::TcpListener,
-    std::net::UdpSocket,
+    std::net::UdpSocket, std::io::Error,
 }
 
 impl<T: ?Sized + Isolated> Reply for Box<T> {}
@@ -75,6 +75,7 @@ impl<K: Isolated, V: Isolated> Reply for BTreeMap<K, V> {}
 impl<T: Isolated, S: Isolated> Reply for HashSet<T, S> {}
 impl<K: Isolated, V: Isolated, S: Isolated> Reply for HashMap<K, V, S> {}
 impl<T: Isolated> Reply for Option<T> {}
+impl<T: Isolated> Reply for std::thread::JoinHandle<T> {}
 impl<T: Isolated, const N: usize> Reply for [T; N] {}
 impl<T: Isolated> Reply for Reverse<T> {}
 impl<T: Isolated> Reply for Wrapping<T> {}
@@ -92,7 +93,6 @@ where
 macro_rules! reply_tuples {
     ($( ($($name:ident),+) )*) => {
         $(
-            #[diagnostic::do_not_recommend]
             impl<$($name: Isolated),+> Reply for ($($name,)+) {}
         )*
     };
