@@ -73,11 +73,11 @@ where
     /// Starts building a router whose members run in `group`. Member `index` is built by
     /// `start(index, &args)`, for the first incarnation and for every restart (the index is
     /// the member's position, stable across its restarts).
-    pub fn builder<A: Isolated>(
-        group: &Group,
-        start: fn(usize, &A) -> P,
-        args: A,
-    ) -> RouterBuilder<P, M> {
+    // One line, so that rustc's note on a capturing closure shows `args` beside `start`.
+    pub fn builder<A>(group: &Group, start: fn(usize, &A) -> P, args: A) -> RouterBuilder<P, M>
+    where
+        A: Isolated,
+    {
         RouterBuilder {
             group: group.clone(),
             factory: Box::new(move |index| start(index, &args)),

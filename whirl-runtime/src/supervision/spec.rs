@@ -277,11 +277,13 @@ impl ChildSpec {
     ///                                     // types if they do not capture any variables
     /// });
     /// ```
-    pub fn worker_with<A: Isolated + Clone, P: Process>(
-        id: impl Into<String>,
-        args: A,
-        start: fn(A) -> P,
-    ) -> Self {
+    // One line, so that rustc's note on a capturing closure ("associated function defined
+    // here") shows `args` beside `start`: captured values go through `args`.
+    pub fn worker_with<A, P>(id: impl Into<String>, args: A, start: fn(A) -> P) -> Self
+    where
+        A: Isolated + Clone,
+        P: Process,
+    {
         ChildSpec::new(id, ChildKind::Worker, Box::new(Apply { args, start }))
     }
 
