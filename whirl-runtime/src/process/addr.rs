@@ -101,10 +101,33 @@ impl<P: Process> Addr<P> {
         P: Handles<M>,
         M: Message,
     {
-        let cell = &*self.cell;
-        if cell.mailbox.is_closed() || (cell.group.kernel.is_closing() && !on_worker_thread()) {
+        if self.closed_to_caller() {
             return self.post_closed(msg, principal, wrap);
         }
+        self.post_open(msg, principal, wrap)
+    }
+
+    /// Whether a post from this thread cannot go into this cell: it has terminated or moved
+    /// on, or the runtime is closing and the caller is outside it.
+    #[inline]
+    fn closed_to_caller(&self) -> bool {
+        let cell = &*self.cell;
+        cell.mailbox.is_closed() || (cell.group.kernel.is_closing() && !on_worker_thread())
+    }
+
+    /// `post` to a cell found open: admission, then delivery.
+    #[inline]
+    fn post_open<M>(
+        &self,
+        msg: M,
+        principal: Option<&Principal>,
+        wrap: impl FnOnce(M) -> P::Message,
+    ) -> Result<(), PostError<M>>
+    where
+        P: Handles<M>,
+        M: Message,
+    {
+        let cell = &*self.cell;
         let cost = P::cost(&msg);
         let admission = match <P as Handles<M>>::BYPASSES_ADMISSION {
             true => None,
@@ -133,7 +156,9 @@ impl<P: Process> Addr<P> {
     }
 
     /// `post` to a closed cell: on to where the process moved, if it moved to another group
-    /// (what was queued here is passed on first, so this sender's order holds), else back.
+    /// (what was queued in each cell passed is passed on first, so this sender's order holds),
+    /// else back. A loop, not a recursion: an address taken before thousands of moves walks
+    /// as many cells, in constant stack.
     #[cold]
     #[inline(never)]
     fn post_closed<M>(
@@ -146,9 +171,15 @@ impl<P: Process> Addr<P> {
         P: Handles<M>,
         M: Message,
     {
-        match self.cell.settle_moved() {
-            Some(next) => Addr::from_cell(next).post_with(msg, principal, wrap),
-            None => Err(PostError::Terminated(msg)),
+        let mut at = self.clone();
+        loop {
+            match at.cell.settle_moved() {
+                Some(next) => at = Addr::from_cell(next),
+                None => return Err(PostError::Terminated(msg)),
+            }
+            if !at.closed_to_caller() {
+                return at.post_open(msg, principal, wrap);
+            }
         }
     }
 

@@ -189,7 +189,11 @@ impl<P: Process> ProcessCell<P> {
         let mut control = self.control().lock();
         if control.moved_to.is_some() {
             drop(control);
-            if let Some(next) = self.moved_to() {
+            // Where the process is now (in a loop: it may have moved thousands of times).
+            if let Some(mut next) = self.moved_to() {
+                while let Some(after) = next.moved_to() {
+                    next = after;
+                }
                 next.add_watcher(watcher);
             }
             return;
@@ -229,9 +233,14 @@ impl<P: Process> ProcessCell<P> {
         let mut control = self.control().lock();
         if control.moved_to.is_some() {
             drop(control);
-            return self
-                .moved_to()
-                .is_some_and(|next| next.remove_watcher(watcher));
+            // Where the process is now (in a loop: it may have moved thousands of times).
+            let Some(mut next) = self.moved_to() else {
+                return false;
+            };
+            while let Some(after) = next.moved_to() {
+                next = after;
+            }
+            return next.remove_watcher(watcher);
         }
         let before = control.watchers.len();
         control.watchers.retain(|w| !Weak::ptr_eq(w, watcher));

@@ -72,16 +72,20 @@ impl<P: Process> Addr<P> {
         &self,
         receiver: impl FnOnce(HandedOver<P>) + Send + 'static,
     ) -> Result<(), HandOverError> {
-        let cell = self.cell();
-        {
+        let mut cell = Arc::clone(self.cell());
+        loop {
             let mut control = cell.control().lock();
             if control.moved_to.is_some() {
-                // The process moved to another group: the request goes after it.
+                // The process moved to another group: the request goes after it (in a loop:
+                // a stale address may be thousands of moves behind).
                 drop(control);
-                return match cell.forwarded() {
-                    Some(next) => Addr::from_cell(next).hand_over(receiver),
-                    None => Err(HandOverError::Ending),
-                };
+                match cell.forwarded() {
+                    Some(next) => {
+                        cell = next;
+                        continue;
+                    }
+                    None => return Err(HandOverError::Ending),
+                }
             }
             if control.exit.is_some() || control.pending_kill.is_some() {
                 return Err(HandOverError::Ending);
@@ -92,6 +96,7 @@ impl<P: Process> Addr<P> {
             // As for a kill: counted before the token is requested, consumed by the turn
             // that acts on it.
             cell.group.counters.add(Event::Activated, 1);
+            break;
         }
         let after = cell.mailbox.request_kill();
         cell.after_token_attempt(after);
@@ -112,12 +117,13 @@ impl<P: Process> Addr<P> {
         P: crate::Handles<M>,
         M: crate::Message,
     {
-        let cell = self.cell();
-        if cell.mailbox.is_closed() {
-            return match cell.settle_moved() {
-                Some(next) => Addr::from_cell(next).post_moved(msg),
-                None => Err(crate::PostError::Terminated(msg)),
-            };
+        let mut cell = Arc::clone(self.cell());
+        // Following the moves in a loop: a stale address may be thousands of cells behind.
+        while cell.mailbox.is_closed() {
+            match cell.settle_moved() {
+                Some(next) => cell = next,
+                None => return Err(crate::PostError::Terminated(msg)),
+            }
         }
         let meta = observe::stamp(P::cost(&msg));
         cell.deliver(P::into_message(msg), meta);

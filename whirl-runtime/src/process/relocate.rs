@@ -36,6 +36,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use super::addr::Addr;
+use super::mailbox::AfterPush;
 use super::model::{Ctx, Process, ProcessCell};
 use crate::control::Event;
 use crate::group::{observe, Group, GroupShared, MoveError, Task};
@@ -97,6 +98,28 @@ impl<P: Process> ProcessCell<P> {
     /// Records a move request; `true` if a turn must act on it (`false`: already there, or
     /// the request went on to the cell the process has moved to).
     fn record_move(self: &Arc<Self>, to: &Arc<GroupShared>) -> Result<bool, MoveError> {
+        let mut cell = Arc::clone(self);
+        // Following the moves in a loop: a stale address may be thousands of cells behind.
+        loop {
+            match cell.record_move_here(to)? {
+                Recorded::Here(asked) => {
+                    if Arc::ptr_eq(&cell, self) {
+                        return Ok(asked);
+                    }
+                    if asked {
+                        let after = cell.mailbox.request_kill();
+                        cell.after_token_attempt(after);
+                    }
+                    return Ok(false);
+                }
+                Recorded::MovedTo(next) => cell = next,
+            }
+        }
+    }
+
+    /// [`record_move`](Self::record_move) for this cell only: recorded here (`true` if a turn
+    /// must act on it), or the cell the process moved to, where the request goes instead.
+    fn record_move_here(self: &Arc<Self>, to: &Arc<GroupShared>) -> Result<Recorded<P>, MoveError> {
         if !Arc::ptr_eq(&to.kernel, &self.group.kernel) {
             return Err(MoveError::OtherRuntime(to.name.clone()));
         }
@@ -113,10 +136,7 @@ impl<P: Process> ProcessCell<P> {
         if control.moved_to.is_some() {
             drop(control);
             return match self.forwarded() {
-                Some(next) => {
-                    next.ask_to_move(to)?;
-                    Ok(false)
-                }
+                Some(next) => Ok(Recorded::MovedTo(next)),
                 None => Err(MoveError::Ending),
             };
         }
@@ -128,14 +148,14 @@ impl<P: Process> ProcessCell<P> {
             if control.move_request.take().is_some() {
                 self.group.counters.add(Event::Deactivated, 1);
             }
-            return Ok(false);
+            return Ok(Recorded::Here(false));
         }
         if control.move_request.replace(Arc::clone(to)).is_none() {
             // Counted before the token is requested, like a kill, so that a quiescence check
             // never misses it; consumed by the turn that moves the process.
             self.group.counters.add(Event::Activated, 1);
         }
-        Ok(true)
+        Ok(Recorded::Here(true))
     }
 
     /// Whether a move was requested (read by the turn after an async handler completes, when
@@ -265,23 +285,76 @@ impl<P: Process> ProcessCell<P> {
     /// here, `posted` there, no admission check (it was accepted once, and refusing it now
     /// would have nobody to give it back to).
     fn pass_on(&self, next: &Arc<ProcessCell<P>>, msg: P::Message, meta: u32) {
+        let after = self.hand_on(next, msg, meta);
+        next.after_token_attempt(after);
+    }
+
+    /// [`pass_on`](Self::pass_on) up to the push: what to do about `next`'s token is left to
+    /// the caller.
+    fn hand_on(&self, next: &ProcessCell<P>, msg: P::Message, meta: u32) -> AfterPush {
         if meta != observe::UNOBSERVED && self.group.observes() {
             // It leaves this group unhandled: a predicate counting what is in flight hears of
             // it as of a dead letter.
             observe::dead_lettered(&self.group, self.principal.as_ref(), meta);
         }
         self.group.counters.add(Event::Moved, 1);
-        next.deliver(msg, meta);
+        next.group.counters.add(Event::Posted, 1);
+        next.mailbox.push(msg, meta)
     }
 
     /// For a moved cell whose token the caller holds: passes every queued message on to
     /// `next` and releases the token (repeating while producers slip messages in).
+    ///
+    /// `next` may have moved on too (or ended): then whoever pushes into it must pass its
+    /// queue on in turn, and so on down the chain of cells. That is a loop here, not a
+    /// recursion through the push, so the chain may be as long as the moves were many.
     pub(super) fn forward_queue(&self, next: &Arc<ProcessCell<P>>) {
+        if !self.forward_queue_once(next) {
+            return;
+        }
+        // We hold the token of `cell`, a closed mailbox.
+        let mut cell = Arc::clone(next);
+        while let Some(after) = cell.moved_to() {
+            if !cell.forward_queue_once(&after) {
+                return;
+            }
+            cell = after;
+        }
+        // It ended: what we passed on goes where its late messages go.
+        cell.drain_after_exit();
+    }
+
+    /// One step of [`forward_queue`](Self::forward_queue): drains this closed mailbox (the
+    /// caller holds its token) into `next` and releases the token. Returns `true` if the
+    /// caller now holds `next`'s token, which it must then drain in turn: `next` is closed
+    /// (it moved on, or ended) and holds some of the messages passed on.
+    fn forward_queue_once(&self, next: &Arc<ProcessCell<P>>) -> bool {
+        let mut holding = false;
         // SAFETY: callers hold the token of a closed mailbox. (I9)
         unsafe {
-            self.mailbox
-                .drain_closed(|msg, meta| self.pass_on(next, msg, meta))
+            self.mailbox.drain_closed(|msg, meta| {
+                let after = self.hand_on(next, msg, meta);
+                if holding {
+                    // Ours: the message waits for our drain of `next`, after those before it.
+                    return;
+                }
+                match after {
+                    // Closed, and we took its token.
+                    AfterPush::Drain => holding = true,
+                    // Moved on, and another thread holds its token (passing its queue on):
+                    // the message may still be there. Wait for the token (its holders only
+                    // pass messages on, down the chain, never back), then drain it ourselves.
+                    AfterPush::Moved => {
+                        while !next.mailbox.try_take() {
+                            std::thread::yield_now();
+                        }
+                        holding = true;
+                    }
+                    AfterPush::Nothing | AfterPush::Schedule => next.after_token_attempt(after),
+                }
+            })
         };
+        holding
     }
 
     /// A producer's message may sit in this moved cell's inbox while another thread holds its
@@ -326,14 +399,64 @@ impl<P: Process> ProcessCell<P> {
         if !self.mailbox.is_closed() {
             return false;
         }
-        match self.moved_to() {
-            Some(next) => next.has_terminated(),
-            // Closed is not yet ended: the `terminated` hook may still be running. Ended is
-            // when the exit is recorded, the moment its watchers are taken to be told: a watch
-            // added from then on runs at once.
-            None => self
-                .control_if_any()
-                .is_some_and(|control| control.lock().exit.is_some()),
+        let Some(mut cell) = self.moved_to() else {
+            return self.exit_recorded();
+        };
+        loop {
+            if !cell.mailbox.is_closed() {
+                return false;
+            }
+            match cell.moved_to() {
+                Some(next) => cell = next,
+                None => return cell.exit_recorded(),
+            }
         }
+    }
+
+    /// For a closed cell the process did not move on from: whether its end is recorded.
+    /// Closed is not yet ended: the `terminated` hook may still be running. Ended is when the
+    /// exit is recorded, the moment its watchers are taken to be told: a watch added from then
+    /// on runs at once.
+    fn exit_recorded(&self) -> bool {
+        self.control_if_any()
+            .is_some_and(|control| control.lock().exit.is_some())
+    }
+}
+
+/// Where [`ProcessCell::record_move_here`] left a move request.
+enum Recorded<P: Process> {
+    /// Recorded in this cell: `true` if a turn must act on it.
+    Here(bool),
+    /// The process moved on to this cell: the request goes there.
+    MovedTo(Arc<ProcessCell<P>>),
+}
+
+/// Each cell a process moved from holds the next one (`Control::moved_to`), so a process that
+/// moved N times leaves a chain of N cells, the first held by addresses taken before the moves
+/// (the process itself keeps them all alive through `moved_from` until it ends). Dropped the
+/// plain way, each cell's drop would drop the next from inside its own: N nested drops, which
+/// overflow the stack for a few thousand moves. This unlinks the chain and drops it one cell at
+/// a time instead.
+impl<P: Process> Drop for ProcessCell<P> {
+    fn drop(&mut self) {
+        let mut next = self.take_moved_to();
+        while let Some(cell) = next {
+            // The last holder of the next cell: unlink what follows it before it goes, so its
+            // own drop has nothing to recurse into. Otherwise someone else still holds it and
+            // the chain stops here for now.
+            next = Arc::into_inner(cell).and_then(|mut cell| cell.take_moved_to());
+        }
+    }
+}
+
+impl<P: Process> ProcessCell<P> {
+    /// Takes the cell this one forwards to, if any (for the drop above: the lock is not
+    /// contended, the cell being ours alone).
+    fn take_moved_to(&mut self) -> Option<Arc<ProcessCell<P>>> {
+        let moved_to = self.control_if_any()?.lock().moved_to.take()?;
+        moved_to
+            .downcast::<Arc<ProcessCell<P>>>()
+            .ok()
+            .map(|boxed| *boxed)
     }
 }

@@ -528,15 +528,20 @@ impl<P: Process> Runnable for ProcessCell<P> {
     }
 
     fn kill(self: Arc<Self>, reason: ExitReason) {
-        {
-            let mut control = self.control().lock();
+        let mut cell = self;
+        loop {
+            let mut control = cell.control().lock();
             if control.moved_to.is_some() {
                 drop(control);
-                // The process moved to another group: the request goes after it.
-                if let Some(next) = self.forwarded() {
-                    next.kill(reason);
+                // The process moved to another group: the request goes after it (in a loop:
+                // a stale address may be thousands of moves behind).
+                match cell.forwarded() {
+                    Some(next) => {
+                        cell = next;
+                        continue;
+                    }
+                    None => return,
                 }
-                return;
             }
             if control.exit.is_some() || control.pending_kill.is_some() {
                 return;
@@ -544,10 +549,11 @@ impl<P: Process> Runnable for ProcessCell<P> {
             control.pending_kill = Some(reason);
             // Counted before the token is requested, so that a quiescence check never misses
             // the kill; consumed (and counted as a deactivation) by the turn that acts on it.
-            self.group.counters.add(Event::Activated, 1);
+            cell.group.counters.add(Event::Activated, 1);
+            break;
         }
-        let after = self.mailbox.request_kill();
-        self.after_token_attempt(after);
+        let after = cell.mailbox.request_kill();
+        cell.after_token_attempt(after);
     }
 }
 
