@@ -779,3 +779,24 @@ mod tests {
         assert!(due[due.len() - 1]);
     }
 }
+
+// SAFETY: the statistics snapshots are plain data copied out of the runtime's counters:
+// numbers, durations, times, names, and vectors of the same; nothing in them is shared with the
+// runtime once taken. A process may answer with one (a status page's backend). (I8)
+unsafe impl crate::isolation::Isolated for RuntimeStats {}
+impl crate::isolation::Reply for RuntimeStats {}
+// SAFETY: as above. (I8)
+unsafe impl crate::isolation::Isolated for GroupStats {}
+impl crate::isolation::Reply for GroupStats {}
+// SAFETY: as above. (I8)
+unsafe impl crate::isolation::Isolated for LatencySummary {}
+impl crate::isolation::Reply for LatencySummary {}
+// SAFETY: as above. (I8)
+unsafe impl crate::isolation::Isolated for PrincipalCounts {}
+impl crate::isolation::Reply for PrincipalCounts {}
+// SAFETY: as above. (I8)
+unsafe impl crate::isolation::Isolated for SlowTurn {}
+impl crate::isolation::Reply for SlowTurn {}
+// SAFETY: as above. (I8)
+unsafe impl crate::isolation::Isolated for CpuBudgetStats {}
+impl crate::isolation::Reply for CpuBudgetStats {}

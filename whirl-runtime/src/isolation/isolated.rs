@@ -217,6 +217,19 @@ isolated! {
     IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6, Shutdown,
     Ordering, std::convert::Infallible, std::any::TypeId, std::thread::ThreadId,
     std::io::ErrorKind, RandomState, std::hash::DefaultHasher,
+    std::process::ExitCode, std::alloc::Layout, std::num::FpCategory, std::num::IntErrorKind,
+}
+
+// SAFETY: the standard library's error values for parsing, conversion and formatting: a kind,
+// a position, or the owned input that failed. None holds a reference or interior mutability. (I8)
+isolated! {
+    std::num::ParseIntError, std::num::ParseFloatError, std::num::TryFromIntError,
+    std::str::Utf8Error, std::str::ParseBoolError, std::string::FromUtf8Error,
+    std::string::FromUtf16Error, std::char::ParseCharError, std::char::CharTryFromError,
+    std::net::AddrParseError, std::time::SystemTimeError, std::time::TryFromFloatSecsError,
+    std::array::TryFromSliceError, std::fmt::Error, std::env::VarError, std::ffi::NulError,
+    std::ffi::IntoStringError, std::ffi::FromBytesWithNulError, std::alloc::LayoutError,
+    std::sync::mpsc::RecvError, std::sync::mpsc::TryRecvError, std::sync::mpsc::RecvTimeoutError,
 }
 
 // SAFETY: owned handles on operating-system objects. Moving one moves the program's only handle

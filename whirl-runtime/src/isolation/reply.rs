@@ -62,7 +62,13 @@ reply! {
     IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6,
     Ordering, std::convert::Infallible, std::any::TypeId,
     std::fs::File, std::fs::Metadata, std::net::TcpStream, std::net::TcpListener,
-    std::net::UdpSocket, std::io::Error,
+    std::net::UdpSocket, std::io::Error, std::process::ExitCode, std::alloc::Layout,
+    std::num::ParseIntError, std::num::ParseFloatError, std::num::TryFromIntError,
+    std::str::Utf8Error, std::str::ParseBoolError, std::string::FromUtf8Error,
+    std::string::FromUtf16Error, std::char::ParseCharError, std::char::CharTryFromError,
+    std::net::AddrParseError, std::time::SystemTimeError, std::time::TryFromFloatSecsError,
+    std::array::TryFromSliceError, std::fmt::Error, std::env::VarError, std::ffi::NulError,
+    std::ffi::IntoStringError, std::ffi::FromBytesWithNulError, std::alloc::LayoutError,
 }
 
 impl<T: ?Sized + Isolated> Reply for Box<T> {}

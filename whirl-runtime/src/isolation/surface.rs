@@ -31,6 +31,18 @@ use static_assertions::{assert_impl_all, assert_not_impl_any};
 use super::{Isolated, Reply};
 
 // Owned data: primitives, strings, times, paths, addresses.
+assert_impl_all!(std::io::Error: Isolated, Reply);
+assert_impl_all!(std::thread::JoinHandle<u64>: Isolated, Reply);
+assert_impl_all!(std::num::ParseIntError: Isolated, Reply);
+assert_impl_all!(std::string::FromUtf8Error: Isolated, Reply);
+assert_impl_all!(std::net::AddrParseError: Isolated, Reply);
+assert_impl_all!(std::env::VarError: Isolated, Reply);
+assert_impl_all!(Result<u64, std::num::ParseIntError>: Isolated);
+assert_not_impl_any!(std::thread::JoinHandle<Rc<u8>>: Isolated);
+assert_impl_all!(crate::control::RuntimeStats: Isolated, Reply);
+assert_impl_all!(crate::control::GroupStats: Isolated, Reply);
+assert_impl_all!(crate::ShutdownReport: Isolated, Reply);
+assert_impl_all!(crate::failures::FailureReport: Isolated, Reply);
 assert_impl_all!((): Isolated);
 assert_impl_all!(bool: Isolated, Reply);
 assert_impl_all!(char: Isolated, Reply);

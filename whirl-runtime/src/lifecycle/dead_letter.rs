@@ -241,3 +241,8 @@ pub(crate) fn default_sink() -> DeadLetterSink {
         );
     })
 }
+
+// SAFETY: a record of a dead letter, not the letter: an id, an exit reason (immutable, see its
+// impl), a static type name and a time. (I8)
+unsafe impl crate::isolation::Isolated for DeadLetterRecord {}
+impl crate::isolation::Reply for DeadLetterRecord {}

@@ -143,3 +143,8 @@ mod tests {
         assert_eq!(seen.iter().filter(|s| *s == "one stuck handler").count(), 1);
     }
 }
+
+// SAFETY: a failure report holds ids, owned names, a `Failure` and an `ExitReason` (immutable,
+// see their impls) and durations. (I8)
+unsafe impl crate::isolation::Isolated for FailureReport {}
+impl crate::isolation::Reply for FailureReport {}

@@ -107,3 +107,10 @@ impl fmt::Display for AbandonedProcess {
         }
     }
 }
+
+// SAFETY: a shutdown's report is plain data: counts, durations, ids and owned names. (I8)
+unsafe impl crate::isolation::Isolated for ShutdownReport {}
+impl crate::isolation::Reply for ShutdownReport {}
+// SAFETY: as above. (I8)
+unsafe impl crate::isolation::Isolated for AbandonedProcess {}
+impl crate::isolation::Reply for AbandonedProcess {}

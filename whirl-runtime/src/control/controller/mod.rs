@@ -194,3 +194,7 @@ impl fmt::Display for ControllerState {
         }
     }
 }
+
+// SAFETY: a controller's state as reported: a static name and owned text. (I8)
+unsafe impl crate::isolation::Isolated for ControllerState {}
+impl crate::isolation::Reply for ControllerState {}
