@@ -10,7 +10,7 @@ use super::info::{ChildCounts, ChildInfo};
 use super::kinds::ChildRef;
 use super::message::{Msg, Request, StartDynamic, SupervisorMsg};
 use super::process::Supervisor;
-use super::spec::ChildSpec;
+use super::spec::{ChildSpec, IntoChildSpec};
 
 impl<A: 'static> Handles<SupervisorMsg> for Supervisor<A> {
     fn into_message(msg: SupervisorMsg) -> SupervisorMsg {
@@ -55,7 +55,8 @@ impl<A: 'static> Addr<Supervisor<A>> {
     /// [`SupervisorError::StartFailed`] and the child is forgotten. Refused (the spec comes
     /// back) if the id is taken: [`SupervisorError::AlreadyStarted`] if that child runs,
     /// [`SupervisorError::AlreadyPresent`] if it is stopped.
-    pub fn start_child(&self, spec: ChildSpec) -> Result<ProcessId, SupervisorError> {
+    pub fn start_child(&self, spec: impl IntoChildSpec) -> Result<ProcessId, SupervisorError> {
+        let spec = spec.into_child_spec();
         flatten(self.call_with(|reply| SupervisorMsg::start_child(spec, reply)))
     }
 

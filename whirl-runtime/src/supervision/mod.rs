@@ -145,4 +145,4 @@ pub use info::{ChildCounts, ChildInfo};
 pub use kinds::{AutoShutdown, ChildKind, ChildRef, Restart, Shutdown, Strategy};
 pub use message::{StartDynamic, SupervisorMsg};
 pub use process::Supervisor;
-pub use spec::{ChildSpec, ChildTemplate, NoTemplate, SupervisorSpec};
+pub use spec::{ChildSpec, ChildTemplate, IntoChildSpec, NoTemplate, SupervisorSpec};

@@ -187,6 +187,29 @@ const _: () = {
     let _ = assert_isolated::<Box<dyn Start>>;
 };
 
+/// What a supervisor takes as a child: a [`ChildSpec`], and only that.
+///
+/// It exists for its error: a closure given where a child spec is expected (`.child(move ||
+/// Worker { .. })`) is refused with a note saying how to make a spec and where the captured
+/// values go, not as a bare type mismatch.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a child spec",
+    label = "expected a `ChildSpec`",
+    note = "a child is `ChildSpec::worker(id, state)` (every restart starts from a clone of `state`) or `ChildSpec::worker_with(id, args, start)` (every restart runs `start(args.clone())`, with `start` a `fn`)",
+    note = "a closure cannot be a child: pass what it would capture through `args` (which must be `Isolated`), so that no two incarnations share it"
+)]
+pub trait IntoChildSpec {
+    /// The spec.
+    fn into_child_spec(self) -> ChildSpec;
+}
+
+impl IntoChildSpec for ChildSpec {
+    #[inline]
+    fn into_child_spec(self) -> ChildSpec {
+        self
+    }
+}
+
 impl ChildSpec {
     fn new(id: impl Into<String>, kind: ChildKind, start: Box<dyn Start>) -> Self {
         ChildSpec {
@@ -702,8 +725,8 @@ impl<A> SupervisorSpec<A> {
     }
 
     /// Adds a static child; children start in the order they are added and stop in reverse.
-    pub fn child(mut self, child: ChildSpec) -> Self {
-        self.children.push(child);
+    pub fn child(mut self, child: impl IntoChildSpec) -> Self {
+        self.children.push(child.into_child_spec());
         self
     }
 
