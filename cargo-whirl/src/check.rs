@@ -1,10 +1,12 @@
 //! `cargo whirl check`: runs `cargo check` with the driver on the workspace's crates, streams
 //! what it says, and sums up.
 //!
-//! Cargo runs the driver as `RUSTC_WORKSPACE_WRAPPER`, so dependencies are compiled by the
-//! plain nightly rustc and only the workspace's own crates are checked; the driver learns
-//! which crates those are (to follow calls between them) from `WHIRL_CHECK_WORKSPACE`. The
-//! build goes to `target/whirl-check`, apart from the stable build's artifacts.
+//! Cargo runs the driver as `RUSTC_WORKSPACE_WRAPPER`, so that only the workspace's own crates
+//! are checked; the driver learns which crates those are (to follow calls between them) from
+//! `WHIRL_CHECK_WORKSPACE`. It is also `RUSTC_WRAPPER`, so that dependencies keep their
+//! functions' MIR in their metadata (`-Zalways-encode-mir`): the walk follows their generic
+//! code back into the workspace. The build goes to `target/whirl-check/build`, apart from the
+//! stable build's artifacts (so those flags never touch the user's own builds).
 //!
 //! Cargo is always asked for JSON; human output is the `rendered` text of each diagnostic,
 //! JSON output (`--message-format json...`) is cargo's own lines, unchanged.
@@ -30,15 +32,18 @@ pub fn run(driver_path: &Path, cargo_args: &[String]) -> Result<ExitCode, Driver
         .flat_map(|package| package.targets.iter().map(|t| t.name.replace('-', "_")))
         .collect();
     let target_dir = metadata.target_directory.as_std_path().join("whirl-check");
+    remove_older_builds(&target_dir);
 
     let mut command = Command::new("cargo");
     driver::clean_env(&mut command);
     command
         .env("RUSTUP_TOOLCHAIN", toolchain)
         .env("RUSTC_WORKSPACE_WRAPPER", driver_path)
+        .env("RUSTC_WRAPPER", driver_path)
+        .env("WHIRL_CHECK_DEPENDENCIES", "1")
         .env("WHIRL_CHECK_WORKSPACE", workspace.join(","))
         .env("WHIRL_CHECK_ALLOWS_DIR", target_dir.join("allows"))
-        .env("CARGO_TARGET_DIR", &target_dir)
+        .env("CARGO_TARGET_DIR", target_dir.join(BUILD_DIR))
         .arg("check")
         .arg(format!(
             "--message-format={}",
@@ -82,6 +87,30 @@ pub fn run(driver_path: &Path, cargo_args: &[String]) -> Result<ExitCode, Driver
         Some(code) => ExitCode::from(code.clamp(1, 255) as u8),
         None => ExitCode::FAILURE,
     })
+}
+
+/// Where, under `target/whirl-check`, cargo builds: renamed when what cargo cannot see
+/// changes (the flags the driver gives dependencies: their metadata holds their MIR since this
+/// one), so that everything is built again.
+const BUILD_DIR: &str = "build";
+
+/// Removes what older versions of `cargo whirl` built in `check_dir` (their build directories
+/// straight under it): everything but [`BUILD_DIR`] and the lists of `#[allow_shared]`.
+fn remove_older_builds(check_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(check_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_name() == BUILD_DIR || entry.file_name() == "allows" {
+            continue;
+        }
+        let path = entry.path();
+        let _ = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+    }
 }
 
 /// Takes `--message-format X` out of the arguments: `Some(X)` if it asks for JSON.

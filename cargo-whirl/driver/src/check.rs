@@ -45,17 +45,49 @@ pub fn run(tcx: TyCtxt<'_>) {
     }
     let roots = whirl.roots(tcx);
     let workspace = workspace_crates(tcx, &whirl);
-    let mut walker = Walker::new(tcx, workspace.clone(), whirl.allow_marker);
+    let excluded = whirl_crates(tcx, &whirl);
+    let mut walker = Walker::new(tcx, workspace.clone(), excluded, whirl.allow_marker);
 
     // (target, span) → the finding, from the first root that reaches it.
     let mut findings: Vec<Finding<'_>> = Vec::new();
     let mut index: HashMap<(Target<'_>, Span), usize> = HashMap::new();
+    let mut by_handler: HashMap<(Target<'_>, String), usize> = HashMap::new();
     let mut static_allows: HashMap<DefId, Option<(String, Span)>> = HashMap::new();
 
+    // A generic process is walked at each instantiation the crate uses (`Cache<MemBackend>`),
+    // so that calls on its type parameters resolve.
+    let started = std::time::Instant::now();
+    let others: Vec<CrateNum> = workspace
+        .iter()
+        .copied()
+        .filter(|&krate| krate != LOCAL_CRATE)
+        .collect();
+    let survey = crate::roots::survey(tcx, &whirl_crates(tcx, &whirl), &others);
+    let surveyed = started.elapsed();
+    walker.address_taken = survey.address_taken.clone();
+    walker.others = others;
+    let mut instances = Vec::new();
     for &(root, _why) in &roots {
-        let Some(instance) = root_instance(tcx, root) else {
+        if !tcx.is_mir_available(root) {
             continue;
-        };
+        }
+        if tcx.generics_of(root).requires_monomorphization(tcx) {
+            let found = crate::roots::instantiations(tcx, root, &survey.types);
+            if !found.is_empty() {
+                instances.extend(found);
+                continue;
+            }
+        }
+        instances.extend(root_instance(tcx, root));
+    }
+    // Functions given to whirl as `fn` pointers (start functions, member factories...): whirl
+    // runs them inside its processes.
+    for &(made, _) in &survey.run_by_whirl {
+        if made.def_id().is_local() && !instances.contains(&made) {
+            instances.push(made);
+        }
+    }
+    for &instance in &instances {
         let reach = walker.reach(instance);
         for (holder, reason, span) in &reach.allowed {
             push_allow(
@@ -96,34 +128,74 @@ pub fn run(tcx: TyCtxt<'_>) {
                     .map(|(_, why)| format!("it {why}"))
                     .unwrap_or_default(),
             };
-            let key = (access.target.clone(), access.span);
-            let handler_path = path_to(&reach, instance, *holder);
-            match index.get(&key) {
-                Some(&i) => {
-                    let handler = report::handler_name(tcx, &handler_path);
-                    if !findings[i].also.contains(&handler) && findings[i].handler != handler {
-                        findings[i].also.push(handler);
+            let mut handler_path = path_to(&reach, instance, *holder);
+            attribute_drop(tcx, &reach, &mut handler_path);
+            let handler = report::handler_name(tcx, &handler_path);
+            // A `lazy_static!` is reported under the name the user gave it, where the user's
+            // code dereferences it (the access itself is inside the macro's expansion).
+            let (alias, span) = match &access.target {
+                Target::Static(def_id) => match lazy_static_alias(tcx, *def_id) {
+                    Some((alias, deref)) => {
+                        let span = deref_site(tcx, &handler_path, deref).unwrap_or(access.span);
+                        // The path ends where the user's code uses it.
+                        if let Some(at) = handler_path
+                            .iter()
+                            .position(|s| s.instance.def_id() == deref)
+                        {
+                            handler_path.truncate(at + 1);
+                        }
+                        (Some(alias), span)
                     }
+                    None => (None, access.span),
+                },
+                _ => (None, access.span),
+            };
+            let key = (access.target.clone(), span);
+            if let Some(&i) = index.get(&key) {
+                if !findings[i].also.contains(&handler) && findings[i].handler != handler {
+                    findings[i].also.push(handler);
                 }
-                None => {
-                    index.insert(key, findings.len());
-                    let handler = report::handler_name(tcx, &handler_path);
-                    findings.push(Finding {
-                        target: access.target.clone(),
-                        span: access.span,
-                        why,
-                        handler,
-                        path: handler_path,
-                        also: Vec::new(),
-                    });
-                }
+                continue;
             }
+            // One report per target and handler; its other accesses are notes.
+            let per_handler = (access.target.clone(), handler.clone());
+            if let Some(&i) = by_handler.get(&per_handler) {
+                if !findings[i].others.contains(&span) {
+                    findings[i].others.push(span);
+                }
+                index.insert(key, i);
+                continue;
+            }
+            index.insert(key, findings.len());
+            by_handler.insert(per_handler, findings.len());
+            findings.push(Finding {
+                target: access.target.clone(),
+                alias,
+                span,
+                why,
+                handler,
+                path: handler_path,
+                also: Vec::new(),
+                others: Vec::new(),
+            });
         }
+    }
+    if std::env::var_os("WHIRL_CHECK_TIME").is_some() {
+        eprintln!(
+            "whirl check timing: survey {surveyed:?}, survey and walk {:?}",
+            started.elapsed()
+        );
     }
     for finding in &findings {
         report::emit(tcx, finding);
     }
-    report::summary(tcx, roots.len(), walker.visited, findings.len(), &allows);
+    report::summary(
+        tcx,
+        instances.len(),
+        walker.visited,
+        findings.len(),
+        &allows,
+    );
 }
 
 fn push_allow(allows: &mut Vec<(String, String, Span)>, what: String, reason: &str, span: Span) {
@@ -156,6 +228,17 @@ fn workspace_crates(tcx: TyCtxt<'_>, whirl: &Whirl) -> Vec<CrateNum> {
     crates
 }
 
+/// whirl's own crates: the runtime, its facade and its macros, never walked.
+fn whirl_crates(tcx: TyCtxt<'_>, whirl: &Whirl) -> Vec<CrateNum> {
+    let mut crates = vec![whirl.runtime];
+    for &krate in tcx.crates(()) {
+        if matches!(tcx.crate_name(krate).as_str(), "whirl" | "whirl_macros") {
+            crates.push(krate);
+        }
+    }
+    crates
+}
+
 /// The instance a root is walked as: itself if it is not generic, else with its own generic
 /// parameters (calls on them stay unresolved and are not followed).
 fn root_instance(tcx: TyCtxt<'_>, def_id: DefId) -> Option<Instance<'_>> {
@@ -166,6 +249,62 @@ fn root_instance(tcx: TyCtxt<'_>, def_id: DefId) -> Option<Instance<'_>> {
         def_id,
         ty::GenericArgs::identity_for_item(tcx, def_id),
     ))
+}
+
+/// A `Drop` that `#[process]`'s generated code runs (the message, or the state, dropped on
+/// the way out of a handler, or while unwinding) is put on the handler that takes the value:
+/// the user's function, called by generated code, whose parameters hold the dropped type.
+fn attribute_drop<'tcx>(tcx: TyCtxt<'tcx>, reach: &Reach<'tcx>, path: &mut Vec<Step<'tcx>>) {
+    let start = report::user_start(tcx, path);
+    if start == 0 || !matches!(path[start].edge, Edge::Drops) {
+        return;
+    }
+    let Some(dropped) = tcx
+        .impl_of_assoc(path[start].instance.def_id())
+        .map(|i| tcx.type_of(i).instantiate_identity().skip_normalization())
+    else {
+        return;
+    };
+    let ty::Adt(adt, _) = dropped.kind() else {
+        return;
+    };
+    let mut takers: Vec<(String, Instance<'tcx>)> = reach
+        .parents
+        .iter()
+        .filter(|(callee, (caller, _, edge))| {
+            matches!(edge, Edge::Calls)
+                && matches!(callee.def, ty::InstanceKind::Item(_))
+                && report::generated(tcx, caller.def_id())
+                && !report::generated(tcx, callee.def_id())
+                && tcx.def_kind(callee.def_id()) == rustc_hir::def::DefKind::AssocFn
+                && tcx
+                    .fn_sig(callee.def_id())
+                    .instantiate_identity()
+                    .skip_binder()
+                    .inputs()
+                    .iter()
+                    .any(|input| {
+                        input.walk().any(|arg| {
+                            matches!(arg.as_type().map(|t| *t.kind()),
+                                Some(ty::Adt(a, _)) if a.did() == adt.did())
+                        })
+                    })
+        })
+        .map(|(callee, _)| (report::describe(tcx, *callee), *callee))
+        .collect();
+    takers.sort_by(|a, b| a.0.cmp(&b.0));
+    let Some(&(_, handler)) = takers.first() else {
+        return;
+    };
+    let mut rest = path.split_off(start);
+    rest[0].span = Some(tcx.def_span(handler.def_id()));
+    path.clear();
+    path.push(Step {
+        instance: handler,
+        span: None,
+        edge: Edge::Calls,
+    });
+    path.append(&mut rest);
 }
 
 /// The steps from `root` to `target`, following the walk's parent links.
@@ -197,6 +336,58 @@ fn path_to<'tcx>(
     }
     steps.reverse();
     steps
+}
+
+/// For the static a `lazy_static!` declares inside its `Deref` impl (`static LAZY:
+/// lazy_static::lazy::Lazy<T>`), the type the user named (`static ref QUEUE: T` makes a type
+/// `QUEUE`, a unit static `QUEUE` of it, and that impl) and the impl's `deref`.
+pub fn lazy_static_alias(tcx: TyCtxt<'_>, def_id: DefId) -> Option<(DefId, DefId)> {
+    use rustc_hir::def::DefKind;
+    let ty = tcx
+        .type_of(def_id)
+        .instantiate_identity()
+        .skip_normalization();
+    let ty::Adt(adt, _) = ty.kind() else {
+        return None;
+    };
+    if tcx.crate_name(adt.did().krate).as_str() != "lazy_static" {
+        return None;
+    }
+    let mut current = def_id;
+    let mut deref = None;
+    while let Some(parent) = tcx.opt_parent(current) {
+        match tcx.def_kind(parent) {
+            DefKind::AssocFn => deref = Some(parent),
+            DefKind::Impl { of_trait: true } => {
+                let self_ty = tcx
+                    .type_of(parent)
+                    .instantiate_identity()
+                    .skip_normalization();
+                let ty::Adt(named, _) = self_ty.kind() else {
+                    return None;
+                };
+                return Some((named.did(), deref?));
+            }
+            DefKind::Fn => {}
+            _ => return None,
+        }
+        current = parent;
+    }
+    None
+}
+
+/// Where the path enters `deref` (the user's use of a `lazy_static!`).
+fn deref_site(tcx: TyCtxt<'_>, path: &[Step<'_>], deref: DefId) -> Option<Span> {
+    let step = path.iter().rev().find(|s| s.instance.def_id() == deref)?;
+    let span = step.span?;
+    // Inside a macro of the user's (`format!`...), the place they wrote.
+    Some(if span.from_expansion() {
+        span.source_callsite()
+    } else {
+        span
+    })
+    .filter(|s| !s.is_dummy())
+    .or_else(|| Some(tcx.def_span(deref)))
 }
 
 /// A static put there by `tracing`, `log` or `metrics` (by its type's crate or the macro that

@@ -1,8 +1,13 @@
 //! `whirl-check-driver`: rustc with one more analysis, run by `cargo whirl check` as cargo's
-//! `RUSTC_WORKSPACE_WRAPPER`.
+//! `RUSTC_WORKSPACE_WRAPPER` and `RUSTC_WRAPPER`.
 //!
-//! Cargo runs it for every crate of the user's workspace (dependencies get the plain nightly
-//! rustc). For each crate it compiles:
+//! Cargo runs it as `driver driver rustc ARGS` for every crate of the user's workspace (the
+//! outer one drops the inner's name), and as `driver rustc ARGS` for the dependencies. A
+//! dependency built for `check` (metadata only) is compiled with `-Zalways-encode-mir` and
+//! `mir-opt-level=0`, nothing else: rustc keeps its generic functions' MIR only when it
+//! generates code, and the walk needs them to follow a dependency's generic code back into the
+//! workspace (`itertools::join` calling a user's `Display`, `serde_json::to_string` a user's
+//! `Serialize`). For each crate of the workspace it compiles:
 //!
 //! 1. `config` asks rustc to keep the MIR of every function in the crate's metadata
 //!    (`-Zalways-encode-mir`) and, for a `check` build, not to optimise it (`mir-opt-level=0`),
@@ -41,6 +46,10 @@ use rustc_middle::ty::TyCtxt;
 /// separated, as rustc spells crate names): the code the walk follows.
 pub const WORKSPACE_ENV: &str = "WHIRL_CHECK_WORKSPACE";
 
+/// The environment variable, set by `cargo whirl` when it makes the driver cargo's
+/// `RUSTC_WRAPPER` too: a `driver rustc ARGS` invocation is then a dependency's.
+pub const DEPENDENCIES_ENV: &str = "WHIRL_CHECK_DEPENDENCIES";
+
 /// The environment variable, set by `cargo whirl`, naming a directory where each checked crate
 /// lists its statics marked `#[allow_shared]` (see `allows`).
 pub const ALLOWS_DIR_ENV: &str = "WHIRL_CHECK_ALLOWS_DIR";
@@ -65,8 +74,33 @@ impl rustc_driver::Callbacks for Callbacks {
     }
 }
 
+/// A dependency of the workspace: compiled as rustc would, with the MIR of its functions kept
+/// in the metadata of a `check` build (that MIR is never used to generate code, so it is kept
+/// unoptimised: cheaper, and every call written is still a call).
+struct Dependency;
+
+impl rustc_driver::Callbacks for Dependency {
+    fn config(&mut self, config: &mut rustc_interface::Config) {
+        let opts = &mut config.opts;
+        // Code generated (a proc macro and its dependencies, a build script): rustc keeps
+        // the MIR of generic and inline functions anyway, and the walk never reads it.
+        if opts.output_types.should_codegen() {
+            return;
+        }
+        opts.unstable_opts.always_encode_mir = true;
+        opts.unstable_opts.mir_opt_level = Some(0);
+    }
+}
+
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().collect();
+    // `RUSTC_WRAPPER` around `RUSTC_WORKSPACE_WRAPPER`, both this driver: a crate of the
+    // workspace.
+    let mut dependency = std::env::var_os(DEPENDENCIES_ENV).is_some();
+    if args.len() > 1 && is_self(&args[1]) {
+        args.remove(1);
+        dependency = false;
+    }
     // As a wrapper, the first argument is the rustc cargo would have run.
     let rustc = if args.len() > 1 && is_rustc(&args[1]) {
         Some(args.remove(1))
@@ -91,8 +125,20 @@ fn main() -> ExitCode {
         |_| (),
     );
     rustc_driver::catch_with_exit_code(|| {
-        rustc_driver::run_compiler(&args, &mut Callbacks);
+        if dependency {
+            rustc_driver::run_compiler(&args, &mut Dependency);
+        } else {
+            rustc_driver::run_compiler(&args, &mut Callbacks);
+        }
     })
+}
+
+/// Whether `arg` is the path of this driver (cargo puts the workspace wrapper after the
+/// wrapper).
+fn is_self(arg: &str) -> bool {
+    let name = |path: &std::path::Path| path.file_stem().map(|s| s.to_owned());
+    std::env::current_exe()
+        .is_ok_and(|exe| name(&exe).is_some() && name(&exe) == name(std::path::Path::new(arg)))
 }
 
 /// Whether `arg` is the path of a rustc executable (`rustc`, `/x/bin/rustc`, `rustc.exe`).

@@ -52,6 +52,19 @@ pub fn static_sharing<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId) -> Option<String> 
         .type_of(def_id)
         .instantiate_identity()
         .skip_normalization();
+    if let Some(value) = lazy_value(tcx, ty) {
+        // Built once by its own initialiser, then only read: shared mutable state only if
+        // what it holds is.
+        if !value.is_freeze(tcx, env) {
+            return Some(format!(
+                "its value has interior mutability (`{value}` is not `Freeze`), and every \
+                 process reaches the same one"
+            ));
+        }
+        let mut seen = Vec::new();
+        return reaches_interior_mut(tcx, env, value, &mut seen, 0)
+            .map(|inner| format!("its value refers to `{inner}`, which has interior mutability"));
+    }
     if !ty.is_freeze(tcx, env) {
         return Some(format!(
             "its type has interior mutability (`{}` is not `Freeze`)",
@@ -61,6 +74,41 @@ pub fn static_sharing<'tcx>(tcx: TyCtxt<'tcx>, def_id: DefId) -> Option<String> 
     let mut seen = Vec::new();
     reaches_interior_mut(tcx, env, ty, &mut seen, 0)
         .map(|inner| format!("it refers to `{inner}`, which has interior mutability"))
+}
+
+/// The lazily built types: written once, by their own initialiser, on first use, and only read
+/// afterwards (unlike `OnceLock` or `once_cell`'s `OnceCell`, which any code may `set`). Each is
+/// (crate, module path, type name), matched on the ADT's definition path.
+const LAZY_TYPES: &[(&str, &[&str], &str)] = &[
+    ("std", &["sync", "lazy_lock"], "LazyLock"),
+    ("std", &["sync", "poison", "lazy_lock"], "LazyLock"),
+    ("once_cell", &["sync"], "Lazy"),
+    ("lazy_static", &["lazy"], "Lazy"),
+];
+
+/// If `ty` is one of [`LAZY_TYPES`], the type of the value it builds.
+pub fn lazy_value<'tcx>(tcx: TyCtxt<'tcx>, ty: Ty<'tcx>) -> Option<Ty<'tcx>> {
+    let ty::Adt(adt, args) = ty.kind() else {
+        return None;
+    };
+    let did = adt.did();
+    let krate = tcx.crate_name(did.krate);
+    let path = tcx.def_path(did);
+    let names: Vec<String> = path
+        .data
+        .iter()
+        .filter_map(|d| d.data.get_opt_name().map(|n| n.to_string()))
+        .collect();
+    let (name, module) = names.split_last()?;
+    LAZY_TYPES
+        .iter()
+        .any(|(c, m, n)| {
+            krate.as_str() == *c
+                && name == n
+                && (module.iter().map(String::as_str).eq(m.iter().copied())
+                    || module.last().map(String::as_str) == m.last().copied())
+        })
+        .then(|| args.type_at(0))
 }
 
 /// A non-`Freeze` type reachable from `ty` through references, raw pointers or fields.
@@ -133,6 +181,19 @@ pub fn declared_type(tcx: TyCtxt<'_>, def_id: rustc_span::def_id::DefId) -> Stri
                 }
                 if let Ok(text) = tcx.sess.source_map().span_to_snippet(ty.span) {
                     return text;
+                }
+            }
+        }
+    }
+    // Another crate's static: as written in its source, when rustc can read it.
+    let span = tcx.def_span(def_id);
+    if !def_id.is_local() && !span.from_expansion() {
+        if let Ok(text) = tcx.sess.source_map().span_to_snippet(span) {
+            if let Some((_, rest)) = text.split_once(':') {
+                let written = rest.split('=').next().unwrap_or(rest).trim();
+                let written = written.trim_end_matches(';').trim();
+                if !written.is_empty() {
+                    return written.to_string();
                 }
             }
         }

@@ -14,8 +14,16 @@
 //!   through the vtable anywhere);
 //! * for a value dropped, the `Drop` impls of the workspace types inside it.
 //!
-//! It stops at functions outside the workspace (std, dependencies, whirl itself: their
-//! statics are theirs) and at functions marked `#[allow_shared]`.
+//! * for a call through a `fn` pointer, every function whose address the crate, or another
+//!   crate of the workspace, takes with that pointer's type (`Walker::address_taken`, from the
+//!   survey in `roots`).
+//!
+//! It enters std's (or a dependency's, when its MIR is at hand) generic code only at
+//! instances whose arguments name the workspace's types, closures or functions, as rustc's
+//! monomorphization collector would: that is how std calls the user back (`format!` →
+//! `Display::fmt`, `.into()` → `From::from`, `collect` → `Iterator::next`). What those bodies
+//! touch is theirs and not reported. It never enters whirl itself, and stops at functions
+//! marked `#[allow_shared]`.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -63,6 +71,8 @@ pub enum Edge {
     Calls,
     /// It calls a trait method through a trait object, which may run this impl.
     CallsDyn,
+    /// It calls through a `fn` pointer, which may point to this function.
+    CallsPointer,
     /// It creates or names it (a closure, a function passed as a value), which then runs.
     Creates,
     /// It turns a value into a trait object, whose methods may then run.
@@ -93,6 +103,8 @@ pub struct Walker<'tcx> {
     tcx: TyCtxt<'tcx>,
     /// Crates whose code is followed.
     workspace: Vec<CrateNum>,
+    /// Crates never entered, even at instances of workspace types (whirl's own).
+    excluded: Vec<CrateNum>,
     allow_marker: DefId,
     facts: HashMap<Instance<'tcx>, Facts<'tcx>>,
     /// The typing environment of the root being walked: instances whose arguments still
@@ -100,23 +112,82 @@ pub struct Walker<'tcx> {
     root_env: TypingEnv<'tcx>,
     /// Instances visited over all roots (for the summary).
     pub visited: usize,
+    /// Functions and closures whose address the crate takes, with the `fn` pointer type they
+    /// become: a call through a pointer of that type may run any of them.
+    pub address_taken: Vec<(Instance<'tcx>, Ty<'tcx>)>,
+    /// The other crates of the workspace, whose address-taken functions are surveyed at the
+    /// first call through a `fn` pointer the walk meets (`others_address_taken`).
+    pub others: Vec<CrateNum>,
+    others_address_taken: std::cell::OnceCell<Vec<(Instance<'tcx>, Ty<'tcx>)>>,
 }
 
 impl<'tcx> Walker<'tcx> {
-    pub fn new(tcx: TyCtxt<'tcx>, workspace: Vec<CrateNum>, allow_marker: DefId) -> Self {
+    pub fn new(
+        tcx: TyCtxt<'tcx>,
+        workspace: Vec<CrateNum>,
+        excluded: Vec<CrateNum>,
+        allow_marker: DefId,
+    ) -> Self {
         Walker {
             tcx,
             workspace,
+            excluded,
             allow_marker,
             facts: HashMap::new(),
             root_env: TypingEnv::fully_monomorphized(),
             visited: 0,
+            address_taken: Vec::new(),
+            others: Vec::new(),
+            others_address_taken: std::cell::OnceCell::new(),
         }
     }
 
-    /// Whether the walk enters the body of `def_id`.
-    fn follows(&self, def_id: DefId) -> bool {
-        self.workspace.contains(&def_id.krate) && self.tcx.is_mir_available(def_id)
+    /// The functions whose address the other crates of the workspace take (a library's
+    /// table of `fn`s, called through here), surveyed once, when first needed.
+    fn others_address_taken(&self) -> &[(Instance<'tcx>, Ty<'tcx>)] {
+        self.others_address_taken
+            .get_or_init(|| crate::roots::address_taken_in(self.tcx, &self.excluded, &self.others))
+    }
+
+    /// Whether `def_id` is code of the workspace (where accesses are reported).
+    pub fn in_workspace(&self, def_id: DefId) -> bool {
+        self.workspace.contains(&def_id.krate)
+    }
+
+    /// Whether the walk enters the body of `instance`: code of the workspace, or code of std
+    /// or a dependency instantiated with the workspace's types, closures or functions (a
+    /// `format!` of a user's `Display`, `mem::take` of a user's `Default`, `collect` over a
+    /// user's iterator: it calls back into the workspace), as rustc's monomorphization
+    /// collector would. Only the workspace's own bodies report what they touch.
+    fn follows(&self, instance: Instance<'tcx>) -> bool {
+        let def_id = instance.def_id();
+        if self.excluded.contains(&def_id.krate) || !self.tcx.is_mir_available(def_id) {
+            return false;
+        }
+        self.in_workspace(def_id) || self.mentions_workspace(instance.args)
+    }
+
+    /// Whether generic arguments name a type, closure or function of the workspace.
+    fn mentions_workspace(&self, args: ty::GenericArgsRef<'tcx>) -> bool {
+        args.iter().any(|arg| {
+            arg.walk().any(|inner| {
+                let Some(ty) = inner.as_type() else {
+                    return false;
+                };
+                match *ty.kind() {
+                    ty::Adt(adt, _) => self.in_workspace(adt.did()),
+                    ty::Closure(def_id, _)
+                    | ty::Coroutine(def_id, _)
+                    | ty::CoroutineClosure(def_id, _)
+                    | ty::FnDef(def_id, _)
+                    | ty::Foreign(def_id) => self.in_workspace(def_id),
+                    ty::Dynamic(predicates, ..) => predicates
+                        .principal_def_id()
+                        .is_some_and(|t| self.in_workspace(t)),
+                    _ => false,
+                }
+            })
+        })
     }
 
     /// Everything reachable from `root`, breadth first (so each path found is a shortest one).
@@ -168,6 +239,8 @@ impl<'tcx> Walker<'tcx> {
             instance,
             body,
             typing_env: TypingEnv::fully_monomorphized(),
+            reports: matches!(instance.def, InstanceKind::Item(_))
+                && self.in_workspace(instance.def_id()),
             facts: Facts {
                 accesses: Vec::new(),
                 next: Vec::new(),
@@ -189,6 +262,9 @@ struct Collector<'a, 'tcx> {
     instance: Instance<'tcx>,
     body: &'tcx Body<'tcx>,
     typing_env: TypingEnv<'tcx>,
+    /// Whether the body is the workspace's (what it touches is reported), not std's or a
+    /// dependency's walked for its calls back into the workspace.
+    reports: bool,
     facts: Facts<'tcx>,
 }
 
@@ -221,7 +297,7 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
 
     fn followable(&self, instance: Instance<'tcx>) -> Option<Instance<'tcx>> {
         match instance.def {
-            InstanceKind::Item(def_id) => self.walker.follows(def_id).then_some(instance),
+            InstanceKind::Item(_) => self.walker.follows(instance).then_some(instance),
             InstanceKind::Intrinsic(_) | InstanceKind::Virtual(..) => None,
             // Shims: rustc's own glue around a function of the workspace (a closure called
             // through `FnOnce`, drop glue): follow it, its calls decide the rest; only when
@@ -253,8 +329,9 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
 
     /// A closure or coroutine body of the workspace, created here: it will run.
     fn creates_body(&mut self, def_id: DefId, args: ty::GenericArgsRef<'tcx>, span: Span) {
-        if self.walker.follows(def_id) {
-            self.push(Instance::new_raw(def_id, args), span, Edge::Creates);
+        let instance = Instance::new_raw(def_id, args);
+        if self.walker.follows(instance) {
+            self.push(instance, span, Edge::Creates);
         }
     }
 
@@ -321,6 +398,31 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
                 tcx.mk_args_from_iter(std::iter::once(self_ty.into()).chain(args.iter().skip(1)));
             if let Some(next) = self.resolve(method, concrete) {
                 self.push(next, span, Edge::CallsDyn);
+            }
+        }
+    }
+
+    /// A call through a `fn` pointer of type `pointer`: every function whose address the
+    /// crate takes with that type may be the one called (a start function made in `main`, an
+    /// entry of a `static` table of `fn`s).
+    fn indirect_call(&mut self, pointer: Ty<'tcx>, span: Span) {
+        let tcx = self.tcx();
+        let shape = |ty: Ty<'tcx>| {
+            let sig = tcx.instantiate_bound_regions_with_erased(ty.fn_sig(tcx));
+            tcx.erase_and_anonymize_regions(sig.inputs_and_output)
+        };
+        let wanted = shape(pointer);
+        let targets: Vec<Instance<'tcx>> = self
+            .walker
+            .address_taken
+            .iter()
+            .chain(self.walker.others_address_taken())
+            .filter(|(_, ty)| shape(*ty) == wanted)
+            .map(|(instance, _)| *instance)
+            .collect();
+        for target in targets {
+            if let Some(next) = self.followable(target) {
+                self.push(next, span, Edge::CallsPointer);
             }
         }
     }
@@ -414,8 +516,8 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
         if let mir::Const::Val(mir::ConstValue::Scalar(mir::interpret::Scalar::Ptr(ptr, _)), _) =
             constant.const_
         {
-            if let mir::interpret::GlobalAlloc::Static(def_id) =
-                tcx.global_alloc(ptr.provenance.alloc_id())
+            if let (true, mir::interpret::GlobalAlloc::Static(def_id)) =
+                (self.reports, tcx.global_alloc(ptr.provenance.alloc_id()))
             {
                 self.facts.accesses.push(Access {
                     target: Target::Static(def_id),
@@ -423,7 +525,7 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 });
             }
         }
-        if let Some(value) = shared::thread_local_key(tcx, ty) {
+        if let (true, Some(value)) = (self.reports, shared::thread_local_key(tcx, ty)) {
             let key = self.thread_local_const(constant);
             self.facts.accesses.push(Access {
                 target: Target::ThreadLocal(key, value),
@@ -449,7 +551,7 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 }
                 _ => {}
             },
-            Rvalue::ThreadLocalRef(def_id) => {
+            Rvalue::ThreadLocalRef(def_id) if self.reports => {
                 self.facts.accesses.push(Access {
                     target: Target::ThreadLocalStatic(*def_id),
                     span,
@@ -497,15 +599,20 @@ impl<'a, 'tcx> Visitor<'tcx> for Collector<'a, 'tcx> {
                 fn_span,
             } => {
                 let func_ty = self.mono(func.ty(self.body, tcx));
+                if let Some(pointer) = func_ty.filter(|t| t.is_fn_ptr()) {
+                    self.indirect_call(pointer, *fn_span);
+                }
                 if let Some(&ty::FnDef(def_id, fn_args)) = func_ty.as_ref().map(|t| t.kind()) {
                     if def_id == self.walker.allow_marker {
                         let reason = self.marker_reason(args);
                         self.facts.allowed = Some((reason, *fn_span));
                     } else if let Some(_api) = shared::known_api(tcx, def_id) {
-                        self.facts.accesses.push(Access {
-                            target: Target::Api(def_id),
-                            span: *fn_span,
-                        });
+                        if self.reports {
+                            self.facts.accesses.push(Access {
+                                target: Target::Api(def_id),
+                                span: *fn_span,
+                            });
+                        }
                     } else if let Some(next) = self.resolve(def_id, fn_args) {
                         self.push(next, *fn_span, Edge::Calls);
                     } else if self.is_virtual(def_id, fn_args) {

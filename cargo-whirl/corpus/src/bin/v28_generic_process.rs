@@ -1,6 +1,5 @@
-//! A generic process: its handlers are walked with their own type parameters; the access in
-//! the handler's body, and in a helper it calls with concrete arguments, are found (calls
-//! that depend on `T` cannot be resolved without an instantiation and are not followed).
+//! A generic process: its handlers are walked at the instantiation `main` spawns
+//! (`Store<u32>`); the access in the handler's body, and in a helper it calls, are found.
 // expect: STORED, EVICTIONS
 use std::sync::atomic::{AtomicU64, Ordering};
 use whirl::prelude::*;
