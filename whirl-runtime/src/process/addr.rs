@@ -101,33 +101,10 @@ impl<P: Process> Addr<P> {
         P: Handles<M>,
         M: Message,
     {
-        if self.closed_to_caller() {
+        let cell = &*self.cell;
+        if Self::closed_to_caller(cell) {
             return self.post_closed(msg, principal, wrap);
         }
-        self.post_open(msg, principal, wrap)
-    }
-
-    /// Whether a post from this thread cannot go into this cell: it has terminated or moved
-    /// on, or the runtime is closing and the caller is outside it.
-    #[inline]
-    fn closed_to_caller(&self) -> bool {
-        let cell = &*self.cell;
-        cell.mailbox.is_closed() || (cell.group.kernel.is_closing() && !on_worker_thread())
-    }
-
-    /// `post` to a cell found open: admission, then delivery.
-    #[inline]
-    fn post_open<M>(
-        &self,
-        msg: M,
-        principal: Option<&Principal>,
-        wrap: impl FnOnce(M) -> P::Message,
-    ) -> Result<(), PostError<M>>
-    where
-        P: Handles<M>,
-        M: Message,
-    {
-        let cell = &*self.cell;
         let cost = P::cost(&msg);
         let admission = match <P as Handles<M>>::BYPASSES_ADMISSION {
             true => None,
@@ -155,10 +132,18 @@ impl<P: Process> Addr<P> {
         Ok(())
     }
 
+    /// Whether a post from this thread cannot go into `cell`: it has terminated or moved on,
+    /// or the runtime is closing and the caller is outside it.
+    #[inline]
+    fn closed_to_caller(cell: &ProcessCell<P>) -> bool {
+        cell.mailbox.is_closed() || (cell.group.kernel.is_closing() && !on_worker_thread())
+    }
+
     /// `post` to a closed cell: on to where the process moved, if it moved to another group
     /// (what was queued in each cell passed is passed on first, so this sender's order holds),
-    /// else back. A loop, not a recursion: an address taken before thousands of moves walks
-    /// as many cells, in constant stack.
+    /// else back. A loop over the cells, not a recursion: an address taken before thousands of
+    /// moves walks as many cells in one frame (a new frame only if the cell it found open
+    /// closes before the post lands, a move made meanwhile).
     #[cold]
     #[inline(never)]
     fn post_closed<M>(
@@ -177,8 +162,10 @@ impl<P: Process> Addr<P> {
                 Some(next) => at = Addr::from_cell(next),
                 None => return Err(PostError::Terminated(msg)),
             }
-            if !at.closed_to_caller() {
-                return at.post_open(msg, principal, wrap);
+            if !Self::closed_to_caller(&at.cell) {
+                // Open when looked at: `post_with` posts there. Should it have closed since, it
+                // comes back here: one frame per move made meanwhile, none per move before.
+                return at.post_with(msg, principal, wrap);
             }
         }
     }
