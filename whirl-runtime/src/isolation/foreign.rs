@@ -58,24 +58,6 @@
 //! Each `unsafe impl` below says why its type holds no shared mutable state; whoever bumps one
 //! of these crates to a new major version checks those reasons again against the new one.
 
-/// `unsafe impl Isolated` and `impl Reply` for plain types without type parameters.
-///
-/// They are `do_not_recommend`, like the standard library's plain types: an error about a
-/// type that is not isolated then lists the containers that are, not every type of every crate.
-#[allow(unused_macros)] // with none of the features on
-macro_rules! isolated_data {
-    ($($ty:ty),* $(,)?) => {
-        $(
-            // SAFETY: each type listed is owned data, or immutable shared data, with no
-            // interior mutability, as the comment on the invocation explains. (I8)
-            #[diagnostic::do_not_recommend]
-            unsafe impl Isolated for $ty {}
-            #[diagnostic::do_not_recommend]
-            impl Reply for $ty {}
-        )*
-    };
-}
-
 #[cfg(feature = "arrayvec")]
 mod arrayvec_impls {
     //! Feature `arrayvec`: inline, fixed-capacity vectors and strings.

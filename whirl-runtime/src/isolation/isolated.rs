@@ -220,18 +220,6 @@ isolated! {
     std::process::ExitCode, std::alloc::Layout, std::num::FpCategory, std::num::IntErrorKind,
 }
 
-// SAFETY: the standard library's error values for parsing, conversion and formatting: a kind,
-// a position, or the owned input that failed. None holds a reference or interior mutability. (I8)
-isolated! {
-    std::num::ParseIntError, std::num::ParseFloatError, std::num::TryFromIntError,
-    std::str::Utf8Error, std::str::ParseBoolError, std::string::FromUtf8Error,
-    std::string::FromUtf16Error, std::char::ParseCharError, std::char::CharTryFromError,
-    std::net::AddrParseError, std::time::SystemTimeError, std::time::TryFromFloatSecsError,
-    std::array::TryFromSliceError, std::fmt::Error, std::env::VarError, std::ffi::NulError,
-    std::ffi::IntoStringError, std::ffi::FromBytesWithNulError, std::alloc::LayoutError,
-    std::sync::mpsc::RecvError, std::sync::mpsc::TryRecvError, std::sync::mpsc::RecvTimeoutError,
-}
-
 // SAFETY: owned handles on operating-system objects. Moving one moves the program's only handle
 // on it; what the kernel shares behind it (a file's contents, a socket's peer) is outside the
 // program's memory, like any external system. Handles on process-wide singletons (`Stdin`,

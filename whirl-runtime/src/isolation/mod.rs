@@ -14,6 +14,24 @@
 //! a principal, a failure) carries its own `unsafe impl Isolated` next to its definition, with
 //! the reason.
 
+/// `unsafe impl Isolated` and `impl Reply` for plain types without type parameters: std's
+/// error values (`reply`) and the data-crate types (`foreign`).
+///
+/// They are `do_not_recommend`, like the standard library's plain types: an error about a
+/// type that is not isolated then lists the containers that are, not every type of every crate.
+macro_rules! isolated_data {
+    ($($ty:ty),* $(,)?) => {
+        $(
+            // SAFETY: each type listed is owned data, or immutable shared data, with no
+            // interior mutability, as the comment on the invocation explains. (I8)
+            #[diagnostic::do_not_recommend]
+            unsafe impl Isolated for $ty {}
+            #[diagnostic::do_not_recommend]
+            impl Reply for $ty {}
+        )*
+    };
+}
+
 mod allow;
 mod client;
 mod foreign;

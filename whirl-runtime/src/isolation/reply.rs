@@ -63,12 +63,18 @@ reply! {
     Ordering, std::convert::Infallible, std::any::TypeId,
     std::fs::File, std::fs::Metadata, std::net::TcpStream, std::net::TcpListener,
     std::net::UdpSocket, std::io::Error, std::process::ExitCode, std::alloc::Layout,
+}
+
+// SAFETY: the standard library's error values for parsing, conversion and formatting: a kind,
+// a position, or the owned input that failed. None holds a reference or interior mutability. (I8)
+isolated_data! {
     std::num::ParseIntError, std::num::ParseFloatError, std::num::TryFromIntError,
     std::str::Utf8Error, std::str::ParseBoolError, std::string::FromUtf8Error,
     std::string::FromUtf16Error, std::char::ParseCharError, std::char::CharTryFromError,
     std::net::AddrParseError, std::time::SystemTimeError, std::time::TryFromFloatSecsError,
     std::array::TryFromSliceError, std::fmt::Error, std::env::VarError, std::ffi::NulError,
     std::ffi::IntoStringError, std::ffi::FromBytesWithNulError, std::alloc::LayoutError,
+    std::sync::mpsc::RecvError, std::sync::mpsc::TryRecvError, std::sync::mpsc::RecvTimeoutError,
 }
 
 impl<T: ?Sized + Isolated> Reply for Box<T> {}
