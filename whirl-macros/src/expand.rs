@@ -47,7 +47,7 @@ fn isolated_impl(data: &Data) -> TokenStream {
     let where_clause = generics::where_clause(bounded, &checks.send_bounds);
     let ident = data.ident;
     let assertions = checks.assertions();
-    let doc = generics::FieldChecks::trust_doc(data).map(|doc| quote!(#[doc = #doc]));
+    let doc = checks.trust_doc().map(|doc| quote!(#[doc = #doc]));
     quote! {
         // SAFETY: every field is `Isolated` whenever the type parameters are: the function
         // below asserts each field's type under exactly these bounds, except the fields the
@@ -221,7 +221,7 @@ fn declare_state(data: &Data) -> TokenStream {
     // itself, unless it declares shared state.
     let isolated_impl = reason.is_none().then(|| {
         let send_where = generics::where_clause(bounded, &checks.send_bounds);
-        let doc = generics::FieldChecks::trust_doc(data).map(|doc| quote!(#[doc = #doc]));
+        let doc = checks.trust_doc().map(|doc| quote!(#[doc = #doc]));
         quote! {
             // SAFETY: every field is `Isolated` whenever the type parameters are, as asserted
             // below under exactly these bounds, except the fields the user trusted, with a

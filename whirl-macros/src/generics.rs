@@ -27,18 +27,40 @@ use crate::ast::{Data, Field, Shape};
 /// Whether any path in `ty` has a segment named `ident` (used only to pick a name for the
 /// generated message enum that no handled type already uses).
 pub fn mentions_ident(ty: &Type, ident: &Ident) -> bool {
-    struct Finder<'a> {
-        ident: &'a Ident,
+    any_path(ty, false, |path| {
+        path.segments.iter().any(|s| s.ident == *ident)
+    })
+}
+
+/// Whether `ty` names the type parameter `param` anywhere (`T`, `Vec<T>`, `T::Item`); a macro
+/// in type position might, so it counts.
+fn mentions_param(ty: &Type, param: &Ident) -> bool {
+    any_path(ty, true, |path| {
+        path.leading_colon.is_none() && path.segments.first().is_some_and(|s| s.ident == *param)
+    })
+}
+
+/// Whether some path in `ty` (at any depth) satisfies `matches`; a macro in type position
+/// counts as a match if `macros_match`.
+fn any_path(ty: &Type, macros_match: bool, matches: impl Fn(&syn::Path) -> bool) -> bool {
+    struct Finder<F> {
+        matches: F,
+        macros_match: bool,
         found: bool,
     }
-    impl<'ast> Visit<'ast> for Finder<'_> {
-        fn visit_path_segment(&mut self, segment: &'ast syn::PathSegment) {
-            self.found |= segment.ident == *self.ident;
-            visit::visit_path_segment(self, segment);
+    impl<'ast, F: Fn(&syn::Path) -> bool> Visit<'ast> for Finder<F> {
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            self.found |= (self.matches)(path);
+            visit::visit_path(self, path);
+        }
+        fn visit_type_macro(&mut self, mac: &'ast syn::TypeMacro) {
+            self.found |= self.macros_match;
+            visit::visit_type_macro(self, mac);
         }
     }
     let mut finder = Finder {
-        ident,
+        matches,
+        macros_match,
         found: false,
     };
     finder.visit_type(ty);
@@ -54,6 +76,8 @@ pub struct FieldChecks {
     /// the binder so that a field that is not even `Send` is reported once, by its assertion.
     pub send_bounds: Vec<TokenStream>,
     fields: Vec<CheckedField>,
+    /// One rustdoc line per trusted field: its name, type and reason.
+    trusted: Vec<String>,
     /// The type itself (`Name<T>`), assumed `Isolated` inside the check when the type will be
     /// `Isolated`: see [`FieldChecks::assertions`].
     self_ty: Type,
@@ -118,6 +142,7 @@ impl FieldChecks {
             generics: Generics::default(),
             send_bounds: Vec::new(),
             fields: Vec::new(),
+            trusted: Vec::new(),
             self_ty: self_ty.clone(),
             assume_self,
         };
@@ -131,6 +156,13 @@ impl FieldChecks {
                 .generics
                 .type_params()
                 .any(|t| mentions_param(field.ty, &t.ident));
+            if let Some(reason) = field.trust.as_ref().and_then(|t| t.reason.as_ref()) {
+                let ty = field.ty.to_token_stream().to_string();
+                let reason = reason.value();
+                checks
+                    .trusted
+                    .push(format!("* `{name}: {ty}`, trusted as plain data: {reason}"));
+            }
             if field.trust.is_some() && mentions_any {
                 // A trusted generic field (`Path<T>`) is `Send` for the arguments that make it
                 // so: the impl says which.
@@ -165,26 +197,12 @@ impl FieldChecks {
     }
 
     /// The rustdoc text of the generated impl: which fields are trusted, and why.
-    pub fn trust_doc(data: &Data) -> Option<String> {
-        let trusted: Vec<String> = data
-            .fields()
-            .enumerate()
-            .filter_map(|(i, f)| {
-                let reason = f.trust.as_ref()?.reason.as_ref()?.value();
-                let name = f
-                    .original
-                    .ident
-                    .as_ref()
-                    .map_or_else(|| i.to_string(), ToString::to_string);
-                let ty = f.ty.to_token_stream().to_string();
-                Some(format!("* `{name}: {ty}`, trusted as plain data: {reason}"))
-            })
-            .collect();
-        (!trusted.is_empty()).then(|| {
+    pub fn trust_doc(&self) -> Option<String> {
+        (!self.trusted.is_empty()).then(|| {
             format!(
                 "Every field is checked `Isolated` except these, marked \
                  `#[isolated(trust = \"...\")]`:\n\n{}",
-                trusted.join("\n")
+                self.trusted.join("\n")
             )
         })
     }
@@ -258,37 +276,6 @@ fn isolated_generics(generics: &Generics, isolated: &[&Ident]) -> Generics {
         }
     }
     generics
-}
-
-/// Whether `ty` names the type parameter `param` anywhere (`T`, `Vec<T>`, `T::Item`); a macro
-/// in type position might, so it counts.
-fn mentions_param(ty: &Type, param: &Ident) -> bool {
-    struct Finder<'a> {
-        param: &'a Ident,
-        found: bool,
-    }
-    impl<'ast> Visit<'ast> for Finder<'_> {
-        fn visit_path(&mut self, path: &'ast syn::Path) {
-            if path.leading_colon.is_none()
-                && path
-                    .segments
-                    .first()
-                    .is_some_and(|s| s.ident == *self.param)
-            {
-                self.found = true;
-            }
-            visit::visit_path(self, path);
-        }
-        fn visit_type_macro(&mut self, _: &'ast syn::TypeMacro) {
-            self.found = true;
-        }
-    }
-    let mut finder = Finder {
-        param,
-        found: false,
-    };
-    finder.visit_type(ty);
-    finder.found
 }
 
 /// `ty` with every `Self` replaced by `self_ty`, so that it can be named outside the impl.
