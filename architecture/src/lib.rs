@@ -20,6 +20,11 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
+pub mod layers;
+pub mod sizes;
+
+pub use layers::{LayerRow, LayerTable};
+
 /// Why a crate's source could not be read.
 #[derive(Debug)]
 pub enum Error {
@@ -146,7 +151,7 @@ impl Target {
 }
 
 /// Whether the attributes say "only when testing" (or under the loom model checker).
-fn test_only(attrs: &[syn::Attribute]) -> bool {
+pub(crate) fn test_only(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
         a.path().is_ident("cfg") && {
             let tokens = a.meta.require_list().map(|l| l.tokens.to_string());
@@ -239,7 +244,7 @@ impl<'ast> Visit<'ast> for Refs<'_> {
     }
 }
 
-fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
+pub(crate) fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
     match item {
         syn::Item::Const(i) => &i.attrs,
         syn::Item::Enum(i) => &i.attrs,
@@ -512,6 +517,28 @@ impl Graph {
         Some(Target::Module(current))
     }
 
+    /// The import cycles as text, one entry per cycle, one line per edge
+    /// (`  a -> b: the references`): what a test prints when it finds any.
+    pub fn cycle_report(&self) -> Vec<String> {
+        self.cycles()
+            .iter()
+            .map(|edges| {
+                edges
+                    .iter()
+                    .map(|((a, b), refs)| {
+                        format!(
+                            "  {} -> {}: {}",
+                            self.modules[*a].name(),
+                            self.modules[*b].name(),
+                            describe(refs)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .collect()
+    }
+
     /// The import cycles: each a set of file modules that reach one another, with the edges
     /// among them.
     pub fn cycles(&self) -> Vec<Cycle<'_>> {
@@ -542,19 +569,23 @@ impl Graph {
         self.modules[module].path.first().map_or("", String::as_str)
     }
 
+    /// The crate's top-level modules (`group` for `crate::group::worker`). Modules written
+    /// inside the crate root's file (re-export facades such as `pub mod scheduler { pub use
+    /// ... }`) belong to the root, which is above every layer, and are not listed.
+    pub fn top_modules(&self) -> BTreeSet<&str> {
+        (0..self.modules.len())
+            .filter(|&m| self.modules[m].file_node != 0)
+            .map(|m| self.top(m))
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+
     /// Edges that do not point down `layers` (top-level module → layer number, higher
     /// layers above): an edge between two top-level modules must go to a strictly lower
     /// layer. Also lists top-level modules that have no layer.
     pub fn layer_violations(&self, layers: &HashMap<String, u32>) -> Vec<String> {
         let mut problems = Vec::new();
-        // Modules written inside the crate root's file (re-export facades such as
-        // `pub mod scheduler { pub use ... }`) belong to the root, which is above every layer.
-        let tops: BTreeSet<&str> = (0..self.modules.len())
-            .filter(|&m| self.modules[m].file_node != 0)
-            .map(|m| self.top(m))
-            .filter(|t| !t.is_empty())
-            .collect();
-        for top in tops {
+        for top in self.top_modules() {
             if !layers.contains_key(top) {
                 problems.push(format!("module `{top}` has no layer"));
             }
@@ -683,6 +714,93 @@ pub fn layers_from_markdown(text: &str) -> HashMap<String, u32> {
         }
     }
     layers
+}
+
+/// Every crate directory under `root` (a `Cargo.toml` beside a `src/` folder), the root's own
+/// included, skipping build output, git's and npm's folders and the crates' own sources: the
+/// workspace's members and the crates kept beside it.
+pub fn crate_dirs(root: &Path) -> Vec<PathBuf> {
+    let is_crate = |dir: &Path| dir.join("Cargo.toml").is_file() && dir.join("src").is_dir();
+    let mut dirs: Vec<PathBuf> = is_crate(root)
+        .then(|| root.to_path_buf())
+        .into_iter()
+        .collect();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            let skip = matches!(
+                path.file_name().and_then(|n| n.to_str()),
+                Some("target" | ".git" | "node_modules" | "src" | "tests" | "benches")
+            );
+            if path.is_dir() && !skip {
+                if is_crate(&path) {
+                    dirs.push(path.clone());
+                }
+                stack.push(path);
+            }
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
+/// The crate roots of the crate in `dir`: `src/lib.rs`, `src/main.rs`, and every binary under
+/// `src/bin/` (a file, or a folder's `main.rs`).
+pub fn crate_roots(dir: &Path) -> Vec<PathBuf> {
+    let src = dir.join("src");
+    let mut roots: Vec<PathBuf> = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| src.join(f))
+        .filter(|f| f.is_file())
+        .collect();
+    if let Ok(bins) = std::fs::read_dir(src.join("bin")) {
+        for bin in bins.flatten().map(|b| b.path()) {
+            match bin.is_dir() {
+                true if bin.join("main.rs").is_file() => roots.push(bin.join("main.rs")),
+                true => {}
+                false => roots.push(bin),
+            }
+        }
+    }
+    roots.sort();
+    roots
+}
+
+/// The layer table's rule, applied to a graph (here, so that `layers` needs nothing of the
+/// crate root: the two would import each other).
+impl Graph {
+    /// Edges between top-level modules that `table` does not allow (see
+    /// [`LayerTable::allows`]), and top-level modules the table does not place. Modules written
+    /// in the crate root's own file (re-export facades) are above every layer and not checked.
+    pub fn table_violations(&self, table: &LayerTable) -> Vec<String> {
+        let placed = table.layers();
+        let mut problems: Vec<String> = self
+            .top_modules()
+            .into_iter()
+            .filter(|t| !placed.contains_key(*t))
+            .map(|t| format!("module `{t}` has no layer"))
+            .collect();
+        for (&(a, b), refs) in &self.edges {
+            let (ta, tb) = (self.top(a), self.top(b));
+            if a == 0 || b == 0 || ta.is_empty() || tb.is_empty() || ta == tb {
+                continue;
+            }
+            if !table.allows(ta, tb) {
+                problems.push(format!(
+                    "`{}` (layer {}) uses `{}` (layer {}), which the table does not allow: {}",
+                    self.modules[a].name(),
+                    placed.get(ta).map_or("?".to_owned(), u32::to_string),
+                    self.modules[b].name(),
+                    placed.get(tb).map_or("?".to_owned(), u32::to_string),
+                    describe(refs)
+                ));
+            }
+        }
+        problems
+    }
 }
 
 #[cfg(test)]

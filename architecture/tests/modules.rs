@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use architecture::{describe, layers_from_markdown, Graph};
+use architecture::{crate_dirs, crate_roots, Graph, LayerTable};
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -18,29 +18,11 @@ fn read(krate: &str) -> Graph {
 }
 
 fn assert_acyclic(krate: &str) {
-    let graph = read(krate);
-    let cycles = graph.cycles();
-    let report: Vec<String> = cycles
-        .iter()
-        .map(|edges| {
-            edges
-                .iter()
-                .map(|((a, b), refs)| {
-                    format!(
-                        "  {} -> {}: {}",
-                        graph.modules[*a].name(),
-                        graph.modules[*b].name(),
-                        describe(refs)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .collect();
+    let report = read(krate).cycle_report();
     assert!(
-        cycles.is_empty(),
+        report.is_empty(),
         "{krate} has {} import cycle(s):\n{}",
-        cycles.len(),
+        report.len(),
         report.join("\n\n")
     );
 }
@@ -76,16 +58,19 @@ fn declarative_assembly_has_no_import_cycles() {
     assert_acyclic("whirl-config");
 }
 
+/// The rule is ARCHITECTURE.md's layer table, read whole: an import must point down, to a
+/// module the importing row's "uses" column allows (see `layer_tables.rs` for the table's own
+/// checks and for its copy in lib.rs).
 #[test]
 fn the_runtime_imports_point_down_the_layers_of_architecture_md() {
     let text = std::fs::read_to_string(workspace().join("ARCHITECTURE.md"))
         .expect("ARCHITECTURE.md at the workspace root");
-    let layers = layers_from_markdown(&text);
-    assert!(!layers.is_empty(), "ARCHITECTURE.md has no layer table");
-    let problems = read("whirl-runtime").layer_violations(&layers);
+    let tables = LayerTable::all_in_markdown(&text);
+    assert_eq!(tables.len(), 1, "ARCHITECTURE.md must have one layer table");
+    let problems = read("whirl-runtime").table_violations(&tables[0]);
     assert!(
         problems.is_empty(),
-        "imports that do not point down the layers:\n{}",
+        "imports that ARCHITECTURE.md's layer table does not allow:\n{}",
         problems.join("\n")
     );
 }
@@ -110,4 +95,31 @@ fn every_runtime_and_distribution_module_teaches_its_job() {
         "modules without a `//!` doc:\n{}",
         undocumented.join("\n")
     );
+}
+
+/// Every crate root in the repository: each workspace member's and each crate's beside it
+/// (`src/lib.rs`, `src/main.rs`, every binary under `src/bin/`).
+#[test]
+fn no_crate_in_the_repository_has_an_import_cycle() {
+    let roots: Vec<PathBuf> = crate_dirs(&workspace())
+        .iter()
+        .flat_map(|dir| crate_roots(dir))
+        .collect();
+    assert!(
+        roots
+            .iter()
+            .any(|r| r.ends_with("whirl-runtime/src/lib.rs")),
+        "found no crate roots"
+    );
+    let report: Vec<String> = roots
+        .iter()
+        .flat_map(|root| {
+            let graph = Graph::read(root).unwrap_or_else(|e| panic!("{}: {e}", root.display()));
+            graph
+                .cycle_report()
+                .into_iter()
+                .map(move |cycle| format!("{}:\n{cycle}", root.display()))
+        })
+        .collect();
+    assert!(report.is_empty(), "import cycles:\n{}", report.join("\n\n"));
 }

@@ -127,7 +127,7 @@ fn every_unsafe_names_a_defined_invariant() {
         "whirl-macros/src",
         "whirl/src",
         "whirl-dist/src",
-        "examples/src",
+        "examples",
     ] {
         rust_files(&workspace().join(krate), &mut files);
     }

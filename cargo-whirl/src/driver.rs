@@ -26,6 +26,7 @@ const SOURCES: &[(&str, &str)] = &[
     ("src/main.rs", include_str!("../driver/src/main.rs")),
     ("src/allows.rs", include_str!("../driver/src/allows.rs")),
     ("src/check.rs", include_str!("../driver/src/check.rs")),
+    ("src/env.rs", include_str!("../driver/src/env.rs")),
     ("src/report.rs", include_str!("../driver/src/report.rs")),
     ("src/roots.rs", include_str!("../driver/src/roots.rs")),
     ("src/shared.rs", include_str!("../driver/src/shared.rs")),

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! - `record [--quick] [--bench-bin PATH] [--threshold PCT]` runs
-//!   `cargo run --release -q -p examples --bin bench -- [quick] --json` in the workspace root
+//!   `cargo run --release -q -p bench --bin bench -- [quick] --json` in the workspace root
 //!   (or the prebuilt `--bench-bin PATH [quick] --json`), stores the figures with the commit
 //!   (`git rev-parse --short HEAD`, plus a dirty flag when tracked files changed), the host
 //!   name and CPU count and the date (UTC), prints the new run's id and compares it with the

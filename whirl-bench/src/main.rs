@@ -33,7 +33,7 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// A prebuilt bench binary, run as `PATH [quick] --json`, instead of
-        /// `cargo run --release -q -p examples --bin bench -- [quick] --json`.
+        /// `cargo run --release -q -p bench --bin bench -- [quick] --json`.
         #[arg(long, value_name = "PATH")]
         bench_bin: Option<PathBuf>,
         /// The regression threshold of the comparison, in percent.

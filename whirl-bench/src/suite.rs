@@ -67,16 +67,15 @@ pub struct SuiteCommand {
 }
 
 impl SuiteCommand {
-    /// `cargo run --release -q -p examples --bin bench -- [quick] --json`, run in
+    /// `cargo run --release -q -p bench --bin bench -- [quick] --json`, run in
     /// `workspace_root` (`cargo` is `$CARGO` when set, as under `cargo run`). Cargo builds the
     /// bench binary first if need be.
     pub fn cargo(workspace_root: impl Into<PathBuf>, quick: bool) -> Self {
         let program = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut args: Vec<OsString> =
-            ["run", "--release", "-q", "-p", "examples", "--bin", "bench"]
-                .into_iter()
-                .map(OsString::from)
-                .collect();
+        let mut args: Vec<OsString> = ["run", "--release", "-q", "-p", "bench", "--bin", "bench"]
+            .into_iter()
+            .map(OsString::from)
+            .collect();
         args.push("--".into());
         Self::finish(program, args, Some(workspace_root.into()), quick)
     }

@@ -14,7 +14,9 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use whirl::scheduler::{Cohort, CpuBudget, Fifo, PrincipalPriority, Stride};
-use whirl::supervision::{ChildSpec, Restart, Shutdown, Strategy, Supervisor, SupervisorSpec};
+use whirl::supervision::{
+    ChildSpec, Restart, RestartStrategy, Shutdown, Supervisor, SupervisorSpec,
+};
 use whirl::{Addr, Group, Runtime};
 
 use crate::controller::{self, Swappable};
@@ -235,7 +237,7 @@ impl Assembly {
             builder = builder.slow_turn_threshold(Some(threshold.0));
         }
         builder
-            .try_build()
+            .build()
             .map_err(|e| self.invalid(0..0, e.to_string()))
     }
 
@@ -271,7 +273,10 @@ impl Assembly {
         for (name, spanned) in &self.spec.supervisors {
             let sup = spanned.get_ref();
             let spec = self.supervisor_spec(name, sup, factories, &lookup)?;
-            let addr = rt.spawn_in(&lookup(sup.group.as_ref()), Supervisor::new(spec));
+            let addr = rt
+                .spawner()
+                .group(&lookup(sup.group.as_ref()))
+                .spawn(Supervisor::new(spec));
             if let Some(registered) = &sup.name {
                 rt.register(registered, &addr).map_err(|e| {
                     self.invalid(spanned.span(), format!("supervisor `{name}`: {e}"))
@@ -432,9 +437,9 @@ impl Assembly {
         let mut spec = SupervisorSpec::new(name);
         if let Some(strategy) = sup.strategy {
             spec = spec.strategy(match strategy {
-                StrategySpec::OneForOne => Strategy::OneForOne,
-                StrategySpec::OneForAll => Strategy::OneForAll,
-                StrategySpec::RestForOne => Strategy::RestForOne,
+                StrategySpec::OneForOne => RestartStrategy::OneForOne,
+                StrategySpec::OneForAll => RestartStrategy::OneForAll,
+                StrategySpec::RestForOne => RestartStrategy::RestForOne,
             });
         }
         if let Some(i) = sup.intensity {

@@ -1,6 +1,6 @@
 //! Controllers from the file: builds the library's concurrency controllers from a
-//! [`ControllerSpec`](crate::schema::ControllerSpec), each behind a [`Swappable`] slot so a
-//! reloaded file can put a controller with new parameters in its place while the group runs.
+//! [`ControllerSpec`], each behind a [`Swappable`] slot so a reloaded file can put a controller
+//! with new parameters in its place while the group runs.
 //!
 //! The slot is a mutex the runtime's controller thread takes once per sampling period (never
 //! on the message path); a reload replaces the controller inside it. The replacement starts

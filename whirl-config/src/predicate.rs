@@ -1,7 +1,6 @@
 //! Predicates from the file: builds the admission library's predicates from a
-//! [`PredicateSpec`](crate::schema::PredicateSpec), keeping a [`Tuning`] handle on every node
-//! whose parameters can change while the group runs, and applies a reloaded file's parameters
-//! through those handles.
+//! [`PredicateSpec`], keeping a [`Tuning`] handle on every node whose parameters can change
+//! while the group runs, and applies a reloaded file's parameters through those handles.
 //!
 //! Each node is built behind an `Arc`, the group holding one reference and the tuning tree the
 //! other; the live setters are the predicates' own (`QueueLength::set_max`,

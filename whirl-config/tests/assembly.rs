@@ -144,7 +144,9 @@ fn every_section_parses_and_builds() {
         });
         let addr = addr.expect("registered");
         let (got, placed) = addr
-            .call_timeout(Ping, Duration::from_secs(30))
+            .request(Ping)
+            .timeout(Duration::from_secs(30))
+            .call()
             .expect("an answer");
         assert_eq!(got, start + 1, "{name} made from its args");
         // Without a group, a child runs in its supervisor's.
@@ -240,7 +242,10 @@ fn unknown_groups_name_line_and_column() {
 fn unknown_process_types_name_line_and_column() {
     let text = "[supervisors.app]\nchildren = [\n  { id = \"c\", process = \"countr\" },\n]\n";
     let assembly = Assembly::parse(text, "app.toml").expect("parses: types are checked at build");
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let err = assembly.build(&rt, &factories()).expect_err("unknown type");
     assert!(
         matches!(err, ConfigError::UnknownProcess { ref name, .. } if name == "countr"),
@@ -263,7 +268,7 @@ const RELOADABLE: &str = "[groups.web]\nthreads = 1\npredicate = { queue_length 
 /// number admitted. The message being handled counts as queued, so a limit of `max` admits
 /// `max - 1` more.
 fn admitted_until_rejected(rt: &Runtime, group: &whirl::Group, limit: usize) -> usize {
-    let addr = rt.spawn_in(group, Counter { start: 0 });
+    let addr = rt.spawner().group(group).spawn(Counter { start: 0 });
     let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback listener");
     let release =
         TcpStream::connect(listener.local_addr().expect("its address")).expect("connected");
@@ -294,7 +299,10 @@ fn admitted_until_rejected(rt: &Runtime, group: &whirl::Group, limit: usize) -> 
 #[test]
 fn reload_lowers_a_queue_limit_without_a_restart() {
     let assembly = Assembly::parse(RELOADABLE, "app.toml").expect("parses");
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let app = assembly.build(&rt, &Factories::new()).expect("builds");
     let web = app.group("web").expect("web").clone();
     assert_eq!(
@@ -318,7 +326,10 @@ fn reload_lowers_a_queue_limit_without_a_restart() {
 #[test]
 fn reload_reports_structural_changes_and_leaves_them() {
     let assembly = Assembly::parse(RELOADABLE, "app.toml").expect("parses");
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let app = assembly.build(&rt, &Factories::new()).expect("builds");
     let web = app.group("web").expect("web");
     let names: Vec<&str> = web.stats().controllers.iter().map(|c| c.name).collect();
@@ -372,7 +383,10 @@ fn the_reloader_applies_edits_to_the_file() {
     let path = dir.join("app.toml");
     std::fs::write(&path, RELOADABLE).expect("written");
     let assembly = Assembly::from_file(&path).expect("parses");
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let app = Arc::new(assembly.build(&rt, &Factories::new()).expect("builds"));
     let (tx, rx) = mpsc::channel();
     let reloader = Reloader::watch(
@@ -456,7 +470,9 @@ fn the_documented_example_builds() {
     });
     let (n, group) = cache
         .expect("registered")
-        .call_timeout(Ping, Duration::from_secs(30))
+        .request(Ping)
+        .timeout(Duration::from_secs(30))
+        .call()
         .expect("an answer");
     assert_eq!((n, group.as_str()), (101, "web"));
     rt.shutdown_timeout(Duration::from_secs(10));
@@ -471,7 +487,10 @@ predicate = { overload = { target = "50ms", window = 10, inner = { session_consi
 #[test]
 fn overload_gates_its_inner_predicate_and_reloads_it() {
     let assembly = Assembly::parse(OVERLOAD, "app.toml").expect("parses");
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let app = assembly.build(&rt, &Factories::new()).expect("builds");
     let web = app.group("web").expect("web").clone();
     // The group keeps up (nothing measured over target): a queue far past the threshold of

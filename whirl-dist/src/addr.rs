@@ -16,6 +16,8 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use whirl::request::{Answering, Deliver, Sender};
+
 use crate::ask::{AskEnd, AskFuture, AskSlot};
 use crate::core::SendError;
 use crate::core::{Core, RouteGuard};
@@ -33,7 +35,6 @@ pub struct RemoteAddr<M> {
     /// was made, or the pid is on this node.
     link: Option<Arc<Link>>,
     route: Option<Arc<RouteGuard>>,
-    principal: Option<WirePrincipal>,
     _message: PhantomData<fn(M)>,
 }
 
@@ -44,7 +45,6 @@ impl<M> Clone for RemoteAddr<M> {
             pid: self.pid,
             link: self.link.clone(),
             route: self.route.clone(),
-            principal: self.principal,
             _message: PhantomData,
         }
     }
@@ -79,7 +79,6 @@ impl<M: Remote> RemoteAddr<M> {
             pid,
             link,
             route: None,
-            principal: None,
             _message: PhantomData,
         }
     }
@@ -110,27 +109,29 @@ impl<M: Remote> RemoteAddr<M> {
             )));
         self
     }
+}
 
-    /// This address, with every message sent through it carrying `principal` (its id,
-    /// priority, class and utility): the receiving group's admission predicate weighs the
-    /// messages as that principal's work, as it does for a local
-    /// `Addr::post_on_behalf`. Principals with an estimator keep it at home: the receiving
-    /// node knows only the travelling attributes.
-    pub fn on_behalf(mut self, principal: &whirl::Principal) -> Self {
-        self.principal = Some(WirePrincipal::of(principal));
-        self
-    }
+/// `post` and `request(msg).on_behalf(&p).post()`: the message is on its way when `Ok`; the
+/// receiving node delivers it, or gives it back to the [bounce handler](RemoteAddr::on_bounce).
+/// On `Err` the message comes back now. A principal travels with the message (its id,
+/// priority, class and utility): the receiving group's admission predicate weighs it as that
+/// principal's work, as it does for a local post on behalf of one. Principals with an
+/// estimator keep it at home: the receiving node knows only the travelling attributes.
+impl<M: Remote> Sender for RemoteAddr<M> {}
 
-    /// Posts `msg` to the process. Never blocks, never waits for the network.
-    ///
-    /// `Ok` means the message is on its way: the receiving node delivers it, or gives it back
-    /// to the [bounce handler](RemoteAddr::on_bounce). On `Err` the message comes back now.
-    pub fn post(&self, msg: M) -> Result<(), RemotePostError<M>> {
+impl<M: Remote> Deliver<M> for RemoteAddr<M> {
+    type Error = RemotePostError<M>;
+
+    fn deliver(
+        &self,
+        msg: M,
+        principal: Option<&whirl::Principal>,
+    ) -> Result<(), RemotePostError<M>> {
         let header = Header::Post {
             to: self.pid.local(),
             tag: TagOf::<M>::TAG,
             route: self.route.as_ref().map(|r| r.id()),
-            principal: self.principal,
+            principal: principal.map(WirePrincipal::of),
         };
         self.core
             .send_data(self.link.as_deref(), self.pid.node(), &header, &msg)
@@ -138,38 +139,60 @@ impl<M: Remote> RemoteAddr<M> {
     }
 }
 
-impl<M: Request> RemoteAddr<M>
+/// `call` and `ask` of a [`Request`] type: the handler's answer, or why none came (the node
+/// gave the request back, went down, or the timeout passed).
+impl<M: Request> Answering<M> for RemoteAddr<M>
 where
     M::Reply: Send,
 {
-    /// Asks the process: posts `msg` now, and the returned future resolves with the handler's
-    /// answer, or an error after `timeout`. Await it anywhere (an `async` handler, tokio, a
-    /// hand-rolled executor); it never blocks a thread.
-    pub fn ask(
+    type Reply = M::Reply;
+    type CallError = RemoteCallError<M>;
+    type Asking = RemoteAsk<M>;
+
+    fn call_for(
         &self,
         msg: M,
-        timeout: Duration,
-    ) -> impl std::future::Future<Output = Result<M::Reply, RemoteCallError<M>>> + Send + 'static
-    {
-        let started = self.start_ask(msg, timeout);
-        async move {
-            match started {
-                Err(e) => Err(e),
-                Ok(slot) => finish_ask(AskFuture { slot }.await),
-            }
-        }
-    }
-
-    /// Asks the process and blocks until the answer arrives or `timeout` passes. For code
-    /// outside processes; an `async` handler awaits [`RemoteAddr::ask`] instead.
-    pub fn call(&self, msg: M, timeout: Duration) -> Result<M::Reply, RemoteCallError<M>> {
-        let deadline = Instant::now() + timeout;
-        let slot = self.start_ask(msg, timeout)?;
+        principal: Option<&whirl::Principal>,
+        timeout: Option<Duration>,
+    ) -> Result<M::Reply, RemoteCallError<M>> {
+        let deadline = deadline(timeout);
+        let slot = self.start_ask(msg, principal, deadline)?;
         finish_ask(slot.wait(deadline))
     }
 
-    fn start_ask(&self, msg: M, timeout: Duration) -> Result<Arc<AskSlot>, RemoteCallError<M>> {
-        let (to, tag, principal) = (self.pid.local(), TagOf::<M>::TAG, self.principal);
+    fn ask_for(
+        &self,
+        msg: M,
+        principal: Option<&whirl::Principal>,
+        timeout: Option<Duration>,
+    ) -> RemoteAsk<M> {
+        RemoteAsk {
+            state: match self.start_ask(msg, principal, deadline(timeout)) {
+                Ok(slot) => AskState::Waiting(AskFuture { slot }),
+                Err(e) => AskState::Refused(e),
+            },
+        }
+    }
+}
+
+/// When a request with `timeout` gives up (`None`: a year from now, which is never in
+/// practice, and keeps the node's deadline sweep one comparison).
+fn deadline(timeout: Option<Duration>) -> Instant {
+    let now = Instant::now();
+    let forever = Duration::from_secs(365 * 86_400);
+    now.checked_add(timeout.unwrap_or(forever))
+        .unwrap_or(now + forever)
+}
+
+impl<M: Request> RemoteAddr<M> {
+    fn start_ask(
+        &self,
+        msg: M,
+        principal: Option<&whirl::Principal>,
+        deadline: Instant,
+    ) -> Result<Arc<AskSlot>, RemoteCallError<M>> {
+        let (to, tag) = (self.pid.local(), TagOf::<M>::TAG);
+        let principal = principal.map(WirePrincipal::of);
         self.core
             .start_request(
                 self.link.as_deref(),
@@ -181,9 +204,54 @@ where
                     principal,
                 },
                 &msg,
-                Instant::now() + timeout,
+                deadline,
             )
             .map_err(|e| RemoteCallError::Post(post_error(e, msg)))
+    }
+}
+
+/// The answer to a remote `ask`: resolves with the handler's answer, or why none came.
+#[must_use = "an ask's answer is lost unless the future is awaited"]
+pub struct RemoteAsk<M> {
+    state: AskState<M>,
+}
+
+enum AskState<M> {
+    Waiting(AskFuture),
+    Refused(RemoteCallError<M>),
+    Done,
+}
+
+// Nothing in a `RemoteAsk` is pinned in place: the slot it waits on is shared.
+impl<M> Unpin for RemoteAsk<M> {}
+
+impl<M: Request> std::future::Future for RemoteAsk<M> {
+    type Output = Result<M::Reply, RemoteCallError<M>>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        use std::task::Poll;
+        let outcome = match &mut self.state {
+            AskState::Waiting(future) => match std::pin::Pin::new(future).poll(cx) {
+                Poll::Ready(end) => finish_ask(end),
+                Poll::Pending => return Poll::Pending,
+            },
+            AskState::Refused(_) => match std::mem::replace(&mut self.state, AskState::Done) {
+                AskState::Refused(e) => Err(e),
+                _ => unreachable!("matched as refused above"),
+            },
+            AskState::Done => panic!("a `RemoteAsk` polled after it completed"),
+        };
+        self.state = AskState::Done;
+        Poll::Ready(outcome)
+    }
+}
+
+impl<M> fmt::Debug for RemoteAsk<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RemoteAsk<{}>", std::any::type_name::<M>())
     }
 }
 

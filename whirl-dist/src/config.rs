@@ -1,34 +1,9 @@
-//! How a node joins a cluster: [`NodeConfig`].
-//!
-//! The defaults are for one machine and for CI: listen on a loopback port, find peers only
-//! through the endpoints you list, and declare a peer dead after a 3 s lease.
-//!
-//! * **Endpoints.** Zenoh endpoints such as `tcp/127.0.0.1:7447`. A node listens on its
-//!   [`listen`](NodeConfig::listen) endpoints and opens links to its
-//!   [`connect`](NodeConfig::connect) endpoints, retrying in the background while a peer is
-//!   unreachable and again whenever a link is lost. Peers are not routed through one another:
-//!   with scouting off, make the mesh full (every pair of nodes linked by one side connecting to
-//!   the other).
-//! * **Scouting.** Zenoh can find peers by UDP multicast and by gossip (peers telling each other
-//!   the addresses of further peers). Both are **off** by default: multicast is often missing in
-//!   containers, and gossip would let two nodes link directly around a proxy or firewall you
-//!   configured between them.
-//! * **Lease.** Zenoh's link lease: a link on which nothing arrives for this long is closed,
-//!   and the peer's liveliness tokens are withdrawn, which is what makes it Down here. Four
-//!   keep-alives are sent per lease. A peer that dies with its socket (a crash, `kill -9`) is
-//!   usually seen at once, because the kernel closes the socket; the lease bounds the time for a
-//!   peer that hangs or a network that goes silent.
-//!
-//! ```
-//! use std::time::Duration;
-//! use whirl_dist::NodeConfig;
-//!
-//! let config = NodeConfig::new("orders")
-//!     .listen(["tcp/127.0.0.1:7447"])
-//!     .connect(["tcp/127.0.0.1:7448"])
-//!     .lease(Duration::from_secs(1));
-//! assert_eq!(config.lease_duration(), Duration::from_secs(1));
-//! ```
+//! How a node joins a cluster: [`NodeConfig`], the settings [`Node::start`](crate::Node::start)
+//! reads, and their translation into a Zenoh configuration (peer mode, the endpoints, scouting,
+//! the lease and its keep-alives). The translation refuses, as errors, a cluster name that is
+//! empty or holds characters other than ASCII letters, digits, `-`, `_` and `.`, a lease that
+//! does not fit in milliseconds, and a value Zenoh does not accept. What each setting means,
+//! and its default, is documented on the type, where users of the crate see it.
 
 use std::time::Duration;
 
@@ -37,7 +12,37 @@ use crate::DistError;
 /// Where a node listens, whom it connects to, and how fast it declares peers dead.
 ///
 /// Built with [`NodeConfig::new`] and the builder methods; read back with the getters of the
-/// same name. See the [module docs](crate::config) for what each setting means.
+/// same name.
+///
+/// The defaults are for one machine and for CI: listen on a loopback port, find peers only
+/// through the endpoints you list, and declare a peer dead after a 3 s lease.
+///
+/// * **Endpoints.** Zenoh endpoints such as `tcp/127.0.0.1:7447`. A node listens on its
+///   [`listen`](NodeConfig::listen) endpoints and opens links to its
+///   [`connect`](NodeConfig::connect) endpoints, retrying in the background while a peer is
+///   unreachable and again whenever a link is lost. Peers are not routed through one another:
+///   with scouting off, make the mesh full (every pair of nodes linked by one side connecting to
+///   the other).
+/// * **Scouting.** Zenoh can find peers by UDP multicast and by gossip (peers telling each other
+///   the addresses of further peers). Both are **off** by default: multicast is often missing in
+///   containers, and gossip would let two nodes link directly around a proxy or firewall you
+///   configured between them.
+/// * **Lease.** Zenoh's link lease: a link on which nothing arrives for this long is closed,
+///   and the peer's liveliness tokens are withdrawn, which is what makes it Down here. Four
+///   keep-alives are sent per lease. A peer that dies with its socket (a crash, `kill -9`) is
+///   usually seen at once, because the kernel closes the socket; the lease bounds the time for a
+///   peer that hangs or a network that goes silent.
+///
+/// ```
+/// use std::time::Duration;
+/// use whirl_dist::NodeConfig;
+///
+/// let config = NodeConfig::new("orders")
+///     .listen(["tcp/127.0.0.1:7447"])
+///     .connect(["tcp/127.0.0.1:7448"])
+///     .lease(Duration::from_secs(1));
+/// assert_eq!(config.lease_duration(), Duration::from_secs(1));
+/// ```
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct NodeConfig {

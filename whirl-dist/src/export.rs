@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use parking_lot::Mutex;
+use whirl::request::{Deliver, Sender};
 use whirl::{Addr, Answers, CallError, Handles, PostError, Process};
 
 use crate::core::Core;
@@ -111,10 +112,13 @@ impl<'n, P: Process> ExportBuilder<'n, P> {
             let Ok(msg) = wire::decode_payload::<M>(payload) else {
                 return Delivery::Refused(BounceReason::Incompatible);
             };
-            match principal {
-                Some(p) => ReplyTask::start(ask_addr.ask_on_behalf(msg, p), replier),
-                None => ReplyTask::start(ask_addr.ask(msg), replier),
-            }
+            // The asking node's deadline governs: it answers its caller with a timeout.
+            let request = ask_addr.request(msg).no_timeout();
+            let request = match principal {
+                Some(p) => request.on_behalf(p),
+                None => request,
+            };
+            ReplyTask::start(request.ask(), replier)
         });
         self.entries.insert(
             TagOf::<M>::TAG,
@@ -166,10 +170,7 @@ where
     Box::new(
         move |payload, principal| match wire::decode_payload::<M>(payload) {
             Err(_) => Delivery::Refused(BounceReason::Incompatible),
-            Ok(msg) => match match principal {
-                Some(p) => addr.post_on_behalf(msg, p),
-                None => addr.post(msg),
-            } {
+            Ok(msg) => match addr.deliver(msg, principal) {
                 Ok(()) => Delivery::Delivered,
                 Err(PostError::Rejected(_)) => Delivery::Refused(BounceReason::Rejected),
                 Err(_) => Delivery::Refused(BounceReason::Terminated),

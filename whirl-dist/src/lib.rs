@@ -17,17 +17,19 @@
 //! **Messages across nodes.** A message type that implements serde's traits gets a stable name
 //! with [`Remote`] (and an answer type with [`Request`]). A process is made reachable with
 //! [`Node::export`], which lists the message types it accepts; any node then holds a typed
-//! [`RemoteAddr`] to it ([`Node::remote`], or [`Node::whereis`] by registered name):
+//! [`RemoteAddr`] to it ([`Node::remote`], or [`Node::whereis`] by registered name). It has
+//! the verbs and options of every whirl address ([`whirl::request`]):
 //!
-//! * [`RemoteAddr::post`] never blocks and never waits for the network: the message comes back
+//! * `post` never blocks and never waits for the network: the message comes back
 //!   at once as `Rejected` when the peer's credit window is used up, as `Terminated` when its
 //!   node is Down; a message the receiving node refuses later (its group's predicate, a
 //!   terminated process, a type it does not accept) comes back to the address's
 //!   [bounce handler](RemoteAddr::on_bounce);
-//! * [`RemoteAddr::ask`] / [`RemoteAddr::call`] return the handler's answer, with a timeout;
+//! * `ask` / `call` return the handler's answer, giving up after 5 s unless the request says
+//!   otherwise (`request(msg).timeout(d).call()`);
 //! * messages from one sender to one process arrive in the order they were posted;
-//! * [`RemoteAddr::on_behalf`] makes messages carry a principal, which the receiving group's
-//!   admission predicate sees;
+//! * `request(msg).on_behalf(&principal)` makes a message carry a principal, which the
+//!   receiving group's admission predicate sees;
 //! * every message is accounted for ([`DistCounts`]): refused at the sender, delivered into the
 //!   receiving runtime, bounced back, or in doubt when its node went Down unacknowledged.
 //!
@@ -100,7 +102,7 @@
 //! let deposits = client.whereis::<Deposit>("account").expect("registered");
 //! deposits.post(Deposit(250))?;
 //! let balance = client.remote::<Balance>(deposits.pid());
-//! assert_eq!(balance.call(Balance, Duration::from_secs(5))?, 250);
+//! assert_eq!(balance.request(Balance).timeout(Duration::from_secs(5)).call()?, 250);
 //! # Ok(())
 //! # }
 //! ```
@@ -112,14 +114,14 @@
 
 mod addr;
 mod ask;
-pub mod config;
+mod config;
 mod core;
 mod counts;
 mod dispatch;
 mod error;
 mod export;
 mod link;
-pub mod membership;
+mod membership;
 mod migrate;
 mod moves;
 mod node;
@@ -131,7 +133,7 @@ mod spawn;
 mod watches;
 mod wire;
 
-pub use addr::{RemoteAddr, RemoteCallError, RemotePostError, Undelivered};
+pub use addr::{RemoteAddr, RemoteAsk, RemoteCallError, RemotePostError, Undelivered};
 pub use config::NodeConfig;
 pub use counts::DistCounts;
 pub use error::DistError;

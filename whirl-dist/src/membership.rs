@@ -1,23 +1,11 @@
 //! The membership table: who is Up, who is quarantined, and the events between them.
 //!
-//! Every node keeps its own table, fed by one failure detector: Zenoh liveliness. Each node
-//! declares the token `whirl/<cluster>/alive/<node-hex>` and subscribes to
-//! `whirl/<cluster>/alive/*`; Zenoh withdraws a node's token when that node closes its session
-//! or its link lease expires. The table turns those observations into events:
-//!
-//! | observation | the node was | becomes | event |
-//! |---|---|---|---|
-//! | token appears | unknown | Up | [`NodeEvent::Up`] |
-//! | token appears | Up | Up | none (a repeat) |
-//! | token withdrawn | Up | Quarantined | [`NodeEvent::Down`] with [`DownReason::NoConnection`] |
-//! | token withdrawn | unknown | Quarantined | none (it was never Up here) |
-//! | token appears | Quarantined | Quarantined | [`NodeEvent::ResurrectionRefused`] |
-//!
-//! **Down is final** (Akka's quarantine, Erlang's creation numbers). After a partition heals,
-//! Zenoh links the two sides again and each re-announces its token under the *same* id; the
-//! table refuses it, because watchers have already been told Down and a supervisor may have
-//! restarted the work elsewhere. A node that was cut off must restart, which gives it a fresh
-//! [`NodeId`]. Quarantined ids are kept for the life of the node (16 bytes each).
+//! Every node keeps its own table, fed by one failure detector, Zenoh liveliness (the node's
+//! side of it is `core/membership.rs`). The table does no I/O: it takes observations (a node's
+//! token appeared or was withdrawn, or the node proved unusable) and returns the event to
+//! publish, if any. How each observation becomes an event, and why Down is final, is
+//! documented on [`NodeEvent`], where users of the crate see it. Quarantined ids are kept for
+//! the life of the node (16 bytes each).
 
 use std::collections::BTreeSet;
 
@@ -39,6 +27,25 @@ pub enum DownReason {
 }
 
 /// A change in cluster membership, as one node sees it.
+///
+/// Every node keeps its own membership table, fed by one failure detector: Zenoh
+/// liveliness. Each node declares the token `whirl/<cluster>/alive/<node-hex>` and subscribes
+/// to `whirl/<cluster>/alive/*`; Zenoh withdraws a node's token when that node closes its
+/// session or its link lease expires. The table turns those observations into events:
+///
+/// | observation | the node was | becomes | event |
+/// |---|---|---|---|
+/// | token appears | unknown | Up | [`NodeEvent::Up`] |
+/// | token appears | Up | Up | none (a repeat) |
+/// | token withdrawn | Up | Quarantined | [`NodeEvent::Down`] with [`DownReason::NoConnection`] |
+/// | token withdrawn | unknown | Quarantined | none (it was never Up here) |
+/// | token appears | Quarantined | Quarantined | [`NodeEvent::ResurrectionRefused`] |
+///
+/// **Down is final** (Akka's quarantine, Erlang's creation numbers). After a partition heals,
+/// Zenoh links the two sides again and each re-announces its token under the *same* id; the
+/// table refuses it, because watchers have already been told Down and a supervisor may have
+/// restarted the work elsewhere. A node that was cut off must restart, which gives it a fresh
+/// [`NodeId`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
 pub enum NodeEvent {

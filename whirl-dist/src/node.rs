@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Receiver;
+use whirl::request::Sender as _;
 use whirl::Process;
 use zenoh::liveliness::LivelinessToken;
 use zenoh::pubsub::Subscriber;
@@ -274,7 +275,7 @@ impl Node {
 
     /// Offers a factory named `name` to other nodes (see [`Node::spawn_on`]): `factory` gets
     /// the decoded arguments and a [`FactoryCtx`] with the caller's principal; it spawns a
-    /// process (with `Group::spawn_for` when a principal is given, so the process serves it),
+    /// process (with `group.spawner().principal(p)` when a principal is given, so the process serves it),
     /// exports it through the context, and returns its pid, or a refusal. It runs on a network
     /// thread: spawn and export only, never block.
     ///
@@ -293,7 +294,7 @@ impl Node {
     /// node.add_factory("counter", move |start: u64, ctx| {
     ///     let state = Counter { n: start };
     ///     let addr = match ctx.principal() {
-    ///         Some(p) => group.spawn_for(p.clone(), state),
+    ///         Some(p) => group.spawner().principal(p.clone()).spawn(state),
     ///         None => group.spawn(state),
     ///     };
     ///     ctx.export(&addr).accept::<Add>().build().into()

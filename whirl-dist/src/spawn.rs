@@ -28,12 +28,12 @@ pub struct FactoryCtx<'a> {
 
 impl FactoryCtx<'_> {
     /// The principal the caller spawns for (with its id, priority, class and utility), if
-    /// any: spawn with `Group::spawn_for` so the new process serves it.
+    /// any: spawn with `group.spawner().principal(p)` so the new process serves it.
     pub fn principal(&self) -> Option<&Principal> {
         self.principal.as_ref()
     }
 
-    /// Takes the principal out (to pass it to `spawn_for` by value).
+    /// Takes the principal out (to pass it to `Spawner::principal` by value).
     pub fn take_principal(&mut self) -> Option<Principal> {
         self.principal.take()
     }

@@ -72,7 +72,21 @@ pub(crate) struct WirePrincipal {
     pub(crate) id: u64,
     pub(crate) priority: u8,
     pub(crate) class: u16,
+    /// A finite number, zero or more: a header carrying any other does not decode.
+    #[serde(deserialize_with = "utility")]
     pub(crate) utility: f64,
+}
+
+/// Decodes a principal's utility, refusing what `Principal::builder` refuses (a peer's NaN or
+/// negative utility makes the frame malformed, not a principal).
+fn utility<'de, D: serde::Deserializer<'de>>(decoder: D) -> Result<f64, D::Error> {
+    let utility = f64::deserialize(decoder)?;
+    match utility.is_finite() && utility >= 0.0 {
+        true => Ok(utility),
+        false => Err(serde::de::Error::custom(
+            "a principal's utility must be finite, zero or more",
+        )),
+    }
 }
 
 impl WirePrincipal {
@@ -86,13 +100,15 @@ impl WirePrincipal {
         }
     }
 
-    /// A principal with the travelling attributes (its estimator, if any, stays home).
-    pub(crate) fn build(self) -> whirl::Principal {
+    /// A principal with the travelling attributes (its estimator, if any, stays home), or
+    /// `None` for attributes a principal cannot have (the decoder refuses them already).
+    pub(crate) fn build(self) -> Option<whirl::Principal> {
         whirl::Principal::builder(self.id)
             .priority(self.priority)
             .class(self.class)
             .utility(self.utility)
             .build()
+            .ok()
     }
 }
 
@@ -401,6 +417,29 @@ mod tests {
             decode_payload::<(String, u32)>(frame.payload).unwrap(),
             ("hello".to_owned(), 5)
         );
+    }
+
+    #[test]
+    fn a_principal_no_builder_accepts_makes_the_header_malformed() {
+        for utility in [f64::NAN, f64::INFINITY, -0.5] {
+            let header = Header::Post {
+                to: 42,
+                tag: 7,
+                route: None,
+                principal: Some(WirePrincipal {
+                    id: 9,
+                    priority: 255,
+                    class: 1,
+                    utility,
+                }),
+            };
+            let bytes = encode(me(), &header, &()).unwrap();
+            assert_eq!(
+                decode(&bytes, LIMIT),
+                Err(WireError::Header { from: me() }),
+                "{utility}"
+            );
+        }
     }
 
     #[test]

@@ -119,7 +119,10 @@ fn members_with(kinds: &[&'static str]) -> Vec<Member> {
         .into_iter()
         .zip(kinds)
         .map(|(node, kind)| {
-            let rt = Runtime::builder().threads(1).build();
+            let rt = Runtime::builder()
+                .threads(1)
+                .build()
+                .expect("the runtime starts");
             node.accept_migrations::<Account, _>(kind, rt.default_group(), |e| {
                 e.accept::<Deposit>().answer::<Balance>()
             })
@@ -131,7 +134,9 @@ fn members_with(kinds: &[&'static str]) -> Vec<Member> {
 
 fn balance(node: &Node, pid: Pid) -> (i64, u64, bool) {
     node.remote::<Balance>(pid)
-        .call(Balance, DEADLINE)
+        .request(Balance)
+        .timeout(DEADLINE)
+        .call()
         .expect("an answer")
 }
 

@@ -9,6 +9,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use whirl::request::Sender as _;
 
 use serde::{Deserialize, Serialize};
 use whirl::admission::QueueLength;
@@ -157,12 +158,16 @@ fn posts_and_asks_cross_nodes_in_order() {
     }
     // The ask travels behind the posts from the same sender: it sees every deposit.
     let balance = a.remote::<Balance>(pid);
-    let (cents, out_of_order) = balance.call(Balance, DEADLINE).expect("balance");
+    let (cents, out_of_order) = balance
+        .request(Balance)
+        .timeout(DEADLINE)
+        .call()
+        .expect("balance");
     assert_eq!(cents, 10_000);
     assert_eq!(out_of_order, 0);
 
     // The asynchronous form, on a hand-rolled executor.
-    let answer = block_on(balance.ask(Balance, DEADLINE)).expect("ask");
+    let answer = block_on(balance.request(Balance).timeout(DEADLINE).ask()).expect("ask");
     assert_eq!(answer, (10_000, 0));
 
     wait_for("acknowledgements", || {
@@ -221,7 +226,10 @@ fn a_remote_address_lives_in_process_state_and_messages() {
     }
     let balance = a.remote::<Balance>(pid);
     wait_for("the forwarded deposits", || {
-        matches!(balance.call(Balance, DEADLINE), Ok((30, _)))
+        matches!(
+            balance.request(Balance).timeout(DEADLINE).call(),
+            Ok((30, _))
+        )
     });
     runtime.shutdown_graceful();
     a.shutdown().expect("a shuts down");
@@ -257,7 +265,9 @@ fn many_senders_keep_their_own_order() {
     }
     let (cents, out_of_order) = a
         .remote::<Balance>(pid)
-        .call(Balance, DEADLINE)
+        .request(Balance)
+        .timeout(DEADLINE)
+        .call()
         .expect("balance");
     assert_eq!((cents, out_of_order), (8_000, 0));
     runtime.shutdown_graceful();
@@ -270,7 +280,10 @@ fn many_senders_keep_their_own_order() {
 fn overload_loses_nothing() {
     const POSTS: u64 = 40_000;
     let (a, b, _) = pair(|c| c.window(512));
-    let runtime = Runtime::builder().threads(1).build();
+    let runtime = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = runtime
         .group("ledger")
         .threads(1)
@@ -279,7 +292,7 @@ fn overload_loses_nothing() {
         .expect("group");
     let mut slow = account();
     slow.work = Duration::from_micros(20);
-    let account = runtime.spawn_in(&group, slow);
+    let account = runtime.spawner().group(&group).spawn(slow);
     let pid = export(&b, &account);
 
     let bounced = Arc::new(AtomicU64::new(0));
@@ -318,7 +331,9 @@ fn overload_loses_nothing() {
     let handled = {
         let (cents, _) = a
             .remote::<Balance>(pid)
-            .call(Balance, DEADLINE)
+            .request(Balance)
+            .timeout(DEADLINE)
+            .call()
             .expect("balance");
         cents as u64
     };
@@ -355,7 +370,11 @@ fn what_a_process_does_not_accept_comes_back() {
     assert_eq!(reason, BounceReason::Incompatible);
     assert_eq!(msg, Audit("books".into()));
 
-    match audits.call(Audit("again".into()), DEADLINE) {
+    match audits
+        .request(Audit("again".into()))
+        .timeout(DEADLINE)
+        .call()
+    {
         Err(RemoteCallError::Bounced { reason, msg }) => {
             assert_eq!(reason, BounceReason::Incompatible);
             assert_eq!(msg, Audit("again".into()));
@@ -390,7 +409,12 @@ fn what_a_process_does_not_accept_comes_back() {
     // A terminated process.
     account.exit(ExitReason::Normal);
     wait_for("terminated", || account.is_terminated());
-    match a.remote::<Balance>(pid).call(Balance, DEADLINE) {
+    match a
+        .remote::<Balance>(pid)
+        .request(Balance)
+        .timeout(DEADLINE)
+        .call()
+    {
         Err(RemoteCallError::Bounced { reason, .. }) => {
             assert!(matches!(
                 reason,
@@ -410,11 +434,13 @@ fn asks_time_out_and_fail_when_the_node_goes_down() {
     let pid = export(&b, &account);
     let slow = a.remote::<Slow>(pid);
     assert!(matches!(
-        slow.call(Slow(300), Duration::from_millis(20)),
+        slow.request(Slow(300))
+            .timeout(Duration::from_millis(20))
+            .call(),
         Err(RemoteCallError::Timeout)
     ));
     // An ask in flight when its node goes away ends with NodeDown.
-    let pending = slow.ask(Slow(5_000), DEADLINE);
+    let pending = slow.request(Slow(5_000)).timeout(DEADLINE).ask();
     std::thread::sleep(Duration::from_millis(100));
     b.shutdown().expect("b shuts down");
     assert!(matches!(block_on(pending), Err(RemoteCallError::NodeDown)));
@@ -475,7 +501,9 @@ fn a_pid_on_this_node_works_through_the_same_address() {
         .expect("post");
     assert_eq!(
         a.remote::<Balance>(pid)
-            .call(Balance, DEADLINE)
+            .request(Balance)
+            .timeout(DEADLINE)
+            .call()
             .expect("ask"),
         (5, 0)
     );
@@ -522,7 +550,9 @@ fn hostile_frames_are_counted_and_harmless() {
     // b still works.
     let answer = a
         .remote::<Balance>(pid)
-        .call(Balance, DEADLINE)
+        .request(Balance)
+        .timeout(DEADLINE)
+        .call()
         .expect("still answers");
     assert_eq!(answer, (0, 0));
 
@@ -583,7 +613,10 @@ fn bounces_that_do_not_fit_the_way_back_are_dead_letters_not_losses() {
     wait_for("up", || {
         a.members().contains(&b.id()) && b.members().contains(&a.id())
     });
-    let runtime = Runtime::builder().threads(1).build();
+    let runtime = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = runtime
         .group("tiny")
         .threads(1)
@@ -592,7 +625,7 @@ fn bounces_that_do_not_fit_the_way_back_are_dead_letters_not_losses() {
         .expect("group");
     let mut slow = account();
     slow.work = Duration::from_micros(200);
-    let pid = export(&b, &runtime.spawn_in(&group, slow));
+    let pid = export(&b, &runtime.spawner().group(&group).spawn(slow));
     let bounced = Arc::new(AtomicU64::new(0));
     let seen = Arc::clone(&bounced);
     let deposits = a.remote::<Deposit>(pid).on_bounce(move |_| {
@@ -620,7 +653,9 @@ fn bounces_that_do_not_fit_the_way_back_are_dead_letters_not_losses() {
     let (ca, cb) = (a.counts(), b.counts());
     let (handled, _) = a
         .remote::<Balance>(pid)
-        .call(Balance, DEADLINE)
+        .request(Balance)
+        .timeout(DEADLINE)
+        .call()
         .expect("balance");
     assert!(cb.bounce_overflow > 0, "the way back overflowed: {cb:?}");
     assert_eq!(

@@ -6,11 +6,15 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use whirl::prelude::*;
-use whirl_dist::{Node, Pid, Remote, RemoteDown, RemoteExit, Request, SpawnRemoteError, Spawned};
+use whirl_dist::{
+    Node, NodeId, Pid, Remote, RemoteDown, RemoteExit, Request, SpawnRemoteError, Spawned,
+};
 
 use common::{wait_for, DEADLINE};
 
@@ -134,6 +138,28 @@ fn watcher(runtime: &Runtime) -> (Addr<Watcher>, Notices) {
     (w, notices)
 }
 
+/// Returns once node `to` has handled every control frame `from` sent it before this call
+/// (monitors, links, demonitors): a monitor of a process that does not exist follows them on
+/// the same lane, in order, and its `NoProcess` notice comes back only once `to` has handled
+/// it. A watcher of its own on `runtime` takes the notice.
+fn flush_control_lane(from: &Node, to: NodeId, runtime: &Runtime) {
+    let (probe_watcher, mut notices) = watcher(runtime);
+    let probe = Pid::new(to, u64::MAX);
+    from.monitor(probe, probe_watcher.recipient());
+    let notice = notices.recv_timeout(DEADLINE).expect("the probe's notice");
+    assert_eq!((notice.pid, notice.reason), (probe, RemoteExit::NoProcess));
+    probe_watcher.exit(ExitReason::Normal);
+}
+
+/// The current wall-clock time, in milliseconds since the Unix epoch (what a registration
+/// records).
+fn unix_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("the clock is after 1970")
+        .as_millis()
+}
+
 #[test]
 fn monitors_see_ends_missing_processes_and_lost_nodes() {
     let nodes = cluster(3);
@@ -147,7 +173,7 @@ fn monitors_see_ends_missing_processes_and_lost_nodes() {
     let (_g, pid) = greeter(b, &rt_b, "g");
     a.monitor(pid, w.recipient());
     // The monitor frame and the crash travel on different lanes: wait until it is in place.
-    std::thread::sleep(Duration::from_millis(200));
+    flush_control_lane(a, b.id(), &rt_a);
     a.remote::<Crash>(pid).post(Crash).expect("post");
     let notice = notices.recv_timeout(DEADLINE).expect("down");
     assert_eq!(notice.pid, pid);
@@ -158,20 +184,34 @@ fn monitors_see_ends_missing_processes_and_lost_nodes() {
     let notice = notices.recv_timeout(DEADLINE).expect("noproc");
     assert_eq!(notice.reason, RemoteExit::NoProcess);
 
-    // A demonitored process ends: nothing.
+    // A demonitored process ends: nothing. A second monitor of it, placed after the first and
+    // left in place, is the witness: b tells a process's watchers in the order they were
+    // placed, on one lane, and a handles that lane in order, so once the second monitor's
+    // notice is here the first's callback would have run.
     let (g2, pid2) = greeter(b, &rt_b, "g2");
-    let m = a.monitor(pid2, w.recipient());
+    let fired = Arc::new(AtomicBool::new(false));
+    let told = Arc::clone(&fired);
+    let m = a.monitor_with(pid2, move |_| told.store(true, SeqCst));
+    a.monitor(pid2, w.recipient());
     assert!(a.demonitor(m));
-    std::thread::sleep(Duration::from_millis(200));
+    flush_control_lane(a, b.id(), &rt_a);
     g2.exit(ExitReason::Normal);
-    assert!(notices.recv_timeout(Duration::from_millis(300)).is_err());
+    let notice = notices
+        .recv_timeout(DEADLINE)
+        .expect("the second monitor's Down");
+    assert_eq!((notice.pid, notice.reason), (pid2, RemoteExit::Normal));
+    assert!(
+        !fired.load(SeqCst),
+        "the demonitored watch was told of the end"
+    );
 
     // A node lost: NoConnection, for every process watched there.
     let (_g3, pid3) = greeter(c, &rt_c, "g3");
     let (_g4, pid4) = greeter(c, &rt_c, "g4");
     a.monitor(pid3, w.recipient());
     a.monitor(pid4, w.recipient());
-    std::thread::sleep(Duration::from_millis(200));
+    // No wait for c to have the monitors: a watch is kept on the watching node, which tells
+    // it NoConnection when c goes, whether or not c ever saw it.
     let c_id = c.id();
     drop(nodes_into_shutdown(nodes, 2));
     let mut lost = [
@@ -207,7 +247,8 @@ fn links_fail_together_across_nodes() {
     let (local, _) = greeter(a, &rt_a, "local");
     let (_remote, remote_pid) = greeter(b, &rt_b, "remote");
     a.link(&local, remote_pid);
-    std::thread::sleep(Duration::from_millis(200));
+    // The link and the crash travel on different lanes: wait until the link is in place.
+    flush_control_lane(a, b.id(), &rt_a);
     a.remote::<Crash>(remote_pid).post(Crash).expect("post");
     wait_for("local fails with its link", || local.is_terminated());
 
@@ -215,23 +256,42 @@ fn links_fail_together_across_nodes() {
     let (local, _) = greeter(a, &rt_a, "local2");
     let (remote, remote_pid) = greeter(b, &rt_b, "remote2");
     a.link(&local, remote_pid);
-    std::thread::sleep(Duration::from_millis(200));
+    // No wait: the failure goes to b on the lane that carried the link, after it.
     local.post(Crash).expect("post");
     wait_for("remote fails with its link", || remote.is_terminated());
 
-    // A normal end does not propagate.
+    // A normal end does not propagate. A monitor placed after the link is the witness: b
+    // tells the link and then the monitor, on one lane, and a handles that lane in order. Had
+    // the link failed `local`, it would have been asked to exit before the witness's notice
+    // came, so before the call below, which it would then not answer.
+    let (w, mut notices) = watcher(&rt_a);
     let (local, _) = greeter(a, &rt_a, "local3");
     let (remote, remote_pid) = greeter(b, &rt_b, "remote3");
     a.link(&local, remote_pid);
-    std::thread::sleep(Duration::from_millis(200));
+    a.monitor(remote_pid, w.recipient());
+    // Placed before the end: a link that finds no process fails `local` (NoProcess).
+    flush_control_lane(a, b.id(), &rt_a);
     remote.exit(ExitReason::Normal);
-    std::thread::sleep(Duration::from_millis(300));
+    let notice = notices
+        .recv_timeout(DEADLINE)
+        .expect("the witness's notice");
+    assert_eq!(
+        (notice.pid, notice.reason),
+        (remote_pid, RemoteExit::Normal)
+    );
+    assert_eq!(
+        local
+            .call(Hello("you".into()))
+            .expect("local still answers"),
+        "local3 greets you"
+    );
     assert!(!local.is_terminated());
 
     // The node of the linked process is lost: the local one fails.
     let (_remote, remote_pid) = greeter(b, &rt_b, "remote4");
     a.link(&local, remote_pid);
-    std::thread::sleep(Duration::from_millis(200));
+    // No wait for b to have the link: a keeps its side, and fails `local` when b goes,
+    // whether or not b ever saw it.
     let mut nodes = nodes;
     nodes.remove(1).shutdown().expect("b shuts down");
     wait_for("local fails with the lost node", || local.is_terminated());
@@ -258,12 +318,22 @@ fn the_registry_is_cluster_wide_and_forgets_the_dead() {
     wait_for("a sees the name", || a.whereis_all("greeter") == vec![pid]);
     let hello = a.whereis::<Hello>("greeter").expect("found");
     assert_eq!(
-        hello.call(Hello("ann".into()), DEADLINE).expect("answer"),
+        hello
+            .request(Hello("ann".into()))
+            .timeout(DEADLINE)
+            .call()
+            .expect("answer"),
         "bob greets ann"
     );
 
-    // A second holder on another node; the earliest answers `whereis`.
-    std::thread::sleep(Duration::from_millis(5));
+    // A second holder on another node; the earliest answers `whereis`. The first registration
+    // took its time before `register` returned: once the clock has moved past that
+    // millisecond, the second is later, whatever the node ids.
+    let first_registered_by = unix_ms();
+    wait_for(
+        "the clock passes the first registration's millisecond",
+        || unix_ms() > first_registered_by,
+    );
     let (_g2, pid2) = greeter(c, &rt_c, "cid");
     c.register("greeter", pid2).expect("register");
     wait_for("a sees both", || a.whereis_all("greeter").len() == 2);
@@ -300,7 +370,7 @@ fn factories_spawn_on_named_nodes_for_a_principal() {
         }
         let state = Greeter { name };
         let addr = match ctx.take_principal() {
-            Some(p) => group.spawn_for(p, state),
+            Some(p) => group.spawner().principal(p).spawn(state),
             None => group.spawn(state),
         };
         ctx.export(&addr)
@@ -312,20 +382,27 @@ fn factories_spawn_on_named_nodes_for_a_principal() {
     })
     .expect("factory");
 
-    let vip = Principal::builder(77).priority(3).build();
+    let vip = Principal::builder(77)
+        .priority(3)
+        .build()
+        .expect("a valid principal");
     let pid = a
         .spawn_on(b.id(), "greeter", "dora", Some(&vip), DEADLINE)
         .expect("spawned");
     assert_eq!(pid.node(), b.id());
     assert_eq!(
         a.remote::<Hello>(pid)
-            .call(Hello("eve".into()), DEADLINE)
+            .request(Hello("eve".into()))
+            .timeout(DEADLINE)
+            .call()
             .expect("hello"),
         "dora greets eve"
     );
     assert_eq!(
         a.remote::<WhoFor>(pid)
-            .call(WhoFor, DEADLINE)
+            .request(WhoFor)
+            .timeout(DEADLINE)
+            .call()
             .expect("who for"),
         Some((77, 3))
     );
@@ -371,17 +448,25 @@ fn the_principal_travels_with_posts_and_asks() {
     let pid = b.export(&addr).answer::<Hello>().build().expect("export");
     let anonymous = a.remote::<Hello>(pid);
     assert!(matches!(
-        anonymous.call(Hello("x".into()), DEADLINE),
+        anonymous
+            .request(Hello("x".into()))
+            .timeout(DEADLINE)
+            .call(),
         Err(whirl_dist::RemoteCallError::Bounced {
             reason: whirl_dist::BounceReason::Rejected,
             ..
         })
     ));
-    let vip = Principal::builder(1).priority(7).build();
-    let as_vip = anonymous.clone().on_behalf(&vip);
+    let vip = Principal::builder(1)
+        .priority(7)
+        .build()
+        .expect("a valid principal");
     assert_eq!(
-        as_vip
-            .call(Hello("vip".into()), DEADLINE)
+        anonymous
+            .request(Hello("vip".into()))
+            .on_behalf(&vip)
+            .timeout(DEADLINE)
+            .call()
             .expect("admitted"),
         "door greets vip"
     );
@@ -396,9 +481,9 @@ fn the_principal_travels_with_posts_and_asks() {
         Ok(whirl_dist::BounceReason::Rejected)
     );
     posts
-        .clone()
+        .request(Hello("vip".into()))
         .on_behalf(&vip)
-        .post(Hello("vip".into()))
+        .post()
         .expect("sent");
     wait_for("handled", || vip_group.counts().handled == 2);
     assert_eq!(vip_group.counts().rejected, 2);

@@ -1,4 +1,6 @@
-//! Procedural macros for whirl: `#[process]`, `#[derive(Message)]` and `#[derive(Isolated)]`.
+//! Procedural macros for whirl: `#[process]` (with `#[handle]`, `#[started]` and
+//! `#[terminated]` inside it), `#[derive(Message)]`, `#[derive(Isolated)]` and
+//! `#[allow_shared]`.
 //!
 //! Use them through the `whirl` crate (`use whirl::prelude::*;`), whose documentation is the
 //! tutorial. The generated code names everything through `::whirl`, so the crate must be a
@@ -73,11 +75,10 @@ pub fn derive_isolated(input: TokenStream) -> TokenStream {
 /// `group = "name"` (its default group), and `unsafe(shares_state = "reason")` (the escape hatch for
 /// state knowingly shared within one group; fields holding it are marked `#[shared]`).
 ///
-/// On the impl block, methods marked `#[handle]` become handlers, one per message type, with
-/// the signature `fn name(&mut self, msg: M, ctx: &mut Ctx<Self>) -> Result<(), Failure>` (the
-/// context may be left out; the result may be `()` or any `Result<(), E>` whose `E` converts
-/// into `Failure`). `#[started]` and `#[terminated]` mark the lifecycle hooks (see their
-/// signatures there).
+/// On the impl block, methods marked `#[handle]` become handlers, one per message type (see
+/// `#[handle]` for their signatures: a handler may be an `async fn`, and returns `()`, a reply
+/// value, or a `Result<T, E>` whose `E` converts into `Failure`). `#[started]` and
+/// `#[terminated]` mark the lifecycle hooks (see their signatures there).
 ///
 /// It generates the message enum, the process's `Process::Message` (reachable only as
 /// `<Counter as Process>::Message`: one variant per handler, named after the message type it
@@ -125,6 +126,23 @@ pub fn allow_shared(args: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Marks a handler inside a `#[process]` impl block. Anywhere else it is an error.
+///
+/// Accepted signatures (one handler per message type; the context may be left out):
+///
+/// ```text
+/// #[handle] fn name(&mut self, msg: M)
+/// #[handle] fn name(&mut self, msg: M, ctx: &mut Ctx<Self>)
+/// #[handle] fn name(&mut self, msg: M) -> R              // R: Reply, the answer
+/// #[handle] fn name(&mut self, msg: M) -> Result<T, E>   // T: the answer; E: Into<Failure>
+/// #[handle] async fn name(&mut self, msg: M) -> ...      // any of the results above
+/// ```
+///
+/// The message is taken by value. A handler that returns something other than `()` answers
+/// whoever sent the message with `call` or `ask` (nobody, for a `post`); for a handler that
+/// returns `()`, `call` and `ask` do not compile. An `Err` fails the process: its monitors are
+/// told, a caller waiting for the answer gets `CallError::NoReply`, and its supervisor restarts
+/// it as its restart type says. An `async fn` handler parks its process, not its worker, while
+/// the future waits; the process handles its next message only after the future completes.
 #[proc_macro_attribute]
 pub fn handle(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::stray_role(attr::Role::Handle, args.into(), item.into()).into()
@@ -138,10 +156,19 @@ pub fn handle(args: TokenStream, item: TokenStream) -> TokenStream {
 /// #[started] fn open(&mut self)
 /// #[started] fn open(&mut self, ctx: &mut Ctx<Self>)
 /// #[started] fn open(&mut self, ctx: &mut Ctx<Self>) -> Result<(), E>   // E: Into<Failure>
+/// #[started] async fn open(&mut self, ...) -> ...                       // any of the above
 /// ```
 ///
 /// An `Err` fails the process before it handles anything (its monitors are told, its
 /// supervisor restarts it as its restart type says).
+///
+/// An `async fn` hook may `.await` (an `ask` to another process, a timer) before the process
+/// takes its first message: it is the process's first turn, and messages posted meanwhile wait
+/// in the inbox. The process is parked while the hook waits, not its worker, as with an `async`
+/// handler; the future moves between workers, so it must be `Send` (an `Rc` held across an
+/// `.await` is refused, at the `async`). The start is done when the future completes: a
+/// supervisor's synchronous start (`start_child`) answers then, and an `Err` or a panic fails
+/// the process exactly as from a plain hook. `#[terminated]` cannot be `async`.
 #[proc_macro_attribute]
 pub fn started(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::stray_role(attr::Role::Started, args.into(), item.into()).into()
@@ -149,8 +176,8 @@ pub fn started(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Marks the hook run once when a process terminates, inside a `#[process]` impl block.
 ///
-/// Accepted signatures (one such hook per process; it cannot fail: the process is already
-/// terminating):
+/// Accepted signatures (one such hook per process; it cannot fail, nor be `async`: the process
+/// is already terminating):
 ///
 /// ```text
 /// #[terminated] fn close(&mut self)

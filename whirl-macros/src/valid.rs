@@ -292,16 +292,13 @@ fn signature(method: &Method, errors: &mut Errors) {
             format_args!("`#[{name}]` takes no arguments"),
         );
     }
-    match (&sig.asyncness, role) {
-        (Some(_), Role::Handle) | (None, _) => {}
-        (Some(asyncness), Role::Started | Role::Terminated) => errors.spanned(
+    if let (Some(asyncness), Role::Terminated) = (&sig.asyncness, role) {
+        errors.spanned(
             asyncness,
-            format_args!(
-                "`#[{name}]` hooks cannot be `async`; handlers can: to wait for something \
-                 before the first message, post yourself a message from `#[started]` and \
-                 `.await` in its `async` handler"
-            ),
-        ),
+            "`#[terminated]` hooks cannot be `async`: the process is terminating and takes no \
+             more turns to await in; make it a plain `fn`, and post what must wait to another \
+             process",
+        );
     }
     if let Some(unsafety) = &sig.unsafety {
         errors.spanned(
@@ -470,6 +467,30 @@ mod tests {
         assert_eq!(
             type_text(&ty),
             "std::collections::HashMap<String, Vec<(u8, &'static str)>>"
+        );
+    }
+
+    #[test]
+    fn started_hooks_may_be_async_terminated_hooks_may_not() {
+        let imp: syn::ItemImpl = parse_quote! {
+            impl Loader {
+                #[started] async fn open(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> { Ok(()) }
+                #[terminated] async fn close(&mut self) {}
+            }
+        };
+        let model = ProcessImpl::new(&imp);
+        let mut errors = Errors::default();
+        let sound = process_impl(&model, &mut errors);
+        let messages: Vec<String> = match errors.finish() {
+            Ok(()) => Vec::new(),
+            Err(err) => err.into_iter().map(|e| e.to_string()).collect(),
+        };
+        assert_eq!(messages.len(), 1, "{messages:#?}");
+        assert!(messages[0].contains("`#[terminated]` hooks cannot be `async`"));
+        assert_eq!(
+            sound,
+            Some(vec![true, false]),
+            "the async `started` hook is kept"
         );
     }
 

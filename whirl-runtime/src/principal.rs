@@ -86,9 +86,9 @@ impl std::hash::Hash for MessageType {
 /// non-blocking.
 ///
 /// An estimator travels with its principal inside every message and every child process that
-/// carries it, so it must be [`Isolated`](crate::Isolated) (`#[derive(Isolated)]` on a type of
-/// your own): an estimator holding a `Mutex` or an atomic would be state shared by every
-/// process serving the principal. Estimates that learn belong in a process, or in the group's
+/// carries it, so it must be [`Isolated`] (`#[derive(Isolated)]` on a type of your own): an
+/// estimator holding a `Mutex` or an atomic would be state shared by every process serving the
+/// principal. Estimates that learn belong in a process, or in the group's
 /// [`MessagePredicate`](crate::admission::MessagePredicate), which may share state.
 ///
 /// ```
@@ -114,10 +114,11 @@ impl std::hash::Hash for MessageType {
 ///     }
 /// }
 ///
-/// let gold = Principal::builder(7).priority(2).class(1).utility(5.0).estimator(MailCosts).build();
+/// let gold = Principal::builder(7).priority(2).class(1).utility(5.0).estimator(MailCosts).build()?;
 /// assert_eq!(gold.estimate_cost(MessageType::of::<Search>(), 3), 30);
 /// assert_eq!(gold.estimate_utility(MessageType::of::<Search>()), 2.5);
 /// assert_eq!(gold.estimate_utility(MessageType::of::<Read>()), 5.0);
+/// # Ok::<(), whirl::PrincipalError>(())
 /// ```
 pub trait Estimate: Isolated + Sync {
     /// The estimated cost of handling a message of type `message` for `principal`, given the
@@ -143,13 +144,14 @@ pub trait Estimate: Isolated + Sync {
 /// use whirl::admission::MessageType;
 /// use whirl::Principal;
 ///
-/// let session = Principal::builder(42).priority(3).class(1).utility(2.0).build();
+/// let session = Principal::builder(42).priority(3).class(1).utility(2.0).build()?;
 /// let same = session.clone();
 /// assert!(same.same_as(&session));
 /// assert_eq!((session.id(), session.priority(), session.class()), (42, 3, 1));
 /// // Without an estimator, a message's cost is its own estimate.
 /// assert_eq!(session.estimate_cost(MessageType::of::<u8>(), 9), 9);
 /// assert_eq!(session.estimate_utility(MessageType::of::<u8>()), 2.0);
+/// # Ok::<(), whirl::PrincipalError>(())
 /// ```
 #[derive(Clone)]
 pub struct Principal {
@@ -168,6 +170,15 @@ struct PrincipalInner {
     handling_nanos: AtomicU64,
     /// Messages sent on its behalf that a group's predicate rejected.
     rejected: AtomicU64,
+}
+
+/// Why [`PrincipalBuilder::build`] refused a principal.
+#[derive(Clone, Copy, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PrincipalError {
+    /// A utility that is not a finite number of zero or more.
+    #[error("a principal's utility must be a finite number, zero or more, not {0}")]
+    Utility(f64),
 }
 
 /// Builds a [`Principal`]: `Principal::builder(id)`, then the parameters that differ from the
@@ -194,14 +205,10 @@ impl PrincipalBuilder {
         self
     }
 
-    /// Its base utility, the value of its work to the service (default 1.0). Non-finite or
-    /// negative values count as 0.
+    /// Its base utility, the value of its work to the service (default 1.0): a finite number,
+    /// zero or more ([`build`](Self::build) refuses any other).
     pub fn utility(mut self, utility: f64) -> Self {
-        self.utility = if utility.is_finite() && utility > 0.0 {
-            utility
-        } else {
-            0.0
-        };
+        self.utility = utility;
         self
     }
 
@@ -211,9 +218,12 @@ impl PrincipalBuilder {
         self
     }
 
-    /// The principal.
-    pub fn build(self) -> Principal {
-        Principal {
+    /// The principal, or why its parameters are refused.
+    pub fn build(self) -> Result<Principal, PrincipalError> {
+        if !(self.utility.is_finite() && self.utility >= 0.0) {
+            return Err(PrincipalError::Utility(self.utility));
+        }
+        Ok(Principal {
             inner: Arc::new(PrincipalInner {
                 id: self.id,
                 priority: self.priority,
@@ -224,7 +234,7 @@ impl PrincipalBuilder {
                 handling_nanos: AtomicU64::new(0),
                 rejected: AtomicU64::new(0),
             }),
-        }
+        })
     }
 }
 
@@ -319,7 +329,7 @@ impl Principal {
 
     /// Messages sent on this principal's behalf that a group's predicate rejected so far, in
     /// every group (those to processes serving it, and those posted on its behalf with
-    /// [`Addr::post_on_behalf`](crate::Addr::post_on_behalf)).
+    /// [`on_behalf`](crate::request::Request::on_behalf)).
     pub fn rejected(&self) -> u64 {
         self.inner.rejected.load(Relaxed)
     }
@@ -372,7 +382,11 @@ mod tests {
 
     #[test]
     fn defaults_without_estimator() {
-        let p = Principal::builder(1).priority(2).class(3).build();
+        let p = Principal::builder(1)
+            .priority(2)
+            .class(3)
+            .build()
+            .expect("a valid principal");
         assert_eq!(p.utility(), 1.0);
         assert_eq!(p.estimate_cost(t(), 5), 5);
         assert_eq!(p.estimate_utility(t()), 1.0);
@@ -385,7 +399,8 @@ mod tests {
             .class(3)
             .utility(4.0)
             .estimator(Double)
-            .build();
+            .build()
+            .expect("a valid principal");
         assert_eq!(p.estimate_cost(t(), 5), 10);
         // `utility` not overridden: the base utility.
         assert_eq!(p.estimate_utility(t()), 4.0);
@@ -394,7 +409,7 @@ mod tests {
 
     #[test]
     fn accounting_is_shared_by_all_handles() {
-        let p = Principal::builder(1).build();
+        let p = Principal::builder(1).build().expect("a valid principal");
         let q = p.clone();
         p.record_handled(1, Duration::from_millis(2));
         q.record_handled(1, Duration::from_millis(3));
@@ -403,12 +418,13 @@ mod tests {
     }
 
     #[test]
-    fn utility_is_clamped() {
-        assert_eq!(
-            Principal::builder(2).utility(f64::NAN).build().utility(),
-            0.0
-        );
-        assert_eq!(Principal::builder(2).utility(-1.0).build().utility(), 0.0);
+    fn a_utility_that_is_not_a_finite_number_of_zero_or_more_is_refused() {
+        for bad in [f64::NAN, f64::INFINITY, -1.0] {
+            let refused = Principal::builder(2).utility(bad).build();
+            assert!(matches!(refused, Err(PrincipalError::Utility(_))), "{bad}");
+        }
+        let zero = Principal::builder(2).utility(0.0).build();
+        assert_eq!(zero.map(|p| p.utility()), Ok(0.0));
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, counter, Gate};
 use whirl_runtime::admission::{Offer, QueueLength};
@@ -154,7 +155,10 @@ fn sum(groups: &[&Group]) -> MessageCounts {
 fn the_identity_holds_under_concurrent_posting_with_a_rejecting_predicate() {
     const SENDERS: u64 = 4;
     const PER_SENDER: u64 = 20_000;
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     // A group that sheds every `Heavy` message: the predicate sees the posted type.
     let light_only = rt
         .group("light-only")
@@ -170,7 +174,7 @@ fn the_identity_holds_under_concurrent_posting_with_a_rejecting_predicate() {
             if i % 2 == 0 {
                 rt.spawn(stage)
             } else {
-                rt.spawn_in(&light_only, stage)
+                rt.spawner().group(&light_only).spawn(stage)
             }
         })
         .collect();
@@ -231,7 +235,10 @@ fn the_identity_holds_under_concurrent_posting_with_a_rejecting_predicate() {
 #[test]
 fn queue_length_admits_exactly_up_to_its_threshold_then_rejects() {
     const MAX: u64 = 10;
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let bounded = rt
         .group("bounded")
         .threads(1)
@@ -240,7 +247,10 @@ fn queue_length_admits_exactly_up_to_its_threshold_then_rejects() {
         .expect("build group");
     let tally = Arc::new(Tally::default());
     let handled = Arc::new(AtomicU64::new(0));
-    let p = rt.spawn_in(&bounded, Stage::new(&handled, &tally));
+    let p = rt
+        .spawner()
+        .group(&bounded)
+        .spawn(Stage::new(&handled, &tally));
     rt.block_until_idle();
 
     // The first message blocks the process; it counts as queued until its handler returns.
@@ -290,7 +300,8 @@ fn the_identity_holds_at_every_quiescent_point_with_terminations_mid_stream() {
     let rt = Runtime::builder()
         .threads(2)
         .dead_letters(dead.sink())
-        .build();
+        .build()
+        .expect("the runtime starts");
     let stage2 = rt
         .group("stage2")
         .threads(2)
@@ -318,9 +329,9 @@ fn the_identity_holds_at_every_quiescent_point_with_terminations_mid_stream() {
                     ..Stage::new(&handled, &tally)
                 };
                 if i == 3 {
-                    rt.spawn_in(&picky, stage)
+                    rt.spawner().group(&picky).spawn(stage)
                 } else {
-                    rt.spawn_in(&stage2, stage)
+                    rt.spawner().group(&stage2).spawn(stage)
                 }
             })
             .collect();

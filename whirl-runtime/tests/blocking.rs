@@ -10,7 +10,10 @@ use whirl_runtime::Runtime;
 
 #[test]
 fn a_blocked_group_does_not_stall_other_groups() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let blocking = rt
         .group("blocking")
         .threads(1)
@@ -19,7 +22,10 @@ fn a_blocked_group_does_not_stall_other_groups() {
     let (tx, _events) = common::events();
 
     // Block the blocking group's only worker.
-    let stuck = rt.spawn_in(&blocking, Plain::new("stuck", &tx));
+    let stuck = rt
+        .spawner()
+        .group(&blocking)
+        .spawn(Plain::new("stuck", &tx));
     let gate = Gate::new();
     let held = gate.clone();
     let (entered_tx, entered) = mpsc::channel();

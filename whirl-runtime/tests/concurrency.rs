@@ -10,6 +10,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use whirl_runtime::admission::QueueLength;
 use whirl_runtime::control::{
@@ -120,7 +121,10 @@ impl Handles<Again> for Busy {
 /// A ping answered within the hang guard: the fast group is alive.
 #[track_caller]
 fn ping(echo: &Addr<Echo>, n: u64) {
-    let answer = echo.call_with_timeout(|reply| Ping(reply, n), common::HANG_GUARD);
+    let answer = echo
+        .request_with(|reply| Ping(reply, n))
+        .timeout(common::HANG_GUARD)
+        .call();
     assert_eq!(
         answer.ok(),
         Some(n),
@@ -134,14 +138,16 @@ const MESSAGES_EACH: u64 = 20;
 /// group reaches its maximum of 4 threads, then until it drains and shrinks below 4.
 fn grows_under_blocking_load_and_shrinks(rt: &Runtime, blocking: &Group) {
     let fast = rt.group("fast").threads(1).build().expect("build group");
-    let echo = rt.spawn_in(&fast, Echo);
+    let echo = rt.spawner().group(&fast).spawn(Echo);
     assert_eq!(
         blocking.threads(),
         1,
         "a ranged group starts at its minimum"
     );
 
-    let sleepers: Vec<_> = (0..8).map(|_| rt.spawn_in(blocking, Blocking)).collect();
+    let sleepers: Vec<_> = (0..8)
+        .map(|_| rt.spawner().group(blocking).spawn(Blocking))
+        .collect();
     // 160 messages: more than the adaptive controller's default backlog threshold (100), for
     // long enough that the pool can grow while the workers are all asleep in handlers.
     for _ in 0..MESSAGES_EACH {
@@ -177,7 +183,10 @@ fn grows_under_blocking_load_and_shrinks(rt: &Runtime, blocking: &Group) {
 
 #[test]
 fn a_blocking_group_grows_and_does_not_stall_others() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let blocking = rt
         .group("blocking")
         .threads(1..=4)
@@ -196,7 +205,10 @@ fn a_blocking_group_grows_and_does_not_stall_others() {
 
 #[test]
 fn seda_pool_grows_with_a_backlog() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let pool = SedaThreadPool::new()
         .period(Duration::from_millis(20))
         .queue_threshold(5)
@@ -219,7 +231,10 @@ fn seda_pool_grows_with_a_backlog() {
 
 #[test]
 fn admission_waits_for_the_pool_to_reach_its_maximum() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
 
     // A pool that can still grow (its controller is too slow to act during this phase):
     // the predicate, which would reject everything, stands down.
@@ -231,7 +246,7 @@ fn admission_waits_for_the_pool_to_reach_its_maximum() {
         .build()
         .expect("build group");
     assert!(!growable.stats().admission_active);
-    let p = rt.spawn_in(&growable, Blocking);
+    let p = rt.spawner().group(&growable).spawn(Blocking);
     for _ in 0..3 {
         p.post(Block::Sleep(Duration::ZERO))
             .expect("admitted while the pool can grow");
@@ -248,7 +263,7 @@ fn admission_waits_for_the_pool_to_reach_its_maximum() {
         .build()
         .expect("build group");
     assert!(fixed.stats().admission_active);
-    let q = rt.spawn_in(&fixed, Blocking);
+    let q = rt.spawner().group(&fixed).spawn(Blocking);
     match q.post(Block::Sleep(Duration::ZERO)) {
         Err(PostError::Rejected(_)) => {}
         other => panic!(
@@ -272,7 +287,9 @@ fn admission_waits_for_the_pool_to_reach_its_maximum() {
         .expect("build group");
     assert!(!growing.stats().admission_active);
     let gate = Gate::new();
-    let held: Vec<_> = (0..3).map(|_| rt.spawn_in(&growing, Blocking)).collect();
+    let held: Vec<_> = (0..3)
+        .map(|_| rt.spawner().group(&growing).spawn(Blocking))
+        .collect();
     for h in &held {
         h.post(Block::Wait(common::gate(&gate)))
             .expect("admitted while the pool can grow");
@@ -329,7 +346,10 @@ impl ConcurrencyController for Panicky {
 #[test]
 fn a_panicking_controller_is_removed() {
     common::quiet_expected_panics();
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let armed = Arc::new(AtomicBool::new(false));
     let calls = Arc::new(AtomicUsize::new(0));
     let group = rt
@@ -354,13 +374,13 @@ fn a_panicking_controller_is_removed() {
     let calls_at_removal = calls.load(SeqCst);
 
     // The group keeps working, and the controller is not consulted again.
-    let p = rt.spawn_in(&group, Blocking);
+    let p = rt.spawner().group(&group).spawn(Blocking);
     for _ in 0..10 {
         p.post(Block::Sleep(Duration::ZERO)).unwrap();
     }
     rt.block_until_idle();
     assert_eq!(group.counts().handled, 10);
-    let echo = rt.spawn_in(&group, Echo);
+    let echo = rt.spawner().group(&group).spawn(Echo);
     ping(&echo, 7);
     assert_eq!(calls.load(SeqCst), calls_at_removal);
     assert_eq!(names(&group), ["seda-batching"]);
@@ -368,7 +388,10 @@ fn a_panicking_controller_is_removed() {
 
 #[test]
 fn batching_controller_changes_the_budget() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("batched")
         .threads(1)
@@ -379,7 +402,7 @@ fn batching_controller_changes_the_budget() {
     assert_eq!(initial, whirl_runtime::DEFAULT_BUDGET);
     let stop = Arc::new(AtomicBool::new(false));
     for _ in 0..2 {
-        let busy = rt.spawn_in(&group, Busy { stop: flag(&stop) });
+        let busy = rt.spawner().group(&group).spawn(Busy { stop: flag(&stop) });
         busy.post(Again).unwrap();
     }
     wait_until("the batching controller to change the budget", || {

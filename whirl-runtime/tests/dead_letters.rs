@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use std::sync::mpsc::{self, Sender};
 use std::thread;
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, to_test, Gate, ToTest};
 use whirl_runtime::{
@@ -372,7 +373,8 @@ fn a_panicking_dead_letter_sink_does_not_kill_the_worker() {
     let rt = whirl_runtime::Runtime::builder()
         .threads(1)
         .dead_letters(|_| panic!("[expected] sink panicked"))
-        .build();
+        .build()
+        .expect("the runtime starts");
     let (handled, _handled_rx) = mpsc::channel();
     let p = rt.spawn(Holder::new(&handled));
     p.post(Msg::SelfPost(vec![1], Then::Fail("bye"))).unwrap();

@@ -9,6 +9,7 @@ mod common;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread;
+use whirl_runtime::request::Sender as _;
 
 use common::assert_isolated;
 use whirl_runtime::{
@@ -137,14 +138,17 @@ impl Handles<Count> for Guarded {
 }
 
 fn count(addr: &Addr<Guarded>) -> u64 {
-    addr.call_with(Count).expect("process answers")
+    addr.request_with(Count).call().expect("process answers")
 }
 
 #[test]
 fn a_million_messages_from_several_threads_never_reenter_the_process() {
     const SENDERS: u64 = 4;
     const PER_SENDER: u64 = 250_000;
-    let rt = Runtime::builder().threads(4).build();
+    let rt = Runtime::builder()
+        .threads(4)
+        .build()
+        .expect("the runtime starts");
     let probe = Probe::default();
     let p = rt.spawn(Guarded {
         probe: probe.shared(),
@@ -186,7 +190,11 @@ fn processes_that_yield_after_every_message_are_never_reentered() {
     // workers (LIFO slot, local queues, stealing) as well as from outside (the injector).
     const PROCS: usize = 6;
     const PER_SENDER: u64 = 20_000;
-    let rt = Runtime::builder().threads(4).budget(1).build();
+    let rt = Runtime::builder()
+        .threads(4)
+        .budget(1)
+        .build()
+        .expect("the runtime starts");
     let probes: Vec<Probe> = (0..=PROCS).map(|_| Probe::default()).collect();
     let sink = rt.spawn(Guarded {
         probe: probes[PROCS].shared(),

@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::{mpsc, Arc, Mutex};
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, to_test, ToTest};
 use whirl_runtime::failures::{set_failure_hook, take_failure_hook, FailureReport};
@@ -59,7 +60,10 @@ fn each_failure_reaches_the_hook_once_and_panics_do_not() {
     let sink = Arc::clone(&seen);
     set_failure_hook(move |report: &FailureReport| sink.lock().unwrap().push(report.clone()));
 
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let (tx, rx) = mpsc::channel();
     let failing = rt.spawn(Faulty { done: to_test(&tx) });
     failing.post(Do::Fail).unwrap();

@@ -5,6 +5,7 @@
 mod common;
 
 use std::sync::mpsc::{self, Receiver, Sender};
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, events, run, to_test, Gate, Plain, ToTest};
 use whirl_runtime::{
@@ -97,13 +98,10 @@ enum From {
 fn handling_order(rt: &Runtime, group: &Group, per_proc: usize, from: From) -> Vec<&'static str> {
     let (log_tx, log) = mpsc::channel();
     let busy = |name| {
-        rt.spawn_in(
-            group,
-            Busy {
-                name,
-                log: to_test(&log_tx),
-            },
-        )
+        rt.spawner().group(group).spawn(Busy {
+            name,
+            log: to_test(&log_tx),
+        })
     };
     let (a, b) = (busy("a"), busy("b"));
     rt.block_until_idle(); // both have run their start turn and are idle
@@ -163,7 +161,11 @@ fn assert_turns(order: &[&'static str], turn: usize) {
 
 #[test]
 fn with_budget_one_two_busy_processes_interleave_on_one_worker() {
-    let rt = Runtime::builder().threads(1).budget(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .budget(1)
+        .build()
+        .expect("the runtime starts");
     let order = handling_order(&rt, rt.default_group(), 20, From::Inside);
     assert_turns(&order, 1);
     rt.shutdown_graceful();
@@ -171,7 +173,11 @@ fn with_budget_one_two_busy_processes_interleave_on_one_worker() {
 
 #[test]
 fn with_budget_one_two_busy_processes_posted_from_outside_interleave() {
-    let rt = Runtime::builder().threads(1).budget(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .budget(1)
+        .build()
+        .expect("the runtime starts");
     let order = handling_order(&rt, rt.default_group(), 20, From::Outside);
     let expected: Vec<&str> = (0..20).flat_map(|_| ["a", "b"]).collect();
     assert_eq!(order, expected);
@@ -180,7 +186,11 @@ fn with_budget_one_two_busy_processes_posted_from_outside_interleave() {
 
 #[test]
 fn the_budget_is_the_length_of_a_turn() {
-    let rt = Runtime::builder().threads(1).budget(3).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .budget(3)
+        .build()
+        .expect("the runtime starts");
     let g = rt.default_group();
     assert_turns(&handling_order(&rt, g, 12, From::Inside), 3);
 
@@ -198,7 +208,10 @@ fn the_budget_is_the_length_of_a_turn() {
 
 #[test]
 fn a_group_budget_applies_to_its_processes() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let g = rt
         .group("turns")
         .threads(1)
@@ -273,7 +286,11 @@ fn stop(hot: &Addr<Hot>, stopped: &Receiver<()>) {
 #[test]
 fn a_process_that_never_runs_out_of_work_does_not_starve_others() {
     for budget in [1, 64] {
-        let rt = Runtime::builder().threads(1).budget(budget).build();
+        let rt = Runtime::builder()
+            .threads(1)
+            .budget(budget)
+            .build()
+            .expect("the runtime starts");
         let (tx, _ev) = events();
         let (stopped_tx, stopped) = mpsc::channel();
         let spinner = rt.spawn(hot(&stopped_tx));
@@ -301,7 +318,10 @@ fn a_process_that_never_runs_out_of_work_does_not_starve_others() {
 fn a_ping_ponging_pair_does_not_starve_others() {
     // Each post wakes the peer into this worker's LIFO slot; the slot's streak limit and the
     // periodic look at the shared queue must still let others in.
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let (tx, _ev) = events();
     let (stopped_tx, stopped) = mpsc::channel();
     let ping = rt.spawn(hot(&stopped_tx));

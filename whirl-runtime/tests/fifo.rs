@@ -6,6 +6,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::thread;
+use whirl_runtime::request::Sender as _;
 
 use whirl_runtime::{Addr, Ctx, Failure, Handles, Isolated, Message, Process, ReplyTo, Runtime};
 
@@ -98,7 +99,9 @@ impl Handles<GetReport> for Recorder {
 }
 
 fn report(addr: &Addr<Recorder>) -> Report {
-    addr.call_with(GetReport).expect("recorder answers")
+    addr.request_with(GetReport)
+        .call()
+        .expect("recorder answers")
 }
 
 /// `senders` threads each post `per_sender` numbered messages to every recorder.
@@ -127,7 +130,10 @@ fn check(report: &Report, senders: u64, per_sender: u64) {
 
 #[test]
 fn fifo_per_sender_with_concurrent_sender_threads() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let recorder = rt.spawn(Recorder::default());
     post_from_threads(std::slice::from_ref(&recorder), 4, 50_000);
     check(&report(&recorder), 4, 50_000);
@@ -140,7 +146,11 @@ fn fifo_per_sender_with_concurrent_sender_threads() {
 fn fifo_holds_when_the_process_yields_after_every_message() {
     // Budget 1: the process goes back to a run queue after each message and may be picked up
     // by another worker (or stolen) each time.
-    let rt = Runtime::builder().threads(3).budget(1).build();
+    let rt = Runtime::builder()
+        .threads(3)
+        .budget(1)
+        .build()
+        .expect("the runtime starts");
     let recorders: Vec<_> = (0..4).map(|_| rt.spawn(Recorder::default())).collect();
     post_from_threads(&recorders, 3, 10_000);
     for r in &recorders {
@@ -151,7 +161,10 @@ fn fifo_holds_when_the_process_yields_after_every_message() {
 
 #[test]
 fn fifo_holds_without_the_lifo_slot_in_a_custom_group() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("fifo")
         .threads(2)
@@ -160,7 +173,7 @@ fn fifo_holds_without_the_lifo_slot_in_a_custom_group() {
         .build()
         .expect("build group");
     let recorders: Vec<_> = (0..3)
-        .map(|_| rt.spawn_in(&group, Recorder::default()))
+        .map(|_| rt.spawner().group(&group).spawn(Recorder::default()))
         .collect();
     post_from_threads(&recorders, 4, 10_000);
     for r in &recorders {
@@ -209,7 +222,10 @@ impl whirl_runtime::Handles<Produce> for Producer {
 
 #[test]
 fn fifo_per_sender_when_senders_are_processes() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let recorder = rt.spawn(Recorder::default());
     let producers: Vec<_> = (0..8)
         .map(|me| {
@@ -301,22 +317,19 @@ impl whirl_runtime::Handles<Forward> for Relay {
 
 #[test]
 fn causally_related_messages_arrive_in_causal_order() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     // The relay and the recorder live in another group so that they run on other threads.
     let other = rt.group("other").threads(2).build().expect("build group");
-    let recorder = rt.spawn_in(
-        &other,
-        Recorder {
-            keep: true,
-            ..Recorder::default()
-        },
-    );
-    let relay = rt.spawn_in(
-        &other,
-        Relay {
-            recorder: recorder.clone(),
-        },
-    );
+    let recorder = rt.spawner().group(&other).spawn(Recorder {
+        keep: true,
+        ..Recorder::default()
+    });
+    let relay = rt.spawner().group(&other).spawn(Relay {
+        recorder: recorder.clone(),
+    });
     let origin = rt.spawn(Origin {
         recorder: recorder.clone(),
         relay,

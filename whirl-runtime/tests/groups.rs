@@ -1,6 +1,6 @@
 //! Groups and principals: processes run on their group's workers; a child spawned with
-//! `Ctx::spawn` inherits its parent's group and principal (`spawn_in` changes the group,
-//! `spawn_for` the principal); predicates see the destination's principal.
+//! `Ctx::spawn` inherits its parent's group and principal (a spawner's `group` changes the group,
+//! its `principal` the principal); predicates see the destination's principal.
 
 mod common;
 
@@ -34,7 +34,11 @@ fn assert_serves(p: &Placement, principal: &Principal) {
 
 #[test]
 fn groups_are_configured_as_built() {
-    let rt = Runtime::builder().threads(2).budget(9).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .budget(9)
+        .build()
+        .expect("the runtime starts");
     let default = rt.default_group();
     assert_eq!(default.name(), "default");
     assert_eq!(default.threads(), 2);
@@ -64,11 +68,14 @@ fn groups_are_configured_as_built() {
 
 #[test]
 fn a_process_runs_on_its_own_groups_workers() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let web = rt.group("web").threads(2).build().expect("build group");
     let (tx, _ev) = events();
     let in_default = rt.spawn(Plain::new("d", &tx));
-    let in_web = rt.spawn_in(&web, Plain::new("w", &tx));
+    let in_web = rt.spawner().group(&web).spawn(Plain::new("w", &tx));
     for _ in 0..20 {
         let d = placement(&in_default);
         assert_eq!(d.group, "default");
@@ -83,12 +90,23 @@ fn a_process_runs_on_its_own_groups_workers() {
 
 #[test]
 fn a_spawned_child_inherits_group_and_principal() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let web = rt.group("web").threads(1).build().expect("build group");
     let db = rt.group("db").threads(1).build().expect("build group");
     let (tx, _ev) = events();
-    let session = Principal::builder(42).priority(7).class(3).build();
-    let parent = rt.spawn_for(&web, session.clone(), Plain::new("parent", &tx));
+    let session = Principal::builder(42)
+        .priority(7)
+        .class(3)
+        .build()
+        .expect("a valid principal");
+    let parent = rt
+        .spawner()
+        .group(&web)
+        .principal(session.clone())
+        .spawn(Plain::new("parent", &tx));
     let p = placement(&parent);
     assert_eq!(p.group, "web");
     assert_serves(&p, &session);
@@ -110,22 +128,28 @@ fn a_spawned_child_inherits_group_and_principal() {
     assert_eq!(g.group, "web");
     assert_serves(&g, &session);
 
-    // `spawn_in`: another group, same principal.
+    // `spawner().group(..)`: another group, same principal.
     let tx2 = tx.clone();
     let db2 = db.clone();
     let query = run(&parent, move |_, ctx| {
-        ctx.spawn_in(&db2, Plain::new("query", &tx2))
+        ctx.spawner().group(&db2).spawn(Plain::new("query", &tx2))
     });
     let q = placement(&query);
     assert_eq!(q.group, "db");
     assert!(q.thread.starts_with("whirl-db"), "{}", q.thread);
     assert_serves(&q, &session);
 
-    // `spawn_for`: a principal of its own.
-    let admin = Principal::builder(1).priority(255).build();
+    // `spawner().principal(..)`: a principal of its own.
+    let admin = Principal::builder(1)
+        .priority(255)
+        .build()
+        .expect("a valid principal");
     let (tx2, admin2, db2) = (tx.clone(), admin.clone(), db.clone());
     let audit = run(&parent, move |_, ctx| {
-        ctx.spawn_for(&db2, admin2, Plain::new("audit", &tx2))
+        ctx.spawner()
+            .group(&db2)
+            .principal(admin2)
+            .spawn(Plain::new("audit", &tx2))
     });
     let a = placement(&audit);
     assert_eq!(a.group, "db");
@@ -148,11 +172,21 @@ fn a_spawned_child_inherits_group_and_principal() {
 
 #[test]
 fn principals_carry_their_attributes() {
-    let p = Principal::builder(42).priority(7).class(3).build();
+    let p = Principal::builder(42)
+        .priority(7)
+        .class(3)
+        .build()
+        .expect("a valid principal");
     assert_eq!((p.id(), p.priority(), p.class()), (42, 7, 3));
     assert!(p.same_as(&p.clone()));
     assert!(
-        !p.same_as(&Principal::builder(42).priority(7).class(3).build()),
+        !p.same_as(
+            &Principal::builder(42)
+                .priority(7)
+                .class(3)
+                .build()
+                .expect("a valid principal")
+        ),
         "identity, not equal fields"
     );
 }
@@ -160,7 +194,10 @@ fn principals_carry_their_attributes() {
 #[test]
 fn a_predicate_sees_the_destinations_principal() {
     // Shed everything for low-priority principals, and for processes without one.
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let shedding = rt
         .group("shedding")
         .threads(1)
@@ -168,17 +205,30 @@ fn a_predicate_sees_the_destinations_principal() {
         .build()
         .expect("build group");
     let (tx, _ev) = events();
-    let vip = rt.spawn_for(
-        &shedding,
-        Principal::builder(1).priority(9).build(),
-        Plain::new("vip", &tx),
-    );
-    let guest = rt.spawn_for(
-        &shedding,
-        Principal::builder(2).priority(1).build(),
-        Plain::new("guest", &tx),
-    );
-    let anonymous = rt.spawn_in(&shedding, Plain::new("anonymous", &tx));
+    let vip = rt
+        .spawner()
+        .group(&shedding)
+        .principal(
+            Principal::builder(1)
+                .priority(9)
+                .build()
+                .expect("a valid principal"),
+        )
+        .spawn(Plain::new("vip", &tx));
+    let guest = rt
+        .spawner()
+        .group(&shedding)
+        .principal(
+            Principal::builder(2)
+                .priority(1)
+                .build()
+                .expect("a valid principal"),
+        )
+        .spawn(Plain::new("guest", &tx));
+    let anonymous = rt
+        .spawner()
+        .group(&shedding)
+        .spawn(Plain::new("anonymous", &tx));
     assert_eq!(run(&vip, |n, _| n.name), "vip");
     for p in [&guest, &anonymous] {
         assert!(matches!(

@@ -197,7 +197,10 @@ impl Crashy {
 #[test]
 fn a_snapshot_is_recorded_with_exact_counts_and_supervisors_count_restarts() {
     let global = global();
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
 
     // A group whose predicate rejects: its one worker held on a gate, the queue fills.
     let admission = rt
@@ -206,7 +209,7 @@ fn a_snapshot_is_recorded_with_exact_counts_and_supervisors_count_restarts() {
         .predicate(QueueLength::max(3))
         .build()
         .expect("build group");
-    let held = rt.spawn_in(&admission, Worker);
+    let held = rt.spawner().group(&admission).spawn(Worker);
     let opened = Gate::new();
     held.post(Job::Hold(gate(&opened))).expect("admitted");
     let (mut admitted, mut rejected) = (1u64, 0u64);
@@ -226,7 +229,11 @@ fn a_snapshot_is_recorded_with_exact_counts_and_supervisors_count_restarts() {
         .threads(1)
         .build()
         .expect("build group");
-    let tenant = rt.spawn_for(&tenants, Principal::builder(42).build(), Worker);
+    let tenant = rt
+        .spawner()
+        .group(&tenants)
+        .principal(Principal::builder(42).build().expect("a valid principal"))
+        .spawn(Worker);
     for _ in 0..5 {
         tenant.post(Job::Nothing).expect("no predicate");
     }
@@ -361,13 +368,16 @@ fn a_snapshot_is_recorded_with_exact_counts_and_supervisors_count_restarts() {
 #[test]
 fn the_exporter_records_until_dropped_and_stops_with_its_runtime() {
     let global = global();
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("metrics-export")
         .threads(1)
         .build()
         .expect("build group");
-    let p = rt.spawn_in(&group, Worker);
+    let p = rt.spawner().group(&group).spawn(Worker);
     for _ in 0..7 {
         p.post(Job::Nothing).expect("no predicate");
     }

@@ -13,7 +13,10 @@ use whirl_runtime::{Down, ExitReason, Failure, FailureKind, Runtime};
 
 fn runtime() -> Runtime {
     common::quiet_expected_panics();
-    Runtime::builder().threads(2).build()
+    Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts")
 }
 
 /// Asserts that `reason` is a linked failure caused by `peer`, carrying `text`.
@@ -150,7 +153,7 @@ fn a_system_monitor_in_a_group_that_rejects_everything_still_gets_notices() {
         .expect("build group");
     let (tx, mut ev) = events();
     let w = rt.spawn(Plain::new("w", &tx));
-    let sup = rt.spawn_in(&closed, System::new("sup", &tx));
+    let sup = rt.spawner().group(&closed).spawn(System::new("sup", &tx));
     assert!(matches!(
         post_job(&sup, |_, _| Ok(())),
         Err(whirl_runtime::PostError::Rejected(_))
@@ -459,9 +462,9 @@ fn monitors_work_across_groups() {
     let rt = runtime();
     let far = rt.group("far").threads(1).build().expect("build group");
     let (tx, mut ev) = events();
-    let sup = rt.spawn_in(&far, System::new("sup", &tx));
+    let sup = rt.spawner().group(&far).spawn(System::new("sup", &tx));
     let w = rt.spawn(Plain::new("w", &tx));
-    let peer = rt.spawn_in(&far, Plain::new("peer", &tx));
+    let peer = rt.spawner().group(&far).spawn(Plain::new("peer", &tx));
     monitor(&sup, &w);
     link(&w, &peer);
     make_fail(&w, "cross-group");
@@ -481,7 +484,7 @@ fn monitors_registered_while_targets_terminate_each_get_exactly_one_notice() {
     let names = ["s0", "s1", "s2"];
     let sups: Vec<_> = names
         .iter()
-        .map(|n| rt.spawn_in(&sups_group, System::new(n, &tx)))
+        .map(|n| rt.spawner().group(&sups_group).spawn(System::new(n, &tx)))
         .collect();
     let targets: Vec<_> = (0..TARGETS)
         .map(|_| rt.spawn(Plain::new("t", &tx)))

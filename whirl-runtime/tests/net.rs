@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, TcpStream as StdStream};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, to_test, ToTest};
 
@@ -266,7 +267,10 @@ impl Accept for CountAndDrop {
 
 #[test]
 fn every_connection_is_accepted_even_when_clients_leave_at_once() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let counter = rt.spawn(AcceptCounter { accepted: 0 });
     let count_and_drop = CountAndDrop {
         counter: counter.clone(),
@@ -280,7 +284,8 @@ fn every_connection_is_accepted_even_when_clients_leave_at_once() {
     rt.spawn(acceptor);
     let accepted = || {
         counter
-            .call_with(CounterMsg::Count)
+            .request_with(CounterMsg::Count)
+            .call()
             .expect("the counter answers")
     };
     for round in 1..=200 {

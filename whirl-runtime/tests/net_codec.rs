@@ -8,6 +8,7 @@
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+use whirl::request::Sender as _;
 
 use whirl::net::{
     Accept, AcceptError, Acceptor, Framed, LinesCodec, LinesCodecError, SocketConnection,

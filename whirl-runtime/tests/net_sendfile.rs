@@ -10,6 +10,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, to_test, ToTest};
 

@@ -8,6 +8,7 @@ mod common;
 
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Condvar, Mutex};
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, to_test, ToTest};
 use whirl_runtime::admission::PriorityThresholds;
@@ -92,7 +93,10 @@ struct Outcome {
 }
 
 fn flood(admission: impl FnOnce(GroupBuilder) -> GroupBuilder) -> Outcome {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group: Group = admission(rt.group("service").threads(1))
         .build()
         .expect("build group");
@@ -108,13 +112,15 @@ fn flood(admission: impl FnOnce(GroupBuilder) -> GroupBuilder) -> Outcome {
             ),
             served: to_test(&served_tx),
         };
-        rt.spawn_for(
-            &group,
-            Principal::builder(u64::from(priority))
-                .priority(priority)
-                .build(),
-            state,
-        )
+        rt.spawner()
+            .group(&group)
+            .principal(
+                Principal::builder(u64::from(priority))
+                    .priority(priority)
+                    .build()
+                    .expect("a valid principal"),
+            )
+            .spawn(state)
     };
     let (high, low) = (spawn(HIGH), spawn(0));
     rt.block_until_idle();

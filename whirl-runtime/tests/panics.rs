@@ -7,6 +7,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc;
 use std::sync::Arc;
+use whirl_runtime::request::Sender as _;
 
 use common::{
     assert_isolated, counter, events, failure, make_fail, monitor, post_job, run, to_test, Event,
@@ -357,7 +358,10 @@ fn the_terminated_hook_runs_exactly_once_when_terminations_race() {
     // Pairs of linked processes both fail at about the same time, so each is asked to
     // terminate twice (its own failure and its peer's); then shutdown asks everyone again.
     common::quiet_expected_panics();
-    let rt = Runtime::builder().threads(4).build();
+    let rt = Runtime::builder()
+        .threads(4)
+        .build()
+        .expect("the runtime starts");
     let (tx, ev) = events();
     let mut names = Vec::new();
     let mut pairs = Vec::new();
@@ -418,7 +422,10 @@ fn failure_display_says_what_happened() {
     assert_eq!(ExitReason::Failed(f).to_string(), "failed: disk full");
     assert_eq!(ExitReason::Normal.to_string(), "normal");
     // Ids display as `<n>`.
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let (tx, _ev) = events();
     let p = rt.spawn(Plain::new("p", &tx));
     let id: ProcessId = p.id();

@@ -7,6 +7,7 @@ mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, counter_usize};
 use whirl_runtime::{
@@ -109,7 +110,10 @@ fn exit_of<const KIND: u8>(
 
 #[test]
 fn a_declared_group_is_where_spawn_puts_the_process() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let db = rt.group("db").threads(1).build().expect("build group");
     assert_eq!(
         rt.group_named("db").map(|g| g.name().to_owned()),
@@ -119,19 +123,19 @@ fn a_declared_group_is_where_spawn_puts_the_process() {
 
     let (p, _, _) = probe::<DECLARES_DB>();
     let placed = rt.spawn(p);
-    assert_eq!(placed.call_with(WhereAmI).unwrap(), "db");
+    assert_eq!(placed.request_with(WhereAmI).call().unwrap(), "db");
 
     // Naming a group wins over the declaration.
     let (p, _, _) = probe::<DECLARES_DB>();
-    let explicit = rt.spawn_in(rt.default_group(), p);
-    assert_eq!(explicit.call_with(WhereAmI).unwrap(), "default");
+    let explicit = rt.spawner().group(rt.default_group()).spawn(p);
+    assert_eq!(explicit.request_with(WhereAmI).call().unwrap(), "default");
 
     // A child spawned without naming a group goes to its declared group too, not its parent's.
     let (tx, _events) = common::events();
     let parent = rt.spawn(common::Plain::new("parent", &tx));
     let (child, _, _) = probe::<DECLARES_DB>();
     let child = common::run(&parent, move |_, ctx| ctx.spawn(child));
-    assert_eq!(child.call_with(WhereAmI).unwrap(), "db");
+    assert_eq!(child.request_with(WhereAmI).call().unwrap(), "db");
     rt.block_until_idle();
     assert_eq!(db.counts().handled, 2);
     rt.shutdown_graceful();
@@ -139,7 +143,10 @@ fn a_declared_group_is_where_spawn_puts_the_process() {
 
 #[test]
 fn a_missing_declared_group_fails_the_process_at_once_and_says_so() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let (p, starts, terminations) = probe::<DECLARES_DB>();
     let reason = exit_of(&rt, |rt| rt.spawn(p));
     let text = failure_text(reason);
@@ -154,7 +161,10 @@ fn a_missing_declared_group_fails_the_process_at_once_and_says_so() {
 
 #[test]
 fn shared_state_is_confined_to_the_declaring_group() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let plain = rt.group("plain").threads(1).build().expect("build group");
     let other = rt
         .group("other")
@@ -174,19 +184,19 @@ fn shared_state_is_confined_to_the_declaring_group() {
     // In its declared group, which declares shared state: it runs.
     let (p, starts, _) = probe::<SHARING>();
     let placed = rt.spawn(p);
-    assert_eq!(placed.call_with(WhereAmI).unwrap(), "db");
+    assert_eq!(placed.request_with(WhereAmI).call().unwrap(), "db");
     assert_eq!(starts.load(SeqCst), 1);
 
     // In a group that does not declare shared state: refused.
     let (p, starts, _) = probe::<SHARING>();
-    let text = failure_text(exit_of(&rt, |rt| rt.spawn_in(&plain, p)));
+    let text = failure_text(exit_of(&rt, |rt| rt.spawner().group(&plain).spawn(p)));
     assert!(text.contains("does not declare shared state"), "{text}");
     assert!(text.contains("shards share one store"), "{text}");
     assert_eq!(starts.load(SeqCst), 0);
 
     // In a sharing group other than the one it is confined to: refused.
     let (p, _, _) = probe::<SHARING>();
-    let text = failure_text(exit_of(&rt, |rt| rt.spawn_in(&other, p)));
+    let text = failure_text(exit_of(&rt, |rt| rt.spawner().group(&other).spawn(p)));
     assert!(text.contains("confined to group `db`"), "{text}");
 
     rt.block_until_idle();
@@ -196,13 +206,16 @@ fn shared_state_is_confined_to_the_declaring_group() {
 
 #[test]
 fn try_spawn_refuses_with_a_typed_error_and_hands_the_state_back() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let plain = rt.group("plain").threads(1).build().expect("build group");
     let before = rt.counts();
 
     // A declared group that does not exist.
     let (p, starts, terminations) = probe::<DECLARES_DB>();
-    let error = rt.try_spawn(p).expect_err("no group `db`");
+    let error = rt.spawner().try_spawn(p).expect_err("no group `db`");
     assert!(matches!(
         error.refusal(),
         SpawnRefusal::NoSuchGroup { group: "db", .. }
@@ -211,7 +224,11 @@ fn try_spawn_refuses_with_a_typed_error_and_hands_the_state_back() {
 
     // Shared state outside a group that declares it.
     let (p, _, _) = probe::<SHARING>();
-    let error = rt.try_spawn_in(&plain, p).expect_err("plain group");
+    let error = rt
+        .spawner()
+        .group(&plain)
+        .try_spawn(p)
+        .expect_err("plain group");
     assert!(matches!(
         error.refusal(),
         SpawnRefusal::SharesStateOutsideItsGroup { .. }
@@ -225,9 +242,11 @@ fn try_spawn_refuses_with_a_typed_error_and_hands_the_state_back() {
         .build()
         .expect("build group");
     let placed = rt
-        .try_spawn_in(&db, error.into_state())
+        .spawner()
+        .group(&db)
+        .try_spawn(error.into_state())
         .expect("its own group");
-    assert_eq!(placed.call_with(WhereAmI).unwrap(), "db");
+    assert_eq!(placed.request_with(WhereAmI).call().unwrap(), "db");
 
     // Refused processes were never created: no hook, no count.
     assert_eq!(starts.load(SeqCst), 0);

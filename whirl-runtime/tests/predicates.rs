@@ -11,6 +11,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, counter, Gate};
 use whirl_runtime::admission::{
@@ -89,7 +90,10 @@ impl Handles<Job> for Worker {
 
 /// A runtime with one single-threaded group guarded by `predicate`.
 fn setup(predicate: impl MessagePredicate) -> (Runtime, Group, Arc<AtomicU64>) {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("guarded")
         .threads(1)
@@ -109,8 +113,8 @@ fn spawn(
         handled: counter(handled),
     };
     match who {
-        Some(p) => rt.spawn_for(group, p, worker),
-        None => rt.spawn_in(group, worker),
+        Some(p) => rt.spawner().group(group).principal(p).spawn(worker),
+        None => rt.spawner().group(group).spawn(worker),
     }
 }
 
@@ -152,12 +156,22 @@ fn finish(rt: Runtime, group: &Group, handled: &AtomicU64, jobs_admitted: u64, r
 #[test]
 fn per_priority_thresholds_admit_higher_priorities_longer() {
     let (rt, group, handled) = setup(PriorityThresholds::new(5).at_least(1, 10));
-    let low = spawn(&rt, &group, &handled, Some(Principal::builder(1).build()));
+    let low = spawn(
+        &rt,
+        &group,
+        &handled,
+        Some(Principal::builder(1).build().expect("a valid principal")),
+    );
     let high = spawn(
         &rt,
         &group,
         &handled,
-        Some(Principal::builder(2).priority(3).build()),
+        Some(
+            Principal::builder(2)
+                .priority(3)
+                .build()
+                .expect("a valid principal"),
+        ),
     );
     rt.block_until_idle();
     let gate = hold(&low);
@@ -209,13 +223,23 @@ fn utility_per_cost_sheds_the_least_valuable_work_first() {
         &rt,
         &group,
         &handled,
-        Some(Principal::builder(1).utility(1.0).build()),
+        Some(
+            Principal::builder(1)
+                .utility(1.0)
+                .build()
+                .expect("a valid principal"),
+        ),
     );
     let gold = spawn(
         &rt,
         &group,
         &handled,
-        Some(Principal::builder(2).utility(8.0).build()),
+        Some(
+            Principal::builder(2)
+                .utility(8.0)
+                .build()
+                .expect("a valid principal"),
+        ),
     );
     rt.block_until_idle();
     let gate = hold(&cheap);
@@ -270,8 +294,16 @@ fn class_controller_sheds_the_lower_class_and_keeps_the_higher() {
     params.initial_rate = 10.0;
     let ctl = Arc::new(ClassResponseTime::with_clock(2, params, clock.clone()));
     let (rt, group, handled) = setup(Arc::clone(&ctl).or(|o: &Offer<'_>| o.cost() == 0));
-    let gold_p = Principal::builder(1).class(1).build();
-    let bronze = spawn(&rt, &group, &handled, Some(Principal::builder(2).build()));
+    let gold_p = Principal::builder(1)
+        .class(1)
+        .build()
+        .expect("a valid principal");
+    let bronze = spawn(
+        &rt,
+        &group,
+        &handled,
+        Some(Principal::builder(2).build().expect("a valid principal")),
+    );
     let gold = spawn(&rt, &group, &handled, Some(gold_p.clone()));
     // Gold misses its target: bronze is cut to 1/s, then (judged on gold's work admitted
     // after that cut took effect) to 0.1/s.

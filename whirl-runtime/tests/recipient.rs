@@ -5,6 +5,7 @@ mod common;
 
 use std::collections::HashSet;
 use std::thread;
+use whirl_runtime::request::Sender as _;
 
 use whirl_runtime::{
     Addr, Ctx, Failure, Handles, Isolated, Message, PostError, Process, Recipient, ReplyTo, Runtime,
@@ -130,12 +131,15 @@ fn journal(rt: &Runtime) -> Addr<Journal> {
 }
 
 fn read(j: &Addr<Journal>) -> Vec<String> {
-    j.call_with(ReadNotes).unwrap()
+    j.request_with(ReadNotes).call().unwrap()
 }
 
 #[test]
 fn recipients_of_different_process_types_share_one_type() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let j = journal(&rt);
     let t = rt.spawn(Tally { chars: 0 });
     let everyone: Vec<Recipient<Note>> = vec![j.recipient(), Recipient::from(t.clone())];
@@ -147,7 +151,7 @@ fn recipients_of_different_process_types_share_one_type() {
         }
     }
     assert_eq!(read(&j), vec!["alpha", "beta", "gamma"]);
-    assert_eq!(t.call_with(ReadCount).unwrap(), 14);
+    assert_eq!(t.request_with(ReadCount).call().unwrap(), 14);
     let shown = format!("{:?}", everyone[0]);
     assert!(
         shown.contains("Note") && shown.contains(&j.id().to_string()),
@@ -158,7 +162,10 @@ fn recipients_of_different_process_types_share_one_type() {
 
 #[test]
 fn a_recipient_keeps_fifo_order_and_works_from_many_threads() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let j = journal(&rt);
     let r: Recipient<Note> = j.recipient();
     thread::scope(|s| {
@@ -186,7 +193,10 @@ fn a_recipient_keeps_fifo_order_and_works_from_many_threads() {
 
 #[test]
 fn a_recipient_returns_the_message_when_the_process_has_terminated() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let j = journal(&rt);
     let r = j.recipient::<Note>();
     j.post(JournalMsg::Close).unwrap();
@@ -200,14 +210,20 @@ fn a_recipient_returns_the_message_when_the_process_has_terminated() {
 
 #[test]
 fn a_recipient_returns_the_message_when_the_group_rejects_it() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let closed = rt
         .group("closed")
         .threads(1)
         .predicate(|_: &Offer<'_>| false)
         .build()
         .expect("build group");
-    let j = rt.spawn_in(&closed, Journal { notes: Vec::new() });
+    let j = rt
+        .spawner()
+        .group(&closed)
+        .spawn(Journal { notes: Vec::new() });
     let r: Recipient<Note> = j.clone().into();
     assert_eq!(
         r.post(Note("no room".into())),
@@ -222,7 +238,10 @@ fn a_recipient_returns_the_message_when_the_group_rejects_it() {
 
 #[test]
 fn addresses_are_equal_hashable_and_named_by_id() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let a = journal(&rt);
     let b = journal(&rt);
     assert_eq!(a, a.clone());

@@ -1,5 +1,5 @@
 //! Request/reply between code outside the runtime and processes: the blocking `call` and
-//! `call_timeout`, the executor-agnostic `ask` (awaited from tokio and from a hand-rolled
+//! `request(msg).timeout(d).call()`, the executor-agnostic `ask` (awaited from tokio and from a hand-rolled
 //! executor), and every way a request can go unanswered.
 
 mod common;
@@ -11,12 +11,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, to_test, Gate, ToTest};
 use whirl_runtime::admission::Offer;
 use whirl_runtime::{
     Addr, CallError, Ctx, Failure, Isolated, Message, PostError, Process, ReplyTo, Runtime,
-    SharedClient,
+    SharedClient, Unanswered,
 };
 
 #[derive(Debug)]
@@ -85,9 +86,13 @@ unsafe impl Process for Server {
                 };
                 let me = ctx.myself();
                 let _ = reply.send(vec![
-                    describe(peer.call_with(|r| Req::Double(1, r))),
-                    describe(peer.call_with_timeout(|r| Req::Double(2, r), common::HANG_GUARD)),
-                    describe(me.call_with(|r| Req::Double(3, r))),
+                    describe(peer.request_with(|r| Req::Double(1, r)).call()),
+                    describe(
+                        peer.request_with(|r| Req::Double(2, r))
+                            .timeout(common::HANG_GUARD)
+                            .call(),
+                    ),
+                    describe(me.request_with(|r| Req::Double(3, r)).call()),
                 ]);
             }
         }
@@ -111,8 +116,11 @@ fn answer<T, M>(r: Result<T, CallError<M>>) -> T {
 }
 
 #[track_caller]
-fn assert_no_reply<T: std::fmt::Debug, M>(r: Result<T, CallError<M>>) {
-    assert!(matches!(r, Err(CallError::NoReply)), "{r:?}");
+fn assert_no_reply<T: std::fmt::Debug, M>(r: Result<T, CallError<M>>, why: Unanswered) {
+    assert!(
+        matches!(r, Err(CallError::NoReply(w)) if w == why),
+        "{r:?}, expected {why:?}"
+    );
 }
 
 #[track_caller]
@@ -122,16 +130,27 @@ fn assert_timeout<T: std::fmt::Debug, M>(r: Result<T, CallError<M>>) {
 
 fn runtime() -> Runtime {
     common::quiet_expected_panics();
-    Runtime::builder().threads(2).build()
+    Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts")
 }
 
 #[test]
 fn call_from_outside_returns_the_answer() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_eq!(answer(server.call_with(|r| Req::Double(21, r))), 42);
     assert_eq!(
-        answer(server.call_with_timeout(|r| Req::Double(5, r), common::HANG_GUARD)),
+        answer(server.request_with(|r| Req::Double(21, r)).call()),
+        42
+    );
+    assert_eq!(
+        answer(
+            server
+                .request_with(|r| Req::Double(5, r))
+                .timeout(common::HANG_GUARD)
+                .call()
+        ),
         10
     );
     rt.shutdown_graceful();
@@ -148,7 +167,10 @@ fn concurrent_calls_from_many_threads_each_get_their_own_answer() {
                 for i in 0..1_000 {
                     let n = t * 1_000_000 + i;
                     let server = &servers[(n % 3) as usize];
-                    assert_eq!(answer(server.call_with(|r| Req::Double(n, r))), 2 * n);
+                    assert_eq!(
+                        answer(server.request_with(|r| Req::Double(n, r)).call()),
+                        2 * n
+                    );
                 }
             });
         }
@@ -162,10 +184,16 @@ fn concurrent_calls_from_many_threads_each_get_their_own_answer() {
 fn call_reports_no_reply_when_the_reply_handle_is_dropped() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_no_reply(server.call_with(Req::Ignore));
-    assert_no_reply(server.call_with_timeout(Req::Ignore, common::HANG_GUARD));
+    assert_no_reply(server.request_with(Req::Ignore).call(), Unanswered::Dropped);
+    assert_no_reply(
+        server
+            .request_with(Req::Ignore)
+            .timeout(common::HANG_GUARD)
+            .call(),
+        Unanswered::Dropped,
+    );
     // The server is fine.
-    assert_eq!(answer(server.call_with(|r| Req::Double(1, r))), 2);
+    assert_eq!(answer(server.request_with(|r| Req::Double(1, r)).call()), 2);
     rt.shutdown_graceful();
 }
 
@@ -173,7 +201,10 @@ fn call_reports_no_reply_when_the_reply_handle_is_dropped() {
 fn call_reports_no_reply_when_the_process_panics_on_the_request() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_no_reply(server.call_with(Req::Panic));
+    assert_no_reply(
+        server.request_with(Req::Panic).call(),
+        Unanswered::HandlerFailed,
+    );
     rt.block_until_idle();
     assert!(server.is_terminated());
     rt.shutdown_graceful();
@@ -183,13 +214,20 @@ fn call_reports_no_reply_when_the_process_panics_on_the_request() {
 fn call_to_a_terminated_process_returns_the_request() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_no_reply(server.call_with(Req::Panic));
+    assert_no_reply(
+        server.request_with(Req::Panic).call(),
+        Unanswered::HandlerFailed,
+    );
     rt.block_until_idle();
-    match server.call_with(|r| Req::Double(7, r)) {
+    match server.request_with(|r| Req::Double(7, r)).call() {
         Err(CallError::Post(PostError::Terminated(Req::Double(7, _)))) => {}
         other => panic!("{other:?}"),
     }
-    match server.call_with_timeout(|r| Req::Double(8, r), common::HANG_GUARD) {
+    match server
+        .request_with(|r| Req::Double(8, r))
+        .timeout(common::HANG_GUARD)
+        .call()
+    {
         Err(CallError::Post(PostError::Terminated(Req::Double(8, _)))) => {}
         other => panic!("{other:?}"),
     }
@@ -205,8 +243,8 @@ fn call_rejected_by_the_group_predicate_returns_the_request() {
         .predicate(|_: &Offer<'_>| false)
         .build()
         .expect("build group");
-    let server = rt.spawn_in(&closed, Server::default());
-    match server.call_with(|r| Req::Double(7, r)) {
+    let server = rt.spawner().group(&closed).spawn(Server::default());
+    match server.request_with(|r| Req::Double(7, r)).call() {
         Err(CallError::Post(PostError::Rejected(Req::Double(7, _)))) => {}
         other => panic!("{other:?}"),
     }
@@ -214,25 +252,64 @@ fn call_rejected_by_the_group_predicate_returns_the_request() {
 }
 
 #[test]
-fn call_timeout_gives_up_when_no_answer_comes() {
+fn a_call_with_a_timeout_gives_up_when_no_answer_comes() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_with_timeout(Req::Keep, Duration::from_millis(20)));
+    assert_timeout(
+        server
+            .request_with(Req::Keep)
+            .timeout(Duration::from_millis(20))
+            .call(),
+    );
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn call_and_ask_give_up_after_the_runtime_s_default_timeout_unless_told_otherwise() {
+    let rt = Runtime::builder()
+        .threads(2)
+        .ask_timeout(Some(Duration::from_millis(30)))
+        .build()
+        .expect("the runtime starts");
+    let server = rt.spawn(Server::default());
+    // No timeout given: the runtime's.
+    assert_timeout(server.request_with(Req::Keep).call());
+    assert_timeout(block_on(server.request_with(Req::Keep).ask()));
+    // A timeout given wins over the runtime's; so does `no_timeout`, answered later.
+    let (report, answered) = mpsc::channel();
+    let patient = server
+        .request_with(Req::Keep)
+        .timeout(common::HANG_GUARD)
+        .ask();
+    server.post(Req::Answer(9, to_test(&report))).unwrap();
+    assert_eq!(answer(block_on(patient)), 9);
+    assert_eq!(common::recv(&answered), Ok(()));
+    let forever = server.request_with(Req::Keep).no_timeout().ask();
+    server.post(Req::Answer(10, to_test(&report))).unwrap();
+    assert_eq!(
+        answer(common::within_guard("ask", move || block_on(forever))),
+        10
+    );
     rt.shutdown_graceful();
 }
 
 #[test]
 fn answering_after_the_caller_gave_up_gives_the_value_back() {
     // `ReplyTo::send` is documented to give the value back "if the caller has stopped
-    // waiting": after a `call_timeout` timed out, or when the `ask` future was dropped.
+    // waiting": after a `call` with a timeout timed out, or when the `ask` future was dropped.
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_with_timeout(Req::Keep, Duration::from_millis(20)));
+    assert_timeout(
+        server
+            .request_with(Req::Keep)
+            .timeout(Duration::from_millis(20))
+            .call(),
+    );
     let (report, answered) = mpsc::channel();
     server.post(Req::Answer(5, to_test(&report))).unwrap();
     assert_eq!(common::recv(&answered), Err(5));
 
-    drop(server.ask_with(Req::Keep));
+    drop(server.request_with(Req::Keep).ask());
     server.post(Req::Answer(6, to_test(&report))).unwrap();
     assert_eq!(common::recv(&answered), Err(6));
     rt.shutdown_graceful();
@@ -242,11 +319,16 @@ fn answering_after_the_caller_gave_up_gives_the_value_back() {
 fn a_late_answer_after_a_timeout_does_not_disturb_the_next_call() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_timeout(server.call_with_timeout(Req::Keep, Duration::from_millis(20)));
+    assert_timeout(
+        server
+            .request_with(Req::Keep)
+            .timeout(Duration::from_millis(20))
+            .call(),
+    );
     let (report, answered) = mpsc::channel();
     server.post(Req::Answer(5, to_test(&report))).unwrap();
     let _ = common::recv(&answered);
-    assert_eq!(answer(server.call_with(|r| Req::Double(4, r))), 8);
+    assert_eq!(answer(server.request_with(|r| Req::Double(4, r)).call()), 8);
     rt.shutdown_graceful();
 }
 
@@ -256,7 +338,8 @@ fn blocking_calls_inside_a_handler_return_would_block_worker() {
     let server = rt.spawn(Server::default());
     let peer = rt.spawn(Server::default());
     let answers = server
-        .call_with(|r| Req::CallFromInside(peer.clone(), r))
+        .request_with(|r| Req::CallFromInside(peer.clone(), r))
+        .call()
         .unwrap();
     assert_eq!(
         answers,
@@ -280,13 +363,22 @@ fn blocking_calls_inside_a_handler_return_would_block_worker() {
 async fn ask_is_awaitable_from_a_current_thread_tokio_runtime() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_eq!(answer(server.ask_with(|r| Req::Double(21, r)).await), 42);
-    assert_no_reply(server.ask_with(Req::Ignore).await);
-    assert_no_reply(server.ask_with(Req::Panic).await);
+    assert_eq!(
+        answer(server.request_with(|r| Req::Double(21, r)).ask().await),
+        42
+    );
+    assert_no_reply(
+        server.request_with(Req::Ignore).ask().await,
+        Unanswered::Dropped,
+    );
+    assert_no_reply(
+        server.request_with(Req::Panic).ask().await,
+        Unanswered::HandlerFailed,
+    );
     // The reply handle is dropped while the handler unwinds, a moment before the process is
     // closed: wait for the termination to finish before expecting posts to bounce.
     rt.block_until_idle();
-    match server.ask_with(|r| Req::Double(1, r)).await {
+    match server.request_with(|r| Req::Double(1, r)).ask().await {
         Err(CallError::Post(PostError::Terminated(Req::Double(1, _)))) => {}
         other => panic!("{other:?}"),
     }
@@ -300,7 +392,7 @@ async fn many_concurrent_asks_from_tokio_tasks() {
     let tasks: Vec<_> = (0..1_000_u64)
         .map(|n| {
             let server = servers[(n % 4) as usize].clone();
-            tokio::spawn(async move { (n, server.ask_with(|r| Req::Double(n, r)).await) })
+            tokio::spawn(async move { (n, server.request_with(|r| Req::Double(n, r)).ask().await) })
         })
         .collect();
     for task in tasks {
@@ -333,17 +425,23 @@ fn block_on<F: Future>(fut: F) -> F::Output {
 fn ask_works_on_a_hand_rolled_executor_and_posts_before_it_is_polled() {
     let rt = runtime();
     let server = rt.spawn(Server::default());
-    assert_eq!(answer(block_on(server.ask_with(|r| Req::Double(3, r)))), 6);
+    assert_eq!(
+        answer(block_on(server.request_with(|r| Req::Double(3, r)).ask())),
+        6
+    );
 
     // `ask` posts at once: the request is queued behind a blocked handler before anyone polls
     // the future; when the server fails, the request is dead-lettered (its reply handle
     // dropped) and the future resolves to NoReply instead of hanging.
     let gate = Gate::new();
     server.post(Req::HoldThenFail(common::gate(&gate))).unwrap();
-    let pending = server.ask_with(|r| Req::Double(4, r));
-    let unpolled = server.ask_with(|r| Req::Double(5, r));
+    let pending = server.request_with(|r| Req::Double(4, r)).ask();
+    let unpolled = server.request_with(|r| Req::Double(5, r)).ask();
     gate.open();
-    assert_no_reply(common::within_guard("ask", move || block_on(pending)));
+    assert_no_reply(
+        common::within_guard("ask", move || block_on(pending)),
+        Unanswered::Terminated,
+    );
     drop(unpolled);
     rt.block_until_idle();
     let counts = rt.counts();

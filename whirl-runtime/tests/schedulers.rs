@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use whirl_runtime::request::Sender as _;
 
 use whirl_runtime::scheduler::{PrincipalPriority, Ready, Scheduler, Stride};
 use whirl_runtime::{
@@ -136,12 +137,9 @@ impl Handles<Note> for Recorder {
 /// Occupies the only worker of `group`'s runtime with a [`Blocker`]; returns once it runs.
 fn block_worker(rt: &Runtime, group: &whirl_runtime::Group) -> Gate {
     let (entered_tx, entered) = mpsc::channel();
-    let blocker = rt.spawn_in(
-        group,
-        Blocker {
-            entered: to_test(&entered_tx),
-        },
-    );
+    let blocker = rt.spawner().group(group).spawn(Blocker {
+        entered: to_test(&entered_tx),
+    });
     let gate = Gate::new();
     blocker.post(Hold(common::gate(&gate))).unwrap();
     common::recv(&entered);
@@ -150,7 +148,10 @@ fn block_worker(rt: &Runtime, group: &whirl_runtime::Group) -> Gate {
 
 #[test]
 fn stride_shares_handling_time_three_to_one() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("stride")
         .threads(1)
@@ -160,8 +161,14 @@ fn stride_shares_handling_time_three_to_one() {
         .expect("build group");
     let stop = Arc::new(AtomicBool::new(false));
     let (gold, bronze) = (
-        Principal::builder(1).class(1).build(),
-        Principal::builder(2).class(2).build(),
+        Principal::builder(1)
+            .class(1)
+            .build()
+            .expect("a valid principal"),
+        Principal::builder(2)
+            .class(2)
+            .build()
+            .expect("a valid principal"),
     );
     let mut spinners: Vec<Addr<Spinner>> = Vec::new();
     for principal in [&gold, &bronze] {
@@ -170,7 +177,12 @@ fn stride_shares_handling_time_three_to_one() {
                 work: Duration::from_micros(200),
                 stop: flag(&stop),
             };
-            spinners.push(rt.spawn_for(&group, principal.clone(), state));
+            spinners.push(
+                rt.spawner()
+                    .group(&group)
+                    .principal(principal.clone())
+                    .spawn(state),
+            );
         }
     }
     // Both classes are ready from the start and stay ready (saturation).
@@ -212,7 +224,10 @@ fn stride_shares_handling_time_three_to_one() {
 #[test]
 fn priority_scheduler_runs_higher_priority_first() {
     const EACH: usize = 10;
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("priority")
         .threads(1)
@@ -228,11 +243,17 @@ fn priority_scheduler_runs_higher_priority_first() {
             priority,
             log: recording(&log),
         };
-        recorders.push(rt.spawn_for(
-            &group,
-            Principal::builder(id).priority(priority).build(),
-            state,
-        ));
+        recorders.push(
+            rt.spawner()
+                .group(&group)
+                .principal(
+                    Principal::builder(id)
+                        .priority(priority)
+                        .build()
+                        .expect("a valid principal"),
+                )
+                .spawn(state),
+        );
     }
     rt.block_until_idle();
 
@@ -253,7 +274,10 @@ fn priority_scheduler_runs_higher_priority_first() {
 #[test]
 fn priority_scheduler_does_not_starve_low_priority() {
     const LOW_MESSAGES: u64 = 20;
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("priority")
         .threads(1)
@@ -262,14 +286,23 @@ fn priority_scheduler_does_not_starve_low_priority() {
         .build()
         .expect("build group");
     let stop = Arc::new(AtomicBool::new(false));
-    let high = Principal::builder(1).priority(2).build();
-    let low = Principal::builder(2).priority(1).build();
+    let high = Principal::builder(1)
+        .priority(2)
+        .build()
+        .expect("a valid principal");
+    let low = Principal::builder(2)
+        .priority(1)
+        .build()
+        .expect("a valid principal");
     for _ in 0..4 {
         let state = Spinner {
             work: Duration::from_micros(100),
             stop: flag(&stop),
         };
-        rt.spawn_for(&group, high.clone(), state)
+        rt.spawner()
+            .group(&group)
+            .principal(high.clone())
+            .spawn(state)
             .post(Tick)
             .unwrap();
     }
@@ -280,7 +313,11 @@ fn priority_scheduler_does_not_starve_low_priority() {
         priority: 1,
         log: recording(&log),
     };
-    let recorder = rt.spawn_for(&group, low.clone(), state);
+    let recorder = rt
+        .spawner()
+        .group(&group)
+        .principal(low.clone())
+        .spawn(state);
     for _ in 0..LOW_MESSAGES {
         recorder.post(Note).unwrap();
     }
@@ -361,7 +398,10 @@ impl Scheduler for CountingLifo {
 fn a_custom_scheduler_runs_every_message() {
     const PROCESSES: usize = 8;
     const MESSAGES: usize = 25;
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let pushes = Arc::new(AtomicUsize::new(0));
     let scheduler = CountingLifo {
         inner: Lifo::default(),
@@ -381,7 +421,7 @@ fn a_custom_scheduler_runs_every_message() {
                 priority: 0,
                 log: recording(&log),
             };
-            rt.spawn_in(&group, state)
+            rt.spawner().group(&group).spawn(state)
         })
         .collect();
     for _ in 0..MESSAGES {
@@ -469,12 +509,9 @@ fn a_ready_process_a_scheduler_drops_is_terminated_not_lost() {
     let (tx, rx) = mpsc::channel();
     // Its start is dropped by the scheduler: the process is terminated on the spot, its hook
     // runs, and posts to it are refused from then on.
-    let mortal = rt.spawn_in(
-        &group,
-        Mortal {
-            terminated: to_test(&tx),
-        },
-    );
+    let mortal = rt.spawner().group(&group).spawn(Mortal {
+        terminated: to_test(&tx),
+    });
     common::recv(&rx);
     assert!(mortal.is_terminated());
     assert!(

@@ -10,6 +10,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{
     assert_isolated, counter, events, to_test, within_guard, DeadLetters, Event, Gate, Plain,
@@ -471,7 +472,10 @@ fn a_process_nobody_holds_an_address_to_still_runs_its_hook_at_shutdown() {
     // A process is alive until it terminates, whether or not anyone keeps its address (it may
     // be driven by timers or by messages from processes it registered with). Here it keeps
     // no reference to itself either; shutdown must still terminate it and run its hook.
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let (tx, mut ev) = events();
     drop(rt.spawn(Plain::new("orphan", &tx)));
     rt.block_until_idle();
@@ -491,12 +495,18 @@ fn a_process_nobody_holds_an_address_to_still_runs_its_hook_at_shutdown() {
 fn spawning_into_a_group_whose_runtime_has_shut_down_terminates_the_process_at_once() {
     // A group handle can outlive its runtime; a process spawned into it can never run, so it
     // is terminated on the spot (hook and all) rather than left half-alive.
-    let old = Runtime::builder().threads(1).build();
+    let old = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let stale = old.default_group().clone();
     old.shutdown_graceful();
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let (tx, mut ev) = events();
-    let p = rt.spawn_in(&stale, Plain::new("late", &tx));
+    let p = rt.spawner().group(&stale).spawn(Plain::new("late", &tx));
     assert!(ev.terminated("late").is_failure());
     assert!(p.is_terminated());
     assert!(matches!(

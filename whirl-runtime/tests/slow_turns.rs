@@ -110,7 +110,10 @@ fn worker() -> Worker {
 #[test]
 fn a_handler_that_sleeps_past_the_threshold_is_reported_once() {
     capture();
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("sleepy")
         .threads(1)
@@ -121,7 +124,7 @@ fn a_handler_that_sleeps_past_the_threshold_is_reported_once() {
         group.stats().slow_turn_threshold,
         Some(Duration::from_millis(50))
     );
-    let sleeper = rt.spawn_in(&group, worker());
+    let sleeper = rt.spawner().group(&group).spawn(worker());
     sleeper.post(Nap(Duration::from_millis(300))).unwrap();
 
     wait_for("the slow turn to be counted", || {
@@ -173,14 +176,19 @@ fn a_handler_that_sleeps_past_the_threshold_is_reported_once() {
 #[test]
 fn a_fast_workload_reports_nothing() {
     capture();
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     // The default threshold (100 ms).
     let group = rt.group("brisk").threads(2).build().expect("build group");
     assert_eq!(
         group.stats().slow_turn_threshold,
         Some(whirl::GroupBuilder::DEFAULT_SLOW_TURN_THRESHOLD)
     );
-    let workers: Vec<_> = (0..4).map(|_| rt.spawn_in(&group, worker())).collect();
+    let workers: Vec<_> = (0..4)
+        .map(|_| rt.spawner().group(&group).spawn(worker()))
+        .collect();
     for _ in 0..500 {
         for w in &workers {
             w.post(Tick).unwrap();
@@ -204,7 +212,8 @@ fn a_group_without_a_threshold_reports_nothing() {
     let rt = Runtime::builder()
         .threads(1)
         .slow_turn_threshold(None)
-        .build();
+        .build()
+        .expect("the runtime starts");
     assert_eq!(rt.default_group().stats().slow_turn_threshold, None);
     let group = rt
         .group("unwatched")
@@ -212,7 +221,7 @@ fn a_group_without_a_threshold_reports_nothing() {
         .slow_turn_threshold(None)
         .build()
         .expect("build group");
-    let sleeper = rt.spawn_in(&group, worker());
+    let sleeper = rt.spawner().group(&group).spawn(worker());
     sleeper.post(Nap(Duration::from_millis(300))).unwrap();
     // The same, in the default group.
     let default_sleeper = rt.spawn(worker());
@@ -234,7 +243,10 @@ fn a_group_without_a_threshold_reports_nothing() {
 #[test]
 fn adaptive_concurrency_gives_a_blocked_group_a_thread() {
     capture();
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("growing")
         .threads(1..=3)
@@ -246,7 +258,7 @@ fn adaptive_concurrency_gives_a_blocked_group_a_thread() {
 
     // Block the group's only worker.
     let gate = Gate::new();
-    let blocker = rt.spawn_in(&group, worker());
+    let blocker = rt.spawner().group(&group).spawn(worker());
     blocker.post(Hold(common::gate(&gate))).unwrap();
     wait_for("the worker to count as blocked", || {
         group.stats().blocked_workers == 1
@@ -255,7 +267,9 @@ fn adaptive_concurrency_gives_a_blocked_group_a_thread() {
 
     // Work for other processes queues behind it: far below the backlog threshold, with no
     // queue latency measured (nothing was handled), so only the blocked worker says "grow".
-    let others: Vec<_> = (0..3).map(|_| rt.spawn_in(&group, worker())).collect();
+    let others: Vec<_> = (0..3)
+        .map(|_| rt.spawner().group(&group).spawn(worker()))
+        .collect();
     for other in &others {
         other.post(Tick).unwrap();
     }

@@ -73,7 +73,10 @@ fn turns_spawns_supervision_and_shutdown_have_spans() {
     tracing::subscriber::set_global_default(spans.clone()).expect("one subscriber");
     let runtime = Runtime::new();
     let group = runtime.group("jobs").threads(1).build().unwrap();
-    let job = group.spawn_for(Principal::builder(42).build(), Job);
+    let job = group
+        .spawner()
+        .principal(Principal::builder(42).build().expect("a valid principal"))
+        .spawn(Job);
     job.post(Work).unwrap();
     let _sup = runtime.spawn(Supervisor::new(
         SupervisorSpec::new("sup").child(ChildSpec::worker("child", Job).named("child")),

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use whirl_runtime::request::Sender as _;
 
 use whirl_runtime::{
     Addr, Ctx, Failure, Group, Handles, Isolated, Message, Principal, Process, Runtime,
@@ -101,14 +102,19 @@ impl Handles<Job> for Worker {
 
 #[test]
 fn counts_threads_and_scheduler_are_reported() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let fixed = rt.group("fixed").threads(2).build().expect("build group");
     let ranged = rt
         .group("ranged")
         .threads(1..=3)
         .build()
         .expect("build group");
-    let workers: Vec<_> = (0..4).map(|_| rt.spawn_in(&fixed, Worker)).collect();
+    let workers: Vec<_> = (0..4)
+        .map(|_| rt.spawner().group(&fixed).spawn(Worker))
+        .collect();
     for _ in 0..25 {
         for w in &workers {
             w.post(Job::Nothing).unwrap();
@@ -175,15 +181,18 @@ const QUEUE_LATENCY_SLACK: Duration = Duration::from_millis(3);
 #[test]
 fn queue_latency_is_measured_on_sampled_turns() {
     const HELD: Duration = Duration::from_millis(30);
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("latency")
         .threads(1)
         .budget(1)
         .build()
         .expect("build group");
-    let holder = rt.spawn_in(&group, Worker);
-    let waiter = rt.spawn_in(&group, Worker);
+    let holder = rt.spawner().group(&group).spawn(Worker);
+    let waiter = rt.spawner().group(&group).spawn(Worker);
     rt.block_until_idle();
     // Only some turns are sampled (one in `SAMPLE_EVERY`), so hold and release rounds of
     // one-message turns until samples show up; every held message waited at least `HELD`.
@@ -211,7 +220,10 @@ fn queue_latency_is_measured_on_sampled_turns() {
 #[test]
 fn queue_latency_is_measured_on_every_turn_of_a_principal() {
     const HELD: Duration = Duration::from_millis(30);
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("latency")
         .threads(1)
@@ -220,8 +232,16 @@ fn queue_latency_is_measured_on_every_turn_of_a_principal() {
         .expect("build group");
     // Both serve principals: every one of their turns is timed and, as documented, has its
     // messages' queue latencies recorded, however few turns there are.
-    let holder = rt.spawn_for(&group, Principal::builder(1).build(), Worker);
-    let waiter = rt.spawn_for(&group, Principal::builder(2).build(), Worker);
+    let holder = rt
+        .spawner()
+        .group(&group)
+        .principal(Principal::builder(1).build().expect("a valid principal"))
+        .spawn(Worker);
+    let waiter = rt
+        .spawner()
+        .group(&group)
+        .principal(Principal::builder(2).build().expect("a valid principal"))
+        .spawn(Worker);
     rt.block_until_idle();
     hold_then_release(&rt, &holder, &waiter, 3, HELD);
     let stats = wait_for_stats(&group, "queue latency samples", |s| {
@@ -238,14 +258,25 @@ fn queue_latency_is_measured_on_every_turn_of_a_principal() {
 fn handling_time_and_principal_counts() {
     const N: u64 = 10;
     const SLEEP: Duration = Duration::from_millis(2);
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt
         .group("handling")
         .threads(1)
         .build()
         .expect("build group");
-    let session = Principal::builder(42).priority(3).class(7).build();
-    let w = rt.spawn_for(&group, session.clone(), Worker);
+    let session = Principal::builder(42)
+        .priority(3)
+        .class(7)
+        .build()
+        .expect("a valid principal");
+    let w = rt
+        .spawner()
+        .group(&group)
+        .principal(session.clone())
+        .spawn(Worker);
     for _ in 0..N {
         w.post(Job::Sleep(SLEEP)).unwrap();
     }
@@ -271,9 +302,12 @@ fn handling_time_and_principal_counts() {
 
 #[test]
 fn idle_time_grows_while_there_is_nothing_to_do() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt.group("idle").threads(1).build().expect("build group");
-    let w = rt.spawn_in(&group, Worker);
+    let w = rt.spawner().group(&group).spawn(Worker);
     w.post(Job::Nothing).unwrap();
     rt.block_until_idle();
     let first = wait_for_stats(&group, "some idle time", |s| !s.idle_time.is_zero());
@@ -286,9 +320,12 @@ fn idle_time_grows_while_there_is_nothing_to_do() {
 #[test]
 fn lock_waits_reported_by_handlers_are_measured() {
     const HELD: Duration = Duration::from_millis(40);
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt.group("locks").threads(1).build().expect("build group");
-    let w = rt.spawn_in(&group, Worker);
+    let w = rt.spawner().group(&group).spawn(Worker);
     let lock = Arc::new(Mutex::new(()));
     let (about_tx, about) = mpsc::channel();
     let (got_tx, got) = mpsc::channel();
@@ -323,12 +360,15 @@ fn lock_waits_reported_by_handlers_are_measured() {
 
 #[test]
 fn runtime_stats_list_every_group_and_sum_counts() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let a = rt.group("a").threads(1).build().expect("build group");
     let b = rt.group("b").threads(1).build().expect("build group");
     let posted = Arc::new(AtomicU64::new(0));
     for (group, n) in [(rt.default_group(), 3), (&a, 5), (&b, 7)] {
-        let w = rt.spawn_in(group, Worker);
+        let w = rt.spawner().group(group).spawn(Worker);
         for _ in 0..n {
             w.post(Job::Nothing).unwrap();
             posted.fetch_add(1, SeqCst);
@@ -354,9 +394,12 @@ fn runtime_stats_list_every_group_and_sum_counts() {
 /// after the last, so each is its own turn in its own millisecond.
 #[test]
 fn a_quiet_group_samples_every_turn() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let quiet = rt.group("quiet").threads(1).build().expect("build group");
-    let worker = rt.spawn_in(&quiet, Worker);
+    let worker = rt.spawner().group(&quiet).spawn(Worker);
     const MESSAGES: u64 = 40;
     for _ in 0..MESSAGES {
         worker.post(Job::Nothing).unwrap();
@@ -376,11 +419,14 @@ fn a_quiet_group_samples_every_turn() {
 /// was one long message reported no handling time at all.)
 #[test]
 fn a_message_right_after_a_start_is_measured() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let group = rt.group("starts").threads(1).build().expect("build group");
     const PROCESSES: u64 = 20;
     for _ in 0..PROCESSES {
-        let worker = rt.spawn_in(&group, Worker);
+        let worker = rt.spawner().group(&group).spawn(Worker);
         rt.block_until_idle();
         // Long enough for the shared clock to move on before the next process starts.
         worker

@@ -7,12 +7,13 @@ mod common;
 mod supervisor_support;
 
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{failure, runtime_with_dead_letters};
 use supervisor_support::{child, pid_of, running, runtime, start, Child, Do, Log, Observer};
 use whirl_runtime::supervision::{
-    ChildCounts, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart, Strategy, Supervisor,
-    SupervisorError, SupervisorSpec,
+    ChildCounts, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart, RestartStrategy,
+    Supervisor, SupervisorError, SupervisorSpec,
 };
 use whirl_runtime::time::ManualClock;
 use whirl_runtime::{ExitReason, NameError, PostError};
@@ -86,7 +87,7 @@ fn a_child_stopped_on_request_stays_stopped_when_a_sibling_restarts_all() {
     let mut log = Log::new();
     let spec = log
         .spec("sup")
-        .strategy(Strategy::OneForAll)
+        .strategy(RestartStrategy::OneForAll)
         .child(log.worker("a"))
         .child(log.worker("b"));
     let sup = start(&rt, spec);
@@ -120,7 +121,7 @@ fn transient_connection(client: Client) -> ChildSpec {
 /// A simple-one-for-one pool of connection handlers made by `template`.
 fn connections(log: &Log, template: fn(Client) -> ChildSpec) -> SupervisorSpec<Client> {
     log.spec("pool")
-        .strategy(Strategy::SimpleOneForOne)
+        .strategy(RestartStrategy::SimpleOneForOne)
         .intensity(10, Duration::from_secs(5))
         .clock(ManualClock::new())
         .template(ChildTemplate::new(template))
@@ -192,7 +193,7 @@ fn invalid_specs_fail_the_supervisor_at_start_saying_why() {
         .reason()
         .contains("two children with id `same`"));
 
-    let no_template = log.spec("sofo").strategy(Strategy::SimpleOneForOne);
+    let no_template = log.spec("sofo").strategy(RestartStrategy::SimpleOneForOne);
     rt.spawn(Supervisor::new(no_template));
     let reason = log.sup_terminated("sofo");
     assert!(failure(&reason).reason().contains("no child template"));
@@ -212,7 +213,7 @@ fn messages_posted_during_a_restart_are_returned_or_dead_lettered_and_the_name_r
             .child(log.worker("srv")),
     );
     let old = child(&rt, "srv");
-    assert_eq!(old.call_with(|r| Do::Echo(1, r)).unwrap(), 2);
+    assert_eq!(old.request_with(|r| Do::Echo(1, r)).call().unwrap(), 2);
 
     // The old incarnation fails with messages behind the failing one, and more arrive while
     // it is being replaced.
@@ -244,7 +245,7 @@ fn messages_posted_during_a_restart_are_returned_or_dead_lettered_and_the_name_r
     let new = rt.whereis::<Child>("srv").expect("re-registered");
     assert_eq!(new.id(), new_pid);
     assert_eq!(pid_of(&sup, "srv"), new_pid);
-    assert_eq!(new.call_with(|r| Do::Echo(41, r)).unwrap(), 42);
+    assert_eq!(new.request_with(|r| Do::Echo(41, r)).call().unwrap(), 42);
     rt.shutdown_graceful();
 }
 
@@ -290,7 +291,10 @@ fn the_api_refuses_to_block_a_worker_and_works_from_async_code() {
         .build()
         .unwrap();
     let counts = executor
-        .block_on(sup.ask_with(whirl_runtime::supervision::SupervisorMsg::count_children))
+        .block_on(
+            sup.request_with(whirl_runtime::supervision::SupervisorMsg::count_children)
+                .ask(),
+        )
         .unwrap();
     assert_eq!(counts.active, 1);
     // Inside a handler, a name is resolved with `Ctx::whereis`.

@@ -8,6 +8,7 @@ mod common;
 mod supervisor_support;
 
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{failure, within_guard};
 use supervisor_support::{child, runtime, start, Child, Do, Log, Seen};

@@ -9,12 +9,13 @@ mod supervisor_support;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::failure;
 use supervisor_support::{child, pid_of, running, runtime, start, Child, Do, Log, Observer};
 use whirl_runtime::supervision::{
     AutoShutdown, ChildCounts, ChildRef, ChildSpec, ChildTemplate, EventKind, Restart,
-    StartDynamic, Strategy, Supervisor, SupervisorError, SupervisorSpec,
+    RestartStrategy, StartDynamic, Supervisor, SupervisorError, SupervisorSpec,
 };
 use whirl_runtime::time::ManualClock;
 use whirl_runtime::{Ctx, ExitReason, Failure, Isolated, Process, SharedClient};
@@ -28,7 +29,7 @@ fn connection((client, tx): Client) -> ChildSpec {
 
 fn pool(log: &Log) -> SupervisorSpec<Client> {
     log.spec("pool")
-        .strategy(Strategy::SimpleOneForOne)
+        .strategy(RestartStrategy::SimpleOneForOne)
         .intensity(10, Duration::from_secs(5))
         .clock(ManualClock::new())
         .template(ChildTemplate::new(connection))
@@ -75,7 +76,7 @@ fn a_simple_one_for_one_child_is_terminated_by_pid_not_by_id() {
         pool.terminate_child("conn"),
         Err(SupervisorError::WrongStrategy {
             operation: "terminate_child by id",
-            strategy: Strategy::SimpleOneForOne
+            strategy: RestartStrategy::SimpleOneForOne
         })
     ));
     assert_eq!(pool.count_children().unwrap().active, 2, "nothing stopped");
@@ -242,7 +243,7 @@ fn a_childs_spec_and_info_are_found_by_id_or_pid() {
     assert_eq!(info.pid, Some(a));
     // The address is typed by a check, not trusted.
     let addr = info.addr::<Child>().expect("a `Child`");
-    assert_eq!(addr.call_with(|r| Do::Echo(1, r)).unwrap(), 2);
+    assert_eq!(addr.request_with(|r| Do::Echo(1, r)).call().unwrap(), 2);
     assert!(info.addr::<Supervisor>().is_none());
 
     // A child supervisor's address carries its template's argument type.
@@ -382,7 +383,7 @@ fn start_dynamic_returns_the_started_hooks_failure() {
     let pickies = start(
         &rt,
         log.spec("pickies")
-            .strategy(Strategy::SimpleOneForOne)
+            .strategy(RestartStrategy::SimpleOneForOne)
             .template(ChildTemplate::new(picky)),
     );
     assert_start_failed(pickies.start_dynamic(true), "picky");
@@ -391,7 +392,11 @@ fn start_dynamic_returns_the_started_hooks_failure() {
         .build()
         .unwrap();
     let answer = executor
-        .block_on(pickies.ask_with(|reply| StartDynamic(true, reply)))
+        .block_on(
+            pickies
+                .request_with(|reply| StartDynamic(true, reply))
+                .ask(),
+        )
         .unwrap();
     assert_start_failed(answer, "picky");
     let pids: Vec<_> = pickies

@@ -7,6 +7,7 @@ mod common;
 mod supervisor_support;
 
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{within_guard, Gate};
 use supervisor_support::{block, child, runtime, start, Child, Do, Log, Seen};
@@ -156,7 +157,7 @@ fn children_run_in_the_group_their_spec_names() {
     let spec = log.spec("sup").child(log.worker("a").in_group(&io));
     let _sup = start(&rt, spec);
     let a = child(&rt, "a");
-    let group = a.call_with(Do::Group).unwrap();
+    let group = a.request_with(Do::Group).call().unwrap();
     assert_eq!(group, "io");
     let _ = log.rest();
     rt.shutdown_graceful();
@@ -178,8 +179,10 @@ fn requests_wait_for_a_stop_in_progress_and_are_answered_in_order() {
     });
 
     // Both requests are queued now; the second must not be answered before the first is done.
-    let stopped = sup.ask_with(|r| SupervisorMsg::terminate_child("slow", r));
-    let listed = sup.ask_with(SupervisorMsg::which_children);
+    let stopped = sup
+        .request_with(|r| SupervisorMsg::terminate_child("slow", r))
+        .ask();
+    let listed = sup.request_with(SupervisorMsg::which_children).ask();
     gate.open();
     let executor = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -195,13 +198,16 @@ fn requests_wait_for_a_stop_in_progress_and_are_answered_in_order() {
 fn one_worker_thread_is_enough_to_restart_and_stop_a_tree() {
     // A supervisor that blocked its worker while waiting for a child to stop would deadlock
     // here: the child needs that same (only) worker to terminate.
-    let rt = whirl_runtime::Runtime::builder().threads(1).build();
+    let rt = whirl_runtime::Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let mut log = Log::new();
     let x = ChildSpec::worker("x", Child::new("x", &log.sender()));
     let inner = ChildSpec::supervisor("inner", SupervisorSpec::new("inner").child(x));
     let spec = log
         .spec("sup")
-        .strategy(whirl_runtime::supervision::Strategy::OneForAll)
+        .strategy(whirl_runtime::supervision::RestartStrategy::OneForAll)
         .child(log.worker("a"))
         .child(inner)
         .child(log.worker("b"));

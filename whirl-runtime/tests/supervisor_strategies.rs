@@ -7,9 +7,10 @@ mod common;
 mod supervisor_support;
 
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use supervisor_support::{child, pid_of, runtime, start, Do, Log, Seen};
-use whirl_runtime::supervision::{EventKind, Restart, Strategy};
+use whirl_runtime::supervision::{EventKind, Restart, RestartStrategy};
 use whirl_runtime::time::ManualClock;
 use whirl_runtime::ProcessId;
 
@@ -24,7 +25,7 @@ fn pids(
         .collect()
 }
 
-fn case(strategy: Strategy, restart: Restart, abnormal: bool) {
+fn case(strategy: RestartStrategy, restart: Restart, abnormal: bool) {
     let what = format!("{strategy:?} / {restart:?} / abnormal={abnormal}");
     let rt = runtime();
     let mut log = Log::new();
@@ -55,11 +56,11 @@ fn case(strategy: Strategy, restart: Restart, abnormal: bool) {
     if restarted {
         log.restarted("sup", "subject");
         match strategy {
-            Strategy::OneForAll => {
+            RestartStrategy::OneForAll => {
                 log.restarted("sup", "first");
                 log.restarted("sup", "last");
             }
-            Strategy::RestForOne => {
+            RestartStrategy::RestForOne => {
                 log.restarted("sup", "last");
             }
             _ => {}
@@ -74,8 +75,8 @@ fn case(strategy: Strategy, restart: Restart, abnormal: bool) {
     let after = pids(&sup);
 
     let (first_restarted, last_restarted) = match (restarted, strategy) {
-        (false, _) | (true, Strategy::OneForOne) => (false, false),
-        (true, Strategy::OneForAll) => (true, true),
+        (false, _) | (true, RestartStrategy::OneForOne) => (false, false),
+        (true, RestartStrategy::OneForAll) => (true, true),
         (true, _) => (false, true),
     };
     let ids: Vec<String> = sup
@@ -118,7 +119,7 @@ fn case(strategy: Strategy, restart: Restart, abnormal: bool) {
 fn one_for_one_with_each_restart_type_and_exit() {
     for restart in [Restart::Permanent, Restart::Transient, Restart::Temporary] {
         for abnormal in [false, true] {
-            case(Strategy::OneForOne, restart, abnormal);
+            case(RestartStrategy::OneForOne, restart, abnormal);
         }
     }
 }
@@ -127,7 +128,7 @@ fn one_for_one_with_each_restart_type_and_exit() {
 fn one_for_all_with_each_restart_type_and_exit() {
     for restart in [Restart::Permanent, Restart::Transient, Restart::Temporary] {
         for abnormal in [false, true] {
-            case(Strategy::OneForAll, restart, abnormal);
+            case(RestartStrategy::OneForAll, restart, abnormal);
         }
     }
 }
@@ -136,7 +137,7 @@ fn one_for_all_with_each_restart_type_and_exit() {
 fn rest_for_one_with_each_restart_type_and_exit() {
     for restart in [Restart::Permanent, Restart::Transient, Restart::Temporary] {
         for abnormal in [false, true] {
-            case(Strategy::RestForOne, restart, abnormal);
+            case(RestartStrategy::RestForOne, restart, abnormal);
         }
     }
 }
@@ -162,7 +163,7 @@ fn one_for_all_stops_siblings_in_reverse_order_and_restarts_in_start_order() {
     let mut log = Log::new();
     let spec = log
         .spec("sup")
-        .strategy(Strategy::OneForAll)
+        .strategy(RestartStrategy::OneForAll)
         .child(log.worker("a"))
         .child(log.worker("b"))
         .child(log.worker("c"))
@@ -208,7 +209,7 @@ fn temporary_children_under_one_for_all_are_stopped_and_not_restarted() {
     let mut log = Log::new();
     let spec = log
         .spec("sup")
-        .strategy(Strategy::OneForAll)
+        .strategy(RestartStrategy::OneForAll)
         .child(log.worker("a"))
         .child(log.worker("tmp").restart(Restart::Temporary))
         .child(log.worker("c"));

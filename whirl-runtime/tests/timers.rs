@@ -9,6 +9,7 @@ mod common;
 
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use common::{assert_isolated, to_test, ToTest};
 use whirl_runtime::time::TimerHandle;
@@ -221,7 +222,10 @@ fn post_after_delivers_once() {
 
 #[test]
 fn post_every_repeats_until_cancelled() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let (tx, seen) = mpsc::channel();
     let p = rt.spawn(Ticker {
         cancel_after: Some(5),
@@ -248,7 +252,10 @@ fn post_every_repeats_until_cancelled() {
 
 #[test]
 fn a_timer_cancelled_from_outside_never_fires() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let (tx, seen) = mpsc::channel();
     let p = rt.spawn(Ticker::new("p", &tx));
     let (handle_tx, handle_rx) = mpsc::channel();
@@ -355,7 +362,10 @@ fn a_periodic_timer_stops_when_its_process_fails() {
 #[test]
 fn a_process_driven_only_by_its_own_timer_keeps_ticking() {
     // Nobody keeps the address: the process lives on its periodic timer alone.
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let (tx, seen) = mpsc::channel();
     drop(rt.spawn(Ticker {
         cancel_after: Some(3),
@@ -371,7 +381,10 @@ fn a_process_driven_only_by_its_own_timer_keeps_ticking() {
 
 #[test]
 fn pending_timers_do_not_keep_the_runtime_busy_or_delay_shutdown() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
     let (tx, seen) = mpsc::channel();
     let (done_tx, done_rx) = mpsc::channel();
     let p = rt.spawn(Ticker::new("p", &tx));

@@ -110,7 +110,10 @@ fn held_posts(rt: &Runtime, sink: &Addr<Sink>, iters: u64) -> Duration {
 }
 
 fn posts(c: &mut Criterion) {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let sink = rt.spawn(Sink { ticks: 0 });
     rt.block_until_idle();
     let mut group = c.benchmark_group("post");
@@ -146,11 +149,14 @@ fn posts(c: &mut Criterion) {
 }
 
 fn calls(c: &mut Criterion) {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let sink = rt.spawn(Sink { ticks: 0 });
     rt.block_until_idle();
     c.bench_function("call/round_trip", |b| {
-        b.iter(|| match sink.call_with(Get) {
+        b.iter(|| match sink.request_with(Get).call() {
             Ok(n) => n,
             Err(err) => panic!("call failed: {err}"),
         })
@@ -159,7 +165,10 @@ fn calls(c: &mut Criterion) {
 }
 
 fn spawns(c: &mut Criterion) {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     c.bench_function("spawn/ephemeral", |b| {
         b.iter_custom(|iters| {
             let start = Instant::now();
@@ -205,9 +214,12 @@ fn admission(c: &mut Criterion) {
         "CostBudget",
         "ResponseTime",
     ] {
-        let rt = Runtime::builder().threads(1).build();
+        let rt = Runtime::builder()
+            .threads(1)
+            .build()
+            .expect("the runtime starts");
         let bench_group = predicate_group(&rt, name);
-        let sink = rt.spawn_in(&bench_group, Sink { ticks: 0 });
+        let sink = rt.spawner().group(&bench_group).spawn(Sink { ticks: 0 });
         rt.block_until_idle();
         group.bench_with_input(BenchmarkId::from_parameter(name), &sink, |b, sink| {
             b.iter_custom(|iters| held_posts(&rt, sink, iters))

@@ -166,8 +166,34 @@
 //!
 //! `call` blocks the calling thread (it refuses to run on a worker); `ask(msg)` returns a
 //! future to `.await` instead, in an `async` handler (below), in tokio code, or on any
-//! executor. A message that carries its own [`ReplyTo`] (for an answer sent later, or by
-//! another process) is sent with `call_with(|reply| Msg { reply })` / `ask_with`.
+//! executor. Both give up after 5 s unless told otherwise
+//! ([`RuntimeBuilder::ask_timeout`]), as Erlang's `gen_server:call` does; the request is
+//! still handled, and its answer discarded.
+//!
+//! Every address (an [`Addr`], a [`Recipient`], a [`routing::Router`], a remote address) has
+//! these verbs, from the [`request::Sender`] trait the prelude brings in. Options go on a
+//! request, and combine with any verb:
+//!
+//! ```
+//! # use std::time::Duration;
+//! # use whirl::prelude::*;
+//! # #[derive(Message)] struct Hits;
+//! # #[process] struct Counter { hits: u64 }
+//! # #[process] impl Counter { #[handle] fn hits(&mut self, _: Hits) -> u64 { self.hits } }
+//! # let rt = Runtime::new();
+//! # let counter = rt.spawn(Counter { hits: 0 });
+//! let admin = Principal::builder(1).priority(7).build()?;
+//! let hits = counter
+//!     .request(Hits)
+//!     .on_behalf(&admin)                // the group's predicate weighs it as the admin's
+//!     .timeout(Duration::from_secs(1))  // or `.no_timeout()`
+//!     .call()?;                         // or `.post()`, or `.ask().await`
+//! # assert_eq!(hits, 0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A message that carries its own [`ReplyTo`] (for an answer sent later, or by another
+//! process) is sent with `request_with(|reply| Msg { reply })` and `.call()` or `.ask()`.
 //!
 //! ## 3b. Async handlers: waiting without holding a thread
 //!
@@ -199,7 +225,7 @@
 //!     }
 //! }
 //!
-//! let rt = Runtime::builder().threads(1).build();
+//! let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
 //! let counter = rt.spawn(Counter { hits: 3 });
 //! let reporter = rt.spawn(Reporter { counter });
 //! assert_eq!(reporter.call(Report).unwrap(), "3 hits");
@@ -242,7 +268,7 @@
 //! let rt = Runtime::new();
 //! // `max(0)` admits nothing, to show the path; real groups allow thousands of queued messages.
 //! let web = rt.group("web").threads(1).predicate(QueueLength::max(0)).build().expect("build group");
-//! let counter = rt.spawn_in(&web, Counter { hits: 0 });
+//! let counter = rt.spawner().group(&web).spawn(Counter { hits: 0 });
 //! match counter.post(Hit { path: "/".into() }) {
 //!     Ok(()) => unreachable!("the group admits nothing"),
 //!     Err(PostError::Rejected(hit)) => assert_eq!(hit.path, "/"), // degrade with `hit`
@@ -278,10 +304,10 @@
 //!     .controller(AdaptiveConcurrency::default()) // the Whirlwind paper's figure 1
 //!     .threads(1..=4)
 //!     .build()?; // a second group named "web" would be refused
-//! let admin = Principal::builder(1).priority(2).build(); // priority: higher first
-//! let guest = Principal::builder(2).build();
-//! let for_admin = rt.spawn_for(&web, admin.clone(), Counter { hits: 0 });
-//! let for_guest = rt.spawn_for(&web, guest, Counter { hits: 0 });
+//! let admin = Principal::builder(1).priority(2).build().expect("principal"); // higher first
+//! let guest = Principal::builder(2).build().expect("principal");
+//! let for_admin = rt.spawner().group(&web).principal(admin.clone()).spawn(Counter { hits: 0 });
+//! let for_guest = rt.spawner().group(&web).principal(guest).spawn(Counter { hits: 0 });
 //! for _ in 0..10 {
 //!     for_admin.post(Hit { path: "/admin".into() }).unwrap();
 //!     for_guest.post(Hit { path: "/".into() }).unwrap();
@@ -363,7 +389,7 @@
 //! rt.block_until_idle();
 //! worker.post(Crash).unwrap();
 //! rt.block_until_idle();
-//! assert_eq!(supervisor.call_with(Failures).unwrap(), ["failed: asked to crash"]);
+//! assert_eq!(supervisor.request_with(Failures).call().unwrap(), ["failed: asked to crash"]);
 //! rt.shutdown_graceful();
 //! ```
 //!
@@ -382,7 +408,7 @@
 //! *Automatic grouping*, which the paper leaves as future work, builds on it: a group's
 //! [`AutoMove`] rule moves the processes its slow-turn watchdog finds blocking (a synchronous
 //! driver holding a worker) to another group, where they block only each other.
-//! `cargo run --release -p examples --bin auto_group` measures what that does for the
+//! `cargo run --release -p tour --bin auto_group` measures what that does for the
 //! processes left behind.
 //!
 //! ```
@@ -409,7 +435,7 @@
 //! let blocking = rt.group("blocking").threads(4).build()?;
 //! web.auto_move(AutoMove::blocking_to(&blocking).after_slow_turns(2))?;
 //!
-//! let report = rt.spawn_in(&web, Report);
+//! let report = rt.spawner().group(&web).spawn(Report);
 //! while report.current().group().name() != "blocking" {
 //!     report.post(Render)?; // the old address keeps working after the move
 //!     std::thread::sleep(Duration::from_millis(20));
@@ -442,7 +468,7 @@
 //! left out of the generated process, so one mistake gives one error. The hooks take
 //! `fn(&mut self)` or `fn(&mut self, ctx: &mut Ctx<Self>)` (`#[started]`, which may return a
 //! `Result`) and `fn(&mut self)` or `fn(&mut self, reason: &ExitReason)` (`#[terminated]`). The
-//! benchmark `cargo run --release -p examples --bin macro_dispatch_bench` runs a macro process
+//! benchmark `cargo run --release -p bench --bin macro_dispatch_bench` runs a macro process
 //! and its hand-written twin side by side; their compiled handler loops are identical. The
 //! generated code names everything by absolute path, so it works under `#![no_implicit_prelude]`
 //! and next to your own `Result` or `Option`.
@@ -510,7 +536,7 @@
 //!     }
 //! }
 //! rt.block_until_idle();
-//! assert_eq!(writers[0].call_with(Count)?, 100); // every writer's rows, through any writer
+//! assert_eq!(writers[0].request_with(Count).call()?, 100); // every writer's rows, through any writer
 //! rt.shutdown_graceful();
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok(())
@@ -582,7 +608,7 @@
 //! let rt = Runtime::new();
 //! let db = rt.group("db").threads(2).shares_state("shards share the row store").build().expect("build group");
 //! let store = Arc::new(RwLock::new(HashMap::new()));
-//! let shard = rt.spawn_in(&db, Shard { store, served: 0 });
+//! let shard = rt.spawner().group(&db).spawn(Shard { store, served: 0 });
 //! # let _ = shard;
 //! # rt.shutdown_graceful();
 //! ```
@@ -685,7 +711,7 @@
 //! With the `net` feature, `whirl::net` makes sockets processes, as in the Whirlwind paper's
 //! HTTP server: one poller thread turns readiness into messages, a `SocketConnection` owns a
 //! TCP stream with bounded buffers, an `Acceptor` is the accept loop. The `iris_http` example
-//! builds the paper's server on it (`cargo run --release -p examples --bin iris_http`).
+//! builds the paper's server on it (`cargo run --release -p iris --bin iris_http`).
 //!
 //! A `SocketEvent::Data` holds bytes wherever the network cut them, not messages. The process
 //! owning a socket keeps a `Framed` with a codec (`LinesCodec` for text lines,
@@ -699,7 +725,7 @@
 //!
 //! A [`Supervisor`](crate::supervision::Supervisor) (Erlang/OTP's `supervisor`, the paper's section III-G) starts children
 //! from [`ChildSpec`](crate::supervision::ChildSpec)s, monitors them, and restarts a failed one in a known good state, by its
-//! [`Strategy`](crate::supervision::Strategy) and [`Restart`](crate::supervision::Restart) type, at most `max_restarts` times in a period; one more and it
+//! [`RestartStrategy`](crate::supervision::RestartStrategy) and [`Restart`](crate::supervision::Restart) type, at most `max_restarts` times in a period; one more and it
 //! stops its children and fails, so its own supervisor takes over.
 //!
 //! A child spec is data, as in OTP: [`ChildSpec::worker`](crate::supervision::ChildSpec::worker) keeps an initial state and starts a
@@ -721,7 +747,7 @@
 //! [`ChildTemplate<A>`](crate::supervision::ChildTemplate) with `start_dynamic(arg: A)`: the argument type is part of the
 //! supervisor's type (`Supervisor<A>`), so a wrong one does not compile. The [`supervision`]
 //! module documents the semantics and where whirl differs from OTP, and
-//! `cargo run -p examples --bin supervision_tree` shows a tree surviving failures.
+//! `cargo run -p tour --bin supervision_tree` shows a tree surviving failures.
 //!
 //! ```
 //! use whirl::prelude::*;
@@ -760,14 +786,14 @@
 //! rt.block_until_idle();
 //!
 //! let service = rt.whereis::<Service>("service").expect("started");
-//! assert_eq!(service.call_with(Serve)?, 1);
-//! assert_eq!(service.call_with(Serve)?, 2);
+//! assert_eq!(service.request_with(Serve).call()?, 1);
+//! assert_eq!(service.request_with(Serve).call()?, 2);
 //! service.post(Crash)?;
 //! rt.block_until_idle(); // the supervisor has restarted it
 //!
 //! assert!(matches!(service.post(Crash), Err(PostError::Terminated(Crash))));
 //! let service = rt.whereis::<Service>("service").expect("restarted");
-//! assert_eq!(service.call_with(Serve)?, 1, "a clone of the initial state");
+//! assert_eq!(service.request_with(Serve).call()?, 1, "a clone of the initial state");
 //! assert_eq!(sup.count_children()?.restarts, 1);
 //! rt.shutdown_graceful();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -880,13 +906,15 @@ pub mod prelude {
     #[doc(no_inline)]
     pub use crate::{handle, process, started, terminated, Isolated, Message};
     #[doc(no_inline)]
+    pub use whirl_runtime::request::Sender as _;
+    #[doc(no_inline)]
     pub use whirl_runtime::supervision::{
-        ChildSpec, Restart, Strategy, Supervisor, SupervisorSpec,
+        ChildSpec, Restart, RestartStrategy, Supervisor, SupervisorSpec,
     };
     #[doc(no_inline)]
     pub use whirl_runtime::{
         Addr, Answers, CallError, Ctx, Down, ExitReason, Failure, Group, Handles, PostError,
-        Principal, Process, ProcessId, Recipient, Reply, ReplyTo, Runtime,
+        Principal, Process, ProcessId, Recipient, Reply, ReplyTo, Runtime, Unanswered,
     };
 }
 
@@ -894,13 +922,10 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use whirl_runtime::__allow_shared as allow_shared;
-    pub use whirl_runtime::__posted as posted;
+    pub use whirl_runtime::__private::posted;
     pub use whirl_runtime::{Ctx, Down, ExitReason, Failure, Handles, Isolated, Message, Process};
 
-    pub use whirl_runtime::{
-        __HandlerFuture as HandlerFuture, __HandlerOutput as HandlerOutput, __answer as answer,
-        __into_handler_result as into_handler_result,
-    };
+    pub use whirl_runtime::__private::{answer, into_handler_result, HandlerFuture, HandlerOutput};
 
     /// Moves the notice out of `slot` if `M` is `Down` itself (by `TypeId`): how a system
     /// process's generated `down_message` finds the handler for termination notices.

@@ -34,6 +34,9 @@ struct Explode;
 #[derive(Message)]
 struct Finish;
 
+#[derive(Message)]
+struct Detonate;
+
 #[derive(Message, Clone, Debug, PartialEq)]
 struct Totals {
     sum: u64,
@@ -106,6 +109,13 @@ impl Counter {
         panic!("exploded after an await");
     }
 
+    /// Panics after an await, while a caller waits for its answer.
+    #[handle]
+    async fn detonate(&mut self, _: Detonate) -> u64 {
+        whirl::time::sleep(Duration::from_millis(1)).await;
+        panic!("detonated while answering");
+    }
+
     #[handle]
     async fn finish(&mut self, _: Finish, ctx: &mut Ctx<Self>) {
         whirl::time::sleep(Duration::from_millis(1)).await;
@@ -137,7 +147,10 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 }
 
 fn totals(addr: &Addr<Counter>) -> Totals {
-    addr.call_timeout(Get, GUARD).expect("the counter answers")
+    addr.request(Get)
+        .timeout(GUARD)
+        .call()
+        .expect("the counter answers")
 }
 
 #[test]
@@ -159,11 +172,40 @@ fn a_handler_s_return_value_answers_call_and_ask() {
 }
 
 #[test]
+fn a_caller_is_told_why_an_async_handler_did_not_answer() {
+    let rt = Runtime::new();
+    let hooks = Arc::new(AtomicUsize::new(0));
+    // An `Err` after an await (no peer to relay to).
+    let lonely = rt.spawn(counter(1, &hooks));
+    let relayed = lonely.call(Relay(1));
+    assert!(
+        matches!(relayed, Err(CallError::NoReply(Unanswered::HandlerFailed))),
+        "{relayed:?}"
+    );
+    // A panic after an await.
+    let doomed = rt.spawn(counter(1, &hooks));
+    let detonated = doomed.call(Detonate);
+    assert!(
+        matches!(
+            detonated,
+            Err(CallError::NoReply(Unanswered::HandlerFailed))
+        ),
+        "{detonated:?}"
+    );
+    rt.block_until_idle();
+    assert!(lonely.is_terminated() && doomed.is_terminated());
+    rt.shutdown_graceful();
+}
+
+#[test]
 fn an_err_fails_the_process_and_the_caller_gets_no_reply() {
     let rt = Runtime::new();
     let hooks = Arc::new(AtomicUsize::new(0));
     let c = rt.spawn(counter(10, &hooks));
-    assert!(matches!(c.call(Divide(0)), Err(CallError::NoReply)));
+    assert!(matches!(
+        c.call(Divide(0)),
+        Err(CallError::NoReply(Unanswered::HandlerFailed))
+    ));
     rt.block_until_idle();
     assert!(c.is_terminated());
     assert_eq!(hooks.load(Ordering::SeqCst), 1);
@@ -171,7 +213,10 @@ fn an_err_fails_the_process_and_the_caller_gets_no_reply() {
 
 #[test]
 fn an_async_handler_answers_after_awaiting_and_keeps_the_process_sequential() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let hooks = Arc::new(AtomicUsize::new(0));
     let c = rt.spawn(counter(0, &hooks));
     // Posted while the first nap is pending: handled after it, in order.
@@ -191,13 +236,16 @@ fn an_async_handler_answers_after_awaiting_and_keeps_the_process_sequential() {
 fn a_pending_handler_gives_its_worker_back() {
     // One worker: the relay's `ask` can only be answered if the worker runs the peer while
     // the relay waits.
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let hooks = Arc::new(AtomicUsize::new(0));
     let peer = rt.spawn(counter(100, &hooks));
     let mut relay = counter(1, &hooks);
     relay.peer = Some(peer.clone());
     let relay = rt.spawn(relay);
-    assert_eq!(relay.call_timeout(Relay(5), GUARD).unwrap(), 106);
+    assert_eq!(relay.request(Relay(5)).timeout(GUARD).call().unwrap(), 106);
     // Many processes sleeping at once on one worker overlap.
     let sleepers: Vec<_> = (0..200).map(|_| rt.spawn(counter(0, &hooks))).collect();
     let answers: Vec<_> = sleepers.iter().map(|s| s.ask(Nap(20))).collect();
@@ -249,7 +297,8 @@ fn killing_a_process_with_a_pending_handler_cancels_it_and_dead_letters_its_inbo
         .dead_letters(move |letter: DeadLetter| {
             let _ = dead_tx.send(letter.type_name().to_owned());
         })
-        .build();
+        .build()
+        .expect("the runtime starts");
     let hooks = Arc::new(AtomicUsize::new(0));
     let (began_tx, began) = mpsc::channel();
     let mut napper = counter(0, &hooks);
@@ -274,7 +323,10 @@ fn killing_a_process_with_a_pending_handler_cancels_it_and_dead_letters_its_inbo
         reason.to_string().contains("killed while waiting"),
         "{reason}"
     );
-    assert!(matches!(block_on(pending), Err(CallError::NoReply)));
+    assert!(matches!(
+        block_on(pending),
+        Err(CallError::NoReply(Unanswered::Terminated))
+    ));
     rt.block_until_idle();
     assert_eq!(hooks.load(Ordering::SeqCst), 1, "the terminated hook ran");
     let dead: Vec<String> = dead_rx.try_iter().collect();

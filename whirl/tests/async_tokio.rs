@@ -51,12 +51,17 @@ fn echo_server(connections: usize) -> SocketAddr {
 #[test]
 fn an_async_handler_awaits_tokio_sockets_and_timers() {
     let server = echo_server(20);
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let clients: Vec<_> = (0..10).map(|_| rt.spawn(Client { fetched: 0 })).collect();
     for round in 1..=2 {
         for client in &clients {
             let answer = client
-                .call_timeout(Fetch(server), Duration::from_secs(30))
+                .request(Fetch(server))
+                .timeout(Duration::from_secs(30))
+                .call()
                 .expect("the client answers");
             assert_eq!(answer, format!("ping\n #{round}"));
         }

@@ -257,13 +257,18 @@ fn run_held(
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
-    let gate = group.spawn_for(
-        Principal::builder(100).priority(9).build(),
-        Gate {
+    let gate = group
+        .spawner()
+        .principal(
+            Principal::builder(100)
+                .priority(9)
+                .build()
+                .expect("a valid principal"),
+        )
+        .spawn(Gate {
             entered: SharedClient::new(Arc::clone(&entered), REASON),
             open: SharedClient::new(Arc::clone(&open), REASON),
-        },
-    );
+        });
     gate.post(Hold).unwrap();
     assert!(eventually(|| entered.load(SeqCst)));
     queue();
@@ -285,17 +290,25 @@ fn a_process_holding_a_high_priority_message_runs_first() {
             .unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
         let low = |n: u64| {
-            group.spawn_for(
-                Principal::builder(n).priority(1).build(),
-                Worker {
+            group
+                .spawner()
+                .principal(
+                    Principal::builder(n)
+                        .priority(1)
+                        .build()
+                        .expect("a valid principal"),
+                )
+                .spawn(Worker {
                     n,
                     log: SharedClient::new(Arc::clone(&log), REASON),
-                },
-            )
+                })
         };
         let (l1, x, l2, l3, y) = (low(1), low(2), low(3), low(4), low(5));
         rt.block_until_idle();
-        let vip = Principal::builder(50).priority(7).build();
+        let vip = Principal::builder(50)
+            .priority(7)
+            .build()
+            .expect("a valid principal");
         let order = run_held(&rt, &group, &log, || {
             l1.post(Work).unwrap();
             // `x` is queued at its own level, behind `l1`...
@@ -303,9 +316,9 @@ fn a_process_holding_a_high_priority_message_runs_first() {
             l2.post(Work).unwrap();
             l3.post(Work).unwrap();
             // ...until a VIP's message reaches it: it moves up.
-            x.post_on_behalf(Work, &vip).unwrap();
+            x.request(Work).on_behalf(&vip).post().unwrap();
             // `y` is woken by a VIP's message: it is queued high at once.
-            y.post_on_behalf(Work, &vip).unwrap();
+            y.request(Work).on_behalf(&vip).post().unwrap();
         });
         if inheritance {
             assert_eq!(order, [2, 2, 5, 1, 3, 4]);

@@ -177,42 +177,30 @@ fn run(scheduler: impl Scheduler, threads: usize, gated: bool) -> Outcome {
         .expect("a new group");
     let trace = Arc::new(Trace::default());
     let shared = || SharedClient::new(Arc::clone(&trace), "the test's trace");
-    let sink = rt.spawn_in(&group, Sink { trace: shared() });
+    let sink = rt.spawner().group(&group).spawn(Sink { trace: shared() });
     let sources: Vec<Addr<Parse>> = (0..CHAINS)
         .map(|_| {
-            let render = rt.spawn_in(
-                &group,
-                Render {
-                    next: sink.clone(),
-                    trace: shared(),
-                },
-            );
-            let lookup = rt.spawn_in(
-                &group,
-                Lookup {
-                    next: render,
-                    trace: shared(),
-                },
-            );
-            rt.spawn_in(
-                &group,
-                Parse {
-                    next: lookup,
-                    trace: shared(),
-                },
-            )
+            let render = rt.spawner().group(&group).spawn(Render {
+                next: sink.clone(),
+                trace: shared(),
+            });
+            let lookup = rt.spawner().group(&group).spawn(Lookup {
+                next: render,
+                trace: shared(),
+            });
+            rt.spawner().group(&group).spawn(Parse {
+                next: lookup,
+                trace: shared(),
+            })
         })
         .collect();
     let gate = Arc::new(Barrier::new(2));
     if gated {
         let entered = Arc::new(Barrier::new(2));
-        let blocker = rt.spawn_in(
-            &group,
-            Blocker {
-                entered: SharedClient::new(Arc::clone(&entered), "the test's barrier"),
-                gate: SharedClient::new(Arc::clone(&gate), "the test's barrier"),
-            },
-        );
+        let blocker = rt.spawner().group(&group).spawn(Blocker {
+            entered: SharedClient::new(Arc::clone(&entered), "the test's barrier"),
+            gate: SharedClient::new(Arc::clone(&gate), "the test's barrier"),
+        });
         blocker.post(Block).expect("the blocker is alive");
         // The group's only worker is now inside `block`.
         entered.wait();

@@ -107,7 +107,7 @@ impl Panel for Echo {
 fn the_console_serves_the_page_the_snapshot_events_and_metrics() {
     let rt = Runtime::new();
     let group = rt.group("observed").threads(1).build().expect("group");
-    let worker = rt.spawn_in(&group, Worker);
+    let worker = rt.spawner().group(&group).spawn(Worker);
     for _ in 0..100 {
         worker.post(Ping).expect("post");
     }

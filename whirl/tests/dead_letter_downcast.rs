@@ -48,21 +48,19 @@ fn a_dead_letter_downcasts_to_the_posted_message() {
         .dead_letters(move |letter: DeadLetter| {
             let _ = tx.send(letter);
         })
-        .build();
+        .build()
+        .expect("the runtime starts");
     let group = rt.group("one").threads(1).build().expect("a new group");
     let entered = Arc::new(Barrier::new(2));
     let gate = Arc::new(Barrier::new(2));
-    let blocker = rt.spawn_in(
-        &group,
-        Blocker {
-            entered: SharedClient::new(Arc::clone(&entered), "the test's barrier"),
-            gate: SharedClient::new(Arc::clone(&gate), "the test's barrier"),
-        },
-    );
+    let blocker = rt.spawner().group(&group).spawn(Blocker {
+        entered: SharedClient::new(Arc::clone(&entered), "the test's barrier"),
+        gate: SharedClient::new(Arc::clone(&gate), "the test's barrier"),
+    });
     blocker.post(Block).expect("the blocker is alive");
     // The group's only worker is now inside `block`: nothing else in the group runs.
     entered.wait();
-    let one_shot = rt.spawn_in(&group, OneShot);
+    let one_shot = rt.spawner().group(&group).spawn(OneShot);
     one_shot.post(Ping(1)).expect("alive");
     one_shot.post(Ping(2)).expect("alive: nothing has run yet");
     gate.wait();

@@ -123,7 +123,7 @@ fn one_member_failing_fails_every_member_and_nobody_else() {
     for (i, shard) in shards.iter().enumerate() {
         shard.post(Write(i as u64)).expect("posted");
         // Handled before the crash: a shard killed with writes still queued dead-letters them.
-        assert_eq!(shard.call_with(Count).expect("serves"), i + 1);
+        assert_eq!(shard.request_with(Count).call().expect("serves"), i + 1);
     }
     shards[1].post(Crash).expect("posted");
 
@@ -146,7 +146,13 @@ fn one_member_failing_fails_every_member_and_nobody_else() {
     }
     // Nobody outside the group, and the kills are not repeated.
     assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
-    assert_eq!(bystander.call_with(Count).expect("the bystander lives"), 0);
+    assert_eq!(
+        bystander
+            .request_with(Count)
+            .call()
+            .expect("the bystander lives"),
+        0
+    );
     assert_eq!(
         log.lock().expect("log").len(),
         3,
@@ -161,7 +167,7 @@ fn one_member_failing_fails_every_member_and_nobody_else() {
     let b = rt.spawn(Shard {
         log: Arc::clone(&log),
     });
-    assert_eq!(a.call_with(Count).expect("a new member lives"), 3);
+    assert_eq!(a.request_with(Count).call().expect("a new member lives"), 3);
     let _wa = watch(&a, &tx);
     let _wb = watch(&b, &tx);
     a.post(Crash).expect("posted");
@@ -190,7 +196,13 @@ fn a_member_ending_normally_or_a_failure_elsewhere_takes_nobody() {
         || quitter.is_terminated() && bystander.is_terminated()
     ));
     stayer.post(Write(7)).expect("posted");
-    assert_eq!(stayer.call_with(Count).expect("the other shard lives"), 1);
+    assert_eq!(
+        stayer
+            .request_with(Count)
+            .call()
+            .expect("the other shard lives"),
+        1
+    );
     rt.shutdown_graceful();
 }
 
@@ -231,7 +243,7 @@ fn a_supervisor_sees_every_member_fail_and_restarts_them() {
             .whereis::<Shard>(&format!("shard{i}"))
             .expect("restarted");
         assert_ne!(new.id(), old.id());
-        assert_eq!(new.call_with(Count).expect("serves"), 0);
+        assert_eq!(new.request_with(Count).call().expect("serves"), 0);
     }
     rt.shutdown_graceful();
 }

@@ -36,7 +36,10 @@ impl Sum {
 
 #[test]
 fn state_and_queue_are_handed_over_in_order() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let sum = rt.spawn(Sum {
         total: 0,
         seen: Vec::new(),

@@ -30,14 +30,17 @@ impl Db {
 
 #[test]
 fn predicates_see_each_messages_cost() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let cheap_only = rt
         .group("db")
         .threads(1)
         .predicate(|offer: &Offer<'_>| offer.cost() <= 10)
         .build()
         .expect("build group");
-    let db = rt.spawn_in(&cheap_only, Db { served: 0 });
+    let db = rt.spawner().group(&cheap_only).spawn(Db { served: 0 });
     assert!(db.post(Query { rows: 10 }).is_ok());
     match db.post(Query { rows: 11 }) {
         Err(PostError::Rejected(q)) => assert_eq!(q.rows, 11, "the message comes back"),
@@ -76,14 +79,17 @@ impl Handler {
 
 #[test]
 fn bypassing_messages_skip_the_predicate() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder()
+        .threads(1)
+        .build()
+        .expect("the runtime starts");
     let nothing = rt
         .group("closed")
         .threads(1)
         .predicate(|_: &Offer<'_>| false)
         .build()
         .expect("build group");
-    let handler = rt.spawn_in(&nothing, Handler { answers: 0 });
+    let handler = rt.spawner().group(&nothing).spawn(Handler { answers: 0 });
     assert!(matches!(
         handler.post(Query { rows: 1 }),
         Err(PostError::Rejected(_))

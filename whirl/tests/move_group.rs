@@ -4,11 +4,11 @@
 //! group's counters accounting for every message.
 
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use whirl::prelude::*;
-use whirl::{AutoMove, Group, MoveError};
+use whirl::{AutoMove, Group, MoveError, SharedClient};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 
@@ -121,7 +121,7 @@ fn a_process_moves_with_its_queue_in_order_and_old_addresses_forward() {
     let rt = Runtime::new();
     let a = rt.group("a").threads(1).build().expect("group");
     let b = rt.group("b").threads(1).build().expect("group");
-    let rec = rt.spawn_in(&a, Recorder::new(1));
+    let rec = rt.spawner().group(&a).spawn(Recorder::new(1));
     // Hold the worker, queue 500, ask for the move: the queue moves with the process.
     rec.post(Hold(Duration::from_millis(50))).expect("post");
     for seq in 0..500 {
@@ -171,7 +171,7 @@ fn senders_keep_their_order_while_the_process_moves_back_and_forth() {
     let rt = Runtime::new();
     let a = rt.group("a").threads(1).build().expect("group");
     let b = rt.group("b").threads(1).build().expect("group");
-    let rec = rt.spawn_in(&a, Recorder::new(SENDERS));
+    let rec = rt.spawner().group(&a).spawn(Recorder::new(SENDERS));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     // The first move, and handling in both groups, are made certain (a loaded machine could
     // otherwise handle everything before the mover runs): the senders post their second half
@@ -252,7 +252,7 @@ fn an_address_from_before_thousands_of_moves_works_and_drops_on_a_small_stack() 
     let rt = Runtime::new();
     let a = rt.group("a").threads(1).build().expect("group");
     let b = rt.group("b").threads(1).build().expect("group");
-    let rec = rt.spawn_in(&a, Recorder::new(1));
+    let rec = rt.spawner().group(&a).spawn(Recorder::new(1));
     // Queued while the process is held, so the first cell is still the one they go to; each
     // `MoveMe` then moves it once, back and forth.
     rec.post(Hold(Duration::from_millis(20))).expect("post");
@@ -319,7 +319,7 @@ fn monitors_follow_the_process_and_see_no_down_for_a_move() {
     let rt = Runtime::new();
     let a = rt.group("a").threads(1).build().expect("group");
     let b = rt.group("b").threads(1).build().expect("group");
-    let rec = rt.spawn_in(&a, Recorder::new(1));
+    let rec = rt.spawner().group(&a).spawn(Recorder::new(1));
     let watcher = rt.spawn(Watcher { downs: Vec::new() });
     watcher.call(WatchIt(rec.clone())).expect("watch");
     let (tx, rx) = mpsc::channel();
@@ -386,7 +386,7 @@ fn a_timer_set_before_the_move_fires_after_it() {
     let rt = Runtime::new();
     let a = rt.group("a").threads(1).build().expect("group");
     let b = rt.group("b").threads(1).build().expect("group");
-    let ticker = rt.spawn_in(&a, Ticker { ticks: Vec::new() });
+    let ticker = rt.spawner().group(&a).spawn(Ticker { ticks: Vec::new() });
     ticker.call(Report).expect("arm");
     ticker.move_to(&b).expect("move");
     // Only the new address is kept: the old cell lives on for the timer's sake.
@@ -408,7 +408,7 @@ fn a_process_moves_itself_and_moves_are_refused_where_they_cannot_be() {
         .shares_state("test")
         .build()
         .expect("group");
-    let rec = rt.spawn_in(&a, Recorder::new(1));
+    let rec = rt.spawner().group(&a).spawn(Recorder::new(1));
     rec.post(MoveMe(b.clone())).expect("post");
     rec.post(Seq { from: 0, seq: 0 }).expect("post");
     let seen = rec.call(Report).expect("report");
@@ -444,20 +444,24 @@ struct Nap(Duration);
 
 #[process]
 struct Napper {
-    handled: u64,
+    /// The group each nap completed in, in order.
+    completed_in: Vec<String>,
+    /// Told when a nap begins.
+    began: SharedClient<Mutex<mpsc::Sender<Duration>>>,
 }
 
 #[process]
 impl Napper {
     #[handle]
-    async fn nap(&mut self, Nap(d): Nap) {
+    async fn nap(&mut self, Nap(d): Nap, ctx: &mut Ctx<Self>) {
+        let _ = self.began.lock().map(|tx| tx.send(d));
         whirl::time::sleep(d).await;
-        self.handled += 1;
+        self.completed_in.push(ctx.group().name().to_owned());
     }
 
     #[handle]
-    fn count(&mut self, _: Report, ctx: &mut Ctx<Self>) -> (u64, String) {
-        (self.handled, ctx.group().name().to_owned())
+    fn completed(&mut self, _: Report) -> Vec<String> {
+        self.completed_in.clone()
     }
 }
 
@@ -466,14 +470,20 @@ fn an_async_handler_that_waits_completes_before_the_move() {
     let rt = Runtime::new();
     let a = rt.group("a").threads(1).build().expect("group");
     let b = rt.group("b").threads(1).build().expect("group");
-    let napper = rt.spawn_in(&a, Napper { handled: 0 });
-    napper.post(Nap(Duration::from_millis(100))).expect("post");
+    let (tx, began) = mpsc::channel();
+    let napper = rt.spawner().group(&a).spawn(Napper {
+        completed_in: Vec::new(),
+        began: SharedClient::new(Mutex::new(tx), "the test's channel"),
+    });
+    let long = Duration::from_millis(300);
+    napper.post(Nap(long)).expect("post");
     napper.post(Nap(Duration::from_millis(1))).expect("post");
-    // Asked while the first handler waits: it completes here, the second runs there.
-    std::thread::sleep(Duration::from_millis(20));
+    // Asked while the first handler waits (it has begun and sleeps): it completes where it
+    // began, in `a`; the second nap runs after the move, in `b`.
+    assert_eq!(began.recv_timeout(DEADLINE), Ok(long));
     napper.move_to(&b).expect("move");
-    let (handled, group) = napper.call(Report).expect("count");
-    assert_eq!((handled, group.as_str()), (2, "b"));
+    let completed = napper.call(Report).expect("completed");
+    assert_eq!(completed, vec!["a".to_owned(), "b".to_owned()]);
     rt.block_until_idle();
     assert_accounted(&[&a, &b]);
     rt.shutdown_timeout(Duration::from_secs(5));
@@ -491,8 +501,8 @@ fn automatic_grouping_moves_a_process_that_blocks() {
     let blocking = rt.group("blocking").threads(2).build().expect("group");
     web.auto_move(AutoMove::blocking_to(&blocking).after_slow_turns(1))
         .expect("rule");
-    let quick = rt.spawn_in(&web, Recorder::new(1));
-    let slow = rt.spawn_in(&web, Recorder::new(1));
+    let quick = rt.spawner().group(&web).spawn(Recorder::new(1));
+    let slow = rt.spawner().group(&web).spawn(Recorder::new(1));
     // Blocks its worker for 200 ms at a time, until it is moved.
     for _ in 0..5 {
         slow.post(Hold(Duration::from_millis(200))).expect("post");

@@ -45,10 +45,21 @@ fn rejections_are_counted_per_principal() {
         .predicate(QueueLength::max(1))
         .build()
         .expect("group");
-    let gold = Principal::builder(7).priority(2).build();
-    let bronze = Principal::builder(8).build();
-    let a = rt.spawn_for(&group, gold.clone(), Sleeper);
-    let b = rt.spawn_for(&group, bronze.clone(), Sleeper);
+    let gold = Principal::builder(7)
+        .priority(2)
+        .build()
+        .expect("a valid principal");
+    let bronze = Principal::builder(8).build().expect("a valid principal");
+    let a = rt
+        .spawner()
+        .group(&group)
+        .principal(gold.clone())
+        .spawn(Sleeper);
+    let b = rt
+        .spawner()
+        .group(&group)
+        .principal(bronze.clone())
+        .spawn(Sleeper);
     a.post(Sleep(Duration::from_millis(200)))
         .expect("first is admitted");
     let mut rejected = [0u64; 2];
@@ -86,7 +97,7 @@ fn the_last_slow_turns_are_listed_with_their_message_type() {
         .slow_turn_threshold(Some(Duration::from_millis(20)))
         .build()
         .expect("group");
-    let sleeper = rt.spawn_in(&group, Sleeper);
+    let sleeper = rt.spawner().group(&group).spawn(Sleeper);
     sleeper
         .post(Sleep(Duration::from_millis(150)))
         .expect("post");
@@ -105,7 +116,10 @@ fn the_last_slow_turns_are_listed_with_their_message_type() {
 
 #[test]
 fn the_last_dead_letters_are_listed() {
-    let rt = Runtime::builder().dead_letters(|_| {}).build();
+    let rt = Runtime::builder()
+        .dead_letters(|_| {})
+        .build()
+        .expect("the runtime starts");
     let sleeper = rt.spawn(Sleeper);
     sleeper
         .post(Sleep(Duration::from_millis(100)))

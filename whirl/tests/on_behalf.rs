@@ -1,4 +1,4 @@
-//! `Addr::post_on_behalf` and `Addr::ask_on_behalf`: the predicate weighs the message as the
+//! `request(msg).on_behalf(&p)` with `post` and `ask`: the predicate weighs the message as the
 //! given principal's work.
 
 use whirl::admission::{MessagePredicate, Offer};
@@ -39,16 +39,27 @@ fn the_predicate_sees_the_principal_given() {
         .build()
         .unwrap();
     // The process's own principal is not a VIP.
-    let door = group.spawn_for(
-        Principal::builder(1).priority(1).build(),
-        Door { opened: 0 },
-    );
+    let door = group
+        .spawner()
+        .principal(
+            Principal::builder(1)
+                .priority(1)
+                .build()
+                .expect("a valid principal"),
+        )
+        .spawn(Door { opened: 0 });
     assert!(matches!(door.post(Knock), Err(PostError::Rejected(Knock))));
-    let vip = Principal::builder(2).priority(9).build();
-    door.post_on_behalf(Knock, &vip).unwrap();
-    let low = Principal::builder(3).priority(4).build();
-    assert!(door.post_on_behalf(Knock, &low).is_err());
-    let answer = block_on(door.ask_on_behalf(Knock, &vip)).unwrap();
+    let vip = Principal::builder(2)
+        .priority(9)
+        .build()
+        .expect("a valid principal");
+    door.request(Knock).on_behalf(&vip).post().unwrap();
+    let low = Principal::builder(3)
+        .priority(4)
+        .build()
+        .expect("a valid principal");
+    assert!(door.request(Knock).on_behalf(&low).post().is_err());
+    let answer = block_on(door.request(Knock).on_behalf(&vip).ask()).unwrap();
     assert_eq!(answer, 2);
     runtime.shutdown_graceful();
 }

@@ -118,15 +118,15 @@ fn join_post_all_and_leave() {
     assert!(!sports.leave(&b));
     assert_eq!(sports.post_all(News(2)).delivered, 2);
 
-    assert_eq!(a.call_with(Received).unwrap(), vec![1, 2]);
-    assert_eq!(b.call_with(Received).unwrap(), vec![1]);
-    assert_eq!(log.call_with(Received).unwrap(), vec![2]);
+    assert_eq!(a.request_with(Received).call().unwrap(), vec![1, 2]);
+    assert_eq!(b.request_with(Received).call().unwrap(), vec![1]);
+    assert_eq!(log.request_with(Received).call().unwrap(), vec![2]);
 
     // The members are ordinary recipients.
     for member in sports.members() {
         member.post(News(3)).unwrap();
     }
-    assert_eq!(a.call_with(Received).unwrap(), vec![1, 2, 3]);
+    assert_eq!(a.request_with(Received).call().unwrap(), vec![1, 2, 3]);
     rt.shutdown_graceful();
 }
 

@@ -123,9 +123,9 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 fn wait_for_count(sink: &Addr<Sink>, n: usize) -> Vec<(usize, u64, u64)> {
     wait_for(&format!("{n} jobs seen"), || {
-        sink.call_with(Count).unwrap() >= n
+        sink.request_with(Count).call().unwrap() >= n
     });
-    sink.call_with(Dump).unwrap()
+    sink.request_with(Dump).call().unwrap()
 }
 
 fn per_member(seen: &[(usize, u64, u64)]) -> HashMap<usize, usize> {
@@ -146,7 +146,7 @@ fn round_robin_gives_each_member_its_turn() {
     let mut counts = [0usize; 4];
     let mut order = Vec::new();
     for _ in 0..400 {
-        let member = router.call_with(Which).unwrap();
+        let member = router.request_with(Which).call().unwrap();
         counts[member] += 1;
         order.push(member);
     }
@@ -170,7 +170,7 @@ fn random_spreads_over_every_member() {
     let mut runs = 0;
     let mut last = usize::MAX;
     for _ in 0..2000 {
-        let member = router.call_with(Which).unwrap();
+        let member = router.request_with(Which).call().unwrap();
         counts[member] += 1;
         runs += usize::from(member != last);
         last = member;

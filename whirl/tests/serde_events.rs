@@ -63,7 +63,8 @@ fn events_serialize_to_json() {
     let runtime = Runtime::builder()
         .threads(1)
         .dead_letters(move |letter| sink.lock().unwrap().push(letter))
-        .build();
+        .build()
+        .expect("the runtime starts");
     let job = runtime.spawn(Job);
     let (tx, rx) = std::sync::mpsc::channel();
     let _watch = job.watch(move |down| {

@@ -23,7 +23,7 @@ fn done(tx: Sender<u64>) -> Done {
 }
 
 pub fn run(workload: Workload, sizes: &Sizes) -> Outcome {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder().threads(2).build().expect("the runtime starts");
     let outcome = match workload {
         Workload::PingPong => ping_pong(&rt, sizes.ping_pong_round_trips),
         Workload::Counting => counting(&rt, sizes.counting_messages),

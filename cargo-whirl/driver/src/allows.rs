@@ -4,7 +4,7 @@
 //! crate of the workspace the function is. On a static it is in the initialiser, whose MIR
 //! rustc keeps only inside the static's own crate. So each crate, when the driver checks it,
 //! lists its marked statics in a file of the directory `cargo whirl` names
-//! ([`crate::ALLOWS_DIR_ENV`]), one per crate, and a crate that reaches a static of another
+//! ([`crate::env::ALLOWS_DIR_ENV`]), one per crate, and a crate that reaches a static of another
 //! workspace crate reads that crate's list. Cargo checks a crate before the crates that use
 //! it, and a crate that did not change keeps its file from the run that checked it.
 
@@ -102,9 +102,7 @@ fn marker_in<'tcx>(
             continue;
         }
         let reason = match args.first().map(|a| &a.node) {
-            Some(mir::Operand::Constant(c)) => {
-                crate::check::const_str(tcx, &c.const_).unwrap_or_default()
-            }
+            Some(mir::Operand::Constant(c)) => const_str(tcx, &c.const_).unwrap_or_default(),
             _ => String::new(),
         };
         return Some((reason, *fn_span));
@@ -113,7 +111,7 @@ fn marker_in<'tcx>(
 }
 
 fn file_for(tcx: TyCtxt<'_>, krate: CrateNum) -> Option<PathBuf> {
-    let dir = std::env::var_os(crate::ALLOWS_DIR_ENV)?;
+    let dir = std::env::var_os(crate::env::ALLOWS_DIR_ENV)?;
     let id = tcx.stable_crate_id(krate).as_u64();
     Some(PathBuf::from(dir).join(format!("{}-{id:016x}.allows", tcx.crate_name(krate))))
 }
@@ -155,4 +153,17 @@ pub fn of_static(tcx: TyCtxt<'_>, local: &Local, def_id: DefId) -> Option<(Strin
         let (path, reason) = line.split_once('\t')?;
         (path == key).then(|| (reason.to_string(), tcx.def_span(def_id)))
     })
+}
+
+/// The text of a `&str` constant: the reason given to the `#[allow_shared]` marker, read here
+/// for statics and by the walk for functions.
+pub fn const_str(tcx: TyCtxt<'_>, constant: &mir::Const<'_>) -> Option<String> {
+    let mir::Const::Val(value, ty) = constant else {
+        return None;
+    };
+    if !matches!(ty.kind(), ty::Ref(_, inner, _) if inner.is_str()) {
+        return None;
+    }
+    let bytes = value.try_get_slice_bytes_for_diagnostics(tcx)?;
+    Some(String::from_utf8_lossy(bytes).into_owned())
 }

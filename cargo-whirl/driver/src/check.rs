@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 
-use rustc_middle::mir;
 use rustc_middle::ty::{self, Instance, Ty, TyCtxt};
 use rustc_span::def_id::{CrateNum, DefId, LOCAL_CRATE};
 use rustc_span::{ExpnKind, MacroKind, Span};
@@ -24,12 +23,58 @@ pub fn run(tcx: TyCtxt<'_>) {
     };
     let local_allows = allows::local_statics(tcx, whirl.allow_marker);
     allows::publish(tcx, &local_allows);
-    // Every allowance of this crate is listed, used on a handler's path or not; those of other
-    // workspace crates are listed when a walk passes them.
-    let mut allows: Vec<(String, String, Span)> = Vec::new();
-    for (def_id, (reason, span)) in &local_allows {
+    let mut allowed = listed_allows(tcx, &whirl, &local_allows);
+    let roots = whirl.roots(tcx);
+    let workspace = workspace_crates(tcx, &whirl);
+    let excluded = whirl_crates(tcx, &whirl);
+    let mut walker = Walker::new(tcx, workspace.clone(), excluded.clone(), whirl.allow_marker);
+
+    let started = std::time::Instant::now();
+    let others: Vec<CrateNum> = workspace
+        .iter()
+        .copied()
+        .filter(|&krate| krate != LOCAL_CRATE)
+        .collect();
+    let survey = crate::roots::survey(tcx, &excluded, &others);
+    let surveyed = started.elapsed();
+    walker.address_taken = survey.address_taken.clone();
+    walker.others = others;
+    let instances = root_instances(tcx, &roots, &survey);
+    let mut findings = Findings::new(tcx, &local_allows);
+    for &instance in &instances {
+        let reach = walker.reach(instance);
+        findings.add(&reach, instance, &mut allowed);
+    }
+    if std::env::var_os("WHIRL_CHECK_TIME").is_some() {
+        eprintln!(
+            "whirl check timing: survey {surveyed:?}, survey and walk {:?}",
+            started.elapsed()
+        );
+    }
+    for finding in &findings.list {
+        report::emit(tcx, finding);
+    }
+    report::summary(
+        tcx,
+        instances.len(),
+        walker.visited,
+        findings.list.len(),
+        &allowed,
+    );
+}
+
+/// Every allowance of this crate, statics and functions, for the summary: listed whether a
+/// handler's path uses it or not (those of other workspace crates are listed when a walk
+/// passes them).
+fn listed_allows(
+    tcx: TyCtxt<'_>,
+    whirl: &Whirl,
+    local_allows: &allows::Local,
+) -> Vec<(String, String, Span)> {
+    let mut listed = Vec::new();
+    for (def_id, (reason, span)) in local_allows {
         push_allow(
-            &mut allows,
+            &mut listed,
             format!("static `{}`", tcx.def_path_str(*def_id)),
             reason,
             *span,
@@ -37,37 +82,26 @@ pub fn run(tcx: TyCtxt<'_>) {
     }
     for (def_id, reason, span) in allows::local_functions(tcx, whirl.allow_marker) {
         push_allow(
-            &mut allows,
+            &mut listed,
             format!("fn `{}`", tcx.def_path_str(def_id)),
             &reason,
             span,
         );
     }
-    let roots = whirl.roots(tcx);
-    let workspace = workspace_crates(tcx, &whirl);
-    let excluded = whirl_crates(tcx, &whirl);
-    let mut walker = Walker::new(tcx, workspace.clone(), excluded, whirl.allow_marker);
+    listed
+}
 
-    // (target, span) → the finding, from the first root that reaches it.
-    let mut findings: Vec<Finding<'_>> = Vec::new();
-    let mut index: HashMap<(Target<'_>, Span), usize> = HashMap::new();
-    let mut by_handler: HashMap<(Target<'_>, String), usize> = HashMap::new();
-    let mut static_allows: HashMap<DefId, Option<(String, Span)>> = HashMap::new();
-
-    // A generic process is walked at each instantiation the crate uses (`Cache<MemBackend>`),
-    // so that calls on its type parameters resolve.
-    let started = std::time::Instant::now();
-    let others: Vec<CrateNum> = workspace
-        .iter()
-        .copied()
-        .filter(|&krate| krate != LOCAL_CRATE)
-        .collect();
-    let survey = crate::roots::survey(tcx, &whirl_crates(tcx, &whirl), &others);
-    let surveyed = started.elapsed();
-    walker.address_taken = survey.address_taken.clone();
-    walker.others = others;
+/// The instances the walk starts from: each root, and a generic process at each
+/// instantiation the crate uses (`Cache<MemBackend>`), so that calls on its type parameters
+/// resolve; and the functions given to whirl as `fn` pointers (start functions, member
+/// factories...), which whirl runs inside its processes.
+fn root_instances<'tcx>(
+    tcx: TyCtxt<'tcx>,
+    roots: &[(DefId, &'static str)],
+    survey: &crate::roots::Survey<'tcx>,
+) -> Vec<Instance<'tcx>> {
     let mut instances = Vec::new();
-    for &(root, _why) in &roots {
+    for &(root, _why) in roots {
         if !tcx.is_mir_available(root) {
             continue;
         }
@@ -80,122 +114,169 @@ pub fn run(tcx: TyCtxt<'_>) {
         }
         instances.extend(root_instance(tcx, root));
     }
-    // Functions given to whirl as `fn` pointers (start functions, member factories...): whirl
-    // runs them inside its processes.
     for &(made, _) in &survey.run_by_whirl {
         if made.def_id().is_local() && !instances.contains(&made) {
             instances.push(made);
         }
     }
-    for &instance in &instances {
-        let reach = walker.reach(instance);
+    instances
+}
+
+/// The findings of every walk of the crate, each target reported once per place: the first
+/// root that reaches it is the report's handler, later ones are listed with it.
+struct Findings<'a, 'tcx> {
+    tcx: TyCtxt<'tcx>,
+    local_allows: &'a allows::Local,
+    list: Vec<Finding<'tcx>>,
+    /// (target, span) → the finding.
+    index: HashMap<(Target<'tcx>, Span), usize>,
+    /// (target, handler) → the finding: a handler's other accesses to a target are its notes.
+    by_handler: HashMap<(Target<'tcx>, String), usize>,
+    /// Each static's `#[allow_shared]`, once looked up.
+    static_allows: HashMap<DefId, Option<(String, Span)>>,
+}
+
+impl<'a, 'tcx> Findings<'a, 'tcx> {
+    fn new(tcx: TyCtxt<'tcx>, local_allows: &'a allows::Local) -> Self {
+        Findings {
+            tcx,
+            local_allows,
+            list: Vec::new(),
+            index: HashMap::new(),
+            by_handler: HashMap::new(),
+            static_allows: HashMap::new(),
+        }
+    }
+
+    /// What the walk from `root` reached: the allowed functions it stopped at go to `allowed`,
+    /// each access to shared state not allowed becomes a finding (or a note of one).
+    fn add(
+        &mut self,
+        reach: &Reach<'tcx>,
+        root: Instance<'tcx>,
+        allowed: &mut Vec<(String, String, Span)>,
+    ) {
+        let tcx = self.tcx;
         for (holder, reason, span) in &reach.allowed {
             push_allow(
-                &mut allows,
+                allowed,
                 format!("fn `{}`", tcx.def_path_str(holder.def_id())),
                 reason,
                 *span,
             );
         }
         for (holder, access) in &reach.accesses {
-            let why = match &access.target {
-                Target::Static(def_id) => {
-                    if facade_static(tcx, *def_id) {
-                        continue;
-                    }
-                    let Some(why) = shared::static_sharing(tcx, *def_id) else {
-                        continue;
-                    };
-                    let allow = static_allows
-                        .entry(*def_id)
-                        .or_insert_with(|| allows::of_static(tcx, &local_allows, *def_id));
-                    if let Some((reason, span)) = allow {
-                        push_allow(
-                            &mut allows,
-                            format!("static `{}`", tcx.def_path_str(*def_id)),
-                            reason,
-                            *span,
-                        );
-                        continue;
-                    }
-                    why
-                }
-                Target::ThreadLocal(..) | Target::ThreadLocalStatic(_) => String::from(
-                    "each worker thread has its own copy, shared by every process that runs on \
-                     that thread and different on the others",
-                ),
-                Target::Api(def_id) => shared::known_api(tcx, *def_id)
-                    .map(|(_, why)| format!("it {why}"))
-                    .unwrap_or_default(),
-            };
-            let mut handler_path = path_to(&reach, instance, *holder);
-            attribute_drop(tcx, &reach, &mut handler_path);
-            let handler = report::handler_name(tcx, &handler_path);
-            // A `lazy_static!` is reported under the name the user gave it, where the user's
-            // code dereferences it (the access itself is inside the macro's expansion).
-            let (alias, span) = match &access.target {
-                Target::Static(def_id) => match lazy_static_alias(tcx, *def_id) {
-                    Some((alias, deref)) => {
-                        let span = deref_site(tcx, &handler_path, deref).unwrap_or(access.span);
-                        // The path ends where the user's code uses it.
-                        if let Some(at) = handler_path
-                            .iter()
-                            .position(|s| s.instance.def_id() == deref)
-                        {
-                            handler_path.truncate(at + 1);
-                        }
-                        (Some(alias), span)
-                    }
-                    None => (None, access.span),
-                },
-                _ => (None, access.span),
-            };
-            let key = (access.target.clone(), span);
-            if let Some(&i) = index.get(&key) {
-                if !findings[i].also.contains(&handler) && findings[i].handler != handler {
-                    findings[i].also.push(handler);
-                }
-                continue;
+            if let Some(why) = self.why_shared(&access.target, allowed) {
+                self.record(reach, root, *holder, access, why);
             }
-            // One report per target and handler; its other accesses are notes.
-            let per_handler = (access.target.clone(), handler.clone());
-            if let Some(&i) = by_handler.get(&per_handler) {
-                if !findings[i].others.contains(&span) {
-                    findings[i].others.push(span);
-                }
-                index.insert(key, i);
-                continue;
-            }
-            index.insert(key, findings.len());
-            by_handler.insert(per_handler, findings.len());
-            findings.push(Finding {
-                target: access.target.clone(),
-                alias,
-                span,
-                why,
-                handler,
-                path: handler_path,
-                also: Vec::new(),
-                others: Vec::new(),
-            });
         }
     }
-    if std::env::var_os("WHIRL_CHECK_TIME").is_some() {
-        eprintln!(
-            "whirl check timing: survey {surveyed:?}, survey and walk {:?}",
-            started.elapsed()
-        );
+
+    /// Why `target` is shared mutable state, or `None` if it is not, or is allowed (then
+    /// listed in `allowed`): a facade's static is, wherever its macros put it.
+    fn why_shared(
+        &mut self,
+        target: &Target<'tcx>,
+        allowed: &mut Vec<(String, String, Span)>,
+    ) -> Option<String> {
+        let tcx = self.tcx;
+        match target {
+            Target::Static(def_id) => {
+                if facade_static(tcx, *def_id) {
+                    return None;
+                }
+                let why = shared::static_sharing(tcx, *def_id)?;
+                let local_allows = self.local_allows;
+                let allow = self
+                    .static_allows
+                    .entry(*def_id)
+                    .or_insert_with(|| allows::of_static(tcx, local_allows, *def_id));
+                if let Some((reason, span)) = allow {
+                    push_allow(
+                        allowed,
+                        format!("static `{}`", tcx.def_path_str(*def_id)),
+                        reason,
+                        *span,
+                    );
+                    return None;
+                }
+                Some(why)
+            }
+            Target::ThreadLocal(..) | Target::ThreadLocalStatic(_) => Some(String::from(
+                "each worker thread has its own copy, shared by every process that runs on \
+                 that thread and different on the others",
+            )),
+            Target::Api(def_id) => Some(
+                shared::known_api(tcx, *def_id)
+                    .map(|(_, why)| format!("it {why}"))
+                    .unwrap_or_default(),
+            ),
+        }
     }
-    for finding in &findings {
-        report::emit(tcx, finding);
+
+    /// Records one access by `holder`, reached from `root`: a new finding, another handler
+    /// of a finding at the same place, or another place of a handler's finding.
+    fn record(
+        &mut self,
+        reach: &Reach<'tcx>,
+        root: Instance<'tcx>,
+        holder: Instance<'tcx>,
+        access: &crate::walk::Access<'tcx>,
+        why: String,
+    ) {
+        let tcx = self.tcx;
+        let mut handler_path = path_to(reach, root, holder);
+        attribute_drop(tcx, reach, &mut handler_path);
+        let handler = report::handler_name(tcx, &handler_path);
+        // A `lazy_static!` is reported under the name the user gave it, where the user's
+        // code dereferences it (the access itself is inside the macro's expansion).
+        let (alias, span) = match &access.target {
+            Target::Static(def_id) => match lazy_static_alias(tcx, *def_id) {
+                Some((alias, deref)) => {
+                    let span = deref_site(tcx, &handler_path, deref).unwrap_or(access.span);
+                    // The path ends where the user's code uses it.
+                    if let Some(at) = handler_path
+                        .iter()
+                        .position(|s| s.instance.def_id() == deref)
+                    {
+                        handler_path.truncate(at + 1);
+                    }
+                    (Some(alias), span)
+                }
+                None => (None, access.span),
+            },
+            _ => (None, access.span),
+        };
+        let key = (access.target.clone(), span);
+        if let Some(&i) = self.index.get(&key) {
+            let finding = &mut self.list[i];
+            if !finding.also.contains(&handler) && finding.handler != handler {
+                finding.also.push(handler);
+            }
+            return;
+        }
+        // One report per target and handler; its other accesses are notes.
+        let per_handler = (access.target.clone(), handler.clone());
+        if let Some(&i) = self.by_handler.get(&per_handler) {
+            if !self.list[i].others.contains(&span) {
+                self.list[i].others.push(span);
+            }
+            self.index.insert(key, i);
+            return;
+        }
+        self.index.insert(key, self.list.len());
+        self.by_handler.insert(per_handler, self.list.len());
+        self.list.push(Finding {
+            target: access.target.clone(),
+            alias,
+            span,
+            why,
+            handler,
+            path: handler_path,
+            also: Vec::new(),
+            others: Vec::new(),
+        });
     }
-    report::summary(
-        tcx,
-        instances.len(),
-        walker.visited,
-        findings.len(),
-        &allows,
-    );
 }
 
 fn push_allow(allows: &mut Vec<(String, String, Span)>, what: String, reason: &str, span: Span) {
@@ -207,7 +288,7 @@ fn push_allow(allows: &mut Vec<(String, String, Span)>, what: String, reason: &s
 /// The crates the walk follows: the one being compiled and the other crates of the workspace
 /// (named by `cargo whirl`), but not whirl's own.
 fn workspace_crates(tcx: TyCtxt<'_>, whirl: &Whirl) -> Vec<CrateNum> {
-    let names: Vec<String> = std::env::var(crate::WORKSPACE_ENV)
+    let names: Vec<String> = std::env::var(crate::env::WORKSPACE_ENV)
         .unwrap_or_default()
         .split(',')
         .filter(|n| !n.is_empty())
@@ -414,16 +495,4 @@ fn type_from_facade(tcx: TyCtxt<'_>, ty: Ty<'_>) -> bool {
         Some(ty::Adt(adt, _)) => FACADES.contains(&tcx.crate_name(adt.did().krate).as_str()),
         _ => false,
     })
-}
-
-/// The text of a `&str` constant.
-pub fn const_str(tcx: TyCtxt<'_>, constant: &mir::Const<'_>) -> Option<String> {
-    let mir::Const::Val(value, ty) = constant else {
-        return None;
-    };
-    if !matches!(ty.kind(), ty::Ref(_, inner, _) if inner.is_str()) {
-        return None;
-    }
-    let bytes = value.try_get_slice_bytes_for_diagnostics(tcx)?;
-    Some(String::from_utf8_lossy(bytes).into_owned())
 }

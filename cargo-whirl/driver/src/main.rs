@@ -20,6 +20,11 @@
 //!
 //! Arguments are those of a rustc wrapper: the path of the real rustc, then rustc's own.
 //! `WHIRL_CHECK_DEBUG=1` prints each function the walk visits and where it leads.
+//!
+//! Imports point one way, down this list: `main` → `check` → `report` → `walk` → `roots`,
+//! `allows`, `shared` (leaves, but for `allows` → `env`); `env`, the names of the variables
+//! `cargo whirl` sets, imports nothing. cargo-whirl's `tests/driver_sources.rs` fails on any
+//! cycle.
 
 #![feature(rustc_private)]
 
@@ -32,6 +37,7 @@ extern crate rustc_span;
 
 mod allows;
 mod check;
+mod env;
 mod report;
 mod roots;
 mod shared;
@@ -41,18 +47,6 @@ use std::process::{Command, ExitCode};
 
 use rustc_driver::Compilation;
 use rustc_middle::ty::TyCtxt;
-
-/// The environment variable, set by `cargo whirl`, naming the workspace's crates (comma
-/// separated, as rustc spells crate names): the code the walk follows.
-pub const WORKSPACE_ENV: &str = "WHIRL_CHECK_WORKSPACE";
-
-/// The environment variable, set by `cargo whirl` when it makes the driver cargo's
-/// `RUSTC_WRAPPER` too: a `driver rustc ARGS` invocation is then a dependency's.
-pub const DEPENDENCIES_ENV: &str = "WHIRL_CHECK_DEPENDENCIES";
-
-/// The environment variable, set by `cargo whirl`, naming a directory where each checked crate
-/// lists its statics marked `#[allow_shared]` (see `allows`).
-pub const ALLOWS_DIR_ENV: &str = "WHIRL_CHECK_ALLOWS_DIR";
 
 struct Callbacks;
 
@@ -96,7 +90,7 @@ fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().collect();
     // `RUSTC_WRAPPER` around `RUSTC_WORKSPACE_WRAPPER`, both this driver: a crate of the
     // workspace.
-    let mut dependency = std::env::var_os(DEPENDENCIES_ENV).is_some();
+    let mut dependency = std::env::var_os(env::DEPENDENCIES_ENV).is_some();
     if args.len() > 1 && is_self(&args[1]) {
         args.remove(1);
         dependency = false;

@@ -483,7 +483,7 @@ impl<'a, 'tcx> Collector<'a, 'tcx> {
     fn marker_reason(&self, args: &[rustc_span::Spanned<Operand<'tcx>>]) -> String {
         let tcx = self.tcx();
         if let Some(Operand::Constant(constant)) = args.first().map(|a| &a.node) {
-            if let Some(text) = crate::check::const_str(tcx, &constant.const_) {
+            if let Some(text) = crate::allows::const_str(tcx, &constant.const_) {
                 return text;
             }
             if let Ok(text) = tcx.sess.source_map().span_to_snippet(constant.span) {

@@ -550,7 +550,11 @@ fn chunked(body: &[u8], cuts: &[usize], upper: bool, trailer: bool) -> Vec<u8> {
         } else {
             format!("{n:x}")
         };
-        let ext = if n % 3 == 0 { ";name=\"v\"" } else { "" };
+        let ext = if n.is_multiple_of(3) {
+            ";name=\"v\""
+        } else {
+            ""
+        };
         wire.extend_from_slice(format!("{size}{ext}\r\n").as_bytes());
         wire.extend_from_slice(&rest[..n]);
         wire.extend_from_slice(b"\r\n");

@@ -77,7 +77,7 @@ fn load_f64(a: &AtomicU64) -> Option<f64> {
 ///
 /// let params = ControllerParams::seda(Duration::from_millis(100)).bounds(0.05, 5000.0);
 /// let ctl = ClassResponseTime::with_clock(2, params, ManualClock::new());
-/// let gold = Principal::builder(1).class(1).build();
+/// let gold = Principal::builder(1).class(1).build().expect("a valid principal");
 /// // Gold misses its target: bronze (class 0) pays first.
 /// for _ in 0..100 {
 ///     ctl.observe(&Completion::handled(Some(&gold), 1, Duration::from_millis(400)));
@@ -337,7 +337,10 @@ mod tests {
     #[test]
     fn lower_classes_are_cut_first_by_adjlo_d() {
         let (ctl, clock) = three_classes();
-        let gold = Principal::builder(1).class(2).build();
+        let gold = Principal::builder(1)
+            .class(2)
+            .build()
+            .expect("a valid principal");
         feed(&ctl, &clock, &gold, ms(500), 1);
         assert_eq!(ctl.rate(0), 500.0);
         assert_eq!(ctl.rate(1), 500.0);
@@ -358,7 +361,10 @@ mod tests {
     #[test]
     fn cuts_are_judged_on_work_admitted_after_them() {
         let (ctl, clock) = three_classes();
-        let gold = Principal::builder(1).class(2).build();
+        let gold = Principal::builder(1)
+            .class(2)
+            .build()
+            .expect("a valid principal");
         feed(&ctl, &clock, &gold, ms(500), 1);
         assert_eq!(ctl.rate(0), 500.0);
         // Gold's work admitted before the cut took effect (500 ms later) drains: slow, but
@@ -369,7 +375,7 @@ mod tests {
         }
         assert_eq!(ctl.rate(0), 500.0);
         // Nor does bronze's own backlog from before the cut make bronze cut itself.
-        let bronze = Principal::builder(2).build();
+        let bronze = Principal::builder(2).build().expect("a valid principal");
         ctl.observe(&Completion::handled(Some(&bronze), 1, ms(700)));
         assert_eq!(ctl.rate(0), 500.0);
         // Gold's work admitted after it, still slow: cut again.
@@ -380,7 +386,10 @@ mod tests {
     #[test]
     fn lower_classes_get_the_first_cut_back_when_the_higher_class_recovers() {
         let (ctl, clock) = three_classes();
-        let gold = Principal::builder(1).class(2).build();
+        let gold = Principal::builder(1)
+            .class(2)
+            .build()
+            .expect("a valid principal");
         // Three runs of gold over target (each on work admitted after the last cut): 500,
         // 50, then 5 per second for the classes below.
         feed(&ctl, &clock, &gold, ms(500), 3);
@@ -395,7 +404,7 @@ mod tests {
     #[test]
     fn lowest_class_cuts_itself_and_leaves_others() {
         let (ctl, clock) = three_classes();
-        let bronze = Principal::builder(1).build();
+        let bronze = Principal::builder(1).build().expect("a valid principal");
         feed(&ctl, &clock, &bronze, ms(500), 1);
         assert!((ctl.rate(0) - 5000.0 / 1.2).abs() < 1e-6);
         assert_eq!(ctl.rate(1), 5000.0);
@@ -405,8 +414,11 @@ mod tests {
     #[test]
     fn no_increase_while_a_higher_class_is_over_target() {
         let (ctl, clock) = three_classes();
-        let bronze = Principal::builder(1).build();
-        let gold = Principal::builder(2).class(2).build();
+        let bronze = Principal::builder(1).build().expect("a valid principal");
+        let gold = Principal::builder(2)
+            .class(2)
+            .build()
+            .expect("a valid principal");
         feed(&ctl, &clock, &gold, ms(500), 1); // bronze down to 500, gold over target
         let cut = ctl.rate(0);
         feed(&ctl, &clock, &bronze, ms(1), 5); // bronze is fast, but gold is over target
@@ -426,9 +438,15 @@ mod tests {
         p.depth = 1;
         p.initial_rate = 1.0;
         let ctl = ClassResponseTime::with_clock(2, p, ManualClock::new()).target(1, ms(200));
-        let bronze = Principal::builder(1).build();
-        let gold = Principal::builder(2).class(1).build();
-        let unknown = Principal::builder(3).class(9).build(); // beyond the last class: counts as gold
+        let bronze = Principal::builder(1).build().expect("a valid principal");
+        let gold = Principal::builder(2)
+            .class(1)
+            .build()
+            .expect("a valid principal");
+        let unknown = Principal::builder(3)
+            .class(9)
+            .build()
+            .expect("a valid principal"); // beyond the last class: counts as gold
         assert!(ctl.admit(&offer(Some(&bronze), 1, 0)));
         assert!(!ctl.admit(&offer(Some(&bronze), 1, 0)));
         assert!(!ctl.admit(&offer(None, 1, 0))); // no principal: class 0

@@ -325,7 +325,10 @@ mod tests {
         let p = Overload::with_clock(t.clone(), params(), clock.clone())
             .scaling(t.clone())
             .calm(ms(5));
-        let admin = Principal::builder(1).priority(2).build();
+        let admin = Principal::builder(1)
+            .priority(2)
+            .build()
+            .expect("a valid principal");
         stream(&p, &clock, ms(200), 10);
         assert!(p.overloaded());
         assert_eq!(p.episodes(), 1);
@@ -383,7 +386,7 @@ mod tests {
         let sessions =
             SessionConsistent::with_clock(t.clone(), Duration::from_secs(2), clock.clone());
         let p = Overload::with_clock(sessions, params(), clock.clone()).scaling(t);
-        let s = Principal::builder(7).build();
+        let s = Principal::builder(7).build().expect("a valid principal");
         let o = |q| Offer::detached::<()>(Some(&s), 1, queued(q));
         assert!(p.admit(&o(50)));
         assert_eq!(
@@ -398,7 +401,7 @@ mod tests {
         assert_eq!(p.inner().remembered(), 1);
         // A session admitted while overloaded stays admitted past its threshold (10), up to
         // twice it: then refused even so.
-        let early = Principal::builder(8).build();
+        let early = Principal::builder(8).build().expect("a valid principal");
         let e = |q| Offer::detached::<()>(Some(&early), 1, queued(q));
         assert!(p.admit(&e(5)));
         assert!(p.admit(&e(19)));

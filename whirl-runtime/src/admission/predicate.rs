@@ -364,7 +364,8 @@ mod tests {
             .priority(4)
             .class(2)
             .utility(3.0)
-            .build();
+            .build()
+            .expect("a valid principal");
         let some = offer(Some(&p), 7, 0);
         assert_eq!(some.utility(), 3.0);
         assert_eq!((some.priority(), some.class()), (4, 2));

@@ -18,8 +18,8 @@ use super::{MessagePredicate, Offer};
 /// let p = PriorityThresholds::new(100).at_least(1, 1000);
 /// let mut counts = MessageCounts::default();
 /// counts.posted = 500;
-/// let low = Principal::builder(1).build();
-/// let high = Principal::builder(2).priority(5).build();
+/// let low = Principal::builder(1).build().expect("a valid principal");
+/// let high = Principal::builder(2).priority(5).build().expect("a valid principal");
 /// assert!(!p.admit(&Offer::detached::<()>(Some(&low), 1, counts)));
 /// assert!(p.admit(&Offer::detached::<()>(Some(&high), 1, counts)));
 /// ```
@@ -155,10 +155,19 @@ mod tests {
         let p = PriorityThresholds::new(10)
             .at_least(2, 20)
             .at_least(200, 30);
-        let p0 = Principal::builder(0).build();
-        let p1 = Principal::builder(1).priority(1).build();
-        let p2 = Principal::builder(2).priority(2).build();
-        let p255 = Principal::builder(3).priority(255).build();
+        let p0 = Principal::builder(0).build().expect("a valid principal");
+        let p1 = Principal::builder(1)
+            .priority(1)
+            .build()
+            .expect("a valid principal");
+        let p2 = Principal::builder(2)
+            .priority(2)
+            .build()
+            .expect("a valid principal");
+        let p255 = Principal::builder(3)
+            .priority(255)
+            .build()
+            .expect("a valid principal");
         assert!(p.admit(&offer(Some(&p0), 1, 9)));
         assert!(!p.admit(&offer(Some(&p0), 1, 10)));
         assert!(!p.admit(&offer(Some(&p1), 1, 10)));
@@ -181,7 +190,10 @@ mod tests {
     #[test]
     fn thresholds_change_live() {
         let p = PriorityThresholds::new(10).at_least(2, 20);
-        let p2 = Principal::builder(2).priority(2).build();
+        let p2 = Principal::builder(2)
+            .priority(2)
+            .build()
+            .expect("a valid principal");
         assert!(p.admit(&offer(Some(&p2), 1, 15)));
         p.set_thresholds(&PriorityThresholds::new(5).at_least(2, 8));
         assert_eq!(
@@ -196,7 +208,10 @@ mod tests {
     #[test]
     fn scaling_keeps_the_gaps_and_never_closes_an_empty_queue() {
         let p = PriorityThresholds::new(16).at_least(2, 1024);
-        let p2 = Principal::builder(2).priority(2).build();
+        let p2 = Principal::builder(2)
+            .priority(2)
+            .build()
+            .expect("a valid principal");
         p.set_scale(0.25);
         // Priority 0 loses 12 of its 16 places; priority 2 loses the same 12 of its 1,024.
         assert_eq!(

@@ -12,7 +12,7 @@ use super::{MessagePredicate, Offer};
 /// use whirl::admission::QueueLength;
 /// use whirl::Runtime;
 ///
-/// let rt = Runtime::builder().threads(1).build();
+/// let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
 /// let _web = rt.group("web").threads(1).predicate(QueueLength::max(10_000)).build().expect("build group");
 /// ```
 ///

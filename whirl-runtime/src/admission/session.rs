@@ -43,7 +43,7 @@ struct Decision {
 /// let clock = ManualClock::new();
 /// let p = SessionConsistent::with_clock(PriorityThresholds::new(10), Duration::from_secs(2), clock.clone())
 ///     .ceiling(100);
-/// let (early, late) = (Principal::builder(1).build(), Principal::builder(2).build());
+/// let (early, late) = (Principal::builder(1).build().expect("a valid principal"), Principal::builder(2).build().expect("a valid principal"));
 /// let queued = |n| { let mut c = MessageCounts::default(); c.posted = n; c };
 ///
 /// assert!(p.admit(&Offer::detached::<()>(Some(&early), 1, queued(5))));
@@ -229,13 +229,13 @@ mod tests {
         )
         .ceiling(20)
         .max_sessions(3);
-        let s = Principal::builder(1).build();
+        let s = Principal::builder(1).build().expect("a valid principal");
         assert!(p.admit(&Offer::detached::<()>(Some(&s), 1, queued(0))));
         assert!(p.admit(&Offer::detached::<()>(Some(&s), 1, queued(15))));
         assert!(!p.admit(&Offer::detached::<()>(Some(&s), 1, queued(25))));
         assert!(!p.admit(&Offer::detached::<()>(Some(&s), 1, queued(0))));
         for id in 2..10 {
-            let other = Principal::builder(id).build();
+            let other = Principal::builder(id).build().expect("a valid principal");
             p.admit(&Offer::detached::<()>(Some(&other), 1, queued(0)));
             assert!(p.remembered() <= 3);
         }
@@ -250,7 +250,7 @@ mod tests {
             clock.clone(),
         );
         for id in 0..5000 {
-            let s = Principal::builder(id).build();
+            let s = Principal::builder(id).build().expect("a valid principal");
             p.admit(&Offer::detached::<()>(Some(&s), 1, queued(0)));
         }
         assert_eq!(p.remembered(), 5000, "nothing has expired yet");
@@ -258,7 +258,7 @@ mod tests {
         // The table sweeps when it has doubled since the last sweep (at 4096 entries): at
         // 8192, leaving the 3192 new ones.
         for id in 5000..9000 {
-            let s = Principal::builder(id).build();
+            let s = Principal::builder(id).build().expect("a valid principal");
             p.admit(&Offer::detached::<()>(Some(&s), 1, queued(0)));
         }
         assert_eq!(p.remembered(), 4000);
@@ -272,8 +272,11 @@ mod tests {
             ManualClock::new(),
         );
         let (guest, admin) = (
-            Principal::builder(1).build(),
-            Principal::builder(2).priority(2).build(),
+            Principal::builder(1).build().expect("a valid principal"),
+            Principal::builder(2)
+                .priority(2)
+                .build()
+                .expect("a valid principal"),
         );
         assert!(!p.admit(&Offer::detached::<()>(Some(&guest), 1, queued(50))));
         assert!(p.admit(&Offer::detached::<()>(Some(&admin), 1, queued(50))));

@@ -16,8 +16,8 @@ use super::{MessagePredicate, Offer};
 /// use whirl::Principal;
 ///
 /// let p = UtilityPerCost::new(100, 0.5, 2.0); // start shedding at 50 queued
-/// let gold = Principal::builder(1).utility(4.0).build();
-/// let free = Principal::builder(2).utility(0.1).build();
+/// let gold = Principal::builder(1).utility(4.0).build().expect("a valid principal");
+/// let free = Principal::builder(2).utility(0.1).build().expect("a valid principal");
 /// let mut counts = MessageCounts::default();
 /// counts.posted = 75; // 75 queued: required ratio 1.25
 /// let offer = |who, cost| Offer::detached::<()>(Some(who), cost, counts);
@@ -91,10 +91,19 @@ mod tests {
     #[test]
     fn sheds_lowest_ratio_first() {
         let p = UtilityPerCost::new(100, 1.0, 3.0);
-        let hi = Principal::builder(1).utility(2.5).build();
-        let lo = Principal::builder(2).utility(1.5).build();
+        let hi = Principal::builder(1)
+            .utility(2.5)
+            .build()
+            .expect("a valid principal");
+        let lo = Principal::builder(2)
+            .utility(1.5)
+            .build()
+            .expect("a valid principal");
         // Below the start: everything, even worthless messages.
-        let zero = Principal::builder(3).utility(0.0).build();
+        let zero = Principal::builder(3)
+            .utility(0.0)
+            .build()
+            .expect("a valid principal");
         assert!(p.admit(&offer(Some(&zero), 1, 49)));
         // At the start the lowest ratio required is 1.0.
         assert!(p.admit(&offer(Some(&lo), 1, 50)));
@@ -105,7 +114,10 @@ mod tests {
         // Cost halves the ratio.
         assert!(!p.admit(&offer(Some(&hi), 2, 75)));
         // At capacity nothing.
-        let huge = Principal::builder(4).utility(1e9).build();
+        let huge = Principal::builder(4)
+            .utility(1e9)
+            .build()
+            .expect("a valid principal");
         assert!(!p.admit(&offer(Some(&huge), 1, 100)));
         // No principal: utility 1.
         assert!(p.admit(&offer(None, 0, 50)));

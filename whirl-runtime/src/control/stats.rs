@@ -661,7 +661,7 @@ mod tests {
     fn a_slot_keeps_counts_for_its_busiest_principals_only() {
         let mut principals = HashMap::new();
         for id in 0..(MAX_SLOT_PRINCIPALS as u64 + 1) {
-            let p = Principal::builder(id).build();
+            let p = Principal::builder(id).build().expect("a valid principal");
             let mut counts = PrincipalCounts::zero(&p);
             // A few busy principals among many with one message each.
             counts.handled = if id % 1000 == 0 { 100 + id } else { 1 };
@@ -684,7 +684,11 @@ mod tests {
     fn published_statistics_merge_across_slots() {
         let (a, b) = (SlotStats::new(), SlotStats::new());
         let now = Duration::from_secs(1);
-        let session = Principal::builder(9).priority(2).class(1).build();
+        let session = Principal::builder(9)
+            .priority(2)
+            .class(1)
+            .build()
+            .expect("a valid principal");
         let mut local = LocalStats::new();
         for ms in [1, 2, 3, 4, 100] {
             local.record_queue_latency(Duration::from_millis(ms));
@@ -698,7 +702,7 @@ mod tests {
 
         let rejections = Rejections::default();
         rejections.record(&session);
-        rejections.record(&Principal::builder(10).build());
+        rejections.record(&Principal::builder(10).build().expect("a valid principal"));
         let merged = merge([&a, &b].into_iter(), &rejections, now);
         assert_eq!(
             merged.recent_queue_latency.samples, 5,

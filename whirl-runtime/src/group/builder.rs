@@ -133,7 +133,7 @@ impl GroupBuilder {
     /// Number of worker threads: a number (at least 1), or a range such as `1..=8` for a
     /// [thread controller](Self::controller) to move in (the group starts at the minimum).
     /// Defaults to the number of cores. With a range and no controller, the group gets
-    /// [`AdaptiveConcurrency`](crate::control::AdaptiveConcurrency), the paper's default.
+    /// [`AdaptiveConcurrency`], the paper's default.
     pub fn threads(mut self, threads: impl Into<ThreadRange>) -> Self {
         self.threads = threads.into();
         self
@@ -183,10 +183,9 @@ impl GroupBuilder {
     ///   noticed; it may run on) and `threshold_ms`;
     /// * counts it in [`GroupStats::slow_turns`](crate::control::GroupStats::slow_turns);
     /// * counts its worker in `blocked_workers` while the turn lasts
-    ///   ([`GroupStats`](crate::control::GroupStats) and the
-    ///   [`GroupSample`](crate::control::GroupSample) concurrency controllers see:
-    ///   [`AdaptiveConcurrency`](crate::control::AdaptiveConcurrency) gives a group whose
-    ///   workers are blocked and whose messages wait another thread).
+    ///   ([`GroupStats`] and the [`GroupSample`](crate::control::GroupSample) concurrency
+    ///   controllers see: [`AdaptiveConcurrency`] gives a group whose workers are blocked and
+    ///   whose messages wait another thread).
     ///
     /// A turn is the run of up to [`budget`](Self::budget) messages of one process: many
     /// messages that together exceed the threshold are reported too. Nothing is measured on

@@ -10,10 +10,9 @@
 //!
 //! [`SharedFate`] keeps the group's live members (joined at spawn, left at their end; only
 //! groups that share state have one, so other groups pay nothing). When a member ends with a
-//! failure, every other member is killed with
-//! [`FailureKind::SharedState`](crate::FailureKind::SharedState) naming the one that failed,
-//! so their monitors and supervisors see a failure, and a supervisor restarts them by its
-//! strategy. A member ending normally, or being stopped by its supervisor, takes nobody with
+//! failure, every other member is killed with [`FailureKind::SharedState`] naming the one that
+//! failed, so their monitors and supervisors see a failure, and a supervisor restarts them by
+//! its strategy. A member ending normally, or being stopped by its supervisor, takes nobody with
 //! it; nor does a member failing *because* of the group (no cascade of kills): the first
 //! failure already reached everyone. A process spawned after the failure (a supervisor's
 //! restart) is a new member and is not killed.

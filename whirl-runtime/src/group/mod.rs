@@ -2,16 +2,15 @@
 //! optionally a scheduler — the paper's unit of resource control — and the runtime-wide
 //! tables they share.
 //!
-//! This layer schedules [`Task`](task::Task)s and knows nothing of processes: the `process`
-//! layer above implements `Runnable` for its cells. From the bottom up:
+//! This layer schedules [`Task`]s and knows nothing of processes: the `process` layer above
+//! implements `Runnable` for its cells. From the bottom up:
 //!
 //! * `park.rs`, `idle.rs`: parking a worker without lost wake-ups.
 //! * `probe.rs`: what each worker is running, readable from any thread (for shutdown reports
 //!   and the slow-turn watchdog).
 //! * `pool.rs`: a pool's thread range, target and slots ([`ThreadRange`]).
 //! * `stage.rs`: a process's stage (its process type), for cohort scheduling.
-//! * `task.rs`: what runs ([`Runnable`](task::Runnable)) and what a turn records into
-//!   ([`Recorder`](task::Recorder)).
+//! * `task.rs`: what runs ([`Runnable`]) and what a turn records into ([`Recorder`]).
 //! * `scheduler/`: the [`Scheduler`](crate::scheduler::Scheduler) trait and the library.
 //! * `watchdog.rs`: the slow-turn watchdog, which notices a turn that holds its worker longer
 //!   than the group's threshold (reads the probes; nothing on the message path).

@@ -1,11 +1,11 @@
 //! The named registry: stable addressing for processes that get replaced.
 //!
 //! A supervisor that restarts a child spawns a *new* process with a new [`ProcessId`]; an
-//! [`Addr`] held by a client keeps pointing at the old, terminated incarnation (posting to it
-//! returns [`PostError::Terminated`](crate::PostError::Terminated) with the message inside, so
-//! nothing is lost silently). A name is the stable handle: the supervisor re-registers a named
-//! child every time it starts it, and a client that got `Terminated` back re-resolves the name
-//! with [`Runtime::whereis`](crate::Runtime::whereis) and posts again.
+//! [`Addr`](crate::Addr) held by a client keeps pointing at the old, terminated incarnation
+//! (posting to it returns [`PostError::Terminated`](crate::PostError::Terminated) with the
+//! message inside, so nothing is lost silently). A name is the stable handle: the supervisor
+//! re-registers a named child every time it starts it, and a client that got `Terminated` back
+//! re-resolves the name with [`Runtime::whereis`](crate::Runtime::whereis) and posts again.
 //!
 //! Entries are typed: each stores an `Addr<P>`, and a lookup asks for the process type it
 //! expects. A name whose holder has terminated resolves to nothing (the entry is dropped on the

@@ -1,6 +1,6 @@
 //! Completion reports for predicates that learn from what happens to admitted messages
-//! ([`MessagePredicate::observes`](crate::MessagePredicate::observes)): SEDA's response-time
-//! controllers, the adaptive cost budget.
+//! ([`MessagePredicate::observes`](crate::admission::MessagePredicate::observes)): SEDA's
+//! response-time controllers, the adaptive cost budget.
 //!
 //! Each admitted message carries one 32-bit word in its inbox slot (where it fits in padding,
 //! so it costs no memory): its enqueue time on a coarse millisecond clock, modulo 2^16, and its

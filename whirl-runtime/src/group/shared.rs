@@ -16,6 +16,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer};
 use parking_lot::{Mutex, RwLock};
@@ -35,7 +36,10 @@ use crate::control::{
 };
 #[cfg(feature = "net")]
 use crate::io::Net;
-use crate::lifecycle::{DeadLetter, DeadLetterRecord, DeadLetterSink, ProcessId};
+use crate::lifecycle::{
+    unanswered_because, DeadLetter, DeadLetterRecord, DeadLetterSink, ExitReason, ProcessId,
+    Unanswered,
+};
 use crate::principal::Principal;
 use crate::time::Timers;
 
@@ -286,6 +290,9 @@ pub(crate) struct Kernel {
     /// for the shutdown's report instead of being reported one by one.
     pub(crate) cancelled_by_shutdown: AtomicU64,
     dead_letters: DeadLetterSink,
+    /// How long a `call` or `ask` waits for its answer unless the request says otherwise
+    /// (`RuntimeBuilder::ask_timeout`).
+    pub(crate) ask_timeout: Option<Duration>,
     /// The last dead letters, oldest first (`RECENT_DEAD_LETTERS` at most).
     recent_dead_letters: Mutex<VecDeque<DeadLetterRecord>>,
     pub(crate) registry: Registry,
@@ -304,8 +311,9 @@ pub(crate) struct Kernel {
 
 impl Kernel {
     /// A kernel with no groups yet, whose dead letters go to `dead_letters`.
-    pub(crate) fn new(dead_letters: DeadLetterSink) -> Self {
+    pub(crate) fn new(dead_letters: DeadLetterSink, ask_timeout: Option<Duration>) -> Self {
         Kernel {
+            ask_timeout,
             groups: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             closing: AtomicBool::new(false),
@@ -364,7 +372,12 @@ impl Kernel {
             recent.push_back(DeadLetterRecord::of(&letter));
         }
         let sink = &self.dead_letters;
-        if catch_unwind(AssertUnwindSafe(|| sink(letter))).is_err() {
+        // A request among the letters that the sink drops tells its caller why.
+        let why = match letter.reason() {
+            ExitReason::Shutdown => Unanswered::ShutDown,
+            _ => Unanswered::Terminated,
+        };
+        if unanswered_because(why, || catch_unwind(AssertUnwindSafe(|| sink(letter)))).is_err() {
             tracing::error!("the dead-letter sink panicked; the letter is dropped");
         }
     }

@@ -237,7 +237,7 @@ impl WorkerThread {
         loop {
             let tick = self.tick.get().wrapping_add(1);
             self.tick.set(tick);
-            if tick % INJECTOR_CHECK_INTERVAL == 0 && self.group.pool.try_retire() {
+            if tick.is_multiple_of(INJECTOR_CHECK_INTERVAL) && self.group.pool.try_retire() {
                 return Found::Retire;
             }
             self.respect_cpu_budget();
@@ -297,7 +297,7 @@ impl WorkerThread {
     #[inline]
     fn run_task(&self, task: Task) -> usize {
         let ms = shared_millis();
-        let every = self.tick.get() % SAMPLE_EVERY == 0;
+        let every = self.tick.get().is_multiple_of(SAMPLE_EVERY);
         if every {
             // Whether turns open tracing spans, looked up once per `SAMPLE_EVERY` turns.
             self.recorder
@@ -423,7 +423,7 @@ impl WorkerThread {
     }
 
     fn next_local_task(&self, tick: u32) -> Option<Task> {
-        if tick % INJECTOR_CHECK_INTERVAL == 0 {
+        if tick.is_multiple_of(INJECTOR_CHECK_INTERVAL) {
             if let Some(task) = self.steal_from_injector() {
                 return Some(task);
             }

@@ -18,9 +18,10 @@
 //!   `std::io::Error`;
 //! * **the data types of other crates**, each behind a feature named after its crate (the
 //!   `foreign` module lists them);
-//! * **processes**: [`Addr`], [`Recipient`], and the one-shot [`ReplyTo`];
+//! * **processes**: [`Addr`](crate::Addr), [`Recipient`](crate::Recipient), and the one-shot
+//!   [`ReplyTo`](crate::ReplyTo);
 //! * **clients of external systems** wrapped, on purpose and with a reason, in
-//!   [`SharedClient`].
+//!   [`SharedClient`](crate::SharedClient).
 //!
 //! and never for `Rc`, `Cell`, `RefCell`, `UnsafeCell`, `Mutex`, `RwLock`, atomics, raw
 //! pointers, non-`'static` references, `&'static mut`, or anything that contains one of them.
@@ -35,8 +36,8 @@
 //!
 //! All are loud and greppable:
 //!
-//! * [`SharedClient::new(client, "why")`](SharedClient::new) for a client of an external system
-//!   (a connection pool, an HTTP client, a runtime handle) that is internally shared and
+//! * [`SharedClient::new(client, "why")`](crate::SharedClient::new) for a client of an external
+//!   system (a connection pool, an HTTP client, a runtime handle) that is internally shared and
 //!   thread-safe by contract, including types from other crates, which `#[derive(Isolated)]`
 //!   cannot reach and the orphan rule keeps from an `unsafe impl`.
 //! * `#[isolated(trust = "why")]` on a field of a derived type (or of process state) whose type
@@ -55,8 +56,9 @@
 //! # Keeping the impls honest
 //!
 //! Every `unsafe impl` below is sound only while the type holds no shared mutable state. The
-//! runtime's own handles ([`Addr`], [`Principal`], [`Failure`]...) are listed here: whoever adds
-//! interior mutability to one of them must revisit its impl.
+//! runtime's own handles ([`Addr`](crate::Addr), [`Principal`](crate::Principal),
+//! [`Failure`](crate::Failure)...) are listed here: whoever adds interior mutability to one of
+//! them must revisit its impl.
 
 use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};

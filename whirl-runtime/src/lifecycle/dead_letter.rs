@@ -24,7 +24,7 @@ use super::{ExitReason, ProcessId};
 ///         Ok(Order(n)) => eprintln!("order {n} was not handled; retrying it elsewhere"),
 ///         Err(other) => eprintln!("dead letter: {other:?}"),
 ///     })
-///     .build();
+///     .build().expect("the runtime starts");
 /// # drop(rt);
 /// ```
 pub struct DeadLetter {

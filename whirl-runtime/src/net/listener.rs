@@ -14,7 +14,7 @@ use crate::io::{Net, Readiness, Registration};
 use crate::isolation::Isolated;
 use crate::lifecycle::{ExitReason, Failure};
 use crate::process::Ctx;
-use crate::process::{Handles, Process};
+use crate::process::{Handles, Process, Sender};
 
 /// Connections accepted per turn before yielding to other processes.
 const ACCEPTS_PER_TURN: usize = 64;
@@ -70,7 +70,7 @@ pub type AcceptError = Box<dyn std::error::Error + Send + Sync>;
 ///         _peer: SocketAddr,
 ///         ctx: &mut Ctx<Acceptor>,
 ///     ) -> Result<(), AcceptError> {
-///         ctx.spawn_in(&self.sockets, SocketConnection::new(stream, ctx.net()?)?);
+///         ctx.spawner().group(&self.sockets).spawn(SocketConnection::new(stream, ctx.net()?)?);
 ///         Ok(())
 ///     }
 /// }

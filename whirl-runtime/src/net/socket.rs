@@ -12,7 +12,7 @@ use crate::io::{Net, Readiness, Registration};
 use crate::lifecycle::{ExitReason, Failure};
 use crate::process::Ctx;
 use crate::process::Recipient;
-use crate::process::{Handles, Process};
+use crate::process::{Handles, Process, Sender};
 
 /// Buffer sizes of a [`SocketConnection`]: start from the default and set what differs
 /// (`let mut limits = SocketLimits::default(); limits.close_above = 1 << 20;`).

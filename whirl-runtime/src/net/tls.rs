@@ -89,7 +89,7 @@ use super::socket::{SocketConnection, SocketMsg};
 pub use super::tls_layer::{server_config, TlsConfig, TlsConfigError};
 use crate::group::Group;
 use crate::principal::Principal;
-use crate::process::{Addr, Ctx, Handles, Process};
+use crate::process::{Addr, Ctx, Handles, Process, Sender};
 
 /// The message that starts a TLS connection's handshake, offered to the admission predicate
 /// of the connection's group (see the [module docs](self)). [`spawn_tls`] posts it; post it
@@ -164,7 +164,9 @@ pub fn peer_principal(peer: SocketAddr) -> Principal {
             }
         },
     };
-    Principal::builder((1 << 63) | bits).build()
+    Principal::builder((1 << 63) | bits)
+        .build()
+        .expect("only a utility set out of range is refused, and none is set")
 }
 
 /// Spawns a TLS [`SocketConnection`] for `stream` in `group`, on behalf of `peer`'s
@@ -183,7 +185,11 @@ pub fn spawn_tls<P: Process>(
 ) -> Result<Addr<SocketConnection>, TlsAcceptError> {
     let socket = SocketConnection::with_tls(stream, ctx.net()?, config)?;
     let principal = peer_principal(peer);
-    let socket = ctx.spawn_for(group, principal, socket);
+    let socket = ctx
+        .spawner()
+        .group(group)
+        .principal(principal)
+        .spawn(socket);
     match socket.post(Handshake) {
         Ok(()) => Ok(socket),
         Err(_) => {

@@ -188,8 +188,8 @@ pub(super) struct Received {
     pub(super) peer_closed: bool,
 }
 
-/// The TLS state of a [`SocketConnection`] built with `with_tls`: the configuration until the
-/// handshake is admitted, then the rustls connection.
+/// The TLS state of a [`SocketConnection`](super::SocketConnection) built with `with_tls`: the
+/// configuration until the handshake is admitted, then the rustls connection.
 pub(super) struct TlsLayer {
     config: TlsConfig,
     conn: Option<ServerConnection>,

@@ -1,14 +1,17 @@
 //! Addresses: how anyone, inside or outside the runtime, posts to a process.
+//!
+//! [`Addr`] and [`Recipient`] implement the request traits of `request.rs`: `post`, `call`,
+//! `ask` and `request(msg)` with its options come from there.
 
 use std::fmt;
-use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::error::{CallError, PostError};
 use super::model::{Answers, Handles, Process, ProcessCell};
-use super::reply::{reply_channel, Pending, ReplyTo};
+use super::reply::reply_channel;
+use super::request::{Answering, Ask, Deliver, Sender};
 use crate::admission::Offer;
 use crate::group::{observe, on_worker_thread, Holder, Runnable};
 use crate::isolation::{Isolated, Message};
@@ -47,45 +50,6 @@ impl<P: Process> Addr<P> {
     /// asking a terminated process does nothing.
     pub fn exit(&self, reason: ExitReason) {
         Runnable::kill(Arc::clone(&self.cell), reason);
-    }
-
-    /// Posts `msg`. Never blocks and never waits for the receiver.
-    ///
-    /// On failure the message comes back: [`PostError::Terminated`] if the process has
-    /// terminated (or the runtime is shutting down and the caller is outside it),
-    /// [`PostError::Rejected`] if the group's message predicate turned it away (never for a
-    /// message that [bypasses admission](crate::Message::BYPASSES_ADMISSION)).
-    #[inline]
-    pub fn post<M>(&self, msg: M) -> Result<(), PostError<M>>
-    where
-        P: Handles<M>,
-        M: Message,
-    {
-        self.post_with(msg, None, P::into_message)
-    }
-
-    /// Posts `msg` on behalf of `principal`: the group's admission predicate weighs it as
-    /// work of that principal (its priority, class, utility and estimates) instead of the
-    /// receiving process's own. For messages that arrive from elsewhere carrying the principal
-    /// they serve, such as a request forwarded from another node; the process still runs
-    /// under its own principal.
-    ///
-    /// In a group with a [scheduler](crate::scheduler), the process also *inherits* the
-    /// principal's priority while the message is queued: its scheduling priority is the
-    /// highest among its own principal's and those of the messages posted to it on behalf of
-    /// one since its inbox last drained ([`Ready::inherited_priority`]), so a low-priority
-    /// process holding an important principal's message runs as early as that principal's
-    /// own processes would ([`PrincipalPriority`] uses it). Plain posts cost nothing extra.
-    ///
-    /// [`Ready::inherited_priority`]: crate::scheduler::Ready::inherited_priority
-    /// [`PrincipalPriority`]: crate::scheduler::PrincipalPriority
-    #[inline]
-    pub fn post_on_behalf<M>(&self, msg: M, principal: &Principal) -> Result<(), PostError<M>>
-    where
-        P: Handles<M>,
-        M: Message,
-    {
-        self.post_with(msg, Some(principal), P::into_message)
     }
 
     /// `post`, with `wrap` making the process's message once `msg` is admitted, and the
@@ -170,137 +134,6 @@ impl<P: Process> Addr<P> {
         }
     }
 
-    /// Sends `msg` and blocks until the process's handler for it returns, with its answer
-    /// (the handler's return value: see [`Answers`]).
-    ///
-    /// For code outside processes (tests, `main`, blocking threads). Inside a handler it
-    /// returns [`CallError::WouldBlockWorker`] instead of stalling a worker: an `async`
-    /// handler awaits [`Addr::ask`] instead.
-    pub fn call<M, R>(&self, msg: M) -> Result<R, CallError<M>>
-    where
-        P: Answers<M, Reply = R>,
-        M: Message,
-    {
-        self.call_within(msg, None)
-    }
-
-    /// Like [`Addr::call`], giving up after `timeout` ([`CallError::Timeout`]).
-    pub fn call_timeout<M, R>(&self, msg: M, timeout: Duration) -> Result<R, CallError<M>>
-    where
-        P: Answers<M, Reply = R>,
-        M: Message,
-    {
-        self.call_within(msg, Some(timeout))
-    }
-
-    fn call_within<M>(&self, msg: M, timeout: Option<Duration>) -> Result<P::Reply, CallError<M>>
-    where
-        P: Answers<M>,
-        M: Message,
-    {
-        if on_worker_thread() {
-            return Err(CallError::WouldBlockWorker(msg));
-        }
-        let (reply, pending) = reply_channel();
-        self.post_with(msg, None, |msg| P::into_request(msg, reply))
-            .map_err(CallError::Post)?;
-        pending.wait(timeout)
-    }
-
-    /// The asynchronous request: posts `msg` now, and the returned future resolves with the
-    /// process's answer (its handler's return value: see [`Answers`]). Await it in an `async`
-    /// handler, in tokio code, or on any executor; it never blocks a thread.
-    pub fn ask<M, R>(
-        &self,
-        msg: M,
-    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
-    where
-        P: Answers<M, Reply = R>,
-        M: Message,
-        R: Isolated,
-    {
-        self.ask_for(msg, None)
-    }
-
-    /// [`Addr::ask`] on behalf of `principal`: the group's admission predicate weighs the
-    /// request as that principal's work (see [`Addr::post_on_behalf`]).
-    pub fn ask_on_behalf<M, R>(
-        &self,
-        msg: M,
-        principal: &Principal,
-    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
-    where
-        P: Answers<M, Reply = R>,
-        M: Message,
-        R: Isolated,
-    {
-        self.ask_for(msg, Some(principal))
-    }
-
-    /// `ask`, the predicate seeing `principal` if one is given.
-    fn ask_for<M, R>(
-        &self,
-        msg: M,
-        principal: Option<&Principal>,
-    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
-    where
-        P: Answers<M, Reply = R>,
-        M: Message,
-        R: Isolated,
-    {
-        let (reply, pending) = reply_channel();
-        answer(
-            self.post_with(msg, principal, |msg| P::into_request(msg, reply)),
-            pending,
-        )
-    }
-
-    /// Sends a request built by `make` around a fresh reply handle, and blocks until the
-    /// process answers through it: for messages that carry their own [`ReplyTo`] (a handler
-    /// that answers later, or hands the request on). A handler that simply returns its answer
-    /// is called with [`Addr::call`].
-    ///
-    /// For code outside processes (tests, `main`, blocking threads). Inside a handler it
-    /// returns [`CallError::WouldBlockWorker`] instead of stalling a worker.
-    pub fn call_with<M, R>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, CallError<M>>
-    where
-        P: Handles<M>,
-        M: Message,
-        R: Isolated,
-    {
-        call(|m| self.post(m), make, None)
-    }
-
-    /// Like [`Addr::call_with`], giving up after `timeout` ([`CallError::Timeout`]).
-    pub fn call_with_timeout<M, R>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-        timeout: Duration,
-    ) -> Result<R, CallError<M>>
-    where
-        P: Handles<M>,
-        M: Message,
-        R: Isolated,
-    {
-        call(|m| self.post(m), make, Some(timeout))
-    }
-
-    /// The asynchronous [`Addr::call_with`]: posts now, and the returned future resolves with
-    /// the answer sent through the [`ReplyTo`]. Works on any executor (an `async` handler,
-    /// tokio, a hand-rolled `block_on`).
-    pub fn ask_with<M, R>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static
-    where
-        P: Handles<M>,
-        M: Message,
-        R: Isolated,
-    {
-        let (reply, pending) = reply_channel();
-        answer(self.post(make(reply)), pending)
-    }
-
     /// A type-erased handle that accepts `M`, for code that should not know the process type.
     pub fn recipient<M>(&self) -> Recipient<M>
     where
@@ -310,6 +143,85 @@ impl<P: Process> Addr<P> {
         Recipient::from(self.clone())
     }
 }
+
+impl<P, M> Deliver<M> for Addr<P>
+where
+    P: Handles<M>,
+    M: Message,
+{
+    type Error = PostError<M>;
+
+    /// Posts `msg`, weighed as `principal`'s work if one is given.
+    ///
+    /// On failure the message comes back: [`PostError::Terminated`] if the process has
+    /// terminated (or the runtime is shutting down and the caller is outside it),
+    /// [`PostError::Rejected`] if the group's message predicate turned it away (never for a
+    /// message that [bypasses admission](crate::Message::BYPASSES_ADMISSION)).
+    #[inline]
+    fn deliver(&self, msg: M, principal: Option<&Principal>) -> Result<(), PostError<M>> {
+        self.post_with(msg, principal, P::into_message)
+    }
+
+    fn default_timeout(&self) -> Option<Duration> {
+        self.cell.group.kernel.ask_timeout
+    }
+}
+
+/// `call` and `ask` take the plain message and answer with the handler's return value (see
+/// [`Answers`]).
+impl<P, M> Answering<M> for Addr<P>
+where
+    P: Answers<M>,
+    M: Message,
+{
+    type Reply = P::Reply;
+    type CallError = CallError<M>;
+    type Asking = Ask<P::Reply, M>;
+
+    fn call_for(
+        &self,
+        msg: M,
+        principal: Option<&Principal>,
+        timeout: Option<Duration>,
+    ) -> Result<P::Reply, CallError<M>> {
+        if on_worker_thread() {
+            return Err(CallError::WouldBlockWorker(msg));
+        }
+        let (reply, pending) = reply_channel();
+        self.post_with(msg, principal, |msg| P::into_request(msg, reply))
+            .map_err(CallError::Post)?;
+        pending.wait(timeout)
+    }
+
+    fn ask_for(
+        &self,
+        msg: M,
+        principal: Option<&Principal>,
+        timeout: Option<Duration>,
+    ) -> Ask<P::Reply, M> {
+        let (reply, pending) = reply_channel();
+        let posted = self.post_with(msg, principal, |msg| P::into_request(msg, reply));
+        Ask::new(posted, pending, timeout)
+    }
+}
+
+impl<M: Message> Deliver<M> for Recipient<M> {
+    type Error = PostError<M>;
+
+    /// Posts `msg` with the same guarantees and errors as an [`Addr`]'s post.
+    #[inline]
+    fn deliver(&self, msg: M, principal: Option<&Principal>) -> Result<(), PostError<M>> {
+        self.target.deliver_erased(msg, principal)
+    }
+
+    fn default_timeout(&self) -> Option<Duration> {
+        self.target.timeout()
+    }
+}
+
+impl<P: Process> Sender for Addr<P> {}
+
+impl<M: Message> Sender for Recipient<M> {}
 
 impl<P: Process> Clone for Addr<P> {
     fn clone(&self) -> Self {
@@ -345,37 +257,6 @@ pub struct Recipient<M> {
 }
 
 impl<M: Message> Recipient<M> {
-    /// Posts `msg`, with the same guarantees and errors as [`Addr::post`].
-    pub fn post(&self, msg: M) -> Result<(), PostError<M>> {
-        self.target.post_erased(msg)
-    }
-
-    /// Request/reply through a [`ReplyTo`] in the message, blocking: as [`Addr::call_with`].
-    pub fn call_with<R: Isolated>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-    ) -> Result<R, CallError<M>> {
-        call(|m| self.post(m), make, None)
-    }
-
-    /// Request/reply, blocking at most `timeout`: as [`Addr::call_with_timeout`].
-    pub fn call_with_timeout<R: Isolated>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-        timeout: Duration,
-    ) -> Result<R, CallError<M>> {
-        call(|m| self.post(m), make, Some(timeout))
-    }
-
-    /// Request/reply, asynchronous: as [`Addr::ask_with`].
-    pub fn ask_with<R: Isolated>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static {
-        let (reply, pending) = reply_channel();
-        answer(self.post(make(reply)), pending)
-    }
-
     /// The receiving process's id.
     pub fn id(&self) -> ProcessId {
         self.target.target_id()
@@ -414,8 +295,9 @@ where
 }
 
 trait PostTarget<M>: Send + Sync {
-    fn post_erased(&self, msg: M) -> Result<(), PostError<M>>;
+    fn deliver_erased(&self, msg: M, principal: Option<&Principal>) -> Result<(), PostError<M>>;
     fn target_id(&self) -> ProcessId;
+    fn timeout(&self) -> Option<Duration>;
 }
 
 impl<P, M> PostTarget<M> for Addr<P>
@@ -423,12 +305,16 @@ where
     P: Handles<M>,
     M: Message,
 {
-    fn post_erased(&self, msg: M) -> Result<(), PostError<M>> {
-        self.post(msg)
+    fn deliver_erased(&self, msg: M, principal: Option<&Principal>) -> Result<(), PostError<M>> {
+        self.deliver(msg, principal)
     }
 
     fn target_id(&self) -> ProcessId {
         self.id()
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.default_timeout()
     }
 }
 
@@ -442,34 +328,6 @@ impl<P: Process> crate::isolation::Reply for Addr<P> {}
 unsafe impl<M: Message> Isolated for Recipient<M> {}
 impl<M: Message> crate::isolation::Reply for Recipient<M> {}
 
-/// The blocking request/reply behind [`Addr::call`] and [`Recipient::call`]: builds the request
-/// around a fresh reply handle, posts it with `post`, waits for the answer.
-fn call<M: Message, R: Isolated>(
-    post: impl FnOnce(M) -> Result<(), PostError<M>>,
-    make: impl FnOnce(ReplyTo<R>) -> M,
-    timeout: Option<Duration>,
-) -> Result<R, CallError<M>> {
-    let (reply, pending) = reply_channel();
-    let request = make(reply);
-    if on_worker_thread() {
-        return Err(CallError::WouldBlockWorker(request));
-    }
-    post(request).map_err(CallError::Post)?;
-    pending.wait(timeout)
-}
-
-/// The answer to an asynchronous request ([`Addr::ask`], [`Recipient::ask`]) whose post
-/// returned `posted`.
-async fn answer<M: Message, R: Isolated>(
-    posted: Result<(), PostError<M>>,
-    pending: Pending<R>,
-) -> Result<R, CallError<M>> {
-    match posted {
-        Err(e) => Err(CallError::Post(e)),
-        Ok(()) => pending.await.map_err(|_| CallError::NoReply),
-    }
-}
-
 /// An address is what the name registry holds (`group/names.rs`).
 impl<P: Process> Holder for Addr<P> {
     fn id(&self) -> ProcessId {
@@ -482,5 +340,53 @@ impl<P: Process> Holder for Addr<P> {
 
     fn as_any(&self) -> &dyn std::any::Any {
         self
+    }
+}
+
+/// Never implemented: the bound that makes serializing an [`Addr`] or a [`Recipient`] (a
+/// remote message holding one) a compile error saying what to send instead. An address is a
+/// pointer into this runtime; another node cannot use it.
+#[cfg(feature = "serde")]
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "a process address (`Addr`, `Recipient`) cannot be sent to another node: it points into this runtime",
+    label = "a message for another node holds a local process address",
+    note = "send the process's cluster-wide `whirl_dist::Pid` instead: `node.export(&addr).accept::<M>().build()?` gives one, and the receiving node makes an address of it with `node.remote::<M>(pid)`"
+)]
+pub trait LocalOnly {}
+
+#[cfg(feature = "serde")]
+impl<P: Process + LocalOnly> serde::Serialize for Addr<P> {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom(
+            "a process address cannot be serialized",
+        ))
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de, P: Process + LocalOnly> serde::Deserialize<'de> for Addr<P> {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "a process address cannot be deserialized",
+        ))
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<M: Message + LocalOnly> serde::Serialize for Recipient<M> {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom(
+            "a process address cannot be serialized",
+        ))
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de, M: Message + LocalOnly> serde::Deserialize<'de> for Recipient<M> {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "a process address cannot be deserialized",
+        ))
     }
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::addr::Addr;
-use super::error::SpawnError;
+
 use super::model::{Ctx, HandlerFuture, Handles, PendingHandler, Process, ProcessCell, Watcher};
-use super::spawn::{spawn, try_spawn, Placement};
+use super::spawn::Spawner;
 use crate::control::RuntimeStats;
 use crate::group::{observe, Group, Recorder};
 use crate::isolation::Message;
@@ -75,7 +75,7 @@ impl<P: Process> Ctx<P> {
     ///
     /// # Safety
     ///
-    /// The caller is `Process::handle`, about to return: `future` may borrow the process state
+    /// The caller is `Process::handle` or `Process::started`, about to return: `future` may borrow the process state
     /// `handle` was given and nothing else that `handle` borrows. The runtime keeps the future
     /// next to that state and drops it before the state is used in any other way (I13).
     #[doc(hidden)]
@@ -156,38 +156,16 @@ impl<P: Process> Ctx<P> {
     }
 
     /// Spawns a child in the group it declares ([`Process::GROUP`]), or else in this process's
-    /// group; it inherits this process's principal.
+    /// group; it inherits this process's principal. The shorthand of
+    /// [`spawner`](Self::spawner) with no options.
     pub fn spawn<Q: Process>(&self, state: Q) -> Addr<Q> {
-        let placement = Placement::Default(&self.cell.group);
-        spawn(placement, state, self.cell.principal.clone())
+        self.spawner().spawn(state)
     }
 
-    /// Spawns a child in another group; it inherits this process's principal.
-    pub fn spawn_in<Q: Process>(&self, group: &Group, state: Q) -> Addr<Q> {
-        let placement = Placement::Explicit(group.shared());
-        spawn(placement, state, self.cell.principal.clone())
-    }
-
-    /// Like [`Ctx::spawn`], but a child that cannot run where it was asked to is not created:
-    /// the error says why and hands its state back (see [`Runtime::try_spawn`](crate::Runtime::try_spawn)).
-    pub fn try_spawn<Q: Process>(&self, state: Q) -> Result<Addr<Q>, SpawnError<Q>> {
-        let placement = Placement::Default(&self.cell.group);
-        try_spawn(placement, state, self.cell.principal.clone())
-    }
-
-    /// Like [`Ctx::spawn_in`], refusing as [`Ctx::try_spawn`] does.
-    pub fn try_spawn_in<Q: Process>(
-        &self,
-        group: &Group,
-        state: Q,
-    ) -> Result<Addr<Q>, SpawnError<Q>> {
-        let placement = Placement::Explicit(group.shared());
-        try_spawn(placement, state, self.cell.principal.clone())
-    }
-
-    /// Spawns a child serving `principal` instead of this process's.
-    pub fn spawn_for<Q: Process>(&self, group: &Group, principal: Principal, state: Q) -> Addr<Q> {
-        spawn(Placement::Explicit(group.shared()), state, Some(principal))
+    /// A [`Spawner`] for a child: by default in the group it declares or this process's, on
+    /// behalf of this process's principal.
+    pub fn spawner(&self) -> Spawner<'_> {
+        Spawner::new(&self.cell.group, None, self.cell.principal.clone())
     }
 
     /// Runs `acquire` (taking a lock on state this process shares, in a

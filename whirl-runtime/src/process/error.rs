@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::isolation::Isolated;
+use crate::lifecycle::Unanswered;
 
 /// Why a post failed. The message comes back inside, so nothing is lost.
 #[derive(PartialEq, Eq, thiserror::Error)]
@@ -62,9 +63,9 @@ pub enum CallError<M> {
     /// The request could not be posted; it comes back inside.
     #[error("the request could not be posted: {0}")]
     Post(PostError<M>),
-    /// The process dropped the reply handle (or terminated) without answering.
-    #[error("the process dropped the reply handle without answering")]
-    NoReply,
+    /// The request was delivered, but no answer will come; the reason says why.
+    #[error("no answer will come: {0}")]
+    NoReply(Unanswered),
     /// No answer arrived within the time limit.
     #[error("no reply arrived within the time limit")]
     Timeout,
@@ -78,7 +79,7 @@ impl<M> fmt::Debug for CallError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallError::Post(e) => write!(f, "Post({e:?})"),
-            CallError::NoReply => f.write_str("NoReply"),
+            CallError::NoReply(why) => write!(f, "NoReply({why:?})"),
             CallError::Timeout => f.write_str("Timeout"),
             CallError::WouldBlockWorker(_) => {
                 write!(f, "WouldBlockWorker({})", std::any::type_name::<M>())
@@ -137,8 +138,8 @@ pub enum SpawnRefusal {
     ShutDown,
 }
 
-/// A refused spawn ([`Runtime::try_spawn`](crate::Runtime::try_spawn) and friends): why, and
-/// the process's state, handed back untouched.
+/// A refused spawn ([`Spawner::try_spawn`](crate::Spawner::try_spawn)): why, and the process's
+/// state, handed back untouched.
 #[derive(thiserror::Error)]
 #[error("{refusal}")]
 pub struct SpawnError<P> {

@@ -111,7 +111,10 @@ impl<P: Process> Addr<P> {
     /// refusing it now would have nobody to give it back to); it fails only if the process
     /// has terminated ([`PostError::Terminated`], the message back).
     ///
+    /// Migration plumbing, for whirl-dist: hidden from the docs.
+    ///
     /// [`PostError::Terminated`]: crate::PostError::Terminated
+    #[doc(hidden)]
     pub fn post_moved<M>(&self, msg: M) -> Result<(), crate::PostError<M>>
     where
         P: crate::Handles<M>,
@@ -132,7 +135,9 @@ impl<P: Process> Addr<P> {
 
     /// Gives a message handed over with this (ended) process, which cannot follow it where it
     /// went, to the runtime's dead-letter sink, as a dead letter of this process: counted as
-    /// dead-lettered instead of moved, so the accounting identity still holds.
+    /// dead-lettered instead of moved, so the accounting identity still holds. Migration
+    /// plumbing, for whirl-dist: hidden from the docs.
+    #[doc(hidden)]
     pub fn dead_letter_moved(&self, message: QueuedMessage) {
         let cell = self.cell();
         cell.group.counters.add(Event::DeadLettered, 1);

@@ -1,7 +1,7 @@
 //! The scheduling state machine of one process: its inbox plus an atomic word that says who
 //! may run it.
 //!
-//! The word holds six bits:
+//! The word holds seven bits:
 //!
 //! * `SCHEDULED` — the *token*. Whoever sets it (from clear) owns the process: it alone pops
 //!   the inbox and touches the process state, until it clears the bit again. A process is
@@ -30,9 +30,14 @@
 //! The protocol that guarantees no message is stranded: a producer pushes, *then* looks at the
 //! token and takes it if it is free; a token holder that runs out of messages clears the
 //! token, *then* looks at the inbox once more and takes the token back if it is not empty.
-//! `SeqCst` fences between each party's write and read ensure one of the two always sees the
-//! other's write.
-//! `loom_tests.rs` checks this exhaustively.
+//! Each party's write and the read after it are `SeqCst` operations (the producer's reserving
+//! compare-exchange on the inbox's tail and its load of this word; the holder's read-modify-write
+//! of this word and its load of the tail), and C++20's single order of `SeqCst` operations then
+//! ensures one of the two always sees the other's write, with no fence on either side
+//! (`Mailbox::release` says why). The loom build adds a fence on each side, because loom models
+//! `SeqCst` accesses as acquire and release ones. Closing a moved mailbox and draining a closed
+//! one do execute a `SeqCst` fence (`Mailbox::close_moved`, `Mailbox::drain_closed`).
+//! `src/loom_tests.rs` checks this exhaustively.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, SeqCst};
 
@@ -171,13 +176,13 @@ impl<T> Mailbox<T> {
         // The token looks held, so its holder will see the message. A plain load instead of a
         // read-modify-write keeps a busy process's state word from being written on every
         // post. This is the store-buffering pattern: we write the tail, then read the state;
-        // the holder in `release` writes the state, fences, then reads the tail, and one of us
-        // must see the other's write. Our side needs no fence: the tail's reserving
-        // compare-exchange and this load are both `SeqCst`, and C++20's rules for the single
-        // order S ([atomics.order]/4.2 and 4.3, which Rust follows) then forbid both reads
-        // being stale: our load reading before the holder's write puts it before the holder's
-        // fence in S, and the holder's read missing our tail puts that fence before our
-        // compare-exchange, which precedes our load. On x86 the compare-exchange is a locked
+        // the holder in `release` writes the state, then reads the tail, and one of us must see
+        // the other's write. Neither side needs a fence: all four accesses are `SeqCst` (here
+        // the tail's reserving compare-exchange and this load; in `release` the read-modify-write
+        // of the state and the load of the tail), and C++20's rules for the single order S
+        // ([atomics.order]/4.1, which Rust follows) then forbid both reads being stale: a read
+        // that misses a write precedes that write in S, and each side's write precedes its own
+        // read in S, so two stale reads would form a cycle. On x86 the compare-exchange is a locked
         // instruction whatever its ordering and a `SeqCst` load a plain load, so a post to a
         // running process executes no fence at all (it was an `mfence` per post). loom models
         // `SeqCst` loads as acquire loads, so under loom this side keeps the fence, which is
@@ -344,7 +349,8 @@ impl<T> Mailbox<T> {
     pub(crate) unsafe fn close_moved(&self) {
         self.state.fetch_or(CLOSED | MOVED, AcqRel);
         // The store-buffering pattern again, against `push`: we write the state, fence, then
-        // pop; a producer writes the tail, fences, then reads the state. One of us sees the
+        // pop; a producer writes the tail, then reads the state, both `SeqCst` (with a fence
+        // between them only under loom). By [atomics.order]/4.2 and 4.3 one of us sees the
         // other: either our pops find its message, or it sees `MOVED` and waits until its
         // message has been passed on (`AfterPush::Moved`). Either way, once its post returns,
         // the message is on its way to the new cell, not left behind for a later drain.

@@ -9,7 +9,9 @@
 //!   [`Handles`], [`Answers`], [`Ctx`] and the cell the runtime keeps.
 //! * `cell.rs`: the post side — delivering, scheduling, monitors, dead letters.
 //! * `error.rs`, `reply.rs`: what a post or a call returns; one-shot reply channels.
-//! * `addr.rs`: [`Addr`] and [`Recipient`], how anyone posts and calls.
+//! * `request.rs`: [`Sender`], [`Deliver`], [`Answering`] and the [`Request`] builder: one way to send,
+//!   with every option, to any kind of address.
+//! * `addr.rs`: [`Addr`] and [`Recipient`], the local addresses.
 //! * `turn.rs`: running a turn and terminating; where a cell becomes a group's task.
 //! * `spawn.rs`: creating processes and placing them in groups.
 //! * `ctx.rs`: what a handler can do.
@@ -28,6 +30,7 @@ mod mailbox;
 mod model;
 mod relocate;
 mod reply;
+mod request;
 mod spawn;
 mod turn;
 mod watch;
@@ -40,11 +43,12 @@ pub use model::HandlerFuture;
 pub(crate) use model::OnExit;
 pub use model::{Answers, Ctx, Handles, Process};
 pub(crate) use model::{OnStarted, Watcher};
-pub(crate) use reply::reply_channel;
 pub use reply::ReplyTo;
 #[doc(hidden)]
 pub use reply::{answer, into_handler_result, HandlerOutput};
-pub(crate) use spawn::{spawn, spawn_watched, spawn_with_exit_hook, try_spawn, Placement};
+pub use request::{Answering, Ask, Deliver, Plain, Request, Sender, WithReply, DEFAULT_TIMEOUT};
+pub use spawn::Spawner;
+pub(crate) use spawn::{spawn_watched, spawn_with_exit_hook, Placement};
 pub use watch::Watch;
 
 #[cfg(loom)]

@@ -44,6 +44,7 @@ use crate::sync::UnsafeCell;
 /// sequential, lock-free handling is gone.
 ///
 /// ```
+/// use whirl::request::Sender as _;
 /// use whirl::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime};
 ///
 /// struct Counter { total: u64 }
@@ -89,6 +90,10 @@ pub unsafe trait Process: Sized + Send + 'static {
     fn handle(&mut self, msg: Self::Message, ctx: &mut Ctx<Self>) -> Result<(), Failure>;
 
     /// Runs once, on a worker, before the first message. Returning `Err` fails the process.
+    ///
+    /// It may suspend as an async handler does (`#[started] async fn` makes it do so): the
+    /// future it hands over is the process's first turn, polled before any message, and the
+    /// start is done when it completes; its failure fails the process as an `Err` here would.
     fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
         let _ = ctx;
         Ok(())
@@ -137,9 +142,9 @@ pub unsafe trait Process: Sized + Send + 'static {
 /// "Process `Self` has a handler for messages of type `M`": how `M` becomes a
 /// `Self::Message`.
 ///
-/// `M` must be a [`Message`](crate::Message), so everything a process receives is
-/// [`Isolated`](crate::Isolated). It is safe to implement: the `unsafe impl Process` it requires carries the isolation
-/// promise, and `M` is `Isolated` by its bound.
+/// `M` must be a [`Message`], so everything a process receives is [`Isolated`](crate::Isolated).
+/// It is safe to implement: the `unsafe impl Process` it requires carries the isolation promise,
+/// and `M` is `Isolated` by its bound.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` has no handler for `{M}`",
     label = "`{Self}` cannot receive `{M}`",
@@ -150,13 +155,12 @@ pub trait Handles<M: Message>: Process {
     fn into_message(msg: M) -> Self::Message;
 
     /// Whether posting `M` skips the group's admission control. `#[process]` forwards
-    /// [`Message::BYPASSES_ADMISSION`](crate::Message::BYPASSES_ADMISSION); the default is
-    /// `false`.
+    /// [`Message::BYPASSES_ADMISSION`]; the default is `false`.
     const BYPASSES_ADMISSION: bool = false;
 
     /// The estimated cost of handling `msg`, seen by the group's message predicate
     /// ([`Offer::cost`](crate::admission::Offer::cost)). `#[process]` forwards
-    /// [`Message::cost`](crate::Message::cost); the default is 1.
+    /// [`Message::cost`]; the default is 1.
     fn cost(msg: &M) -> u64 {
         let _ = msg;
         1
@@ -164,16 +168,16 @@ pub trait Handles<M: Message>: Process {
 }
 
 /// "Process `Self` answers `M` with a [`Self::Reply`](Answers::Reply)": its handler for `M`
-/// returns a value, and that value is the reply to [`Addr::ask`](crate::Addr::ask) and
-/// [`Addr::call`](crate::Addr::call).
+/// returns a value, and that value is the reply to [`call`](crate::request::Sender::call) and
+/// [`ask`](crate::request::Sender::ask) on an [`Addr`](crate::Addr).
 ///
 /// `#[process]` implements it for every handler that returns something other than `()`: a
 /// [`Reply`](crate::Reply) `T` answers `T`, and `Result<T, E>` answers `T` (an `Err` fails the
 /// process, and the caller gets [`CallError::NoReply`](crate::CallError::NoReply)).
 #[diagnostic::on_unimplemented(
     message = "`{Self}` does not answer this message: its handler returns nothing",
-    label = "`call`, `call_timeout` and `ask` need a handler that returns the answer",
-    note = "make the message's `#[handle]` method in `{Self}` return the answer (`-> u64`, `-> Result<u64, Failure>`...), or put a `ReplyTo` in the message and use `ask_with`/`call_with`"
+    label = "`call` and `ask` with a plain message need a handler that returns the answer",
+    note = "make the message's `#[handle]` method in `{Self}` return the answer (`-> u64`, `-> Result<u64, Failure>`...), or put a `ReplyTo` in the message and send it with `request_with(|reply| ...)`"
 )]
 pub trait Answers<M: Message>: Handles<M> {
     /// The value the handler answers with.
@@ -230,6 +234,9 @@ pub(super) struct Suspended {
     pub(super) since: Instant,
     /// Wakes the process: its cell, as a [`std::task::Wake`].
     pub(super) waker: std::task::Waker,
+    /// Whether this is the `started` hook's future rather than a handler's: it has no message,
+    /// and its completion is the process's start.
+    pub(super) starting: bool,
 }
 
 // SAFETY: a `Ctx` is handed to user code only by `&mut`, on the thread running the turn, so a

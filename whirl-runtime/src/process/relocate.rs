@@ -21,8 +21,8 @@
 //! whatever is still queued there, so a message sent before it, which may still be in the old
 //! inbox, is passed on first; and a sender whose message slipped into the old inbox while the
 //! mover held the token waits (yielding) until it has been passed on
-//! ([`AfterPush::Moved`](super::mailbox::AfterPush::Moved)). Forwarding costs a stale address
-//! a few atomic operations per post; the new address ([`Addr::current`]) costs nothing extra.
+//! ([`AfterPush::Moved`]). Forwarding costs a stale address a few atomic operations per post;
+//! the new address ([`Addr::current`]) costs nothing extra.
 //!
 //! Accounting: the messages passed on count as `moved` in the group left and as `posted` in
 //! the group joined, and the process as `terminated` in one and `spawned` in the other, so

@@ -1,8 +1,6 @@
 //! One-shot reply handles for request/reply between code outside the runtime and processes.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -12,11 +10,12 @@ use parking_lot::{Condvar, Mutex};
 use super::error::CallError;
 use crate::isolation::{Isolated, Reply};
 use crate::lifecycle::Failure;
+use crate::lifecycle::{unanswered_now, Unanswered};
 
 enum State<T> {
     Waiting(Option<Waker>),
     Answered(T),
-    Dropped,
+    Dropped(Unanswered),
     /// The outcome was collected, or the caller stopped waiting.
     Taken,
 }
@@ -44,7 +43,7 @@ impl<T> Slot<T> {
 }
 
 /// The answering side of a request: send one value, once. Dropping it unanswered tells the
-/// caller [`CallError::NoReply`].
+/// caller [`CallError::NoReply`], with the reason ([`Unanswered`]).
 pub struct ReplyTo<T> {
     slot: Option<Arc<Slot<T>>>,
 }
@@ -78,10 +77,24 @@ impl<T> ReplyTo<T> {
     }
 }
 
+impl<T> ReplyTo<T> {
+    /// Tells the caller that no answer will come, and why.
+    pub(crate) fn refuse(mut self, why: Unanswered) {
+        if let Some(slot) = self.slot.take() {
+            let _ = slot.complete(State::Dropped(why));
+        }
+    }
+}
+
 impl<T> Drop for ReplyTo<T> {
+    /// Unanswered: the caller gets [`CallError::NoReply`] with why. A handle dropped while its
+    /// handler panics says [`Unanswered::HandlerFailed`]; one the runtime drops for a known
+    /// reason (with the dead letters of a terminated process, at shutdown) says that reason
+    /// ([`Unanswered::Terminated`], [`Unanswered::ShutDown`]); any other was dropped by whoever
+    /// held it ([`Unanswered::Dropped`]).
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
-            let _ = slot.complete(State::Dropped);
+            let _ = slot.complete(State::Dropped(unanswered_now()));
         }
     }
 }
@@ -114,7 +127,8 @@ impl<T> Pending<T> {
     fn take_outcome<M>(state: &mut State<T>) -> Option<Result<T, CallError<M>>> {
         match std::mem::replace(state, State::Taken) {
             State::Answered(v) => Some(Ok(v)),
-            State::Dropped | State::Taken => Some(Err(CallError::NoReply)),
+            State::Dropped(why) => Some(Err(CallError::NoReply(why))),
+            State::Taken => Some(Err(CallError::NoReply(Unanswered::Dropped))),
             waiting @ State::Waiting(_) => {
                 *state = waiting;
                 None
@@ -152,10 +166,12 @@ impl<T> Drop for Pending<T> {
     }
 }
 
-impl<T> Future for Pending<T> {
-    type Output = Result<T, CallError<()>>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+impl<T> Pending<T> {
+    /// The outcome, if it has come; else registers `cx`'s waker for it.
+    pub(crate) fn poll_outcome<M>(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<T, CallError<M>>> {
         let mut state = self.slot.state.lock();
         if let Some(outcome) = Self::take_outcome(&mut state) {
             return Poll::Ready(outcome);
@@ -229,8 +245,8 @@ impl<T: Reply> HandlerOutput for T {
 }
 
 /// Sends a handler's answer to whoever asked (nobody, for a message that was posted) and
-/// turns its result into what `Process::handle` returns. On a failure the handle is dropped:
-/// the caller gets [`CallError::NoReply`].
+/// turns its result into what `Process::handle` returns. On a failure the caller gets
+/// [`CallError::NoReply`] with [`Unanswered::HandlerFailed`].
 #[doc(hidden)]
 #[inline]
 pub fn answer<O: HandlerOutput>(output: O, reply: ReplyTo<O::Reply>) -> Result<(), Failure>
@@ -238,7 +254,13 @@ where
     O::Reply: Isolated,
     O::Error: Into<Failure>,
 {
-    let value = output.into_outcome().map_err(Into::into)?;
+    let value = match output.into_outcome() {
+        Ok(value) => value,
+        Err(e) => {
+            reply.refuse(Unanswered::HandlerFailed);
+            return Err(e.into());
+        }
+    };
     if reply.slot.is_some() {
         // A caller that stopped waiting gets nothing; the handler's work is done either way.
         let _ = reply.send(value);

@@ -163,19 +163,101 @@ fn start<P: Process>(
     Addr::from_cell(cell)
 }
 
+/// How to spawn a process: where, and for whom. Made by
+/// [`Runtime::spawner`](crate::Runtime::spawner), [`Ctx::spawner`](crate::Ctx::spawner) and
+/// [`Group::spawner`](crate::Group::spawner); `spawn` on each is the shorthand with no options.
+///
+/// ```
+/// # use whirl::prelude::*;
+/// # #[process] struct Worker;
+/// # #[process] impl Worker {}
+/// let rt = Runtime::new();
+/// let io = rt.group("io").threads(1).build()?;
+/// let worker = rt
+///     .spawner()
+///     .group(&io)                          // else the group the process declares, or the default
+///     .principal(Principal::builder(7).build().expect("a valid principal")) // else none (a `Ctx`'s: its own)
+///     .spawn(Worker);
+/// # drop(worker);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use = "a spawner does nothing until `spawn` or `try_spawn` is called"]
+pub struct Spawner<'a> {
+    /// Where a process goes if no group is given and it declares none.
+    home: &'a Arc<GroupShared>,
+    group: Option<&'a Arc<GroupShared>>,
+    principal: Option<Principal>,
+}
+
+impl<'a> Spawner<'a> {
+    pub(crate) fn new(
+        home: &'a Arc<GroupShared>,
+        group: Option<&'a Arc<GroupShared>>,
+        principal: Option<Principal>,
+    ) -> Self {
+        Spawner {
+            home,
+            group,
+            principal,
+        }
+    }
+
+    /// Runs the process in `group`, whatever group it declares ([`Process::GROUP`]).
+    pub fn group(mut self, group: &'a crate::Group) -> Self {
+        self.group = Some(group.shared());
+        self
+    }
+
+    /// Runs the process on behalf of `principal` (instead of none, or of the spawning
+    /// process's own).
+    pub fn principal(mut self, principal: Principal) -> Self {
+        self.principal = Some(principal);
+        self
+    }
+
+    fn placement(&self) -> Placement<'a> {
+        match self.group {
+            Some(group) => Placement::Explicit(group),
+            None => Placement::Default(self.home),
+        }
+    }
+
+    /// Spawns `state` as a process. It runs its `started` hook on a worker straight away, then
+    /// handles messages. A process that cannot run where it was asked to (its declared group
+    /// does not exist, it shares state outside a group that allows it, the runtime has shut
+    /// down) is terminated at once with a failure saying why: its monitors and the failure
+    /// hook see it.
+    pub fn spawn<P: Process>(self, state: P) -> Addr<P> {
+        spawn(self.placement(), state, self.principal)
+    }
+
+    /// Like [`spawn`](Self::spawn), but a process that cannot run where it was asked to is
+    /// not created: the error says why and hands the state back.
+    pub fn try_spawn<P: Process>(self, state: P) -> Result<Addr<P>, SpawnError<P>> {
+        try_spawn(self.placement(), state, self.principal)
+    }
+}
+
+impl std::fmt::Debug for Spawner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Spawner")
+            .field("group", &self.group.map(|g| &g.name))
+            .field("principal", &self.principal)
+            .finish()
+    }
+}
+
 /// Spawning from a group handle, for code that holds a [`Group`](crate::Group) but not the
 /// runtime: a factory that remote nodes call, a router growing its pool. (Defined here, in the
 /// process layer, because the group layer below does not know processes.)
 impl crate::Group {
-    /// Spawns a process in this group: [`Runtime::spawn_in`](crate::Runtime::spawn_in) with
-    /// this group.
+    /// Spawns a process in this group (the shorthand of [`spawner`](Self::spawner)).
     pub fn spawn<P: Process>(&self, state: P) -> Addr<P> {
-        spawn(Placement::Explicit(self.shared()), state, None)
+        self.spawner().spawn(state)
     }
 
-    /// Spawns a process in this group, serving `principal`:
-    /// [`Runtime::spawn_for`](crate::Runtime::spawn_for) with this group.
-    pub fn spawn_for<P: Process>(&self, principal: Principal, state: P) -> Addr<P> {
-        spawn(Placement::Explicit(self.shared()), state, Some(principal))
+    /// A [`Spawner`] placing processes in this group.
+    pub fn spawner(&self) -> Spawner<'_> {
+        Spawner::new(self.shared(), Some(self.shared()), None)
     }
 }

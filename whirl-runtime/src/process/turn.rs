@@ -5,17 +5,21 @@
 //! A turn reports into the [`Recorder`] its worker lent it — the probe that says what runs, the
 //! statistics of sampled turns — and never calls back into the worker.
 
+use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
+use super::inbox::Cursor;
 use super::mailbox::{AfterRelease, Mailbox, Suspend};
-use super::model::{Body, Ctx, Process, ProcessCell, Suspended, Watcher};
+use super::model::{Body, Ctx, PendingHandler, Process, ProcessCell, Suspended, Watcher};
 use crate::control::Event;
 use crate::group::{observe, GroupShared, Kernel, MoveError, Recorder, Runnable, Task, TurnProbe};
 use crate::lifecycle::failures::{self, FailureReport};
-use crate::lifecycle::{Down, ExitReason, Failure, FailureKind, ProcessId};
+use crate::lifecycle::{
+    unanswered_because, Down, ExitReason, Failure, FailureKind, ProcessId, Unanswered,
+};
 use crate::principal::Principal;
 
 /// How many times a turn that ran dry polls its inbox before giving the token back, when its
@@ -23,11 +27,419 @@ use crate::principal::Principal;
 ///
 /// Yielding, not spinning: on a machine whose cores are shared with the senders (or a load
 /// generator), a spinning consumer takes the time the sender needs. Alternating runs of
-/// `cargo run --release -p examples --bin bench -- --profile counting whirl` gave 27-32 M/s
+/// `cargo run --release -p bench --bin bench -- --profile counting whirl` gave 27-32 M/s
 /// without lingering, 42-44 M/s spinning with backoff, 39-41 M/s yielding; a single-connection
 /// `wrk` against `iris_http` lost 15% of its requests per second with the spinning version and
 /// none with the yielding one.
 const LINGER_ROUNDS: u32 = 4;
+
+/// One turn in progress: its state and its steps, from [`Turn::begin`] to [`Turn::end`].
+///
+/// The steps, in order: [`Turn::start`] (a kill or move request, the `started` hook on the
+/// first turn), then [`Turn::run`]: a suspended async handler first ([`Turn::poll_suspended`]),
+/// then queued messages up to the budget ([`Turn::handle_queued`], each handler through
+/// [`Turn::handle_one`], an async one started by [`Turn::suspend_or_finish`]), then, if the
+/// inbox ran dry, a short wait for more ([`Turn::linger`]). [`Turn::end`] closes the turn's
+/// instruments and sums it up in an [`Outcome`], which [`ProcessCell::after_turn`] acts on.
+///
+/// The turn is the hot path (post → schedule → handle; `whirl/benches/hot_paths.rs` measures
+/// it), and a `Turn` compiles to what the single function the turn used to be compiled to,
+/// its fields kept in registers as that function's locals were, as long as the compiler can
+/// split it into its fields, which it cannot once the address of a `Turn` or of one of its
+/// fields reaches code that is not inlined. Hence three rules:
+///
+/// * the steps are `#[inline(always)]`;
+/// * what must be dropped (the context with its `Arc` to the cell, the inbox's cursor, the
+///   exit reason) is `run_turn`'s, lent to the turn by `&mut`, so a `Turn` has no drop glue
+///   for an unwinding path to call on it;
+/// * a field is never lent by `&mut` to a function of the cell: it is lent as a copy, copied
+///   back after ([`Turn::take_request`]).
+///
+/// (Measured with callgrind on a stream of posts to one process: a `Turn` that owned the
+/// context and the cursor, or that lent its counters by `&mut`, ran 4 to 6% more instructions
+/// per message than the single function; this one runs within 4%, the difference being
+/// register moves, and is as fast in `hot_paths`.)
+struct Turn<'t, 'c, P: Process, const SAMPLED: bool> {
+    /// The handlers' context (it holds the turn's `Arc` to the cell).
+    ctx: &'t mut Ctx<P>,
+    /// The cell, borrowed from `ctx`'s `Arc` (see `run_turn`).
+    cell: &'c ProcessCell<P>,
+    /// The body, reached field by field (see `Body`). We hold the token, so no other thread
+    /// touches it until we release it or park the process (I9).
+    body: *mut Body<P>,
+    /// The inbox, read as its only consumer (we hold the token).
+    inbox: &'t mut Cursor<'c, P::Message>,
+    /// The cursor's tail re-reads seen so far: a new one is a chance to look for a kill.
+    refreshes: u32,
+    recorder: &'t Recorder,
+    probe: &'t TurnProbe,
+    /// Whether a subscriber wants the turn's `tracing` span (opened in `begin`).
+    spans: bool,
+    budget: usize,
+    /// `handled` is normally counted once per turn. A group with admission control counts
+    /// each message as it is done, so that predicates reading the queue length see it
+    /// exactly, not up to a turn's worth of messages too long.
+    count_each: bool,
+    observes: bool,
+    /// The exit the turn has come to, if any.
+    exit: &'t mut Option<ExitReason>,
+    /// Whether the process is to move to another group at the next message boundary
+    /// (`relocate.rs`).
+    moving: bool,
+    /// Whether the turn ends with an async handler still pending.
+    waiting: bool,
+    handled: usize,
+    /// Activations consumed by this turn (runs without a message: the start, a request).
+    consumed_activations: u64,
+}
+
+/// How a turn ended (with its exit, if any), for [`ProcessCell::after_turn`].
+struct Outcome {
+    moving: bool,
+    waiting: bool,
+    handled: usize,
+    /// Whether a full budget left messages queued.
+    more: bool,
+    count_each: bool,
+    consumed_activations: u64,
+}
+
+impl<'t, 'c, P: Process, const SAMPLED: bool> Turn<'t, 'c, P, SAMPLED> {
+    /// Opens the turn over `run_turn`'s context, cursor and exit: the probe, the span.
+    #[inline(always)]
+    fn begin(
+        ctx: &'t mut Ctx<P>,
+        cell: &'c ProcessCell<P>,
+        inbox: &'t mut Cursor<'c, P::Message>,
+        exit: &'t mut Option<ExitReason>,
+        recorder: &'t Recorder,
+    ) -> Self {
+        let body: *mut Body<P> = cell.body.with_mut(|b| b);
+        // Read the tail once up front, so the first pop does not trigger a second kill check.
+        let _ = inbox.has_messages();
+        let refreshes = inbox.refreshes();
+        // The process's message type, until a handler says which one it handles.
+        let probe = recorder.probe();
+        probe.begin(cell.id, std::any::type_name::<P::Message>);
+        // One span per turn, at TRACE. Whether a subscriber wants TRACE is looked up by the
+        // worker once every 64 turns; the turn reads its worker's flag, and the span is built
+        // and kept out of line (in the recorder), so without such a subscriber a turn pays
+        // one load and a branch at each end.
+        let spans = recorder.spans();
+        if spans {
+            open_turn_span::<P>(recorder, cell);
+        }
+        Turn {
+            ctx,
+            cell,
+            body,
+            inbox,
+            refreshes,
+            recorder,
+            probe,
+            spans,
+            budget: cell.group.budget(),
+            count_each: cell.group.predicate().is_some(),
+            observes: cell.group.observes(),
+            exit,
+            moving: false,
+            waiting: false,
+            handled: 0,
+            consumed_activations: 0,
+        }
+    }
+
+    /// Before any message: a kill or move request already made; then, on the process's first
+    /// turn, its `started` hook (the start counted as an activation at spawn is consumed).
+    #[inline(always)]
+    fn start(&mut self) {
+        *self.exit = self.take_request();
+        if self.cell.mailbox.first_turn() {
+            if self.exit.is_none() {
+                self.run_started_hook();
+            } else {
+                self.consumed_activations += 1;
+            }
+        }
+    }
+
+    /// The `started` hook, panics contained. A hook that suspended (`#[started] async fn`)
+    /// is not done yet: its future is kept as a suspended handler's is, and polled first by
+    /// [`Turn::poll_suspended`], before any message; the start is done when it completes.
+    #[inline(always)]
+    fn run_started_hook(&mut self) {
+        // SAFETY: the token is ours (I9); the reference covers only `state` and ends with
+        // the hook.
+        *self.exit = invoke(unsafe { &mut (*self.body).state }, self.ctx, |p, ctx| {
+            p.started(ctx)
+        });
+        self.moving |= std::mem::take(&mut self.ctx.moving);
+        // A future made by a hook that failed is dropped here, before the state is used
+        // again (I13).
+        match self.ctx.pending.take().filter(|_| self.exit.is_none()) {
+            Some(hook) => {
+                let pending = Suspended {
+                    future: hook.future,
+                    message: hook.message,
+                    meta: observe::UNOBSERVED,
+                    since: Instant::now(),
+                    waker: Waker::from(Arc::clone(self.ctx.cell())),
+                    starting: true,
+                };
+                // SAFETY: as in `poll_suspended`: the reference covers only `suspended`. (I9)
+                unsafe { (*self.body).suspended = Some(Box::new(pending)) };
+            }
+            None => self.start_done(),
+        }
+    }
+
+    /// The message loop: a suspended handler, then queued messages, then lingering for more
+    /// while the worker has nothing else to do, until the turn ends.
+    #[inline(always)]
+    fn run(&mut self) {
+        loop {
+            if self.poll_suspended().is_break() {
+                return;
+            }
+            // A move ends the turn at this boundary: checked here once, and after each
+            // handler (where a handler's `Ctx::move_to` shows), not per message.
+            if !self.moving && self.handle_queued().is_break() {
+                return;
+            }
+            if !self.linger() {
+                return;
+            }
+        }
+    }
+
+    /// An async handler (or `started` hook) first: the process takes no other message until
+    /// it completes. `Break` if it is still pending (the turn ends, waiting for its waker).
+    #[inline(always)]
+    fn poll_suspended(&mut self) -> ControlFlow<()> {
+        if self.exit.is_some() {
+            return ControlFlow::Continue(());
+        }
+        // SAFETY: as in `run_started_hook`; this reference covers only `suspended`, never
+        // the state a pending future borrows (I13).
+        let suspended = unsafe { &mut (*self.body).suspended };
+        let Some(pending) = suspended.as_mut() else {
+            return ControlFlow::Continue(());
+        };
+        let cell = self.cell;
+        match poll_handler(pending, &cell.mailbox, self.probe, &cell.group.kernel) {
+            Poll::Ready(asked) => {
+                let (meta, starting) = (pending.meta, pending.starting);
+                *suspended = None;
+                *self.exit = asked;
+                if starting {
+                    self.start_done();
+                } else {
+                    self.handled += 1;
+                    self.done(meta);
+                }
+                // A move asked for while the handler waited happens now.
+                self.moving = self.moving || cell.move_requested();
+                ControlFlow::Continue(())
+            }
+            Poll::Pending => {
+                self.waiting = true;
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// Handles queued messages until the budget is spent, the inbox is empty, the process is
+    /// to exit or move, or a handler suspends (`Break`: the turn ends, waiting for it).
+    #[inline(always)]
+    fn handle_queued(&mut self) -> ControlFlow<()> {
+        while self.exit.is_none() && self.handled < self.budget && self.inbox.has_messages() {
+            if self.inbox.refreshes() != self.refreshes {
+                // The cursor just re-read the tail, on the line senders write: look for a kill
+                // request (a failed link...) there too, before handling more. Messages already
+                // known to be queued are handled before a kill seen later, so a consumer that
+                // is behind does not poll that line per message.
+                self.refreshes = self.inbox.refreshes();
+                *self.exit = self.take_request();
+                if self.exit.is_some() || self.moving {
+                    break;
+                }
+            }
+            let Some((msg, meta)) = self.inbox.pop() else {
+                break;
+            };
+            self.handle_one(msg, meta)?;
+            if self.ctx.moving {
+                // The handler asked to move (`Ctx::move_to`): no later message here.
+                self.ctx.moving = false;
+                self.moving = true;
+                break;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Runs the handler of one message, panics contained, and counts it done; `Break` if it
+    /// is an async handler that suspended.
+    #[inline(always)]
+    fn handle_one(&mut self, msg: P::Message, meta: u32) -> ControlFlow<()> {
+        // SAFETY: the token is ours (I9); no future is pending, so nothing else borrows the
+        // state; the reference ends with the handler.
+        *self.exit = invoke(unsafe { &mut (*self.body).state }, self.ctx, |p, ctx| {
+            p.handle(msg, ctx)
+        });
+        if let Some(handler) = self
+            .ctx
+            .pending
+            .is_some()
+            .then(|| self.ctx.pending.take())
+            .flatten()
+        {
+            // The future borrows the state the handler was given (I13). A handler that asked
+            // to exit cannot have made one, but if it did, it is dropped here, before the
+            // state is used again.
+            if self.exit.is_none() {
+                self.suspend_or_finish(handler, meta)?;
+            }
+        }
+        self.handled += 1;
+        if self.exit.is_none() && self.cell.group.is_stopped() {
+            // The runtime finished shutting down while this handler ran (it was reported as
+            // abandoned): terminate now, so the rest of the inbox is dead-lettered and the
+            // hook runs, instead of handling messages nobody waits for.
+            *self.exit = Some(self.take_kill_request().unwrap_or(ExitReason::Normal));
+        }
+        self.done(meta);
+        ControlFlow::Continue(())
+    }
+
+    /// Polls the future an async handler just made, at once: a handler that does not wait
+    /// completes here, as a plain one does, and only one that waits is kept in the body
+    /// (`Break`: the turn ends).
+    #[inline(always)]
+    fn suspend_or_finish(&mut self, handler: PendingHandler, meta: u32) -> ControlFlow<()> {
+        let mut pending = Suspended {
+            future: handler.future,
+            message: handler.message,
+            meta,
+            since: Instant::now(),
+            waker: Waker::from(Arc::clone(self.ctx.cell())),
+            starting: false,
+        };
+        let cell = self.cell;
+        match poll_handler(&mut pending, &cell.mailbox, self.probe, &cell.group.kernel) {
+            Poll::Ready(asked) => {
+                *self.exit = asked;
+                ControlFlow::Continue(())
+            }
+            Poll::Pending => {
+                // SAFETY: as in `poll_suspended`: the reference covers only `suspended`. (I9)
+                unsafe { (*self.body).suspended = Some(Box::new(pending)) };
+                self.waiting = true;
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// A message is done: counted now under admission control, its queueing time sampled,
+    /// its completion observed.
+    #[inline(always)]
+    fn done(&self, meta: u32) {
+        let group = &self.cell.group;
+        if self.count_each {
+            group.counters.add(Event::Handled, 1);
+        }
+        if SAMPLED && meta != observe::UNOBSERVED {
+            self.recorder.queue_latency(observe::queued_millis(meta));
+        }
+        if self.observes {
+            observe::handled(group, self.cell.principal.as_ref(), meta);
+        }
+    }
+
+    /// Ran dry: if this worker has nothing else to do, keep the token a moment longer; `true`
+    /// if messages came meanwhile (the turn goes on).
+    ///
+    /// A sender streaming to this process then finds it scheduled and only pushes, instead of
+    /// taking the token and queueing the process on every burst; and the worker would only
+    /// spin looking for work anyway. Only a process that handled several messages in this
+    /// turn is being streamed to; one that got a single message (a request, a spawn's first
+    /// message) has nothing more coming, and lingering would only hold back work posted
+    /// elsewhere.
+    #[inline(always)]
+    fn linger(&mut self) -> bool {
+        let group = &self.cell.group;
+        if self.exit.is_none()
+            && !self.moving
+            && self.handled > 1
+            && self.handled < self.budget
+            && crate::group::may_linger(group)
+        {
+            for _ in 0..LINGER_ROUNDS {
+                std::thread::yield_now();
+                if self.inbox.has_messages() {
+                    return true;
+                }
+                if !crate::group::may_linger(group) {
+                    break;
+                }
+            }
+        }
+        false
+    }
+
+    /// A kill or move request made since the turn began, if any (`cell.rs`).
+    ///
+    /// The cell's method takes its counters by `&mut`: they are lent as copies, because a
+    /// pointer into the `Turn` that reached a function not inlined would keep the compiler
+    /// from holding any of its fields in registers.
+    #[inline(always)]
+    fn take_request(&mut self) -> Option<ExitReason> {
+        let (mut consumed, mut moving) = (self.consumed_activations, self.moving);
+        let exit = self.cell.take_request(&mut consumed, &mut moving);
+        (self.consumed_activations, self.moving) = (consumed, moving);
+        exit
+    }
+
+    /// The `started` hook is done, successfully if the turn has no exit (`start_done` in
+    /// `ProcessCell`; see [`Turn::take_request`] for the copy).
+    #[inline(always)]
+    fn start_done(&mut self) {
+        let mut consumed = self.consumed_activations;
+        self.cell.start_done(&mut consumed, self.exit.is_none());
+        self.consumed_activations = consumed;
+    }
+
+    /// A kill request, if one was made (see [`Turn::take_request`] for the copy).
+    #[inline(always)]
+    fn take_kill_request(&mut self) -> Option<ExitReason> {
+        let mut consumed = self.consumed_activations;
+        let exit = self.cell.take_kill_request(&mut consumed);
+        self.consumed_activations = consumed;
+        exit
+    }
+
+    /// Closes the turn: whether messages are left for another, the probe and the span.
+    #[inline(always)]
+    fn end(self) -> Outcome {
+        let more = self.exit.is_none()
+            && !self.moving
+            && !self.waiting
+            && self.handled == self.budget
+            && self.inbox.has_messages();
+        self.probe.end();
+        if self.spans {
+            self.recorder.close_turn_span();
+        }
+        Outcome {
+            moving: self.moving,
+            waiting: self.waiting,
+            handled: self.handled,
+            more,
+            count_each: self.count_each,
+            consumed_activations: self.consumed_activations,
+        }
+    }
+}
 
 impl<P: Process> ProcessCell<P> {
     /// One turn. The caller holds the token.
@@ -44,217 +456,49 @@ impl<P: Process> ProcessCell<P> {
             self.drain_after_exit();
             return 0;
         }
-        let budget = self.group.budget();
         // Sampled turns are timed (see `stats.rs`).
         let started_at = SAMPLED.then(Instant::now);
         let mut ctx = Ctx::new(self, recorder);
-        // The body, reached field by field (see `Body`). We hold the token, so no other thread
-        // touches it until we release it or park the process (I9).
-        let body: *mut Body<P> = ctx.cell().body.with_mut(|b| b);
-
-        // SAFETY: `ctx` holds an `Arc` to the cell until `into_cell` below, after the cursor
-        // (the only user of this reference) is dropped; the cell is never mutably borrowed
-        // (I9).
-        let cell_ref: &Self = unsafe { &*Arc::as_ptr(ctx.cell()) };
+        // SAFETY: `ctx` holds an `Arc` to the cell until `into_cell` below, after the turn and
+        // the cursor (the only users of this reference) are done; the cell is never mutably
+        // borrowed (I9).
+        let cell: &Self = unsafe { &*Arc::as_ptr(ctx.cell()) };
         // SAFETY: we hold the token for the cursor's whole life. (I9)
-        let mut inbox = unsafe { cell_ref.mailbox.cursor() };
-        // Read the tail once up front, so the first pop does not trigger a second kill check.
-        let _ = inbox.has_messages();
-        let mut refreshes = inbox.refreshes();
-
-        // The process's message type, until a handler says which one it handles.
-        let probe = recorder.probe();
-        probe.begin(cell_ref.id, std::any::type_name::<P::Message>);
-        // One span per turn, at TRACE. Whether a subscriber wants TRACE is looked up by the
-        // worker once every 64 turns; the turn reads its worker's flag, and the span is built
-        // and kept out of line (in the recorder), so without such a subscriber a turn pays
-        // one load and a branch at each end.
-        let spans = recorder.spans();
-        if spans {
-            open_turn_span::<P>(recorder, cell_ref);
-        }
-        let mut consumed_activations = 0;
-        // Whether the process is to move to another group at the next message boundary
-        // (`relocate.rs`).
-        let mut moving = false;
-        let mut exit = cell_ref.take_request(&mut consumed_activations, &mut moving);
-        if cell_ref.mailbox.first_turn() {
-            consumed_activations += 1;
-            if exit.is_none() {
-                // SAFETY: the token is ours (I9); the reference covers only `state` and ends
-                // with the hook.
-                exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
-                    p.started(ctx)
-                });
-                // Only handlers may suspend: a future a hand-written hook made is dropped,
-                // before the state is used again (I13).
-                ctx.pending = None;
-                if exit.is_none() {
-                    cell_ref.notify_started();
-                }
-                moving |= std::mem::take(&mut ctx.moving);
-            }
-        }
-        // SAFETY: as above; this reference covers only `suspended`, never the state a
-        // pending future borrows (I13).
-        let suspended = unsafe { &mut (*body).suspended };
-        let mut handled = 0;
-        // Whether the turn ends with an async handler still pending.
-        let mut waiting = false;
-        // `handled` is normally counted once per turn. A group with admission control counts
-        // each message as it is done, so that predicates reading the queue length see it
-        // exactly, not up to a turn's worth of messages too long.
-        let count_each = cell_ref.group.predicate().is_some();
-        let observes = cell_ref.group.observes();
-        let done = |meta: u32| {
-            if count_each {
-                cell_ref.group.counters.add(Event::Handled, 1);
-            }
-            if SAMPLED && meta != observe::UNOBSERVED {
-                recorder.queue_latency(observe::queued_millis(meta));
-            }
-            if observes {
-                observe::handled(&cell_ref.group, cell_ref.principal.as_ref(), meta);
-            }
-        };
-        'turn: loop {
-            // An async handler first: the process takes no other message until it completes.
-            if let Some(pending) = suspended.as_mut().filter(|_| exit.is_none()) {
-                match poll_handler(pending, &cell_ref.mailbox, probe, &cell_ref.group.kernel) {
-                    Poll::Ready(asked) => {
-                        let meta = pending.meta;
-                        *suspended = None;
-                        handled += 1;
-                        exit = asked;
-                        done(meta);
-                        // A move asked for while the handler waited happens now.
-                        moving = moving || cell_ref.move_requested();
-                    }
-                    Poll::Pending => {
-                        waiting = true;
-                        break 'turn;
-                    }
-                }
-            }
-            // A move ends the turn at this boundary: checked here once, and after each handler
-            // below (where a handler's `Ctx::move_to` shows), not in the loop's condition.
-            if !moving {
-                while exit.is_none() && handled < budget && inbox.has_messages() {
-                    if inbox.refreshes() != refreshes {
-                        // The cursor just re-read the tail, on the line senders write: look
-                        // for a kill request (a failed link...) there too, before handling
-                        // more. Messages already known to be queued are handled before a kill
-                        // seen later, so a consumer that is behind does not poll that line per
-                        // message.
-                        refreshes = inbox.refreshes();
-                        exit = cell_ref.take_request(&mut consumed_activations, &mut moving);
-                        if exit.is_some() || moving {
-                            break;
-                        }
-                    }
-                    let Some((msg, meta)) = inbox.pop() else {
-                        break;
-                    };
-                    // SAFETY: the token is ours (I9); no future is pending, so nothing else
-                    // borrows the state; the reference ends with the handler.
-                    exit = invoke(unsafe { &mut (*body).state }, &mut ctx, |p, ctx| {
-                        p.handle(msg, ctx)
-                    });
-                    if let Some(handler) =
-                        ctx.pending.is_some().then(|| ctx.pending.take()).flatten()
-                    {
-                        // The future borrows the state the handler was given (I13). A handler
-                        // that asked to exit cannot have made one, but if it did, it is dropped
-                        // here, before the state is used again.
-                        if exit.is_none() {
-                            let mut pending = Suspended {
-                                future: handler.future,
-                                message: handler.message,
-                                meta,
-                                since: Instant::now(),
-                                waker: Waker::from(Arc::clone(ctx.cell())),
-                            };
-                            // Polled at once: a handler that does not wait completes here, as a
-                            // plain one does, and only one that waits is kept in the body.
-                            match poll_handler(
-                                &mut pending,
-                                &cell_ref.mailbox,
-                                probe,
-                                &cell_ref.group.kernel,
-                            ) {
-                                Poll::Ready(asked) => exit = asked,
-                                Poll::Pending => {
-                                    *suspended = Some(Box::new(pending));
-                                    waiting = true;
-                                    break 'turn;
-                                }
-                            }
-                        }
-                    }
-                    handled += 1;
-                    if exit.is_none() && cell_ref.group.is_stopped() {
-                        // The runtime finished shutting down while this handler ran (it was reported
-                        // as abandoned): terminate now, so the rest of the inbox is dead-lettered and
-                        // the hook runs, instead of handling messages nobody waits for.
-                        exit = Some(
-                            cell_ref
-                                .take_kill_request(&mut consumed_activations)
-                                .unwrap_or(ExitReason::Normal),
-                        );
-                    }
-                    done(meta);
-                    if ctx.moving {
-                        // The handler asked to move (`Ctx::move_to`): no later message here.
-                        ctx.moving = false;
-                        moving = true;
-                        break;
-                    }
-                }
-            }
-            // Ran dry: if this worker has nothing else to do, keep the token a moment longer. A
-            // sender streaming to this process then finds it scheduled and only pushes, instead of
-            // taking the token and queueing the process on every burst; and the worker would only
-            // spin looking for work anyway.
-            // Only a process that handled several messages in this turn is being streamed to; one
-            // that got a single message (a request, a spawn's first message) has nothing more
-            // coming, and lingering would only hold back work posted elsewhere.
-            if exit.is_none()
-                && !moving
-                && handled > 1
-                && handled < budget
-                && crate::group::may_linger(&cell_ref.group)
-            {
-                for _ in 0..LINGER_ROUNDS {
-                    std::thread::yield_now();
-                    if inbox.has_messages() {
-                        continue 'turn;
-                    }
-                    if !crate::group::may_linger(&cell_ref.group) {
-                        break;
-                    }
-                }
-            }
-            break;
-        }
+        let mut inbox = unsafe { cell.mailbox.cursor() };
+        let mut exit = None;
+        let mut turn = Turn::<P, SAMPLED>::begin(&mut ctx, cell, &mut inbox, &mut exit, recorder);
+        turn.start();
+        turn.run();
         if let Some(at) = started_at {
-            recorder.timed(handled, at.elapsed(), cell_ref.principal.as_ref());
+            recorder.timed(turn.handled, at.elapsed(), cell.principal.as_ref());
         }
-        let more =
-            exit.is_none() && !moving && !waiting && handled == budget && inbox.has_messages();
-        probe.end();
-        if spans {
-            recorder.close_turn_span();
-        }
+        let outcome = turn.end();
         drop(inbox);
-        let cell = ctx.into_cell();
-        let mut uncounted = if count_each { 0 } else { handled as u64 };
+        ctx.into_cell().after_turn(exit, outcome)
+    }
 
+    /// What follows a turn: termination, a move, or the token given back (the process
+    /// rescheduled if messages are left or came meanwhile, or parked on its async handler).
+    /// Returns the messages the turn handled.
+    ///
+    /// Takes the cell by `Arc` and holds no reference into it: termination may free it.
+    #[inline(always)]
+    fn after_turn(self: Arc<Self>, exit: Option<ExitReason>, outcome: Outcome) -> usize {
+        let Outcome {
+            moving,
+            waiting,
+            handled,
+            more,
+            count_each,
+            mut consumed_activations,
+        } = outcome;
+        let mut uncounted = if count_each { 0 } else { handled as u64 };
         if let Some(reason) = exit {
-            cell.terminate(reason, uncounted, consumed_activations);
+            self.terminate(reason, uncounted, consumed_activations);
             return handled;
         }
         if moving && !waiting {
-            match cell.finish_move(uncounted, consumed_activations) {
+            match self.finish_move(uncounted, consumed_activations) {
                 None => return handled,
                 // It stays (the request was withdrawn, or a kill came first).
                 Some((u, c)) => (uncounted, consumed_activations) = (u, c),
@@ -263,21 +507,21 @@ impl<P: Process> ProcessCell<P> {
         // Counted before the token is given back, so no clone of the group (whose reference
         // count every worker of the group would otherwise touch each turn) is needed after:
         // the turn's work is done, and anything that arrives meanwhile shows as posted.
-        cell.count_turn(uncounted, consumed_activations);
+        self.count_turn(uncounted, consumed_activations);
         let reschedule = if waiting {
             // From here on the future's waker may run the process on another thread: nothing
             // below touches the body.
-            cell.mailbox.suspend() == Suspend::Resumed
+            self.mailbox.suspend() == Suspend::Resumed
         } else {
             more
                 // A drained inbox forgets the priority its messages lent the process.
-                || cell.reset_inherited()
+                || self.reset_inherited()
                 // SAFETY: we hold the token. (I9)
-                || unsafe { cell.mailbox.release() } == AfterRelease::Reschedule
+                || unsafe { self.mailbox.release() } == AfterRelease::Reschedule
         };
         if reschedule {
-            let task = Arc::clone(&cell) as Task;
-            cell.group.yield_now(task);
+            let task = Arc::clone(&self) as Task;
+            self.group.yield_now(task);
         }
         handled
     }
@@ -297,12 +541,16 @@ impl<P: Process> ProcessCell<P> {
         unsafe { self.mailbox.close() };
         // An async handler still pending is cancelled: its future is dropped before the state
         // it borrows is touched (I13). Its message counts as handled, as one whose handler
-        // failed half-way does.
+        // failed half-way does; an async `started` hook's consumes the start's activation.
         // SAFETY: we hold the token; the reference covers only `suspended` and ends in this
         // statement. (I9)
         let cancelled = self.body.with_mut(|b| unsafe { (*b).suspended.take() });
         if let Some(pending) = cancelled {
-            handled += 1;
+            if pending.starting {
+                consumed_activations += 1;
+            } else {
+                handled += 1;
+            }
             self.cancelled(*pending, &reason);
         }
         if let Some(receiver) = self.take_hand_over() {
@@ -350,6 +598,16 @@ impl<P: Process> ProcessCell<P> {
 }
 
 impl<P: Process> ProcessCell<P> {
+    /// The `started` hook is done (returned, or its future completed): consumes the start's
+    /// activation and, if it succeeded, confirms the start to whoever waits for it (a
+    /// supervisor's synchronous start). The caller holds the token.
+    fn start_done(&self, consumed_activations: &mut u64, succeeded: bool) {
+        *consumed_activations += 1;
+        if succeeded {
+            self.notify_started();
+        }
+    }
+
     /// Drops the future of an async handler that was pending when the process terminated
     /// (panics in its destructors contained), and reports it. The caller holds the token.
     fn cancelled(&self, pending: Suspended, reason: &ExitReason) {
@@ -359,7 +617,13 @@ impl<P: Process> ProcessCell<P> {
             since,
             ..
         } = pending;
-        if catch_unwind(AssertUnwindSafe(|| drop(future))).is_err() {
+        // A request the handler was answering tells its caller why no answer comes.
+        let why = match reason {
+            ExitReason::Shutdown => Unanswered::ShutDown,
+            _ => Unanswered::Terminated,
+        };
+        let dropped = unanswered_because(why, || catch_unwind(AssertUnwindSafe(|| drop(future))));
+        if dropped.is_err() {
             tracing::warn!(process = %self.id, "dropping a cancelled async handler panicked; ignored");
         }
         let pending_for = since.elapsed();
@@ -431,7 +695,21 @@ fn panicked(payload: Box<dyn std::any::Any + Send>) -> ExitReason {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".to_owned());
-    ExitReason::Failed(Failure::with_kind(FailureKind::Panic, text))
+    ExitReason::Failed(Failure::with_kind(FailureKind::Panic, with_hint(text)))
+}
+
+/// A panic's text, with what to do when whirl knows the cause: tokio's "no reactor" panic of a
+/// tokio-based future (sqlx, reqwest, tokio's timers...) polled by a runtime built without the
+/// `tokio` feature.
+fn with_hint(text: String) -> String {
+    if cfg!(not(feature = "tokio")) && text.contains("Tokio 1.x runtime") {
+        return format!(
+            "{text} (a handler used a tokio-based future or API, and whirl was built without its \
+             `tokio` feature: enable it, `whirl = {{ features = [\"tokio\"] }}`, and async \
+             handlers run inside the runtime's own tokio context)"
+        );
+    }
+    text
 }
 
 /// Polls a suspended async handler once, panics contained: `Ready` with the exit it asked for
@@ -453,7 +731,15 @@ fn poll_handler(
     let mut cx = Context::from_waker(&pending.waker);
     match catch_unwind(AssertUnwindSafe(|| pending.future.as_mut().poll(&mut cx))) {
         Ok(poll) => poll,
-        Err(payload) => Poll::Ready(Some(panicked(payload))),
+        Err(payload) => {
+            // The panicked handler's future goes now, with a request it was answering: its
+            // caller is told the handler failed (panics in its destructors contained).
+            let failed = std::mem::replace(&mut pending.future, Box::pin(std::future::ready(None)));
+            let _ = unanswered_because(Unanswered::HandlerFailed, || {
+                catch_unwind(AssertUnwindSafe(|| drop(failed)))
+            });
+            Poll::Ready(Some(panicked(payload)))
+        }
     }
 }
 
@@ -602,6 +888,7 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::Arc;
 
+    use crate::process::Sender;
     use crate::{Ctx, Down, ExitReason, Failure, Process, Runtime};
 
     struct Tally {
@@ -677,6 +964,7 @@ mod tests {
                     dead.fetch_add(1, SeqCst);
                 })
                 .build()
+                .expect("the runtime starts")
         };
         let hooks = Arc::new(AtomicUsize::new(0));
         let downs = Arc::new(AtomicUsize::new(0));
@@ -789,6 +1077,7 @@ mod tests {
                     dead.fetch_add(1, SeqCst);
                 })
                 .build()
+                .expect("the runtime starts")
         };
         let hooks = Arc::new(AtomicUsize::new(0));
         let later = rt.spawn(Later {

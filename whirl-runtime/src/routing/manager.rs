@@ -22,7 +22,7 @@ use super::table::{
 };
 use crate::isolation::{Isolated, Message};
 use crate::lifecycle::{DeadLetter, ExitReason, Failure, ProcessId, QueuedMessage};
-use crate::process::{spawn_with_exit_hook, Addr, Ctx, Handles, OnExit, Process};
+use crate::process::{spawn_with_exit_hook, Addr, Ctx, Handles, OnExit, Process, Sender};
 use crate::time::TimerHandle;
 
 /// The autoscaler's periodic tick.

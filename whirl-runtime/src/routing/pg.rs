@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 
 use crate::isolation::{Isolated, Message};
 use crate::lifecycle::ProcessId;
-use crate::process::{Addr, Ctx, Handles, PostError, Process, Recipient, Watch};
+use crate::process::{Addr, Ctx, Handles, PostError, Process, Recipient, Sender, Watch};
 
 /// One member: where to post, and the watch that removes it when it ends.
 struct Member<M> {

@@ -5,7 +5,6 @@
 //! without the manager; resizing and stopping are commands to the manager.
 
 use std::fmt;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -16,10 +15,11 @@ use super::autoscale::Autoscale;
 use super::manager::Manager;
 use super::strategy::{Ring, Strategy};
 use super::table::{Command, Counts, Entry, Factory, Inner, ManagerMsg, Slot, Table};
-use crate::group::{on_worker_thread, Group};
+use crate::group::Group;
 use crate::isolation::{Isolated, Message};
 use crate::lifecycle::ProcessId;
-use crate::process::{reply_channel, Addr, CallError, Handles, PostError, ReplyTo};
+use crate::principal::Principal;
+use crate::process::{Addr, Deliver, Handles, PostError, Sender};
 
 /// Messages a restarting member's buffer holds by default
 /// ([`RouterBuilder::buffer`]).
@@ -54,7 +54,7 @@ pub const DEFAULT_BUFFER: usize = 1024;
 ///     .strategy(Strategy::round_robin())
 ///     .members(4)
 ///     .start();
-/// assert_eq!(pool.call_with(|reply| Square(7, reply)).unwrap(), 49);
+/// assert_eq!(pool.request_with(|reply| Square(7, reply)).call().unwrap(), 49);
 /// rt.shutdown_graceful();
 /// ```
 pub struct Router<P, M>
@@ -88,77 +88,6 @@ where
             autoscale: None,
             restarts: (10, Duration::from_secs(1)),
             backoff: Duration::from_millis(100),
-        }
-    }
-
-    /// Posts `msg` to the member the strategy picks. Never blocks.
-    ///
-    /// The errors are [`Addr::post`]'s, with the message inside:
-    /// [`PostError::Rejected`] if the member's group predicate turned it away, or if the
-    /// member is restarting and its buffer is full; [`PostError::Terminated`] if the router
-    /// was stopped. A member that has terminated is not an error: the message goes to
-    /// another live member (round robin, random) or waits for the member's replacement. For
-    /// broadcast, `Err` means at least one member did not get its copy; the copy comes back.
-    pub fn post(&self, msg: M) -> Result<(), PostError<M>> {
-        if self.inner.stopped.load(Ordering::Acquire) {
-            return Err(PostError::Terminated(msg));
-        }
-        let table = self.inner.table.read();
-        // Again under the lock: `stop` takes it for writing after setting the flag, so no
-        // post can buffer into a stopped router's slots.
-        if self.inner.stopped.load(Ordering::Acquire) {
-            return Err(PostError::Terminated(msg));
-        }
-        self.inner.route(&table, msg, Entry::Fresh)
-    }
-
-    /// Sends a request built by `make` around a fresh reply handle, and blocks until a member
-    /// answers through it: [`Addr::call_with`] through the router. Inside a handler it
-    /// returns [`CallError::WouldBlockWorker`]; an `async` handler awaits
-    /// [`ask_with`](Self::ask_with).
-    pub fn call_with<R: Isolated>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-    ) -> Result<R, CallError<M>> {
-        self.call_within(make, None)
-    }
-
-    /// Like [`call_with`](Self::call_with), giving up after `timeout` ([`CallError::Timeout`]).
-    pub fn call_with_timeout<R: Isolated>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-        timeout: Duration,
-    ) -> Result<R, CallError<M>> {
-        self.call_within(make, Some(timeout))
-    }
-
-    fn call_within<R: Isolated>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-        timeout: Option<Duration>,
-    ) -> Result<R, CallError<M>> {
-        let (reply, pending) = reply_channel();
-        let request = make(reply);
-        if on_worker_thread() {
-            return Err(CallError::WouldBlockWorker(request));
-        }
-        self.post(request).map_err(CallError::Post)?;
-        pending.wait(timeout)
-    }
-
-    /// The asynchronous [`call_with`](Self::call_with): posts now; the future resolves with
-    /// the answer sent through the [`ReplyTo`]. Works on any executor.
-    pub fn ask_with<R: Isolated>(
-        &self,
-        make: impl FnOnce(ReplyTo<R>) -> M,
-    ) -> impl Future<Output = Result<R, CallError<M>>> + Send + 'static {
-        let (reply, pending) = reply_channel();
-        let posted = self.post(make(reply));
-        async move {
-            match posted {
-                Err(e) => Err(CallError::Post(e)),
-                Ok(()) => pending.await.map_err(|_| CallError::NoReply),
-            }
         }
     }
 
@@ -239,6 +168,40 @@ where
     /// The group the members run in.
     pub fn group(&self) -> &Group {
         &self.inner.group
+    }
+}
+
+/// `post`, `request` and `request_with` (`call` and `ask` with a message carrying its own
+/// [`ReplyTo`](crate::ReplyTo)) send to the member the strategy picks. Never blocks.
+///
+/// The errors are an [`Addr`]'s, with the message inside: [`PostError::Rejected`] if the
+/// member's group predicate turned it away, or if the member is restarting and its buffer is
+/// full; [`PostError::Terminated`] if the router was stopped. A member that has terminated is
+/// not an error: the message goes to another live member (round robin, random) or waits for
+/// the member's replacement. For broadcast, `Err` means at least one member did not get its
+/// copy; the copy comes back. A message sent [on behalf](crate::request::Request::on_behalf)
+/// of a principal is weighed as that principal's work by the member's group; one that waits
+/// in a buffer for a restarting member was admitted already and is delivered as it is.
+impl<P: Handles<M>, M: Message> Sender for Router<P, M> {}
+
+impl<P, M> Deliver<M> for Router<P, M>
+where
+    P: Handles<M>,
+    M: Message,
+{
+    type Error = PostError<M>;
+
+    fn deliver(&self, msg: M, principal: Option<&Principal>) -> Result<(), PostError<M>> {
+        if self.inner.stopped.load(Ordering::Acquire) {
+            return Err(PostError::Terminated(msg));
+        }
+        let table = self.inner.table.read();
+        // Again under the lock: `stop` takes it for writing after setting the flag, so no
+        // post can buffer into a stopped router's slots.
+        if self.inner.stopped.load(Ordering::Acquire) {
+            return Err(PostError::Terminated(msg));
+        }
+        self.inner.route(&table, msg, Entry::Fresh(principal))
     }
 }
 

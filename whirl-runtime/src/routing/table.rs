@@ -19,7 +19,8 @@ use super::strategy::{choose, Kind, Ring, Strategy};
 use crate::group::Group;
 use crate::isolation::{Isolated, Message};
 use crate::lifecycle::{ExitReason, QueuedMessage};
-use crate::process::{Addr, Handles, PostError, Recipient};
+use crate::principal::Principal;
+use crate::process::{Addr, Deliver, Handles, PostError, Recipient};
 
 /// Builds the state of member `index`: a function pointer and its arguments, so that no
 /// closure can smuggle shared mutable state into the members (as
@@ -69,7 +70,7 @@ where
     pub(super) buffer_capacity: usize,
     /// The manager process, as the recipient of its commands.
     pub(super) manager: OnceLock<Recipient<ManagerMsg<M>>>,
-    /// Set by [`Router::stop`]: posts are refused, members are not restarted.
+    /// Set by [`Router::stop`](super::Router::stop): posts are refused, members are not restarted.
     pub(super) stopped: Arc<AtomicBool>,
     /// The member count asked for last (by `resize` or the autoscaler).
     pub(super) target: AtomicUsize,
@@ -79,7 +80,7 @@ where
     pub(super) factory: Mutex<Factory<P>>,
 }
 
-/// The router's running totals ([`RouterStats`]).
+/// The router's running totals ([`RouterStats`](super::RouterStats)).
 #[derive(Default)]
 pub(super) struct Counts {
     pub(super) buffered: AtomicU64,
@@ -231,10 +232,11 @@ pub(super) fn requeue_caught<P: Handles<M>, M: Message>(
 }
 
 /// How a message enters a member.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) enum Entry {
-    /// From a sender: the member's group predicate weighs it, and a full buffer refuses it.
-    Fresh,
+#[derive(Clone, Copy)]
+pub(super) enum Entry<'a> {
+    /// From a sender, on behalf of a principal or not: the member's group predicate weighs
+    /// it, and a full buffer refuses it.
+    Fresh(Option<&'a Principal>),
     /// Admitted before (it waited in a buffer or in a dead member's inbox): posted without
     /// the predicate, and buffered whatever the buffer holds (there is nobody to hand it to).
     Admitted,
@@ -258,7 +260,7 @@ where
         &self,
         slot: &Slot<P, M>,
         msg: M,
-        entry: Entry,
+        entry: Entry<'_>,
         buffer: bool,
     ) -> Result<(), Refused<M>> {
         let mut state = slot.state.lock();
@@ -266,7 +268,7 @@ where
         if state.live {
             if let Some(member) = &state.member {
                 let (posted, caught) = post_inline(slot.uid, state.generation, || match entry {
-                    Entry::Fresh => member.post(msg),
+                    Entry::Fresh(principal) => member.deliver(msg, principal),
                     Entry::Admitted => member.post_moved(msg),
                 });
                 if !caught.is_empty() {
@@ -293,7 +295,7 @@ where
         if !buffer {
             return Err(Refused::Down(msg));
         }
-        if entry == Entry::Fresh && state.buffer.len() >= self.buffer_capacity {
+        if matches!(entry, Entry::Fresh(_)) && state.buffer.len() >= self.buffer_capacity {
             self.counts.overflowed.fetch_add(1, Ordering::Relaxed);
             return Err(Refused::Post(PostError::Rejected(msg)));
         }
@@ -316,7 +318,7 @@ where
         &self,
         table: &Table<P, M>,
         msg: M,
-        entry: Entry,
+        entry: Entry<'_>,
     ) -> Result<(), PostError<M>> {
         let n = table.slots.len();
         if n == 0 {
@@ -349,7 +351,7 @@ where
         slot: &Slot<P, M>,
         index: usize,
         msg: M,
-        entry: Entry,
+        entry: Entry<'_>,
         may_move: bool,
     ) -> Result<(), PostError<M>> {
         let msg = match self.offer(slot, msg, entry, !may_move) {

@@ -13,8 +13,8 @@ use crate::group::{
 };
 use crate::lifecycle::failures::{self, FailureReport};
 use crate::lifecycle::{default_sink, DeadLetter, DeadLetterSink, ExitReason};
-use crate::principal::Principal;
-use crate::process::{spawn, try_spawn, Addr, Placement, Process, SpawnError};
+
+use crate::process::{Addr, Process, Spawner};
 use crate::time::shared_clock;
 
 /// How long a graceful shutdown waits, after draining, for handlers still running to return
@@ -32,9 +32,19 @@ pub struct RuntimeBuilder {
     lifo_slot: bool,
     slow_turn_threshold: Option<Duration>,
     dead_letters: DeadLetterSink,
+    ask_timeout: Option<Duration>,
 }
 
 impl RuntimeBuilder {
+    /// How long `call` and `ask` wait for an answer when the request does not say
+    /// (default [`DEFAULT_TIMEOUT`](crate::request::DEFAULT_TIMEOUT), 5 s, as Erlang's
+    /// `gen_server:call`; `None` waits forever). A caller that gives up does not recall its
+    /// request: see [`request`](crate::request).
+    pub fn ask_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.ask_timeout = timeout;
+        self
+    }
+
     /// Worker threads of the default group (default: the number of cores).
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);
@@ -72,25 +82,12 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Starts the runtime and its default group.
-    ///
-    /// # Panics
-    ///
-    /// If the operating system refuses to start the default group's worker threads; see
-    /// [`try_build`](Self::try_build) to handle that.
-    pub fn build(self) -> Runtime {
-        match self.try_build() {
-            Ok(runtime) => runtime,
-            Err(e) => panic!("cannot start the whirl runtime: {e}"),
-        }
-    }
-
     /// Starts the runtime and its default group, or says why its workers could not start.
-    pub fn try_build(self) -> Result<Runtime, GroupError> {
+    pub fn build(self) -> Result<Runtime, GroupError> {
         // The clock behind every message's enqueue stamp (`group/observe.rs`).
         let _ = shared_clock();
         super::panics::install();
-        let kernel = Arc::new(Kernel::new(self.dead_letters));
+        let kernel = Arc::new(Kernel::new(self.dead_letters, self.ask_timeout));
         let default_group = GroupBuilder::new(Arc::clone(&kernel), "default".into())
             .threads(self.threads)
             .budget(self.budget)
@@ -151,8 +148,16 @@ impl Default for Runtime {
 
 impl Runtime {
     /// A runtime whose default group has one worker per core.
+    ///
+    /// # Panics
+    ///
+    /// If the operating system refuses to start the default group's worker threads; build
+    /// one with [`Runtime::builder`] to handle that.
     pub fn new() -> Self {
-        Runtime::builder().build()
+        match Runtime::builder().build() {
+            Ok(runtime) => runtime,
+            Err(e) => panic!("cannot start the whirl runtime: {e}"),
+        }
     }
 
     /// Configures a runtime.
@@ -163,6 +168,7 @@ impl Runtime {
             lifo_slot: true,
             slow_turn_threshold: Some(GroupBuilder::DEFAULT_SLOW_TURN_THRESHOLD),
             dead_letters: default_sink(),
+            ask_timeout: Some(crate::request::DEFAULT_TIMEOUT),
         }
     }
 
@@ -188,45 +194,16 @@ impl Runtime {
     }
 
     /// Spawns a process in the group it declares ([`Process::GROUP`]), or else in the default
-    /// group.
+    /// group: the shorthand of [`spawner`](Self::spawner) with no options.
     pub fn spawn<P: Process>(&self, state: P) -> Addr<P> {
-        spawn(Placement::Default(self.default_group.shared()), state, None)
+        self.spawner().spawn(state)
     }
 
-    /// Spawns a process in `group`.
-    pub fn spawn_in<P: Process>(&self, group: &Group, state: P) -> Addr<P> {
-        spawn(Placement::Explicit(group.shared()), state, None)
-    }
-
-    /// Spawns a process in `group`, serving `principal`.
-    pub fn spawn_for<P: Process>(&self, group: &Group, principal: Principal, state: P) -> Addr<P> {
-        spawn(Placement::Explicit(group.shared()), state, Some(principal))
-    }
-
-    /// Like [`Runtime::spawn`], but a process that cannot run where it was asked to (its
-    /// declared group does not exist, it shares state outside a group that allows it, the
-    /// runtime has shut down) is not created: the error says why and hands the state back.
-    pub fn try_spawn<P: Process>(&self, state: P) -> Result<Addr<P>, SpawnError<P>> {
-        try_spawn(Placement::Default(self.default_group.shared()), state, None)
-    }
-
-    /// Like [`Runtime::spawn_in`], refusing as [`Runtime::try_spawn`] does.
-    pub fn try_spawn_in<P: Process>(
-        &self,
-        group: &Group,
-        state: P,
-    ) -> Result<Addr<P>, SpawnError<P>> {
-        try_spawn(Placement::Explicit(group.shared()), state, None)
-    }
-
-    /// Like [`Runtime::spawn_for`], refusing as [`Runtime::try_spawn`] does.
-    pub fn try_spawn_for<P: Process>(
-        &self,
-        group: &Group,
-        principal: Principal,
-        state: P,
-    ) -> Result<Addr<P>, SpawnError<P>> {
-        try_spawn(Placement::Explicit(group.shared()), state, Some(principal))
+    /// A [`Spawner`] to choose a process's group and principal, or to have a process that
+    /// cannot run where it was asked to refused instead of failed
+    /// ([`try_spawn`](Spawner::try_spawn)).
+    pub fn spawner(&self) -> Spawner<'_> {
+        Spawner::new(self.default_group.shared(), None, None)
     }
 
     /// The live process registered as `name`, if it is a `P` (`None` for an unknown name, a

@@ -83,7 +83,7 @@
 //!     }
 //! }
 //!
-//! let rt = Runtime::builder().threads(1).build();
+//! let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
 //! let names = Names::default();
 //! metrics::with_local_recorder(&names, || rt.record_metrics());
 //! assert!(names.0.lock().unwrap().iter().any(|n| n == "whirl_group_handled_total"));

@@ -3,7 +3,7 @@
 
 use crate::isolation::Isolated;
 use crate::lifecycle::ProcessId;
-use crate::process::{Addr, CallError, Handles, PostError};
+use crate::process::{Addr, CallError, Handles, PostError, Sender};
 
 use super::error::SupervisorError;
 use super::info::{ChildCounts, ChildInfo};
@@ -57,7 +57,10 @@ impl<A: 'static> Addr<Supervisor<A>> {
     /// [`SupervisorError::AlreadyPresent`] if it is stopped.
     pub fn start_child(&self, spec: impl IntoChildSpec) -> Result<ProcessId, SupervisorError> {
         let spec = spec.into_child_spec();
-        flatten(self.call_with(|reply| SupervisorMsg::start_child(spec, reply)))
+        flatten(
+            self.request_with(|reply| SupervisorMsg::start_child(spec, reply))
+                .call(),
+        )
     }
 
     /// Stops a child in order (waiting for it, within its shutdown policy); it exits
@@ -65,23 +68,33 @@ impl<A: 'static> Addr<Supervisor<A>> {
     /// and is not restarted; a dynamic or temporary one is removed. A simple-one-for-one
     /// supervisor's children are named by process id (by id: `WrongStrategy`, as OTP).
     pub fn terminate_child(&self, child: impl Into<ChildRef>) -> Result<(), SupervisorError> {
-        flatten(self.call_with(|reply| SupervisorMsg::terminate_child(child, reply)))
+        flatten(
+            self.request_with(|reply| SupervisorMsg::terminate_child(child, reply))
+                .call(),
+        )
     }
 
     /// Starts a stopped static child again (refused if it is running), and waits for its
     /// `started` hook; if that fails the child stays stopped and the failure comes back.
     pub fn restart_child(&self, id: &str) -> Result<ProcessId, SupervisorError> {
-        flatten(self.call_with(|reply| SupervisorMsg::restart_child(id, reply)))
+        flatten(
+            self.request_with(|reply| SupervisorMsg::restart_child(id, reply))
+                .call(),
+        )
     }
 
     /// Forgets a stopped static child (refused if it is running).
     pub fn delete_child(&self, id: &str) -> Result<(), SupervisorError> {
-        flatten(self.call_with(|reply| SupervisorMsg::delete_child(id, reply)))
+        flatten(
+            self.request_with(|reply| SupervisorMsg::delete_child(id, reply))
+                .call(),
+        )
     }
 
     /// The children, in start order, with their state.
     pub fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
-        self.call_with(SupervisorMsg::which_children)
+        self.request_with(SupervisorMsg::which_children)
+            .call()
             .map_err(unavailable)
     }
 
@@ -92,25 +105,34 @@ impl<A: 'static> Addr<Supervisor<A>> {
         &self,
         timeout: std::time::Duration,
     ) -> Result<Vec<ChildInfo>, SupervisorError> {
-        self.call_with_timeout(SupervisorMsg::which_children, timeout)
+        self.request_with(SupervisorMsg::which_children)
+            .timeout(timeout)
+            .call()
             .map_err(unavailable)
     }
 
     /// One child, by id (or by process id); with [`ChildInfo::addr`] its typed address.
     pub fn which_child(&self, child: impl Into<ChildRef>) -> Result<ChildInfo, SupervisorError> {
-        flatten(self.call_with(|reply| SupervisorMsg::which_child(child, reply)))
+        flatten(
+            self.request_with(|reply| SupervisorMsg::which_child(child, reply))
+                .call(),
+        )
     }
 
     /// A copy of a child's spec, by id (or by process id): OTP's `get_childspec`. The spec
     /// of a temporary child that has started has no start arguments left (OTP reports
     /// `undefined` for them): starting it again fails.
     pub fn child_spec(&self, child: impl Into<ChildRef>) -> Result<ChildSpec, SupervisorError> {
-        flatten(self.call_with(|reply| SupervisorMsg::child_spec(child, reply)))
+        flatten(
+            self.request_with(|reply| SupervisorMsg::child_spec(child, reply))
+                .call(),
+        )
     }
 
     /// Child counts and the number of restarts performed.
     pub fn count_children(&self) -> Result<ChildCounts, SupervisorError> {
-        self.call_with(SupervisorMsg::count_children)
+        self.request_with(SupervisorMsg::count_children)
+            .call()
             .map_err(unavailable)
     }
 
@@ -129,6 +151,6 @@ impl<A: Isolated> Addr<Supervisor<A>> {
     /// `arg` is of the type the [`ChildTemplate`](crate::supervision::ChildTemplate) takes, checked at
     /// compile time; it moves into the child.
     pub fn start_dynamic(&self, arg: A) -> Result<ProcessId, SupervisorError> {
-        flatten(self.call_with(|reply| StartDynamic(arg, reply)))
+        flatten(self.request_with(|reply| StartDynamic(arg, reply)).call())
     }
 }

@@ -3,7 +3,7 @@
 use crate::isolation::Isolated;
 use crate::lifecycle::{ExitReason, ProcessId};
 
-use super::kinds::{ChildRef, Strategy};
+use super::kinds::{ChildRef, RestartStrategy};
 use super::spec::ChildSpec;
 
 /// Why a request to a supervisor was refused, or a child it was asked to start did not
@@ -60,7 +60,7 @@ pub enum SupervisorError {
         /// The refused operation.
         operation: &'static str,
         /// The supervisor's strategy.
-        strategy: Strategy,
+        strategy: RestartStrategy,
     },
     /// `start_dynamic` reached a supervisor whose template takes another argument type.
     /// The typed API (`Addr<Supervisor<A>>`, [`StartDynamic<A>`](crate::supervision::StartDynamic)) rules
@@ -83,7 +83,7 @@ pub enum SupervisorError {
 }
 
 // SAFETY: every variant holds only `Isolated` values (asserted below): a `ChildRef`, a
-// `String`, `&'static str`s, a `Strategy`, process ids, an `ExitReason`, and a `ChildSpec`,
+// `String`, `&'static str`s, a `RestartStrategy`, process ids, an `ExitReason`, and a `ChildSpec`,
 // which is data (an initial state, or a function pointer and its arguments, or a supervisor
 // spec; see its impl). (I8)
 #[diagnostic::do_not_recommend]
@@ -95,7 +95,7 @@ const _: () = {
     let _ = assert_isolated::<ChildRef>;
     let _ = assert_isolated::<ChildSpec>;
     let _ = assert_isolated::<String>;
-    let _ = assert_isolated::<Strategy>;
+    let _ = assert_isolated::<RestartStrategy>;
     let _ = assert_isolated::<&'static str>;
     let _ = assert_isolated::<ProcessId>;
     let _ = assert_isolated::<ExitReason>;

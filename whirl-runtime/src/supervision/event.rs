@@ -57,6 +57,25 @@ pub enum EventKind {
         /// How many times this child has been restarted so far.
         restarts: u64,
     },
+    /// A child with a [`Backoff`](super::Backoff) failed, and will be restarted after `delay`
+    /// (with the children its strategy stops with it), on the runtime's timers. Until then it
+    /// is stopped. Not counted against the restart intensity.
+    RestartDelayed {
+        /// The child's id.
+        id: String,
+        /// Its failures in a row since the last reset (1 for the first).
+        attempt: u32,
+        /// How long the restart waits (jitter applied).
+        delay: Duration,
+    },
+    /// A child failed once more after its backoff's `max_attempts` delayed restarts in a row:
+    /// the supervisor stops its children and fails, as when its intensity is exceeded.
+    BackoffExhausted {
+        /// The child's id.
+        id: String,
+        /// The delayed restarts it had (the backoff's `max_attempts`).
+        attempts: u32,
+    },
     /// A child did not terminate within its shutdown timeout; the supervisor stopped waiting
     /// (its exit request stays in place).
     ShutdownTimedOut {
@@ -83,7 +102,9 @@ pub enum EventKind {
 /// Logs `event` and hands it to `sink`; a panicking sink is contained and logged.
 pub(super) fn emit(sink: Option<&EventSink>, event: SupervisorEvent) {
     match &event.kind {
-        EventKind::IntensityExceeded { .. } | EventKind::ShutdownTimedOut { .. } => {
+        EventKind::IntensityExceeded { .. }
+        | EventKind::BackoffExhausted { .. }
+        | EventKind::ShutdownTimedOut { .. } => {
             tracing::warn!(supervisor = %event.supervisor, kind = ?event.kind, "supervisor")
         }
         EventKind::Terminated {

@@ -10,7 +10,7 @@ use crate::lifecycle::ProcessId;
 
 /// How a supervisor reacts when a child must be restarted (OTP's `strategy`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Strategy {
+pub enum RestartStrategy {
     /// Restart only the child that terminated.
     OneForOne,
     /// Stop every other child (in reverse start order), then restart them all in start order.
@@ -77,7 +77,7 @@ pub enum ChildKind {
 
 // SAFETY: plain `Copy` enums; `Shutdown` holds at most a `Duration`. (I8)
 #[diagnostic::do_not_recommend]
-unsafe impl Isolated for Strategy {}
+unsafe impl Isolated for RestartStrategy {}
 // SAFETY: as above. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for Restart {}

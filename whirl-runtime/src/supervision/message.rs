@@ -14,7 +14,7 @@ use super::spec::{ChildSpec, IsolatedAny};
 
 /// A message to a [`Supervisor`](super::Supervisor). Opaque: use the blocking methods on `Addr<Supervisor<A>>`,
 /// or build requests with the constructors for async code
-/// (`sup.ask_with(SupervisorMsg::count_children)`; [`StartDynamic`] for `start_dynamic`).
+/// (`sup.request_with(SupervisorMsg::count_children).ask()`; [`StartDynamic`] for `start_dynamic`).
 pub struct SupervisorMsg(pub(super) Msg);
 
 pub(super) enum Msg {
@@ -29,6 +29,8 @@ pub(super) enum Msg {
     /// Try again to restart the child with this entry key, whose restart could not start
     /// (OTP's `try_again_restart`).
     Retry(u64),
+    /// The delay of the delayed restart with this token is over (`delayed.rs`).
+    RestartDue(u64),
     Request(Request),
 }
 
@@ -104,6 +106,7 @@ impl fmt::Debug for SupervisorMsg {
             Msg::Shutdown => "Shutdown",
             Msg::StopTimeout(_) => "StopTimeout",
             Msg::Retry(_) => "Retry",
+            Msg::RestartDue(_) => "RestartDue",
             Msg::Request(Request::Start(..)) => "StartChild",
             Msg::Request(Request::StartDynamic(..)) => "StartDynamic",
             Msg::Request(Request::Terminate(..)) => "TerminateChild",
@@ -119,9 +122,10 @@ impl fmt::Debug for SupervisorMsg {
 }
 
 // SAFETY: every variant holds only `Isolated` values (asserted below): a `Down`, process ids,
-// a timer epoch and entry keys, and requests made of child specs (data: initial states,
-// function pointers and arguments, see `ChildSpec`'s impl), a `start_dynamic` argument as a
-// `Box<dyn IsolatedAny>` (`Isolated` through the supertrait), child references, ids,
+// a timer epoch, entry keys and restart tokens, and requests made of child specs (data:
+// initial states, function pointers and arguments, see `ChildSpec`'s impl), a
+// `start_dynamic` argument as a `Box<dyn IsolatedAny>` (`Isolated` through the supertrait),
+// child references, ids,
 // `&'static str`s, and one-shot reply handles whose answers (`ProcessId`s, child infos, specs
 // and counts, `SupervisorError`s) are `Isolated` too. (I8)
 #[diagnostic::do_not_recommend]
@@ -153,7 +157,7 @@ impl Message for SupervisorMsg {
 
 /// Starts a child of a simple-one-for-one `Supervisor<A>`'s template with `arg` (the typed
 /// request of [`Addr::start_dynamic`](crate::Addr::start_dynamic), for async code:
-/// `sup.ask_with(|reply| StartDynamic(arg, reply))`). It answers once the child's `started` hook
+/// `sup.request_with(|reply| StartDynamic(arg, reply)).ask()`). It answers once the child's `started` hook
 /// has succeeded. Only a `Supervisor<A>` accepts a `StartDynamic<A>`.
 pub struct StartDynamic<A>(pub A, pub ReplyTo<Result<ProcessId, SupervisorError>>);
 

@@ -3,7 +3,7 @@
 //!
 //! # What an Erlang engineer will recognise
 //!
-//! * **Strategies** ([`Strategy`]): one-for-one, one-for-all, rest-for-one, and
+//! * **Strategies** ([`RestartStrategy`]): one-for-one, one-for-all, rest-for-one, and
 //!   simple-one-for-one (dynamic children of one [`ChildTemplate`], started with
 //!   [`Addr::start_dynamic`](crate::Addr::start_dynamic) and named by process id; by id,
 //!   `terminate_child` and friends answer [`SupervisorError::WrongStrategy`], OTP's
@@ -18,6 +18,10 @@
 //!   one restart against the intensity, however many children the strategy restarts for it.
 //!   (Shutdown timeouts run on the runtime's timers, in real time; only the intensity period
 //!   uses the spec's clock.)
+//! * **Restart with backoff** (not in OTP's `supervisor`; Akka's `BackoffSupervisor`):
+//!   [`ChildSpec::backoff`] restarts a child whose failures come from outside it after growing
+//!   delays ([`Backoff`]), outside the intensity, so that an outage longer than the intensity
+//!   allows is ridden out; the exact rule is [below](#riding-out-outages-restart-with-backoff).
 //! * **Order**: children start in spec order and stop in reverse order; one-for-all and
 //!   rest-for-one stop the affected children in reverse order, then restart them in order.
 //! * **Trees**: [`ChildSpec::supervisor`] nests supervisors; stopping one stops its subtree in
@@ -97,6 +101,56 @@
 //!   `start_dynamic`**, typed by the template's argument, rather than `start_child` with a
 //!   list of extra arguments checked at run time.
 //!
+//! # Riding out outages: restart with backoff
+//!
+//! OTP's defaults (at most 1 restart in 5 s, [`SupervisorSpec::new`]) make the restart
+//! intensity a crash-loop detector: a child that needs more restarts than that is taken to be
+//! broken, and the failure escalates until a supervisor that can do something about it. A
+//! child that fails because something outside it is down (its database, for 3 s) looks the
+//! same: each restart finds the database still down and fails at once, the second within 5 s
+//! fails the supervisor, then its parent's intensity runs out the same way, and a 3 s outage
+//! becomes a dead service. Raising the intensity only hides real crash loops, and a restart at
+//! once is wasted while the outage lasts.
+//!
+//! A child spec with a [`Backoff`] (`ChildSpec::backoff(Backoff::exponential(min, max))`) is
+//! restarted after a delay instead. The supervisor is a process: the delay runs on the
+//! runtime's timers (`Ctx::post_after`), its worker is never held, and it goes on answering
+//! requests and handling other children meanwhile. The rule, next to OTP's:
+//!
+//! | | OTP (and whirl without backoff) | whirl, a child with a backoff |
+//! |---|---|---|
+//! | a failed child is restarted | at once | after `min × 2ⁿ⁻¹`, at most `max`, for its `n`th failure in a row (shortened by up to the jitter fraction) |
+//! | counted against the intensity | every restart, within `period` | never: its failures are neither recorded in the intensity window nor checked against it |
+//! | what bounds a crash loop | more than `max_restarts` in `period` fails the supervisor | the delays (once capped, one restart per `max` at most); and with `max_attempts(k)`, failure `k + 1` in a row fails the supervisor ([`EventKind::BackoffExhausted`]) |
+//! | a run of failures ends | (the period slides) | when the incarnation that failed had run at least `reset_after` (default `max`) on the supervisor's clock: its next delay is `min` again |
+//!
+//! In detail:
+//!
+//! 1. Only the failures of the child that has the backoff are exempt. Other children's
+//!    restarts count as in OTP, also while a backoff child waits; and when another child's
+//!    failure restarts the backoff child along with it (one-for-all, rest-for-one), that is an
+//!    ordinary restart, immediate and counted.
+//! 2. Under one-for-all and rest-for-one, the siblings a backoff child's failure affects are
+//!    stopped at once (in reverse order, as always) and restarted with it when its delay is
+//!    over, the delay counting from when they are all down: one restart in
+//!    [`ChildCounts::restarts`].
+//! 3. While it waits the child is stopped: `which_children` shows no pid, `count_children`
+//!    does not count it active, `whereis` on its name finds nobody. `terminate_child` leaves it
+//!    stopped (the delayed restart is cancelled), `restart_child` starts it at once,
+//!    `delete_child` forgets it; each also ends its run of failures. A supervisor that
+//!    terminates cancels its pending restarts, and none happens once the runtime is shutting
+//!    down.
+//! 4. A restart that cannot start (its name is held by another process) is one more failure
+//!    in a row, tried again after the next delay (OTP's `try_again_restart` tries again at
+//!    once, each attempt counted).
+//! 5. Each delayed restart is reported first as [`EventKind::RestartDelayed`] (the attempt
+//!    and the delay), then as `ChildRestarted` when it happens.
+//!
+//! With the default intensity and `Backoff::exponential(100 ms, 5 s)`, a database down for a
+//! minute costs its client restarts after 0.1, 0.2, 0.4 ... 3.2 s, then one every 5 s, and
+//! the supervisor stays up; a bug that crashes the client soon after every start restarts it
+//! every 5 s at most, each restart reported, until `max_attempts`, if set, escalates it.
+//!
 //! # Stable addressing across restarts
 //!
 //! A restarted child is a new process with a new id. An `Addr` to the old incarnation stays
@@ -119,11 +173,13 @@
 //! logged at error level, and anyone monitoring it gets a `Down`. Nothing waits on it, so
 //! nothing hangs.
 
-// From the bottom up: the vocabulary, events and intensity; starting a child and what is
-// reported about children; specs; errors; messages; what a stop operation is; the supervisor
-// (`process.rs`) and its behaviour by concern (`requests.rs`, `restart.rs`, `stop.rs`); the
-// client API.
+// From the bottom up: the vocabulary, events, intensity and backoff; starting a child and what
+// is reported about children; recipes and specs; errors; messages; what a stop operation is;
+// the supervisor (`process.rs`) and its behaviour by concern (`requests.rs`, `restart.rs`,
+// `delayed.rs`, `stop.rs`); the client API.
 mod api;
+mod backoff;
+mod delayed;
 mod error;
 mod event;
 mod info;
@@ -132,6 +188,7 @@ mod kinds;
 mod listing;
 mod message;
 mod process;
+mod recipe;
 mod requests;
 mod restart;
 mod spec;
@@ -139,10 +196,11 @@ mod start;
 mod stop;
 mod stop_op;
 
+pub use backoff::Backoff;
 pub use error::SupervisorError;
 pub use event::{EventKind, EventSink, SupervisorEvent};
 pub use info::{ChildCounts, ChildInfo};
-pub use kinds::{AutoShutdown, ChildKind, ChildRef, Restart, Shutdown, Strategy};
+pub use kinds::{AutoShutdown, ChildKind, ChildRef, Restart, RestartStrategy, Shutdown};
 pub use message::{StartDynamic, SupervisorMsg};
 pub use process::Supervisor;
 pub use spec::{ChildSpec, ChildTemplate, IntoChildSpec, NoTemplate, SupervisorSpec};

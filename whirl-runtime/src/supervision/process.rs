@@ -1,7 +1,8 @@
 //! The supervisor process: its state, how it starts a child, and its message loop.
 //!
 //! A reader follows a failure through the files: `restart.rs` decides what a child's `Down`
-//! leads to (restart type, intensity, strategy, auto-shutdown); `stop.rs` stops children in
+//! leads to (restart type, intensity or backoff, strategy, auto-shutdown); `delayed.rs` waits
+//! out a backoff's delay on the runtime's timers; `stop.rs` stops children in
 //! reverse order without blocking the worker, then restarts them, answers, or ends the
 //! supervisor; `requests.rs` answers the dynamic API. [`Supervisor::dispatch`] defers requests
 //! while a stop operation runs and replays them after, in order.
@@ -13,26 +14,27 @@ use crate::group::observe;
 use crate::isolation::SharedClient;
 use crate::lifecycle::{Down, ExitReason, Failure, ProcessId};
 use crate::process::Process;
-use crate::process::{Addr, Ctx, Watcher};
-use crate::time::{Clock, SystemClock};
+use crate::process::{Addr, Ctx, Sender, Watcher};
+use crate::time::{Clock, SystemClock, TimerHandle};
 
+use super::backoff::{Attempts, Jitter};
 use super::error::SupervisorError;
 use super::event::{emit, EventKind, EventSink, SupervisorEvent};
 use super::info::AnyAddr;
 use super::intensity::Intensity;
 use super::kinds::ChildRef;
-use super::kinds::{AutoShutdown, Restart, Strategy};
+use super::kinds::{AutoShutdown, Restart, RestartStrategy};
 use super::listing;
 use super::message::{Msg, Reply, SupervisorMsg};
+use super::recipe::Start;
 use super::spec::{
-    ChildSpec, ChildTemplate, Nested, NoTemplate, Start, SupervisorSpec, CLOCK_SHARED,
-    EVENTS_SHARED,
+    ChildSpec, ChildTemplate, Nested, NoTemplate, SupervisorSpec, CLOCK_SHARED, EVENTS_SHARED,
 };
 use super::start::{RunningChild, StartCx, StartError};
 use super::stop_op::{StopOp, Then};
 
 /// A supervisor (OTP's `supervisor` behaviour): a system process that starts children from
-/// [`ChildSpec`]s, monitors them, and restarts them by its [`Strategy`], within its restart
+/// [`ChildSpec`]s, monitors them, and restarts them by its [`RestartStrategy`], within its restart
 /// intensity. See the [module documentation](crate::supervision) for the semantics.
 ///
 /// `A` is the argument type of its [`ChildTemplate`] (a simple-one-for-one supervisor), or
@@ -69,7 +71,7 @@ use super::stop_op::{StopOp, Then};
 /// ```
 pub struct Supervisor<A = NoTemplate> {
     pub(super) name: Arc<str>,
-    pub(super) strategy: Strategy,
+    pub(super) strategy: RestartStrategy,
     pub(super) intensity: Intensity,
     pub(super) auto_shutdown: AutoShutdown,
     pub(super) clock: Arc<dyn Clock>,
@@ -84,6 +86,10 @@ pub struct Supervisor<A = NoTemplate> {
     pub(super) deferred: VecDeque<Msg>,
     pub(super) epoch: u64,
     pub(super) restarts: u64,
+    /// The last token given to a delayed restart, and the timers of those still to come.
+    pub(super) next_due: u64,
+    pub(super) delayed: Vec<(u64, TimerHandle)>,
+    pub(super) jitter: Jitter,
     /// Set once the supervisor has decided to terminate: nothing more is started.
     pub(super) exiting: bool,
     pub(super) pid: Option<ProcessId>,
@@ -97,6 +103,8 @@ pub(super) struct Entry {
     /// The latest incarnation, running or not (to release its name, and only its name).
     pub(super) last_pid: Option<ProcessId>,
     pub(super) restarts: u64,
+    /// Its failures in a row and the delayed restart it waits for, under a backoff.
+    pub(super) attempts: Attempts,
     pub(super) dynamic: bool,
     /// A synchronous start waiting for the running incarnation's `started` hook.
     pub(super) awaiting: Option<Awaiting>,
@@ -133,7 +141,7 @@ impl Entry {
 
 impl<A: 'static> Supervisor<A> {
     /// A supervisor that will run `spec` once spawned. An invalid spec (duplicate ids, a
-    /// template without [`Strategy::SimpleOneForOne`], a zero intensity period...) makes it
+    /// template without [`RestartStrategy::SimpleOneForOne`], a zero intensity period...) makes it
     /// fail at start, saying why.
     pub fn new(spec: SupervisorSpec<A>) -> Self {
         let problem = spec.problem();
@@ -156,6 +164,9 @@ impl<A: 'static> Supervisor<A> {
             deferred: VecDeque::new(),
             epoch: 0,
             restarts: 0,
+            next_due: 0,
+            delayed: Vec::new(),
+            jitter: Jitter::new(),
             exiting: false,
             pid: None,
         }
@@ -193,6 +204,7 @@ impl<A: 'static> Supervisor<A> {
             running: None,
             last_pid: None,
             restarts: 0,
+            attempts: Attempts::default(),
             dynamic,
             awaiting: None,
         });
@@ -246,6 +258,9 @@ impl<A: 'static> Supervisor<A> {
         })?;
         let pid = child.id();
         let entry = &mut self.children[index];
+        if entry.spec.backoff.is_some() {
+            entry.attempts.started(self.clock.now());
+        }
         entry.running = Some(child);
         entry.last_pid = Some(pid);
         entry.spec.spend_if_temporary();
@@ -261,12 +276,17 @@ impl<A: 'static> Supervisor<A> {
     }
 
     /// Restarts child `index` for the strategy; if it cannot start (its name is held by
-    /// another process), tries again later, each attempt a restart against the intensity.
-    pub(super) fn restart(&mut self, index: usize, ctx: &Ctx<Self>) {
+    /// another process), tries again later: at once, each attempt a restart against the
+    /// intensity, or, under a backoff, after the next delay, as one more failure in a row.
+    pub(super) fn restart(&mut self, index: usize, ctx: &mut Ctx<Self>) {
         if let Err(error) = self.start(index, true, false, ctx) {
             tracing::warn!(supervisor = %self.name, %error, "restart failed; trying again");
             let key = self.children[index].key;
-            let _ = ctx.myself().post(SupervisorMsg(Msg::Retry(key)));
+            if self.children[index].spec.backoff.is_some() {
+                self.restart_with_backoff(index, vec![key], ctx);
+            } else {
+                let _ = ctx.myself().post(SupervisorMsg(Msg::Retry(key)));
+            }
         }
     }
 
@@ -283,6 +303,7 @@ impl<A: 'static> Supervisor<A> {
                 self.stop(all, Then::Exit(ExitReason::Shutdown), ctx);
             }
             Msg::Retry(key) => self.on_retry(key, ctx),
+            Msg::RestartDue(token) => self.on_restart_due(token, ctx),
             Msg::Request(request) => self.on_request(request, ctx),
         }
     }
@@ -310,12 +331,14 @@ impl<A: 'static> Supervisor<A> {
 
 // SAFETY: the message is `SupervisorMsg`, `Isolated` (see its impl). The state is
 // * owned data: the name (an immutable `Arc<str>`), strategy, intensity window, counters,
-//   keys, the spec's problem, deferred messages (`SupervisorMsg`s), reply handles of callers
-//   waiting for a start, and the stop operation's queue and reply handle;
+//   keys, backoff attempts and restart tokens, the jitter's seed, the spec's problem,
+//   deferred messages (`SupervisorMsg`s), reply handles of callers waiting for a start, and
+//   the stop operation's queue and reply handle;
 // * child specs and the template: data (initial states, function pointers and arguments,
 //   supervisor specs), `Isolated` by their impls; children are spawned from clones of them;
-// * the running children as `Addr`s (inside `Box<dyn RunningChild>`) and the shutdown timer's
-//   `TimerHandle`: runtime handles that grant no access to another process's state;
+// * the running children as `Addr`s (inside `Box<dyn RunningChild>`) and the `TimerHandle`s
+//   of the shutdown timer and of delayed restarts: runtime handles that grant no access to
+//   another process's state;
 // * the clock and the event sink, which the user may share on purpose (a test's
 //   `ManualClock`, a metrics counter): observers and policies, not process state. The
 //   supervisor only reads the clock and hands the sink copies of its events; neither reaches
@@ -361,6 +384,9 @@ unsafe impl<A: 'static> Process for Supervisor<A> {
     /// asked to stop (in reverse start order, without waiting: the orderly path is the
     /// `Shutdown` message). Then the termination is reported, a failure as an error log.
     fn terminated(&mut self, reason: &ExitReason) {
+        for (_, timer) in self.delayed.drain(..) {
+            timer.cancel();
+        }
         for entry in self.children.iter().rev() {
             if let Some(child) = &entry.running {
                 child.shutdown();

@@ -5,7 +5,7 @@ use crate::process::Ctx;
 
 use super::error::SupervisorError;
 use super::info::{ChildCounts, ChildInfo};
-use super::kinds::{ChildKind, ChildRef, Strategy};
+use super::kinds::{ChildKind, ChildRef, RestartStrategy};
 use super::message::{Reply, Request};
 use super::process::{Awaiting, Entry, Supervisor};
 use super::spec::ChildSpec;
@@ -14,7 +14,7 @@ use super::stop_op::Then;
 impl<A: 'static> Supervisor<A> {
     /// Answers one request of the dynamic API (never during a stop operation: deferred).
     pub(super) fn on_request(&mut self, request: Request, ctx: &mut Ctx<Self>) {
-        let dynamic = self.strategy == Strategy::SimpleOneForOne;
+        let dynamic = self.strategy == RestartStrategy::SimpleOneForOne;
         let wrong = |operation| SupervisorError::WrongStrategy {
             operation,
             strategy: self.strategy,
@@ -83,6 +83,8 @@ impl<A: 'static> Supervisor<A> {
                         let _ = reply.send(Err(SupervisorError::NotFound(child)));
                     }
                     Some(index) => {
+                        // A child waiting for a delayed restart stays stopped.
+                        self.forget_delayed(index);
                         let key = self.children[index].key;
                         self.stop(vec![key], Then::Reply(key, reply), ctx);
                     }
@@ -99,6 +101,8 @@ impl<A: 'static> Supervisor<A> {
                     let _ = reply.send(Err(SupervisorError::Running(id)));
                 }
                 Some(i) => {
+                    // Started now, not when a delayed restart is due.
+                    self.forget_delayed(i);
                     let confirm = Awaiting {
                         reply,
                         forget_on_failure: false,
@@ -114,6 +118,7 @@ impl<A: 'static> Supervisor<A> {
                         Err(SupervisorError::Running(id))
                     }
                     Some(i) => {
+                        self.forget_delayed(i);
                         let entry = self.children.remove(i);
                         if let Some(name) = &entry.spec.name {
                             let names = &ctx.cell().group.kernel.names;
@@ -130,7 +135,7 @@ impl<A: 'static> Supervisor<A> {
     /// The child `child` names, for an operation that takes either kind of reference (by id
     /// under simple-one-for-one is refused: the children share the template's id).
     fn find(&self, child: &ChildRef, operation: &'static str) -> Result<usize, SupervisorError> {
-        if self.strategy == Strategy::SimpleOneForOne && matches!(child, ChildRef::Id(_)) {
+        if self.strategy == RestartStrategy::SimpleOneForOne && matches!(child, ChildRef::Id(_)) {
             return Err(SupervisorError::WrongStrategy {
                 operation,
                 strategy: self.strategy,
@@ -184,7 +189,7 @@ impl<A: 'static> Supervisor<A> {
             .filter(|e| e.spec.kind == ChildKind::Supervisor)
             .count();
         let specs = match self.strategy {
-            Strategy::SimpleOneForOne => 1,
+            RestartStrategy::SimpleOneForOne => 1,
             _ => self.children.len(),
         };
         ChildCounts {

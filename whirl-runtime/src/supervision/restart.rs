@@ -1,13 +1,16 @@
 //! What a child's termination leads to: a synchronous start that failed is answered; else its
 //! restart type decides whether it is restarted, the restart intensity whether the supervisor
-//! may, the strategy which siblings go with it, and, for a significant child that is not
-//! restarted, the auto-shutdown policy whether the supervisor shuts down.
+//! may (or, for a child under a backoff, the backoff when: `delayed.rs`), the strategy which
+//! siblings go with it, and, for a significant child that is not restarted, the auto-shutdown
+//! policy whether the supervisor shuts down.
+
+use std::time::Duration;
 
 use crate::lifecycle::{Down, ExitReason, Failure};
 use crate::process::Ctx;
 
 use super::event::EventKind;
-use super::kinds::{AutoShutdown, Restart, Strategy};
+use super::kinds::{AutoShutdown, Restart, RestartStrategy};
 use super::message::Msg;
 use super::process::Supervisor;
 use super::stop_op::Then;
@@ -71,17 +74,37 @@ impl<A: 'static> Supervisor<A> {
             }
             return;
         }
-        if !self.within_intensity(ctx) {
-            return;
-        }
-        self.restarts += 1;
-        let affected: Vec<u64> = match self.strategy {
-            Strategy::OneForOne | Strategy::SimpleOneForOne => {
-                self.restart(index, ctx);
+        // A child under a backoff waits out its delay, outside the intensity (the module
+        // documentation's rule); any other restart counts against the intensity.
+        let delay = if self.children[index].spec.backoff.is_some() {
+            match self.backoff_delay(index) {
+                Some(delay) => Some(delay),
+                None => return self.backoff_exhausted(index, ctx),
+            }
+        } else {
+            if !self.within_intensity(ctx) {
                 return;
             }
-            Strategy::OneForAll => self.children.iter().map(|e| e.key).collect(),
-            Strategy::RestForOne => self.children[index..].iter().map(|e| e.key).collect(),
+            self.restarts += 1;
+            None
+        };
+        self.restart_by_strategy(index, delay, ctx);
+    }
+
+    /// Restarts child `index` and the siblings its strategy takes with it: at once, or after
+    /// `delay` (the siblings are stopped at once, and the delay starts once they are down).
+    fn restart_by_strategy(&mut self, index: usize, delay: Option<Duration>, ctx: &mut Ctx<Self>) {
+        let key = self.children[index].key;
+        let affected: Vec<u64> = match self.strategy {
+            RestartStrategy::OneForOne | RestartStrategy::SimpleOneForOne => {
+                match delay {
+                    None => self.restart(index, ctx),
+                    Some(delay) => self.restart_after(vec![key], delay, ctx),
+                }
+                return;
+            }
+            RestartStrategy::OneForAll => self.children.iter().map(|e| e.key).collect(),
+            RestartStrategy::RestForOne => self.children[index..].iter().map(|e| e.key).collect(),
         };
         // Restart the failed child and the affected ones that were running; a stopped sibling
         // (terminated on request, or a transient one that finished) stays stopped.
@@ -95,7 +118,7 @@ impl<A: 'static> Supervisor<A> {
                         .is_some_and(|i| self.children[i].running.is_some())
             })
             .collect();
-        self.stop(affected, Then::Restart(restart), ctx);
+        self.stop(affected, Then::Restart(restart, delay), ctx);
     }
 
     /// Records a restart against the intensity; if it is one too many, stops every child and

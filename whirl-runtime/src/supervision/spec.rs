@@ -1,5 +1,6 @@
-//! What a supervisor is told to run: child specs, restart types, shutdown policies, strategy
-//! and restart intensity.
+//! What a supervisor is told to run: child specs (restart type, shutdown policy, backoff, name,
+//! group, and the recipe that starts each incarnation, `recipe.rs`), and the supervisor's own
+//! spec (strategy, restart intensity, children or template, clock and event sink).
 //!
 //! # Child specs are data
 //!
@@ -36,65 +37,10 @@ use crate::isolation::SharedClient;
 use crate::process::Process;
 use crate::time::Clock;
 
+use super::backoff::Backoff;
 use super::event::{EventSink, SupervisorEvent};
-use super::kinds::{AutoShutdown, ChildKind, Restart, Shutdown, Strategy};
-use super::start::{RunningChild, StartCx, StartError, Worker};
-
-/// How to start one incarnation of a child: data the supervisor keeps, and runs at every
-/// (re)start on its own worker.
-///
-/// `Isolated` is a supertrait, so a `Box<dyn Start>` is `Isolated` by the impl for `Box`: each
-/// implementation below is a function pointer and `Isolated` values, nothing else.
-pub(super) trait Start: Isolated {
-    /// Spawns (and monitors, and names) a fresh incarnation.
-    fn start(&self, cx: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError>;
-
-    /// A copy of the recipe, for a cloned [`ChildSpec`].
-    fn clone_box(&self) -> Box<dyn Start>;
-}
-
-/// [`ChildSpec::worker`]: every incarnation starts from a clone of the initial state.
-struct Initial<P>(P);
-
-// SAFETY: the one field is a `P`, which the bound makes `Isolated`. (I8)
-#[diagnostic::do_not_recommend]
-unsafe impl<P: Isolated> Isolated for Initial<P> {}
-
-impl<P: Process + Isolated + Clone> Start for Initial<P> {
-    fn start(&self, cx: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError> {
-        Ok(Box::new(Worker(cx.spawn(|| self.0.clone())?)))
-    }
-
-    fn clone_box(&self) -> Box<dyn Start> {
-        Box::new(Initial(self.0.clone()))
-    }
-}
-
-/// [`ChildSpec::worker_with`]: every incarnation is `start(args.clone())`, OTP's `{M, F, A}`.
-struct Apply<A, P> {
-    args: A,
-    start: fn(A) -> P,
-}
-
-// SAFETY: the arguments are `Isolated` by the bound, and a function pointer holds no data
-// (`fn(A) -> P` is `Send`, and `'static` with `A` and `P`). (I8)
-#[diagnostic::do_not_recommend]
-unsafe impl<A: Isolated, P: 'static> Isolated for Apply<A, P> {}
-
-impl<A: Isolated + Clone, P: Process> Start for Apply<A, P> {
-    fn start(&self, cx: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError> {
-        Ok(Box::new(Worker(
-            cx.spawn(|| (self.start)(self.args.clone()))?,
-        )))
-    }
-
-    fn clone_box(&self) -> Box<dyn Start> {
-        Box::new(Apply {
-            args: self.args.clone(),
-            start: self.start,
-        })
-    }
-}
+use super::kinds::{AutoShutdown, ChildKind, Restart, RestartStrategy, Shutdown};
+use super::recipe::{Apply, Initial, Spent, Start};
 
 /// [`ChildSpec::supervisor`]: every incarnation runs a clone of the spec.
 pub(super) struct Nested<A>(pub(super) SupervisorSpec<A>);
@@ -102,25 +48,6 @@ pub(super) struct Nested<A>(pub(super) SupervisorSpec<A>);
 // SAFETY: the one field is a `SupervisorSpec`, which is `Isolated` (see its impl). (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl<A: 'static> Isolated for Nested<A> {}
-
-/// What is left of a temporary child's recipe once it has started: nothing. OTP keeps no start
-/// arguments for a temporary child (it is never restarted), and neither does whirl: the
-/// initial state or arguments are dropped as soon as the child is running.
-struct Spent;
-
-// SAFETY: no fields. (I8)
-#[diagnostic::do_not_recommend]
-unsafe impl Isolated for Spent {}
-
-impl Start for Spent {
-    fn start(&self, _: &mut StartCx<'_>) -> Result<Box<dyn RunningChild>, StartError> {
-        Err(StartError::Spent)
-    }
-
-    fn clone_box(&self) -> Box<dyn Start> {
-        Box::new(Spent)
-    }
-}
 
 /// How to start one child and how to treat it when it terminates (OTP's child spec).
 ///
@@ -162,15 +89,21 @@ pub struct ChildSpec {
     pub(super) shutdown: Shutdown,
     pub(super) kind: ChildKind,
     pub(super) group: Option<Group>,
-    pub(super) name: Option<String>,
+    /// A boxed `str`, not a `String`: eight bytes less in every spec, and in the errors that
+    /// carry one (the backoff's box takes them).
+    pub(super) name: Option<Box<str>>,
     pub(super) significant: bool,
+    /// Boxed: a rare option, kept out of the size of every spec (and of the errors that
+    /// carry one).
+    pub(super) backoff: Option<Box<Backoff>>,
     pub(super) start: Box<dyn Start>,
 }
 
-// SAFETY: every field is `Isolated` (asserted below): strings, enums, a `Group` handle, and a
-// `Box<dyn Start>`, `Isolated` through `Start`'s supertrait. Every `Start` is a function pointer
-// (no data) plus `Isolated` values: an initial state, arguments, or a `SupervisorSpec`; nothing
-// the caller keeps can be captured, since the constructors take no closures. (I8)
+// SAFETY: every field is `Isolated` (asserted below): strings, enums, a `Group` handle, a
+// boxed backoff policy (plain data), and a `Box<dyn Start>`, `Isolated` through `Start`'s
+// supertrait. Every `Start` is a function pointer (no data) plus `Isolated` values: an initial
+// state, arguments, or a `SupervisorSpec`; nothing the caller keeps can be captured, since the
+// constructors take no closures. (I8)
 #[diagnostic::do_not_recommend]
 unsafe impl Isolated for ChildSpec {}
 
@@ -182,8 +115,9 @@ const _: () = {
     let _ = assert_isolated::<Shutdown>;
     let _ = assert_isolated::<ChildKind>;
     let _ = assert_isolated::<Option<Group>>;
-    let _ = assert_isolated::<Option<String>>;
+    let _ = assert_isolated::<Option<Box<str>>>;
     let _ = assert_isolated::<bool>;
+    let _ = assert_isolated::<Option<Box<Backoff>>>;
     let _ = assert_isolated::<Box<dyn Start>>;
 };
 
@@ -223,6 +157,7 @@ impl ChildSpec {
             group: None,
             name: None,
             significant: false,
+            backoff: None,
             start,
         }
     }
@@ -344,7 +279,7 @@ impl ChildSpec {
     /// which carries the holder's id (OTP's `{already_started, Pid}`), and the name stays
     /// where it is.
     pub fn named(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
+        self.name = Some(name.into().into_boxed_str());
         self
     }
 
@@ -355,6 +290,45 @@ impl ChildSpec {
     pub fn significant(mut self, significant: bool) -> Self {
         self.significant = significant;
         self
+    }
+
+    /// Restarts the child after growing delays instead of at once, for failures that come
+    /// from outside it (an outage of a database it connects to): see [`Backoff`]. Its restarts
+    /// are then not counted against the supervisor's restart intensity; the
+    /// [module documentation](crate::supervision#riding-out-outages-restart-with-backoff)
+    /// gives the exact rule.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use whirl::supervision::{Backoff, ChildSpec};
+    /// use whirl::prelude::*;
+    ///
+    /// #[derive(Message)]
+    /// struct Query;
+    ///
+    /// #[process]
+    /// #[derive(Clone)]
+    /// struct Db;
+    ///
+    /// #[process]
+    /// impl Db {
+    ///     #[handle]
+    ///     fn query(&mut self, _: Query) {}
+    /// }
+    ///
+    /// let spec = ChildSpec::worker("db", Db).backoff(
+    ///     Backoff::exponential(Duration::from_millis(100), Duration::from_secs(30)).jitter(0.2),
+    /// );
+    /// assert_eq!(spec.backoff_policy().unwrap().delay(2), Duration::from_millis(200));
+    /// ```
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(Box::new(backoff));
+        self
+    }
+
+    /// The child's backoff policy, if its restarts are delayed.
+    pub fn backoff_policy(&self) -> Option<Backoff> {
+        self.backoff.as_deref().copied()
     }
 
     /// Whether the child is significant.
@@ -398,6 +372,7 @@ impl Clone for ChildSpec {
             group: self.group.clone(),
             name: self.name.clone(),
             significant: self.significant,
+            backoff: self.backoff.clone(),
             start: self.start.clone_box(),
         }
     }
@@ -412,6 +387,7 @@ impl fmt::Debug for ChildSpec {
             .field("kind", &self.kind)
             .field("name", &self.name)
             .field("significant", &self.significant)
+            .field("backoff", &self.backoff)
             .finish_non_exhaustive()
     }
 }
@@ -427,6 +403,9 @@ impl ChildSpec {
     /// What is wrong with this child under a supervisor with `auto_shutdown`, if anything.
     pub(super) fn problem(&self, auto_shutdown: AutoShutdown) -> Option<String> {
         let id = &self.id;
+        if let Some(problem) = self.backoff.as_deref().and_then(Backoff::problem) {
+            return Some(format!("child `{id}`: {problem}"));
+        }
         if !self.significant {
             return None;
         }
@@ -446,7 +425,7 @@ impl ChildSpec {
 }
 
 /// An [`Isolated`] value whose type is erased on its way through the supervisor's message
-/// queue: the argument of [`StartDynamic`](crate::StartDynamic). The typed API guarantees it
+/// queue: the argument of [`StartDynamic`](super::StartDynamic). The typed API guarantees it
 /// is of the template's argument type; the supervisor downcasts it back.
 ///
 /// `Isolated` is a supertrait, so a `Box<dyn IsolatedAny>` is `Isolated` by the impl for `Box`,
@@ -469,7 +448,7 @@ impl<T: Isolated> IsolatedAny for T {
 #[derive(Debug)]
 pub enum NoTemplate {}
 
-/// The one child spec of a [`Strategy::SimpleOneForOne`] supervisor: turns the argument given
+/// The one child spec of a [`RestartStrategy::SimpleOneForOne`] supervisor: turns the argument given
 /// to [`Addr::start_dynamic`](crate::Addr::start_dynamic) into a child spec.
 ///
 /// Like a [`ChildSpec`], it is data: a plain function pointer `fn(A) -> ChildSpec` (a closure
@@ -485,7 +464,7 @@ pub enum NoTemplate {}
 /// ```
 /// use whirl::supervision::{ChildSpec, ChildTemplate};
 /// use whirl::prelude::*;
-/// use whirl::supervision::{Restart, Strategy, Supervisor, SupervisorSpec};
+/// use whirl::supervision::{Restart, RestartStrategy, Supervisor, SupervisorSpec};
 /// use whirl::Runtime;
 ///
 /// #[derive(Message)]
@@ -506,7 +485,7 @@ pub enum NoTemplate {}
 /// let rt = Runtime::new();
 /// let sessions = rt.spawn(Supervisor::new(
 ///     SupervisorSpec::new("sessions")
-///         .strategy(Strategy::SimpleOneForOne)
+///         .strategy(RestartStrategy::SimpleOneForOne)
 ///         .template(ChildTemplate::new(|user: String| {
 ///             let name = format!("session:{user}");
 ///             ChildSpec::worker("session", Session { user })
@@ -525,7 +504,7 @@ pub enum NoTemplate {}
 /// use whirl::supervision::{ChildSpec, ChildTemplate};
 /// use whirl::prelude::*;
 /// use whirl::Runtime;
-/// use whirl::supervision::{Strategy, Supervisor, SupervisorSpec};
+/// use whirl::supervision::{RestartStrategy, Supervisor, SupervisorSpec};
 /// #[process]
 /// #[derive(Clone)]
 /// struct Counter(u64);
@@ -534,7 +513,7 @@ pub enum NoTemplate {}
 /// let rt = Runtime::new();
 /// let counters = rt.spawn(Supervisor::new(
 ///     SupervisorSpec::new("counters")
-///         .strategy(Strategy::SimpleOneForOne)
+///         .strategy(RestartStrategy::SimpleOneForOne)
 ///         .template(ChildTemplate::new(|start: u64| ChildSpec::worker("c", Counter(start)))),
 /// ));
 /// counters.start_dynamic(7_i32); // error: expected `u64`, found `i32`
@@ -604,7 +583,7 @@ pub(super) const EVENTS_SHARED: &str = "a supervisor's event sink: an observer t
 #[must_use = "a supervisor spec does nothing until a `Supervisor` is spawned from it"]
 pub struct SupervisorSpec<A = NoTemplate> {
     pub(super) name: String,
-    pub(super) strategy: Strategy,
+    pub(super) strategy: RestartStrategy,
     pub(super) max_restarts: u32,
     pub(super) period: Duration,
     pub(super) auto_shutdown: AutoShutdown,
@@ -626,7 +605,7 @@ unsafe impl<A: 'static> Isolated for SupervisorSpec<A> {}
 const _: () = {
     fn assert_isolated<T: ?Sized + Isolated>() {}
     let _ = assert_isolated::<String>;
-    let _ = assert_isolated::<Strategy>;
+    let _ = assert_isolated::<RestartStrategy>;
     let _ = assert_isolated::<u32>;
     let _ = assert_isolated::<Duration>;
     let _ = assert_isolated::<AutoShutdown>;
@@ -659,7 +638,7 @@ impl SupervisorSpec {
     pub fn new(name: impl Into<String>) -> Self {
         SupervisorSpec {
             name: name.into(),
-            strategy: Strategy::OneForOne,
+            strategy: RestartStrategy::OneForOne,
             max_restarts: 1,
             period: Duration::from_secs(5),
             auto_shutdown: AutoShutdown::Never,
@@ -674,7 +653,7 @@ impl SupervisorSpec {
 
 impl<A> SupervisorSpec<A> {
     /// Sets the restart strategy.
-    pub fn strategy(mut self, strategy: Strategy) -> Self {
+    pub fn strategy(mut self, strategy: RestartStrategy) -> Self {
         self.strategy = strategy;
         self
     }
@@ -730,7 +709,7 @@ impl<A> SupervisorSpec<A> {
         self
     }
 
-    /// The template of a [`Strategy::SimpleOneForOne`] supervisor. Its argument type becomes
+    /// The template of a [`RestartStrategy::SimpleOneForOne`] supervisor. Its argument type becomes
     /// the spec's (and the supervisor's) type argument, so `start_dynamic` is typed.
     pub fn template<B: Isolated>(self, template: ChildTemplate<B>) -> SupervisorSpec<B> {
         SupervisorSpec {
@@ -756,7 +735,7 @@ impl<A> SupervisorSpec<A> {
                  positive (a zero period would allow unlimited restarts)"
             ));
         }
-        if self.strategy == Strategy::SimpleOneForOne {
+        if self.strategy == RestartStrategy::SimpleOneForOne {
             if !self.children.is_empty() {
                 return Some(format!(
                     "simple-one-for-one supervisor `{name}` has static children; give it a \
@@ -771,7 +750,7 @@ impl<A> SupervisorSpec<A> {
         } else if self.template.is_some() {
             return Some(format!(
                 "supervisor `{name}` has a child template but strategy {:?}; templates are \
-                 for `Strategy::SimpleOneForOne`",
+                 for `RestartStrategy::SimpleOneForOne`",
                 self.strategy
             ));
         }

@@ -105,7 +105,7 @@ impl<A: 'static> Supervisor<A> {
                 }
                 let _ = reply.send(Ok(()));
             }
-            Then::Restart(keys) => {
+            Then::Restart(keys, delay) => {
                 self.children
                     .retain(|e| e.running.is_some() || e.spec.restart != Restart::Temporary);
                 // A runtime shutdown that began during the stop: restart nothing.
@@ -114,9 +114,17 @@ impl<A: 'static> Supervisor<A> {
                 } else {
                     keys
                 };
-                for key in keys {
-                    if let Some(index) = self.index_of_key(key) {
-                        self.restart(index, ctx);
+                match delay {
+                    Some(delay) if !keys.is_empty() => self.restart_after(keys, delay, ctx),
+                    _ => {
+                        for key in keys {
+                            if self.exiting {
+                                break;
+                            }
+                            if let Some(index) = self.index_of_key(key) {
+                                self.restart(index, ctx);
+                            }
+                        }
                     }
                 }
             }

@@ -2,6 +2,8 @@
 //! the one waited for, and what happens once they are all down. The supervisor keeps one
 //! (`process.rs`); `stop.rs` runs it.
 
+use std::time::Duration;
+
 use crate::lifecycle::{ExitReason, ProcessId};
 use crate::process::ReplyTo;
 use crate::time::TimerHandle;
@@ -25,8 +27,9 @@ pub(super) struct Waiting {
 
 /// What a stop operation does once every child in it is down.
 pub(super) enum Then {
-    /// Restart these children (entry keys, start order); temporary ones are removed.
-    Restart(Vec<u64>),
+    /// Restart these children (entry keys, start order), at once or after a backoff's delay;
+    /// temporary ones are removed.
+    Restart(Vec<u64>, Option<Duration>),
     /// Answer `terminate_child`; a dynamic or temporary child is removed.
     Reply(u64, ReplyTo<Result<(), SupervisorError>>),
     /// Terminate the supervisor.

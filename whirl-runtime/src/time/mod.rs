@@ -7,8 +7,8 @@
 //!   runtime's shared instance also stamps messages with their enqueue millisecond.
 //! * Timers (`timer.rs`): one thread per runtime firing callbacks at deadlines; a handler gets a
 //!   [`TimerHandle`] to cancel one.
-//! * [`sleep`], [`timeout`] (`sleep.rs`): waiting in async code (an `async` handler) without
-//!   holding a thread.
+//! * [`sleep`](fn@sleep), [`timeout`] (`sleep.rs`): waiting in async code (an `async` handler)
+//!   without holding a thread.
 //!
 //! Layer 0: uses nothing else in the crate but `isolation` (a timer handle may be posted).
 

@@ -55,6 +55,7 @@ impl std::fmt::Debug for AlarmCell {
 /// ```
 /// # let rt = whirl::Runtime::new();
 /// # use std::time::Duration;
+/// # use whirl::prelude::*;
 /// # #[whirl::process] struct Napper;
 /// # #[derive(whirl::Message)] struct Nap;
 /// #[whirl::process]

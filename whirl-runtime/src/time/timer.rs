@@ -68,7 +68,7 @@ struct Shared {
 impl Shared {
     fn cancelled_one(&self) {
         let n = self.cancellations.fetch_add(1, Ordering::Relaxed) + 1;
-        if n % SWEEP_MIN != 0 {
+        if !n.is_multiple_of(SWEEP_MIN) {
             return;
         }
         let mut state = self.state.lock();

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex, Once};
 use std::time::Duration;
+use whirl_runtime::request::Sender as _;
 
 use whirl_runtime::{
     Addr, Ctx, DeadLetter, Down, ExitReason, Failure, Isolated, PostError, Process, ProcessId,
@@ -203,7 +204,8 @@ pub fn runtime_with_dead_letters(threads: usize) -> (Runtime, DeadLetters) {
     let rt = Runtime::builder()
         .threads(threads)
         .dead_letters(dead.sink())
-        .build();
+        .build()
+        .expect("the runtime starts");
     (rt, dead)
 }
 
@@ -362,12 +364,13 @@ pub fn run<const S: bool, R: whirl_runtime::Isolated>(
     node: &Addr<Node<S>>,
     f: impl FnOnce(&mut Node<S>, &mut Ctx<Node<S>>) -> R + Send + Sync + 'static,
 ) -> R {
-    node.call_with(|reply: ReplyTo<R>| {
+    node.request_with(|reply: ReplyTo<R>| {
         NodeMsg::Run(job(move |n, ctx| {
             let _ = reply.send(f(n, ctx));
             Ok(())
         }))
     })
+    .call()
     .expect("call to a node failed")
 }
 

@@ -329,7 +329,10 @@ impl Handles<Do> for Child {
 
 /// A two-thread runtime.
 pub fn runtime() -> Runtime {
-    Runtime::builder().threads(2).build()
+    Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts")
 }
 
 /// Starts a root supervisor and waits until its children's start hooks have run.

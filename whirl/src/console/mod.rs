@@ -59,6 +59,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::request::Sender as _;
 use crate::supervision::Supervisor;
 use crate::{Addr, Runtime};
 
@@ -206,7 +207,9 @@ impl<'rt> ConsoleBuilder<'rt> {
         let net = self.runtime.net().map_err(listen)?;
         let hub = self
             .runtime
-            .spawn_in(&group, Hub::new(self.max_connections));
+            .spawner()
+            .group(&group)
+            .spawn(Hub::new(self.max_connections));
         let config = server::Config {
             hub: hub.clone(),
             token: token.map(Arc::from),
@@ -214,7 +217,7 @@ impl<'rt> ConsoleBuilder<'rt> {
             max_connections: self.max_connections,
         };
         let (acceptor, local) = server::bind(self.addr, net, &group, config).map_err(listen)?;
-        let acceptor = self.runtime.spawn_in(&group, acceptor);
+        let acceptor = self.runtime.spawner().group(&group).spawn(acceptor);
         let sampler = Sampler::start(
             self.runtime.observer(),
             hub.clone(),

@@ -5,6 +5,8 @@
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
+
+use crate::request::Sender as _;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 

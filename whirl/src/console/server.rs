@@ -1,8 +1,8 @@
-//! The console's HTTP/1.1 server: an [`Acceptor`] whose [`Accept`] spawns, per connection, a
-//! [`SocketConnection`] and an [`HttpConn`] that decodes requests with `whirl-http`'s bounded
-//! decoder, checks the token, and answers from the embedded page, the hub (snapshot,
-//! metrics, the event stream) or a [`Panel`]. One request is answered at a time, in order;
-//! while one waits for the hub, the next ones wait in the decoder (bounded by its limits).
+//! The console's HTTP/1.1 server: an [`Acceptor`] whose [`Accept`](crate::net::Accept) spawns,
+//! per connection, a [`SocketConnection`] and an [`HttpConn`] that decodes requests with
+//! `whirl-http`'s bounded decoder, checks the token, and answers from the embedded page, the hub
+//! (snapshot, metrics, the event stream) or a [`Panel`]. One request is answered at a time, in
+//! order; while one waits for the hub, the next ones wait in the decoder (bounded by its limits).
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -79,8 +79,10 @@ impl crate::net::Accept for Accepting {
         let mut limits = SocketLimits::default();
         limits.close_above = SLOW_READER_BYTES;
         let socket = SocketConnection::with_limits(stream, ctx.net()?, limits)?;
-        let socket = ctx.spawn_in(&self.group, socket);
-        ctx.spawn_in(&self.group, HttpConn::new(socket, self.config.clone()));
+        let socket = ctx.spawner().group(&self.group).spawn(socket);
+        ctx.spawner()
+            .group(&self.group)
+            .spawn(HttpConn::new(socket, self.config.clone()));
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! A hand-written `impl Process` (no `#[process]`), whose `handle` touches a static.
 // expect: HANDLED
 use std::sync::atomic::{AtomicU64, Ordering};
+use whirl::request::Sender as _;
 use whirl::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime};
 
 static HANDLED: AtomicU64 = AtomicU64::new(0);

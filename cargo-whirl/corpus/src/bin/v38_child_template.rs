@@ -3,7 +3,7 @@
 // expect: SESSIONS_MADE
 use std::sync::atomic::{AtomicU64, Ordering};
 use whirl::prelude::*;
-use whirl::supervision::{ChildSpec, ChildTemplate, Strategy, Supervisor, SupervisorSpec};
+use whirl::supervision::{ChildSpec, ChildTemplate, RestartStrategy, Supervisor, SupervisorSpec};
 
 static SESSIONS_MADE: AtomicU64 = AtomicU64::new(0);
 
@@ -32,7 +32,7 @@ fn session(user: String) -> ChildSpec {
 fn main() {
     let rt = Runtime::new();
     let spec = SupervisorSpec::new("sessions")
-        .strategy(Strategy::SimpleOneForOne)
+        .strategy(RestartStrategy::SimpleOneForOne)
         .template(ChildTemplate::new(session));
     let sessions = rt.spawn(Supervisor::new(spec));
     let _ = sessions.start_dynamic(String::from("ada"));

@@ -17,5 +17,5 @@ impl Counter {
 fn main() {
     let rt = Runtime::new();
     let counter = rt.spawn(Counter);
-    let _answer = counter.call_with(|_reply: ReplyTo<Arc<Mutex<u64>>>| Ping);
+    let _answer = counter.request_with(|_reply: ReplyTo<Arc<Mutex<u64>>>| Ping).call();
 }

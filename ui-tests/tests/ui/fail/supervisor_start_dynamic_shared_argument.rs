@@ -18,7 +18,7 @@ fn main() {
     let rt = Runtime::new();
     let sup = rt.spawn(Supervisor::new(
         SupervisorSpec::new("pool")
-            .strategy(Strategy::SimpleOneForOne)
+            .strategy(RestartStrategy::SimpleOneForOne)
             .template(ChildTemplate::new(|total: u64| {
                 ChildSpec::worker("counter", Counter { total })
             })),

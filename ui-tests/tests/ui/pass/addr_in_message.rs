@@ -55,7 +55,7 @@ impl Referee {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder().threads(2).build().expect("the runtime starts");
     let referee = rt.spawn(Referee { rounds: 0 });
     let a = rt.spawn(Player {
         referee: referee.recipient(),
@@ -69,6 +69,6 @@ fn main() {
     })
     .unwrap();
     rt.block_until_idle();
-    assert_eq!(referee.call_with(Result_).unwrap(), 10);
+    assert_eq!(referee.request_with(Result_).call().unwrap(), 10);
     rt.shutdown_graceful();
 }

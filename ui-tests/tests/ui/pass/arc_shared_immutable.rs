@@ -38,20 +38,20 @@ impl Pricer {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let catalogue = Arc::new(Catalogue {
         prices: HashMap::from([("tea".to_owned(), 3), ("cake".to_owned(), 5)]),
     });
     let items = Arc::new(vec!["tea".to_owned(), "cake".to_owned()]);
     let pricer = rt.spawn(Pricer);
     let total = pricer
-        .call_with(|reply| Quote {
+        .request_with(|reply| Quote {
             customer: Arc::from("ada"),
             items: Arc::clone(&items),
             discounts: Arc::from(&[1u8][..]),
             catalogue: Arc::clone(&catalogue),
             reply,
-        })
+        }).call()
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(total, 7);
     rt.shutdown_graceful();

@@ -46,13 +46,13 @@ impl Watcher {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let watcher = rt.spawn(Watcher { seen: 0 });
     let worker = rt.spawn(Worker);
     watcher.post(Watch(worker.clone())).unwrap();
     rt.block_until_idle();
     worker.post(Stop).unwrap();
     rt.block_until_idle();
-    assert_eq!(watcher.call_with(Seen).unwrap(), 1);
+    assert_eq!(watcher.request_with(Seen).call().unwrap(), 1);
     rt.shutdown_graceful();
 }

@@ -38,7 +38,7 @@ impl Turtle {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let turtle = rt.spawn(Turtle {
         running: false,
         at: (0, 0),
@@ -47,6 +47,6 @@ fn main() {
     turtle.post(Command::Start).unwrap();
     turtle.post(Command::Move(2, -1)).unwrap();
     turtle.post(Command::Rename { name: "leo".into() }).unwrap();
-    assert_eq!(turtle.call_with(Where).unwrap(), (2, -1, "leo".to_owned()));
+    assert_eq!(turtle.request_with(Where).call().unwrap(), (2, -1, "leo".to_owned()));
     rt.shutdown_graceful();
 }

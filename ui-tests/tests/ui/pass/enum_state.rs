@@ -39,11 +39,11 @@ impl Latch {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let latch = rt.spawn(Latch::Opened);
     latch.post(Door::Open).unwrap();
     latch.post(Door::Close).unwrap();
     latch.post(Door::Lock(1234)).unwrap();
-    assert!(latch.call_with(IsLocked).unwrap());
+    assert!(latch.request_with(IsLocked).call().unwrap());
     rt.shutdown_graceful();
 }

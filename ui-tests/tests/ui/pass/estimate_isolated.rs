@@ -28,7 +28,7 @@ fn main() {
     let principal = Principal::builder(1)
         .priority(1)
         .estimator(Table { weights })
-        .build();
+        .build().expect("a valid principal");
     assert_eq!(principal.estimate_cost(MessageType::of::<Search>(), 2), 20);
     assert_eq!(principal.estimate_cost(MessageType::of::<Read>(), 2), 2);
 }

@@ -42,7 +42,7 @@ fn first_word(s: &str) -> &str {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let calc = rt.spawn(Calculator {
         parse: |s| s.len(),
         pick: |s| s,
@@ -54,7 +54,7 @@ fn main() {
         combine: |a, b| a * b,
     })
     .unwrap();
-    let answer = calc.call_with(|r| Apply("hello isolated world".into(), r)).unwrap();
+    let answer = calc.request_with(|r| Apply("hello isolated world".into(), r)).call().unwrap();
     assert_eq!(answer, (3, "hello".to_owned(), 6));
     rt.shutdown_graceful();
 }

@@ -43,11 +43,11 @@ impl Hub {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let client = rt.spawn(Client { pings: 0 });
     let hub = rt.spawn(Hub);
     hub.post(Subscribe { who: client.clone() }).unwrap();
     rt.block_until_idle();
-    assert_eq!(client.call_with(Count).unwrap(), 1);
+    assert_eq!(client.request_with(Count).call().unwrap(), 1);
     rt.shutdown_graceful();
 }

@@ -43,7 +43,7 @@ impl Collector {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let collector = rt.spawn(Collector { total: 0 });
     collector
         .post(Envelope {
@@ -58,6 +58,6 @@ fn main() {
         })
         .unwrap();
     collector.post(Batch([100, 200, 300])).unwrap();
-    assert_eq!(collector.call_with(Sum).unwrap(), 3 + 30 + 600);
+    assert_eq!(collector.request_with(Sum).call().unwrap(), 3 + 30 + 600);
     rt.shutdown_graceful();
 }

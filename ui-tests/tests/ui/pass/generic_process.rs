@@ -65,19 +65,19 @@ impl<const N: usize> Window<N> {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let words = rt.spawn(Store::<String> { items: Vec::new() });
     words.post(Put(String::from("a"))).unwrap();
     words.post(Put(String::from("b"))).unwrap();
-    assert_eq!(words.call_with(Len).unwrap(), 2);
-    assert_eq!(words.call_with(Last).unwrap().as_deref(), Some("b"));
+    assert_eq!(words.request_with(Len).call().unwrap(), 2);
+    assert_eq!(words.request_with(Last).call().unwrap().as_deref(), Some("b"));
     let numbers = rt.spawn(Store::<(u8, u8)> { items: Vec::new() });
     numbers.post(Put((1, 2))).unwrap();
-    assert_eq!(numbers.call_with(Last).unwrap(), Some((1, 2)));
+    assert_eq!(numbers.request_with(Last).call().unwrap(), Some((1, 2)));
     let window = rt.spawn(Window::<2> { last: [0; 2], next: 0 });
     for value in [1, 10, 100] {
         window.post(Sample(value)).unwrap();
     }
-    assert_eq!(window.call_with(Total).unwrap(), 110);
+    assert_eq!(window.request_with(Total).call().unwrap(), 110);
     rt.shutdown_graceful();
 }

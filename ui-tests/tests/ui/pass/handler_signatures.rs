@@ -54,7 +54,7 @@ impl Flexible {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let p = rt.spawn(Flexible { seen: 0 });
     p.post(A).unwrap();
     p.post(B).unwrap();

@@ -60,7 +60,7 @@ impl Session {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let observer = rt.spawn(Observer { events: Vec::new() });
     let session = rt.spawn(Session {
         observer: observer.recipient(),
@@ -69,7 +69,7 @@ fn main() {
     rt.block_until_idle();
     assert!(session.is_terminated());
     assert_eq!(
-        observer.call_with(Events).unwrap(),
+        observer.request_with(Events).call().unwrap(),
         ["started", "stop", "terminated"]
     );
     rt.shutdown_graceful();

@@ -61,7 +61,7 @@ impl Canvas {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let canvas = rt.spawn(Canvas {
         drawn: Vec::new(),
         layers: None,

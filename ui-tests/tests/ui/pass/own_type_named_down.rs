@@ -26,9 +26,9 @@ impl Elevator {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let lift = rt.spawn(Elevator { level: 5 });
     lift.post(Down(2)).unwrap();
-    assert_eq!(lift.call_with(Level).unwrap(), 3);
+    assert_eq!(lift.request_with(Level).call().unwrap(), 3);
     rt.shutdown_graceful();
 }

@@ -37,7 +37,7 @@ impl Files {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let files = rt.spawn(Files {
         log: None,
         reader: None,
@@ -50,6 +50,6 @@ fn main() {
     });
     let file = File::open("Cargo.toml").expect("the test crate has a manifest");
     files.post(Adopt(file)).unwrap();
-    assert!(files.call_with(HasLog).unwrap());
+    assert!(files.request_with(HasLog).call().unwrap());
     rt.shutdown_graceful();
 }

@@ -73,7 +73,7 @@ impl Sink {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let sink = rt.spawn(Sink {
         received: Vec::new(),
     });
@@ -109,6 +109,6 @@ fn main() {
         label: Cow::Borrowed("twenty"),
     };
     sink.post(everything).unwrap();
-    assert_eq!(sink.call_with(Total).unwrap(), 4 + 2 + 6 + 19);
+    assert_eq!(sink.request_with(Total).call().unwrap(), 4 + 2 + 6 + 19);
     rt.shutdown_graceful();
 }

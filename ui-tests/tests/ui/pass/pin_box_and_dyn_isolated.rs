@@ -42,10 +42,10 @@ impl Runner {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let runner = rt.spawn(Runner { pinned: Box::pin(1), jobs: Vec::new() });
     runner.post(Submit(Box::new(Square(3)))).unwrap();
     runner.post(Submit(Box::new(Square(4)))).unwrap();
-    assert_eq!(runner.call_with(Total).unwrap(), 26);
+    assert_eq!(runner.request_with(Total).call().unwrap(), 26);
     rt.shutdown_graceful();
 }

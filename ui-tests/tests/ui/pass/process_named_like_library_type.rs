@@ -26,9 +26,9 @@ impl<T: Isolated + From<u64>> Mutex<T> {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let store = rt.spawn(Mutex::<u64> { items: Vec::new() });
     store.post(Put(1)).unwrap();
-    assert_eq!(store.call_with(Len).unwrap(), 1);
+    assert_eq!(store.request_with(Len).call().unwrap(), 1);
     rt.shutdown_graceful();
 }

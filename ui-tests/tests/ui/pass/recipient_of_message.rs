@@ -40,11 +40,11 @@ impl Listener {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let listener = rt.spawn(Listener { got: 0 });
     let publisher = rt.spawn(Publisher);
     publisher.post(Subscribe(listener.recipient())).unwrap();
     rt.block_until_idle();
-    assert_eq!(listener.call_with(Got).unwrap(), 7);
+    assert_eq!(listener.request_with(Got).call().unwrap(), 7);
     rt.shutdown_graceful();
 }

@@ -54,13 +54,13 @@ fn main() {
     isolated::<Tree<Vec<u8>>>();
     isolated::<Even<u64>>();
     isolated::<Odd<(String, u8)>>();
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let counter = rt.spawn(Counter { seen: 0 });
     counter
         .post(Tree { value: "ab".to_owned(), children: vec![Tree { value: String::new(), children: vec![] }] })
         .unwrap();
     let odd = Odd { next: vec![Even { value: "x".to_owned(), next: None }] };
     counter.post(Chain(Even { value: "abc".to_owned(), next: Some(Box::new(odd)) })).unwrap();
-    assert_eq!(counter.call_with(Count).unwrap(), 4 + 4);
+    assert_eq!(counter.request_with(Count).call().unwrap(), 4 + 4);
     rt.shutdown_graceful();
 }

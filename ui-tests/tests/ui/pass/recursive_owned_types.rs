@@ -55,13 +55,13 @@ impl Forest {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let forest = rt.spawn(Forest { trees: Vec::new(), list: None });
     let leaf = Tree { value: 2, children: Vec::new() };
     forest.post(Tree { value: 1, children: vec![leaf.clone(), leaf] }).unwrap();
     forest
         .post(Keep(List { head: 10, tail: Some(Box::new(List { head: 20, tail: None })) }))
         .unwrap();
-    assert_eq!(forest.call_with(Sum).unwrap(), 35);
+    assert_eq!(forest.request_with(Sum).call().unwrap(), 35);
     rt.shutdown_graceful();
 }

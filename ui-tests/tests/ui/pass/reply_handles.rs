@@ -36,18 +36,18 @@ impl Directory {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let dir = rt.spawn(Directory {
         entries: vec![("one".into(), 1), ("two".into(), 2)],
     });
     let two = dir
-        .call_with(|reply| Lookup {
+        .request_with(|reply| Lookup {
             key: "two".into(),
             reply,
-        })
+        }).call()
         .unwrap();
     assert_eq!(two, Some(2));
-    let keys = dir.call_with_timeout(Keys, Duration::from_secs(5)).unwrap();
+    let keys = dir.request_with(Keys).timeout(Duration::from_secs(5)).call().unwrap();
     assert_eq!(keys, ["one", "two"]);
     rt.shutdown_graceful();
 }

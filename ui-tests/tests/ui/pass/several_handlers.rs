@@ -58,14 +58,14 @@ impl Account {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let account = rt.spawn(Account {
         balance: 0,
         frozen: false,
     });
     account.post(Deposit(50)).unwrap();
     account.post(Withdraw(20)).unwrap();
-    assert_eq!(account.call_with(Balance).unwrap(), 30);
+    assert_eq!(account.request_with(Balance).call().unwrap(), 30);
     account.post(Freeze).unwrap();
     account.post(Deposit(1)).unwrap();
     rt.block_until_idle();

@@ -56,7 +56,7 @@ impl<T: Isolated> Counter<T> {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let web = rt.group("web").threads(1).build().expect("build group");
     let counter = rt.spawn(Counter::<String> {
         hits: 0,

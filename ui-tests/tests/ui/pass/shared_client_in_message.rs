@@ -19,7 +19,7 @@ impl User {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let metrics = Arc::new(AtomicU64::new(0));
     let client = SharedClient::new(Arc::clone(&metrics), "a metrics counter exported to the host");
     let user = rt.spawn(User);

@@ -34,7 +34,7 @@ impl Repository {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(2).build();
+    let rt = Runtime::builder().threads(2).build().expect("the runtime starts");
     let pool = SharedClient::new(
         Arc::new(Pool { rows: Mutex::new(Vec::new()) }),
         "a connection pool: the database is the shared state, the pool synchronises access",
@@ -45,6 +45,6 @@ fn main() {
     a.post(Insert("x".into())).unwrap();
     b.post(Insert("y".into())).unwrap();
     rt.block_until_idle();
-    assert_eq!(a.call_with(Count).unwrap(), 2);
+    assert_eq!(a.request_with(Count).call().unwrap(), 2);
     rt.shutdown_graceful();
 }

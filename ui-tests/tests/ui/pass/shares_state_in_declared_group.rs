@@ -60,31 +60,25 @@ fn main() {
     assert!(<Shard as SharesState>::REASON.starts_with("the in-memory store"));
     assert_eq!(<Shard as DeclaredProcess>::GROUP, Some("db"));
 
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let db = rt
         .group("db")
         .threads(2)
         .shares_state("shards share one in-memory store")
         .build().expect("build group");
     let store = Arc::new(Store::default());
-    let writer = rt.spawn_in(
-        &db,
-        Shard {
+    let writer = rt.spawner().group(&db).spawn(Shard {
             store: Arc::clone(&store),
             writes: 0,
-        },
-    );
-    let reader = rt.spawn_in(
-        &db,
-        Shard {
+        });
+    let reader = rt.spawner().group(&db).spawn(Shard {
             store: Arc::clone(&store),
             writes: 0,
-        },
-    );
+        });
     writer.post(Put(7, "seven".into())).unwrap();
     rt.block_until_idle();
     assert_eq!(
-        reader.call_with(|r| Get(7, r)).unwrap().as_deref(),
+        reader.request_with(|r| Get(7, r)).call().unwrap().as_deref(),
         Some("seven")
     );
 
@@ -93,10 +87,10 @@ fn main() {
         store: Arc::clone(&store),
         writes: 0,
     });
-    assert_eq!(placed.call_with(|r| Get(7, r)).unwrap().as_deref(), Some("seven"));
+    assert_eq!(placed.request_with(|r| Get(7, r)).call().unwrap().as_deref(), Some("seven"));
 
     // Anywhere else, the process fails at once, before running any of its code.
-    let stray = rt.spawn_in(rt.default_group(), Shard { store, writes: 0 });
+    let stray = rt.spawner().group(rt.default_group()).spawn(Shard { store, writes: 0 });
     rt.block_until_idle();
     assert!(stray.is_terminated());
     rt.shutdown_graceful();

@@ -37,7 +37,7 @@ impl Logger {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let logger = rt.spawn(Logger { lines: 0 });
     logger
         .post(Log {

@@ -47,14 +47,14 @@ impl Supervisor {
 
 fn main() {
     const { assert!(<Supervisor as DeclaredProcess>::SYSTEM) };
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let supervisor = rt.spawn(Supervisor { seen: Vec::new() });
     let worker = rt.spawn(Worker);
     supervisor.post(Watch(worker.clone())).unwrap();
     rt.block_until_idle();
     worker.post(Crash).unwrap();
     rt.block_until_idle();
-    assert_eq!(supervisor.call_with(Seen).unwrap(), ["failed: asked to crash"]);
+    assert_eq!(supervisor.request_with(Seen).call().unwrap(), ["failed: asked to crash"]);
     assert!(!supervisor.is_terminated());
     rt.shutdown_graceful();
 }

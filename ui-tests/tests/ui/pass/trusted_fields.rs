@@ -122,7 +122,7 @@ fn main() {
             rows: vec![generated::Row { id: 4 }],
         }))
         .unwrap();
-    assert_eq!(tracker.call_with(Last).unwrap(), Some(3));
+    assert_eq!(tracker.request_with(Last).call().unwrap(), Some(3));
     assert_eq!(tracker.call(Rows).unwrap().id, 4);
     rt.shutdown_graceful();
 }

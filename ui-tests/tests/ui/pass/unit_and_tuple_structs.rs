@@ -41,11 +41,11 @@ impl Idle {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let adder = rt.spawn(Adder(0));
     adder.post(Tick).unwrap();
     adder.post(Add(2, 3)).unwrap();
-    assert_eq!(adder.call_with(Read).unwrap(), 6);
+    assert_eq!(adder.request_with(Read).call().unwrap(), 6);
     rt.spawn(Idle).post(Tick).unwrap();
     rt.shutdown_graceful();
 }

@@ -28,11 +28,11 @@ impl Minter {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let minter = rt.spawn(Minter);
     let ids = IdSource(Arc::new(AtomicU64::new(0)));
-    let a = minter.call_with(|r| Next(ids.clone(), r)).unwrap_or(u64::MAX);
-    let b = minter.call_with(|r| Next(ids.clone(), r)).unwrap_or(u64::MAX);
+    let a = minter.request_with(|r| Next(ids.clone(), r)).call().unwrap_or(u64::MAX);
+    let b = minter.request_with(|r| Next(ids.clone(), r)).call().unwrap_or(u64::MAX);
     assert_eq!((a, b), (0, 1));
     rt.shutdown_graceful();
 }

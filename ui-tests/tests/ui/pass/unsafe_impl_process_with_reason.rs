@@ -46,10 +46,10 @@ impl Handles<Get> for Total {
 }
 
 fn main() {
-    let rt = Runtime::builder().threads(1).build();
+    let rt = Runtime::builder().threads(1).build().expect("the runtime starts");
     let total = rt.spawn(Total { sum: 0 });
     total.post(Add(2)).unwrap();
     total.post(Add(3)).unwrap();
-    assert_eq!(total.call_with(Get).unwrap(), 5);
+    assert_eq!(total.request_with(Get).call().unwrap(), 5);
     rt.shutdown_graceful();
 }

@@ -20,10 +20,11 @@
 //! * A thread controller owns the thread count, a batching controller owns the budget: a
 //!   group may have one of each, and each changes only what it owns.
 //! * Admission control waits for the pool: in a group with both a controller that can still
-//!   add threads and a [`MessagePredicate`](crate::MessagePredicate), the predicate is not
-//!   consulted (every message is admitted) until the pool has reached its maximum, as SEDA
-//!   suggests — adding a thread is a cheaper answer to load than refusing work. Once at the
-//!   maximum, the predicate decides; when the pool shrinks again, it stands down.
+//!   add threads and a [`MessagePredicate`](crate::admission::MessagePredicate), the
+//!   predicate is not consulted (every message is admitted) until the pool has reached its
+//!   maximum, as SEDA suggests — adding a thread is a cheaper answer to load than refusing
+//!   work. Once at the maximum, the predicate decides; when the pool shrinks again, it stands
+//!   down.
 
 use std::fmt;
 use std::time::Duration;

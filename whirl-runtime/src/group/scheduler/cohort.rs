@@ -41,7 +41,7 @@ const DEFAULT_BATCH: u32 = 64;
 /// misses with hits. It shows when turns are short (a few messages each) and many processes
 /// of a stage are ready at once. With few ready processes per stage, batches are short and
 /// this behaves like [`Fifo`]. Compare the two on a workload with
-/// `cargo run --release -p examples --bin cohort_bench`.
+/// `cargo run --release -p bench --bin cohort_bench`.
 ///
 /// `push` finds its stage by a scan of the stages seen so far (a short vector), so this suits
 /// tens of stages; queues are reused, so steady-state `push` and `pop` do not allocate.

@@ -82,7 +82,7 @@ impl Ready {
     /// The priority the process inherits from its queued messages (AppBackplane: "work for an
     /// object is performed at the highest priority of outstanding requests"): the highest
     /// priority among the principals of the messages posted to it with
-    /// [`Addr::post_on_behalf`](crate::Addr::post_on_behalf) since its inbox last drained;
+    /// [`on_behalf`](crate::request::Request::on_behalf) since its inbox last drained;
     /// `None` if there are none. It can rise while the process is queued (the scheduler is
     /// then told: [`Scheduler::priority_raised`]); read it when placing the process, under
     /// the lock that `priority_raised` takes too.

@@ -16,7 +16,7 @@ use crate::lifecycle::ProcessId;
 ///   without a principal use the [`unassigned`](PrincipalPriority::unassigned) level (default 0).
 /// * **Priority inheritance** (AppBackplane: "work for an object is performed at the highest
 ///   priority of outstanding requests"): a process that holds messages posted
-///   [on behalf of](crate::Addr::post_on_behalf) a principal of a higher priority runs at that
+///   [on behalf of](crate::request::Request::on_behalf) a principal of a higher priority runs at that
 ///   priority ([`Ready::inherited_priority`]), and moves up at once if it was already queued
 ///   lower. So a request of an important principal never waits behind the backlog of a
 ///   low-priority process's level. [`inheritance(false)`](PrincipalPriority::inheritance)
@@ -241,7 +241,12 @@ mod tests {
     fn at(id: u64, level: u8) -> Ready {
         ready(
             id,
-            Some(Principal::builder(id).priority(level).build()),
+            Some(
+                Principal::builder(id)
+                    .priority(level)
+                    .build()
+                    .expect("a valid principal"),
+            ),
             false,
         )
     }
@@ -255,7 +260,17 @@ mod tests {
         use crate::group::scheduler::testing::{fake, of};
         for inheritance in [true, false] {
             let s = PrincipalPriority::new().inheritance(inheritance);
-            let low = |id| fake(id, Some(Principal::builder(id).priority(1).build()));
+            let low = |id| {
+                fake(
+                    id,
+                    Some(
+                        Principal::builder(id)
+                            .priority(1)
+                            .build()
+                            .expect("a valid principal"),
+                    ),
+                )
+            };
             let (a, b, holder, late) = (low(1), low(2), low(3), low(4));
             // `holder` was woken by a message on behalf of a priority-7 principal.
             holder.inherited.store(8, Relaxed);
@@ -279,12 +294,25 @@ mod tests {
         }
         // Inheritance never lowers a level.
         let s = PrincipalPriority::new();
-        let high = fake(5, Some(Principal::builder(5).priority(6).build()));
+        let high = fake(
+            5,
+            Some(
+                Principal::builder(5)
+                    .priority(6)
+                    .build()
+                    .expect("a valid principal"),
+            ),
+        );
         high.inherited.store(3, Relaxed);
         s.push(of(&high));
         s.push(ready(
             6,
-            Some(Principal::builder(6).priority(4).build()),
+            Some(
+                Principal::builder(6)
+                    .priority(4)
+                    .build()
+                    .expect("a valid principal"),
+            ),
             false,
         ));
         assert_eq!(s.pop(0).unwrap().process().0, 5);

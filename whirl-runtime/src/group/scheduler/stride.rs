@@ -199,7 +199,16 @@ mod tests {
     use crate::principal::Principal;
 
     fn in_class(id: u64, class: u16) -> Ready {
-        ready(id, Some(Principal::builder(id).class(class).build()), false)
+        ready(
+            id,
+            Some(
+                Principal::builder(id)
+                    .class(class)
+                    .build()
+                    .expect("a valid principal"),
+            ),
+            false,
+        )
     }
 
     fn class_of(r: &Ready) -> u16 {

@@ -1,0 +1,487 @@
+//! `HttpConnection`: decodes a socket's bytes into requests, finds each request's session,
+//! hands requests to the session's dispatcher, and writes the answers back in request order,
+//! each with the `Date` header. A request that expects `100 Continue` gets it once the answers
+//! before it are written (an interim answer must not overtake them), unless its body arrives
+//! first.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use whirl::net::{SocketConnection, SocketEvent, SocketMsg};
+use whirl::prelude::*;
+use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
+
+use super::dispatcher::Dispatcher;
+use super::messages::{
+    FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
+};
+use super::site::{Site, RETRY_AFTER_SECS};
+use crate::sessions::{session_token, SESSION_COOKIE};
+
+/// Requests decoded or in flight per connection before the connection stops reading: a
+/// pipelining client cannot queue unbounded work.
+const MAX_QUEUED: usize = 32;
+/// Requests handed to the dispatcher and not yet answered.
+const MAX_IN_FLIGHT: usize = 8;
+/// The interim answer to `Expect: 100-continue` (RFC 9110 §15.2.1): no headers needed.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// The session a connection is serving now, and its dispatcher.
+#[derive(Isolated)]
+struct Current {
+    /// The cookie value that names it (for a session we just created, the token we set).
+    token: String,
+    /// The cookie the client presented when the session was resolved, if it named no
+    /// session (stale, forged): until the client takes the new cookie, its requests still
+    /// carry that one, and must not be resolved again.
+    presented: Option<String>,
+    dispatcher: Addr<Dispatcher>,
+    /// The token to set on the next response (a session created for this client).
+    set_cookie: Option<String>,
+}
+
+/// A request answered or awaiting its answer, in request order.
+#[derive(Isolated)]
+struct Pending {
+    seq: u64,
+    keep_alive: bool,
+    head_only: bool,
+    set_cookie: Option<String>,
+    response: Option<Response>,
+    /// The body of `response`, when it is a file region the socket sends.
+    region: Option<FileRegion>,
+}
+
+#[process(group = "http")]
+pub struct HttpConnection {
+    site: Arc<Site>,
+    socket: Addr<SocketConnection>,
+    /// The client's address.
+    peer: IpAddr,
+    decoder: RequestDecoder,
+    /// Decoded, waiting for their session or for room in flight.
+    waiting: VecDeque<Request>,
+    in_flight: VecDeque<Pending>,
+    next_seq: u64,
+    current: Option<Current>,
+    resolving: bool,
+    paused: bool,
+    /// The peer sent everything it will send.
+    eof: bool,
+    /// A response that closes the connection has been queued: nothing after it is served.
+    closing: bool,
+    /// The stream became undecodable after the requests in `waiting`: answered after them.
+    broken: Option<HttpError>,
+    /// When the peer last sent something or was last answered.
+    last_activity: Instant,
+    /// Since when part of a request has been waiting for the rest.
+    partial_since: Option<Instant>,
+    /// The request whose body is awaited expects `100 Continue`, not sent yet because
+    /// earlier requests are still unanswered.
+    continue_owed: bool,
+    /// The `Date` value, formatted once a second.
+    date: DateCache,
+    /// The session was refused (shed) and told to retry after this instant: its requests
+    /// until then are refused here, without being dispatched, as the groups' session-
+    /// consistent predicates would refuse them (a refusal then costs a timer, not a process).
+    shed_until: Option<Instant>,
+    /// The pending idle check, cancelled when the connection ends: a pending timer holds
+    /// the connection's address, and under a reconnect storm thousands of them would keep
+    /// ended connections' memory until they fire.
+    idle_timer: Option<whirl::time::TimerHandle>,
+}
+
+impl HttpConnection {
+    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>, peer: IpAddr) -> Self {
+        HttpConnection {
+            decoder: RequestDecoder::new(site.limits),
+            site,
+            socket,
+            peer,
+            waiting: VecDeque::new(),
+            in_flight: VecDeque::new(),
+            next_seq: 0,
+            current: None,
+            resolving: false,
+            paused: false,
+            eof: false,
+            closing: false,
+            broken: None,
+            last_activity: Instant::now(),
+            partial_since: None,
+            continue_owed: false,
+            date: DateCache::default(),
+            shed_until: None,
+            idle_timer: None,
+        }
+    }
+
+    fn decode(&mut self, bytes: &[u8]) {
+        if self.broken.is_some() {
+            return;
+        }
+        self.last_activity = Instant::now();
+        // The decoder stays within its buffer bound when fed at most a chunk at a time and
+        // drained in between.
+        for chunk in bytes.chunks(READ_CHUNK) {
+            self.decoder.feed(chunk);
+            loop {
+                match self.decoder.next_request() {
+                    Ok(Some(request)) => {
+                        // Its body arrived: an owed `100 Continue` was for it, and is moot.
+                        self.continue_owed = false;
+                        self.waiting.push_back(request);
+                    }
+                    Ok(None) => break,
+                    Err(error) => {
+                        // Answered, and the connection closed, once the requests before it
+                        // are (see `pump`).
+                        self.continue_owed = false;
+                        self.broken = Some(error);
+                        return;
+                    }
+                }
+            }
+        }
+        self.continue_owed |= self.decoder.take_continue();
+        self.partial_since = match (self.decoder.pending(), self.partial_since) {
+            (0, _) => None,
+            (_, Some(since)) => Some(since),
+            (_, None) => Some(self.last_activity),
+        };
+    }
+
+    /// Closes a connection idle for too long, and answers 408 to a request that is too slow
+    /// to arrive; then looks again later.
+    fn check_idle(&mut self, ctx: &mut Ctx<Self>) {
+        if self.closing {
+            return;
+        }
+        let now = Instant::now();
+        let busy = !self.in_flight.is_empty() || !self.waiting.is_empty() || self.resolving;
+        if !busy {
+            if let Some(since) = self.partial_since {
+                if now.saturating_duration_since(since) >= self.site.request_timeout {
+                    self.broken = Some(HttpError::Timeout);
+                    self.pump(ctx);
+                    return;
+                }
+            } else if now.saturating_duration_since(self.last_activity) >= self.site.idle_timeout {
+                self.closing = true;
+                let _ = self.socket.post(SocketMsg::Close);
+                return;
+            }
+        }
+        self.arm_idle_check(ctx);
+    }
+
+    fn arm_idle_check(&mut self, ctx: &mut Ctx<Self>) {
+        let every = (self.site.idle_timeout.min(self.site.request_timeout) / 2)
+            .max(Duration::from_millis(10));
+        self.idle_timer = Some(ctx.post_after(every, IdleCheck));
+    }
+
+    /// Reserves the next place in the answer order.
+    fn enqueue(&mut self, keep_alive: bool, head_only: bool, set_cookie: Option<String>) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.in_flight.push_back(Pending {
+            seq,
+            keep_alive,
+            head_only,
+            set_cookie,
+            response: None,
+            region: None,
+        });
+        seq
+    }
+
+    /// Starts what can be started: resolves sessions, dispatches requests.
+    fn pump(&mut self, ctx: &mut Ctx<Self>) {
+        while !self.closing && !self.resolving && self.in_flight.len() < MAX_IN_FLIGHT {
+            let Some(request) = self.waiting.front() else {
+                break;
+            };
+            let token = session_token(request).map(str::to_owned);
+            let known = match (&self.current, &token) {
+                (Some(_), None) => true, // the same client, before it has our cookie
+                (Some(current), Some(t)) => {
+                    current.token == *t || current.presented.as_ref() == Some(t)
+                }
+                (None, _) => false,
+            };
+            if !known {
+                self.resolving = true;
+                let asked = self.site.sessions.post(Resolve {
+                    token,
+                    conn: ctx.myself().into(),
+                    peer: self.peer,
+                });
+                if asked.is_err() {
+                    self.resolving = false;
+                    let seq = self.enqueue(false, false, None);
+                    self.answer(seq, Response::error(500).closing());
+                }
+                break;
+            }
+            if let Some(request) = self.waiting.pop_front() {
+                self.dispatch(request, ctx);
+            }
+        }
+        if self.waiting.is_empty() && !self.closing {
+            if let Some(error) = self.broken.take() {
+                let seq = self.enqueue(false, false, None);
+                self.answer(seq, Response::from_http_error(&error));
+            }
+        }
+        self.send_continue();
+        self.flow_control();
+    }
+
+    fn dispatch(&mut self, request: Request, ctx: &mut Ctx<Self>) {
+        let Some(current) = self.current.as_mut() else {
+            return;
+        };
+        let set_cookie = current.set_cookie.take();
+        let dispatcher = current.dispatcher.clone();
+        let head_only = request.method == Method::Head;
+        let seq = self.enqueue(request.keep_alive, head_only, set_cookie);
+        if self.shed_until.is_some_and(|until| Instant::now() < until) {
+            let response = self.site.shed.response();
+            self.shed(seq, response, ctx);
+            return;
+        }
+        match dispatcher.post(Route { request, seq }) {
+            Ok(()) => {}
+            // The dispatcher group is overloaded: the paper's last line of defence.
+            Err(PostError::Rejected(_)) => {
+                let response = self.site.shed.response();
+                self.shed(seq, response, ctx);
+            }
+            // Terminated (the dispatcher failed), or a failure a later version adds.
+            Err(_) => self.answer(seq, Response::error(500).closing()),
+        }
+    }
+
+    /// Answers a refused request after the shed delay; the session's requests are refused
+    /// until its `Retry-After` has passed.
+    fn shed(&mut self, seq: u64, response: Response, ctx: &mut Ctx<Self>) {
+        let retry = Duration::from_secs(u64::from(RETRY_AFTER_SECS));
+        self.shed_until = Some(Instant::now() + retry);
+        if self.site.shed.delay.is_zero() {
+            self.answer(seq, response);
+        } else {
+            let _ = ctx.post_after(self.site.shed.delay, Shed { seq, response });
+        }
+    }
+
+    fn resolved(&mut self, resolved: crate::sessions::Resolved, ctx: &mut Ctx<Self>) {
+        self.resolving = false;
+        let session = resolved.session;
+        let presented = self
+            .waiting
+            .front()
+            .and_then(|request| session_token(request))
+            .map(str::to_owned);
+        let token = match (&resolved.new_token, &presented) {
+            (Some(new), _) => new.clone(),
+            (None, Some(presented)) => presented.clone(),
+            (None, None) => String::new(),
+        };
+        if let Some(old) = self.current.take() {
+            let _ = old.dispatcher.post(Retire);
+        }
+        // Another session: its own admission.
+        self.shed_until = None;
+        let principal = Principal::builder(session.id)
+            .priority(session.role.priority())
+            .class(session.role.class())
+            .build()
+            .expect("a valid principal");
+        let dispatcher = ctx
+            .spawner()
+            .group(&self.site.dispatcher_group)
+            .principal(principal)
+            .spawn(Dispatcher::new(
+                Arc::clone(&self.site),
+                ctx.myself().into(),
+                ctx.myself().into(),
+                session.role,
+                self.peer,
+            ));
+        self.current = Some(Current {
+            token,
+            presented,
+            dispatcher,
+            set_cookie: resolved.new_token,
+        });
+        self.pump(ctx);
+    }
+
+    /// Records the answer to `seq` and writes every answer that is next in order.
+    fn answer(&mut self, seq: u64, response: Response) {
+        self.answer_with(seq, response, None);
+    }
+
+    /// The same, the body being `region` of a file when there is one.
+    fn answer_with(&mut self, seq: u64, response: Response, region: Option<FileRegion>) {
+        let Some(front) = self.in_flight.front() else {
+            return;
+        };
+        let Some(slot) = seq
+            .checked_sub(front.seq)
+            .and_then(|i| self.in_flight.get_mut(usize::try_from(i).ok()?))
+        else {
+            return;
+        };
+        slot.response = Some(response);
+        slot.region = region;
+        while self.in_flight.front().is_some_and(|p| p.response.is_some()) {
+            let Some(mut done) = self.in_flight.pop_front() else {
+                break;
+            };
+            let Some(mut response) = done.response.take() else {
+                break;
+            };
+            if self.closing {
+                continue;
+            }
+            if let Some(token) = done.set_cookie.take() {
+                // Unless the response sets the session itself (a login).
+                let sets_session = response.headers.iter().any(|(name, value)| {
+                    name.eq_ignore_ascii_case("set-cookie")
+                        && value.starts_with(&format!("{SESSION_COOKIE}="))
+                });
+                if !sets_session {
+                    response = response.with_cookie(SESSION_COOKIE, &token);
+                }
+            }
+            let closes = response.closes_connection(done.keep_alive);
+            self.last_activity = Instant::now();
+            match done.region.take() {
+                None => {
+                    let bytes = response.encode(self.date.now(), done.keep_alive, done.head_only);
+                    let _ = self.socket.post(SocketMsg::Write(bytes));
+                }
+                Some(FileRegion { file, offset, len }) => {
+                    let head = response.encode_head(self.date.now(), done.keep_alive, len);
+                    let _ = self.socket.post(SocketMsg::Write(head));
+                    if !done.head_only {
+                        let _ = self.socket.post(SocketMsg::SendFile { file, offset, len });
+                    }
+                }
+            }
+            if closes {
+                self.closing = true;
+                self.waiting.clear();
+                let _ = self.socket.post(SocketMsg::Close);
+            }
+        }
+        if self.eof && self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
+            self.closing = true;
+            let _ = self.socket.post(SocketMsg::Close);
+        }
+    }
+
+    /// Sends an owed `100 Continue` once every earlier request is answered.
+    fn send_continue(&mut self) {
+        if self.continue_owed
+            && !self.closing
+            && self.broken.is_none()
+            && self.waiting.is_empty()
+            && self.in_flight.is_empty()
+        {
+            self.continue_owed = false;
+            let _ = self.socket.post(SocketMsg::Write(CONTINUE.to_vec()));
+        }
+    }
+
+    /// Stops reading while this connection holds as many requests as it may.
+    fn flow_control(&mut self) {
+        let queued = self.waiting.len() + self.in_flight.len();
+        if !self.paused && queued >= MAX_QUEUED {
+            self.paused = true;
+            let _ = self.socket.post(SocketMsg::Pause);
+        } else if self.paused && queued < MAX_QUEUED / 2 {
+            self.paused = false;
+            let _ = self.socket.post(SocketMsg::Resume);
+        }
+    }
+}
+
+#[process]
+impl HttpConnection {
+    #[started]
+    fn attach(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        self.arm_idle_check(ctx);
+        self.socket
+            .post(SocketMsg::Attach(ctx.myself().into()))
+            .map_err(|_| Failure::new("the socket closed before the connection started"))
+    }
+
+    #[handle]
+    fn idle_check(&mut self, _: IdleCheck, ctx: &mut Ctx<Self>) {
+        self.check_idle(ctx);
+    }
+
+    #[handle]
+    fn socket_event(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) {
+        match event {
+            SocketEvent::Data(bytes) if !self.closing => {
+                self.decode(&bytes);
+                self.pump(ctx);
+            }
+            SocketEvent::Eof => {
+                self.eof = true;
+                if self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
+                    self.closing = true;
+                    let _ = self.socket.post(SocketMsg::Close);
+                }
+            }
+            SocketEvent::Closed(_) => ctx.complete(),
+            // `Drained`, and events a later version adds.
+            _ => {}
+        }
+    }
+
+    #[handle]
+    fn session_resolved(&mut self, msg: SessionResolved, ctx: &mut Ctx<Self>) {
+        self.resolved(msg.resolved, ctx);
+    }
+
+    #[handle]
+    fn respond(&mut self, msg: Respond, ctx: &mut Ctx<Self>) {
+        if msg.response.status == 503 {
+            // A handler group refused it: answered after the shed delay.
+            self.shed(msg.seq, msg.response, ctx);
+            return;
+        }
+        self.answer(msg.seq, msg.response);
+        self.pump(ctx);
+    }
+
+    #[handle]
+    fn shed_answer(&mut self, msg: Shed, ctx: &mut Ctx<Self>) {
+        self.answer(msg.seq, msg.response);
+        self.pump(ctx);
+    }
+
+    #[handle]
+    fn respond_file(&mut self, msg: RespondFile, ctx: &mut Ctx<Self>) {
+        self.answer_with(msg.seq, msg.response, Some(msg.region));
+        self.pump(ctx);
+    }
+
+    #[terminated]
+    fn closed(&mut self, _: &ExitReason) {
+        if let Some(timer) = self.idle_timer.take() {
+            timer.cancel();
+        }
+        if let Some(current) = self.current.take() {
+            let _ = current.dispatcher.post(Retire);
+        }
+        let _ = self.socket.post(SocketMsg::Close);
+    }
+}

@@ -1,0 +1,213 @@
+//! `Dispatcher`: routes a session's requests to a new handler process per request, each in
+//! its handler group. When a handler group refuses, it tries the cheaper variant (a
+//! low-quality file), and failing that answers 503.
+
+use std::fmt::Write as _;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use whirl::prelude::*;
+use whirl_http::{Conditions, Request, Response};
+
+use super::handlers::{FileHandler, ListResources, ShowResource};
+use super::messages::{
+    FileRequest, ListRequest, Login, Quality, Respond, RespondFile, Retire, Route, SessionStats,
+    ShowRequest,
+};
+use super::site::Site;
+use crate::routes::{self, Route as Path};
+use crate::sessions::Role;
+
+/// One per connection and session; runs in the "dispatcher" group, whose predicate sheds
+/// whole sessions, lowest priority first.
+///
+/// It knows its connection only by the answers it takes (`conn`, `conn_file`), not by its
+/// type: the connection spawns dispatchers, and imports point one way.
+#[process(group = "dispatcher")]
+pub struct Dispatcher {
+    site: Arc<Site>,
+    /// The connection's answers.
+    conn: Recipient<Respond>,
+    /// The connection's answers whose body is a file region.
+    conn_file: Recipient<RespondFile>,
+    role: Role,
+    /// The client's address (a login's session is counted against it).
+    peer: IpAddr,
+}
+
+impl Dispatcher {
+    pub fn new(
+        site: Arc<Site>,
+        conn: Recipient<Respond>,
+        conn_file: Recipient<RespondFile>,
+        role: Role,
+        peer: IpAddr,
+    ) -> Self {
+        Dispatcher {
+            site,
+            conn,
+            conn_file,
+            role,
+            peer,
+        }
+    }
+
+    fn respond(&self, seq: u64, response: Response) {
+        // Fails only if the connection closed meanwhile: nobody to answer.
+        let _ = self.conn.post(Respond { seq, response });
+    }
+
+    fn overloaded(&self, seq: u64) {
+        self.respond(seq, self.site.shed.response());
+    }
+
+    fn file(&self, path: String, request: &Request, index: bool, seq: u64, ctx: &mut Ctx<Self>) {
+        let handler = ctx.spawn(FileHandler::new(Arc::clone(&self.site)));
+        let high = FileRequest {
+            path,
+            quality: Quality::High,
+            conditions: Conditions::of(request),
+            directory_location: (!index).then(|| directory_location(request)),
+            seq,
+            conn: self.conn.clone(),
+            conn_file: self.conn_file.clone(),
+        };
+        let Err(PostError::Rejected(refused)) = handler.post(high) else {
+            return;
+        };
+        // Figure 3: the group refused the expensive variant; the cheap one may still fit.
+        let low = FileRequest {
+            quality: Quality::Low,
+            ..refused
+        };
+        if let Err(PostError::Rejected(_)) = handler.post(low) {
+            handler.exit(ExitReason::Normal);
+            self.overloaded(seq);
+        }
+    }
+
+    fn list(&self, offset: usize, limit: usize, seq: u64, ctx: &mut Ctx<Self>) {
+        let handler = ctx.spawn(ListResources::new(Arc::clone(&self.site)));
+        let request = ListRequest {
+            offset,
+            limit,
+            seq,
+            conn: self.conn.clone(),
+        };
+        if let Err(PostError::Rejected(_)) = handler.post(request) {
+            handler.exit(ExitReason::Normal);
+            self.overloaded(seq);
+        }
+    }
+
+    fn show(&self, id: u32, seq: u64, ctx: &mut Ctx<Self>) {
+        let handler = ctx.spawn(ShowResource::new(Arc::clone(&self.site)));
+        let request = ShowRequest {
+            id,
+            seq,
+            conn: self.conn.clone(),
+        };
+        if let Err(PostError::Rejected(_)) = handler.post(request) {
+            handler.exit(ExitReason::Normal);
+            self.overloaded(seq);
+        }
+    }
+
+    /// The runtime's statistics as JSON, for administrators and tools.
+    fn status_json(&self, ctx: &mut Ctx<Self>) -> Response {
+        if self.role != Role::Admin {
+            return Response::error(403);
+        }
+        match serde_json::to_vec(&ctx.runtime_stats()) {
+            Ok(body) => Response::ok("application/json", body),
+            Err(_) => Response::error(500),
+        }
+    }
+
+    /// The runtime's statistics, for administrators.
+    fn status(&self, ctx: &mut Ctx<Self>) -> Response {
+        if self.role != Role::Admin {
+            return Response::error(403);
+        }
+        let stats = ctx.runtime_stats();
+        let mut page = format!(
+            "live processes {}\nposted {} handled {} rejected {}\n\n",
+            stats.live_processes, stats.counts.posted, stats.counts.handled, stats.counts.rejected
+        );
+        for g in &stats.groups {
+            let _ = writeln!(
+                page,
+                "{:<12} threads {} queued {:>5} handled {:>8} rejected {:>7} queue p90 {:?} handling p90 {:?}",
+                g.name, g.threads, g.queue_length, g.counts.handled, g.counts.rejected,
+                g.queue_latency.p90, g.handling_time.p90
+            );
+        }
+        Response::ok("text/plain; charset=utf-8", page)
+    }
+}
+
+/// The target of `request` with a `/` added to its path: where a request for a directory
+/// without the trailing slash is sent, so that relative links in its index resolve inside
+/// it. The path is kept as the client encoded it.
+fn directory_location(request: &Request) -> String {
+    match &request.query {
+        Some(query) => format!("{}/?{query}", request.path),
+        None => format!("{}/", request.path),
+    }
+}
+
+#[process]
+impl Dispatcher {
+    #[handle]
+    fn route(&mut self, Route { request, seq }: Route, ctx: &mut Ctx<Self>) {
+        match routes::route(&request) {
+            Path::Login => {
+                let login = Login {
+                    body: request.body,
+                    seq,
+                    conn: self.conn.clone(),
+                    peer: self.peer,
+                };
+                if self.site.sessions.post(login).is_err() {
+                    self.respond(seq, Response::error(500));
+                }
+            }
+            Path::File { path, index } => self.file(path, &request, index, seq, ctx),
+            Path::Redirect { location } => {
+                self.respond(seq, Response::error(301).with_header("Location", location));
+            }
+            Path::ListResources { offset, limit } => self.list(offset, limit, seq, ctx),
+            Path::ShowResource { id } => self.show(id, seq, ctx),
+            Path::Status => {
+                let page = self.status(ctx);
+                self.respond(seq, page);
+            }
+            Path::StatusSessions if self.role == Role::Admin => {
+                let ask = SessionStats {
+                    seq,
+                    conn: self.conn.clone(),
+                };
+                if self.site.sessions.post(ask).is_err() {
+                    self.respond(seq, Response::error(500));
+                }
+            }
+            Path::StatusSessions => self.respond(seq, Response::error(403)),
+            Path::StatusJson => {
+                let page = self.status_json(ctx);
+                self.respond(seq, page);
+            }
+            Path::MethodNotAllowed { allow } => {
+                self.respond(seq, Response::error(405).with_header("Allow", allow));
+            }
+            other => {
+                let status = other.error_status().unwrap_or(404);
+                self.respond(seq, Response::error(status));
+            }
+        }
+    }
+
+    #[handle]
+    fn retire(&mut self, _: Retire, ctx: &mut Ctx<Self>) {
+        ctx.complete();
+    }
+}

@@ -1,0 +1,472 @@
+//! The request handlers (one new process per request, carrying the session's principal) and
+//! the processes they create: `AsyncFile` for blocking file reads (with `--file-io-process`;
+//! by default the file handler opens its file itself), `DbConnection` for the resource store.
+//!
+//! Files are answered as static file servers do: with `ETag`, `Last-Modified` and
+//! `Accept-Ranges`, 304 to a client whose copy is current, 206 for one byte range, 416 for a
+//! range past the end, the `index.html` of a directory named with a trailing slash and a 301
+//! to that form for one named without. `AsyncFile` decides from the open file's metadata
+//! and reads only what it sends: nothing for a 304 or 416, the range alone for a 206. A body
+//! of [`SENDFILE_MIN`] bytes or more is not read at all: the open file travels to the
+//! connection's socket process, which sends the region with `sendfile(2)`.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use whirl::prelude::*;
+use whirl_http::{Conditions, Response, Selection, Validators};
+
+use super::messages::{
+    FileBody, FileContent, FileError, FileRead, FileRegion, FileRequest, ListRequest, Quality,
+    Query, QueryKind, ReadFile, Respond, RespondFile, Rows, ShowRequest,
+};
+use super::site::Site;
+
+/// Largest response body read from a file, bytes: a whole file larger than this is refused
+/// (413), a range of it within this is served.
+const MAX_FILE: u64 = 8 * 1024 * 1024;
+
+/// Bodies from this many bytes up are sent from the open file by the socket process
+/// (`sendfile(2)`), not read into memory; smaller ones are read, and written with their
+/// head in one buffer (one `write` instead of a `write` and a `sendfile`).
+pub const SENDFILE_MIN: u64 = 64 * 1024;
+
+/// Spends `d` on the CPU: the simulated cost of the work a real handler does (rendering,
+/// resizing images), so that capacity is something the demo and the tests control.
+fn work(d: Duration) {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+fn respond(conn: &Recipient<Respond>, seq: u64, response: Response) {
+    let _ = conn.post(Respond { seq, response });
+}
+
+/// The media type for a file name (mime_guess's table, by extension); text is declared
+/// UTF-8, which is what the site's files are written in.
+fn content_type(path: &Path) -> String {
+    let mime = mime_guess::from_path(path).first_or_octet_stream();
+    if mime.type_() == mime_guess::mime::TEXT && mime.get_param("charset").is_none() {
+        format!("{}; charset=utf-8", mime.essence_str())
+    } else {
+        mime.essence_str().to_owned()
+    }
+}
+
+/// The answer for `body`, a file found at `full` (its high-quality path, which names the
+/// type) in `quality`; with the file region to send as its body, if it is not in memory.
+fn file_response(full: &Path, quality: Quality, body: FileBody) -> (Response, Option<FileRegion>) {
+    let FileBody {
+        validators,
+        content,
+    } = body;
+    let last_modified = validators.last_modified_header();
+    // RFC 9110 §15.4.5: a 304 carries the validators a 200 would have.
+    let with_validators = |response: Response| {
+        let response = response.with_header("ETag", &validators.etag);
+        match &last_modified {
+            Some(date) => response.with_header("Last-Modified", date),
+            None => response,
+        }
+    };
+    let quality = match quality {
+        Quality::High => "high",
+        Quality::Low => "low",
+    };
+    let with_content = |response: Response| {
+        with_validators(response)
+            .with_header("Accept-Ranges", "bytes")
+            .with_header("X-Quality", quality)
+    };
+    let response = match content {
+        FileContent::NotModified => with_validators(Response::new(304)),
+        FileContent::Full(bytes) => with_content(Response::ok(&content_type(full), bytes)),
+        FileContent::Region { region, partial } => {
+            let response = match partial {
+                None => Response::new(200).with_header("Content-Type", &content_type(full)),
+                Some((range, total)) => Response::new(206)
+                    .with_header("Content-Type", &content_type(full))
+                    .with_header("Content-Range", &range.content_range(total)),
+            };
+            return (with_content(response), Some(region));
+        }
+        FileContent::Partial {
+            range,
+            total,
+            bytes,
+        } => with_content(
+            Response {
+                body: bytes,
+                ..Response::new(206)
+            }
+            .with_header("Content-Type", &content_type(full))
+            .with_header("Content-Range", &range.content_range(total)),
+        ),
+        FileContent::Unsatisfiable { total } => Response::error(416)
+            .with_header("Content-Range", &format!("bytes */{total}"))
+            .with_header("Accept-Ranges", "bytes"),
+    };
+    (response, None)
+}
+
+/// `a/b.png` → `a/b.low.png`: the cheap variant, if the site has one.
+fn low_variant(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    let name = match path.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("{stem}.low.{ext}"),
+        None => format!("{stem}.low"),
+    };
+    path.with_file_name(name)
+}
+
+/// The request a file handler is serving.
+#[derive(Isolated)]
+struct Serving {
+    seq: u64,
+    conn: Recipient<Respond>,
+    /// Where an answer whose body is a file region goes.
+    conn_file: Recipient<RespondFile>,
+    /// The file at the high-quality path.
+    full: PathBuf,
+    quality: Quality,
+    conditions: Conditions,
+    directory_location: Option<String>,
+}
+
+/// Serves one file, high or low quality.
+#[process(group = "files")]
+pub struct FileHandler {
+    site: Arc<Site>,
+    request: Option<Serving>,
+    tried_full_after_low: bool,
+}
+
+impl FileHandler {
+    pub fn new(site: Arc<Site>) -> Self {
+        FileHandler {
+            site,
+            request: None,
+            tried_full_after_low: false,
+        }
+    }
+
+    fn read(&mut self, path: PathBuf, ctx: &mut Ctx<Self>) {
+        let Some(serving) = &self.request else {
+            return ctx.complete();
+        };
+        if !self.site.file_io_process {
+            // Opened here: see `Site::file_io_process` for why this skips `AsyncFile`.
+            let result = read_selected(&path, &serving.conditions);
+            return self.answer(result, ctx);
+        }
+        let reader = ctx.spawn(AsyncFile);
+        let asked = reader.post(ReadFile {
+            path,
+            conditions: serving.conditions.clone(),
+            reply: ctx.myself().into(),
+        });
+        if asked.is_err() {
+            respond(&serving.conn, serving.seq, Response::error(500));
+            ctx.complete();
+        }
+    }
+}
+
+#[process]
+impl FileHandler {
+    #[handle]
+    fn request(&mut self, msg: FileRequest, ctx: &mut Ctx<Self>) {
+        let full = self.site.root.join(&msg.path);
+        let path = match msg.quality {
+            Quality::High => full.clone(),
+            Quality::Low => low_variant(&full),
+        };
+        work(self.site.work * u32::try_from(msg.quality.cost()).unwrap_or(1));
+        self.request = Some(Serving {
+            seq: msg.seq,
+            conn: msg.conn,
+            conn_file: msg.conn_file,
+            full,
+            quality: msg.quality,
+            conditions: msg.conditions,
+            directory_location: msg.directory_location,
+        });
+        self.read(path, ctx);
+    }
+
+    #[handle]
+    fn read_done(&mut self, FileRead { result }: FileRead, ctx: &mut Ctx<Self>) {
+        self.answer(result, ctx);
+    }
+}
+
+impl FileHandler {
+    /// Answers with what was read (or tries the full file when the low-quality one is
+    /// missing).
+    fn answer(&mut self, result: Result<FileBody, FileError>, ctx: &mut Ctx<Self>) {
+        let Some(serving) = &self.request else {
+            return ctx.complete();
+        };
+        let response = match result {
+            Ok(body) => match file_response(&serving.full, serving.quality, body) {
+                (response, None) => response,
+                (response, Some(region)) => {
+                    let seq = serving.seq;
+                    let _ = serving.conn_file.post(RespondFile {
+                        seq,
+                        response,
+                        region,
+                    });
+                    return ctx.complete();
+                }
+            },
+            // No low-quality variant (or a directory by that name): the full file it is.
+            Err(FileError::NotFound | FileError::Directory)
+                if serving.quality == Quality::Low && !self.tried_full_after_low =>
+            {
+                self.tried_full_after_low = true;
+                let full = serving.full.clone();
+                return self.read(full, ctx);
+            }
+            Err(FileError::Directory) => match &serving.directory_location {
+                Some(location) => Response::error(301).with_header("Location", location),
+                // The target named a directory, and its `index.html` is one too.
+                None => Response::not_found(),
+            },
+            Err(FileError::NotFound) => Response::not_found(),
+            Err(FileError::TooLarge) => Response::error(413),
+            Err(FileError::Io(_)) => Response::error(500),
+        };
+        respond(&serving.conn, serving.seq, response);
+        ctx.complete();
+    }
+}
+
+/// Reads a file with blocking I/O, in a group whose controller adds threads while reads
+/// block (with `--file-io-process`; by default the file handler opens the file itself, see
+/// `Site::file_io_process`).
+#[process(group = "files-io")]
+pub struct AsyncFile;
+
+/// What `conditions` select of the file at `path`, read from one open handle so that the
+/// validators describe the bytes sent even if the path is replaced meanwhile.
+fn read_selected(path: &Path, conditions: &Conditions) -> Result<FileBody, FileError> {
+    let io_error = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => FileError::NotFound,
+        _ => FileError::Io(e.to_string()),
+    };
+    let mut file = File::open(path).map_err(io_error)?;
+    let meta = file.metadata().map_err(io_error)?;
+    if meta.is_dir() {
+        return Err(FileError::Directory);
+    }
+    if !meta.is_file() {
+        return Err(FileError::NotFound);
+    }
+    let total = meta.len();
+    let validators = Validators::new(total, meta.modified().ok());
+    let content = match conditions.select(&validators, total) {
+        Selection::NotModified => FileContent::NotModified,
+        Selection::Unsatisfiable => FileContent::Unsatisfiable { total },
+        Selection::Full if total > MAX_FILE => return Err(FileError::TooLarge),
+        Selection::Full if total >= SENDFILE_MIN => FileContent::Region {
+            region: FileRegion {
+                file,
+                offset: 0,
+                len: total,
+            },
+            partial: None,
+        },
+        Selection::Full => FileContent::Full(read_exactly(&mut file, total).map_err(io_error)?),
+        Selection::Partial(range) => {
+            if range.len() > MAX_FILE {
+                return Err(FileError::TooLarge);
+            }
+            if range.len() >= SENDFILE_MIN {
+                let region = FileRegion {
+                    file,
+                    offset: range.first,
+                    len: range.len(),
+                };
+                return Ok(FileBody {
+                    validators,
+                    content: FileContent::Region {
+                        region,
+                        partial: Some((range, total)),
+                    },
+                });
+            }
+            file.seek(SeekFrom::Start(range.first)).map_err(io_error)?;
+            let bytes = read_exactly(&mut file, range.len()).map_err(io_error)?;
+            FileContent::Partial {
+                range,
+                total,
+                bytes,
+            }
+        }
+        // An answer whirl-http added after this server was written (`Selection` is
+        // non-exhaustive): refused rather than guessed at.
+        _ => return Err(FileError::Io("unsupported selection".into())),
+    };
+    Ok(FileBody {
+        validators,
+        content,
+    })
+}
+
+/// `len` bytes from `file`'s position, never more than [`MAX_FILE`]; an error if the file
+/// ends sooner (it shrank since its length was read, and the headers would lie).
+fn read_exactly(file: &mut File, len: u64) -> io::Result<Vec<u8>> {
+    if len > MAX_FILE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "longer than MAX_FILE",
+        ));
+    }
+    // `len <= MAX_FILE`, which fits in a usize on every platform the server runs on.
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(len).read_to_end(&mut bytes)?;
+    if u64::try_from(bytes.len()).ok() != Some(len) {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the file shrank while it was read",
+        ));
+    }
+    Ok(bytes)
+}
+
+#[process]
+impl AsyncFile {
+    #[handle]
+    fn read(
+        &mut self,
+        ReadFile {
+            path,
+            conditions,
+            reply,
+        }: ReadFile,
+        ctx: &mut Ctx<Self>,
+    ) {
+        let result = read_selected(&path, &conditions);
+        let _ = reply.post(FileRead { result });
+        ctx.complete();
+    }
+}
+
+/// Lists a page of resources through a `DbConnection`.
+#[process(group = "resources")]
+pub struct ListResources {
+    site: Arc<Site>,
+    answer: Option<(u64, Recipient<Respond>)>,
+}
+
+impl ListResources {
+    pub fn new(site: Arc<Site>) -> Self {
+        ListResources { site, answer: None }
+    }
+}
+
+#[process]
+impl ListResources {
+    #[handle]
+    fn request(&mut self, msg: ListRequest, ctx: &mut Ctx<Self>) {
+        work(self.site.work * 2);
+        self.answer = Some((msg.seq, msg.conn));
+        let db = ctx.spawn(DbConnection {
+            site: Arc::clone(&self.site),
+        });
+        let kind = QueryKind::List {
+            offset: msg.offset,
+            limit: msg.limit,
+        };
+        if db
+            .post(Query {
+                kind,
+                reply: ctx.myself().into(),
+            })
+            .is_err()
+        {
+            ctx.complete();
+        }
+    }
+
+    #[handle]
+    fn rows(&mut self, Rows { json }: Rows, ctx: &mut Ctx<Self>) {
+        if let Some((seq, conn)) = self.answer.take() {
+            let body = json.unwrap_or_else(|| "[]".to_owned());
+            respond(&conn, seq, Response::ok("application/json", body));
+        }
+        ctx.complete();
+    }
+}
+
+/// Shows one resource through a `DbConnection`.
+#[process(group = "resources")]
+pub struct ShowResource {
+    site: Arc<Site>,
+    answer: Option<(u64, Recipient<Respond>)>,
+}
+
+impl ShowResource {
+    pub fn new(site: Arc<Site>) -> Self {
+        ShowResource { site, answer: None }
+    }
+}
+
+#[process]
+impl ShowResource {
+    #[handle]
+    fn request(&mut self, msg: ShowRequest, ctx: &mut Ctx<Self>) {
+        work(self.site.work);
+        self.answer = Some((msg.seq, msg.conn));
+        let db = ctx.spawn(DbConnection {
+            site: Arc::clone(&self.site),
+        });
+        let query = Query {
+            kind: QueryKind::Show { id: msg.id },
+            reply: ctx.myself().into(),
+        };
+        if db.post(query).is_err() {
+            ctx.complete();
+        }
+    }
+
+    #[handle]
+    fn rows(&mut self, Rows { json }: Rows, ctx: &mut Ctx<Self>) {
+        if let Some((seq, conn)) = self.answer.take() {
+            let response = match json {
+                Some(json) => Response::ok("application/json", json),
+                None => Response::not_found(),
+            };
+            respond(&conn, seq, response);
+        }
+        ctx.complete();
+    }
+}
+
+/// A connection to the resource store, one per query as in the paper.
+#[process(group = "db")]
+pub struct DbConnection {
+    site: Arc<Site>,
+}
+
+#[process]
+impl DbConnection {
+    #[handle]
+    fn query(&mut self, Query { kind, reply }: Query, ctx: &mut Ctx<Self>) {
+        let json = match kind {
+            QueryKind::List { offset, limit } => Some(self.site.store.list_json(offset, limit)),
+            QueryKind::Show { id } => self.site.store.get(id).map(|r| r.to_json()),
+        };
+        let _ = reply.post(Rows { json });
+        ctx.complete();
+    }
+}

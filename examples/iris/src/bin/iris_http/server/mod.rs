@@ -1,0 +1,210 @@
+//! The server's processes and groups: the paper's figure 2 on real sockets.
+//!
+//! ```text
+//! Acceptor ─▶ SocketConnection ◀─▶ HttpConnection ─▶ Dispatcher ─▶ FileHandler ─▶ AsyncFile
+//!  (default)    ("sockets")           ("http")       ("dispatcher")  ("files")    ("files-io",
+//!                                                                                  --file-io-process)
+//!                                        │  ▲                       ListResources ─▶ DbConnection
+//!                                        ▼  │                       ShowResource      ("db")
+//!                                    SessionStore                    ("resources")
+//!                                    ("sessions")
+//! ```
+//!
+//! The groups, their schedulers, controllers and predicates are assembled from `iris.toml`
+//! (by `whirl-config`, in `main`); the server starts its processes in them.
+//!
+//! Every process serving a request carries the session's principal (priority admin 2 >
+//! user 1 > anonymous 0). The dispatcher group and the handler groups have predicates that
+//! shed whole sessions, lowest priority first; the file group also counts cost, so that it
+//! can refuse a high-quality file and accept the low-quality one (figure 3). A refusal by a
+//! handler group becomes a 503 from the dispatcher, a refusal by the dispatcher group a 503
+//! from the connection. Groups shed only while overloaded (their response time over its
+//! target). A 503 carries `Retry-After`, keeps the connection open and is written after a
+//! short delay ([`ShedPolicy`]), so that clients retrying at once do not turn refusals into
+//! the server's main work.
+
+mod connection;
+mod dispatcher;
+mod handlers;
+mod messages;
+mod session_store;
+mod site;
+
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use whirl::net::tls::{self, TlsAcceptError, TlsConfig};
+use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
+use whirl::prelude::*;
+use whirl::GroupError;
+use whirl_http::Limits;
+
+pub use connection::HttpConnection;
+#[cfg(test)]
+pub use handlers::SENDFILE_MIN;
+use session_store::SessionStore;
+use site::{ShedPolicy, Site};
+
+use crate::config::Users;
+use crate::sessions::SessionLimits;
+use crate::store::Store;
+
+/// How to run the server.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub root: PathBuf,
+    pub users: Users,
+    pub work: Duration,
+    /// See [`Site::idle_timeout`].
+    pub idle_timeout: Duration,
+    /// See [`Site::request_timeout`].
+    pub request_timeout: Duration,
+    /// Serve HTTPS with this configuration (`--tls-cert`, `--tls-key`) instead of HTTP.
+    pub tls: Option<TlsConfig>,
+    /// See [`Site::file_io_process`].
+    pub file_io_process: bool,
+    /// See [`Site::shed`].
+    pub shed: ShedPolicy,
+    /// The session table's limits and expiry.
+    pub sessions: SessionLimits,
+}
+
+impl Options {
+    pub fn new(root: PathBuf, users: Users) -> Self {
+        Options {
+            root,
+            users,
+            work: Duration::from_micros(100),
+            idle_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(10),
+            tls: None,
+            file_io_process: false,
+            shed: ShedPolicy::default(),
+            sessions: SessionLimits::default(),
+        }
+    }
+}
+
+/// What the acceptor does with each connection: a `SocketConnection` in the "sockets" group
+/// and an `HttpConnection` speaking HTTP over it.
+///
+/// With TLS, the socket runs on behalf of the client address's principal
+/// (`tls::peer_principal`) and its handshake is offered to the "sockets" group's predicate
+/// first (`tls::spawn_tls`): a refused handshake (a flood of them piling up) closes the
+/// connection at once, before any cryptography, and no `HttpConnection` is spawned for it.
+/// Plain connections never meet that predicate: every other socket message bypasses it.
+#[derive(Isolated)]
+struct Serve {
+    sockets: Group,
+    site: Arc<Site>,
+    tls: Option<TlsConfig>,
+}
+
+impl Accept for Serve {
+    fn accept(
+        &mut self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        ctx: &mut Ctx<Acceptor>,
+    ) -> Result<(), AcceptError> {
+        // Answers are written whole (a head and its body in one write, or the head then a
+        // file region): Nagle's algorithm would only hold the tail of a large body back
+        // until the peer's delayed ACK. nginx sets it too (`tcp_nodelay on`).
+        stream.set_nodelay(true)?;
+        let socket = match &self.tls {
+            None => ctx
+                .spawner()
+                .group(&self.sockets)
+                .spawn(SocketConnection::new(stream, ctx.net()?)?),
+            Some(config) => {
+                match tls::spawn_tls(ctx, &self.sockets, stream, peer, config.clone()) {
+                    Ok(socket) => socket,
+                    // Counted in the group's statistics (rejected); nothing to log per connection.
+                    Err(TlsAcceptError::Shed) => return Ok(()),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        };
+        ctx.spawn(HttpConnection::new(
+            Arc::clone(&self.site),
+            socket,
+            peer.ip(),
+        ));
+        Ok(())
+    }
+}
+
+/// A running server.
+pub struct Server {
+    pub addr: SocketAddr,
+    acceptor: Addr<Acceptor>,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// One of its groups could not be built.
+    #[error(transparent)]
+    Group(#[from] GroupError),
+    /// The poller or the listening socket failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The assembly file did not define one of [`GROUPS`].
+    #[error("the configuration defines no group `{0}` (iris_http needs {GROUPS:?})")]
+    MissingGroup(&'static str),
+}
+
+/// The groups the server runs in; an assembly file must define them all.
+pub const GROUPS: [&str; 8] = [
+    "sockets",
+    "http",
+    "sessions",
+    "db",
+    "files-io",
+    "dispatcher",
+    "files",
+    "resources",
+];
+
+impl Server {
+    /// Starts the session store and the acceptor on `bind`, in the groups [`GROUPS`] already
+    /// built on `rt` (by the assembly file, `iris.toml`).
+    pub fn start(rt: &Runtime, bind: SocketAddr, options: Options) -> Result<Server, StartError> {
+        let group = |name: &'static str| rt.group_named(name).ok_or(StartError::MissingGroup(name));
+        for name in GROUPS {
+            group(name)?;
+        }
+        let sockets = group("sockets")?;
+        let dispatcher = group("dispatcher")?;
+        let sessions = rt.spawn(SessionStore::new(options.users.clone(), options.sessions));
+        let site = Arc::new(Site {
+            root: options.root.clone(),
+            store: Store::demo(1000),
+            work: options.work,
+            limits: Limits::default(),
+            idle_timeout: options.idle_timeout,
+            request_timeout: options.request_timeout,
+            dispatcher_group: dispatcher,
+            sessions,
+            file_io_process: options.file_io_process,
+            shed: options.shed,
+        });
+        let net = rt.net()?;
+        let serve = Serve {
+            sockets,
+            site,
+            tls: options.tls,
+        };
+        let (acceptor, addr) = Acceptor::bind(bind, net, serve)?;
+        let acceptor = rt.spawn(acceptor);
+        Ok(Server { addr, acceptor })
+    }
+
+    /// Stops accepting connections (those open are served until they close).
+    pub fn stop_accepting(&self) {
+        let _ = self.acceptor.post(AcceptorMsg::Stop);
+    }
+}

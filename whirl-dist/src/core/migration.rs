@@ -1,0 +1,165 @@
+//! Moving a process between nodes, as the core sees it: the kinds it can restore, the
+//! hand-over of a process that leaves, and the `Migrate` frames of a process that arrives.
+//!
+//! The verbs are in `migrate.rs` and the protocol's tables in `moves.rs`. While a process
+//! moves, frames for it are held; once it runs elsewhere, its held frames are redirected
+//! ([`redirects`](super::redirects)), its remote watchers are told where it went (`Moved`),
+//! its names here are withdrawn (the new node registers them), and the node's listeners get
+//! [`NodeEvent::Moved`]. A process that could not be handed over gets its held frames bounced
+//! as `Terminated`.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use super::Core;
+use crate::counts::bump;
+use crate::dispatch::RestoreFn;
+use crate::remote::tag_of;
+use crate::watches::Theirs;
+use crate::wire::{self, BounceReason, Header, MigratePayload, Outcome};
+use crate::{DistError, NodeEvent, NodeId, Pid};
+
+impl Core {
+    /// Registers how to restore processes of migration kind `kind`, of type `type_id`.
+    pub(crate) fn add_migration(
+        &self,
+        kind: &'static str,
+        type_id: std::any::TypeId,
+        restore: RestoreFn,
+    ) -> Result<u64, DistError> {
+        self.claim_tag(kind)?;
+        let tag = tag_of(kind);
+        self.migrations.write().insert(tag, restore);
+        self.migration_kinds.write().insert(type_id, tag);
+        Ok(tag)
+    }
+
+    /// The migration kind registered for processes of type `type_id`.
+    pub(crate) fn migration_kind(&self, type_id: std::any::TypeId) -> Option<u64> {
+        self.migration_kinds.read().get(&type_id).copied()
+    }
+
+    /// Restores a process of kind `kind` here from `payload`.
+    pub(crate) fn restore(&self, kind: u64, payload: &MigratePayload) -> Result<u64, String> {
+        let migrations = self.migrations.read();
+        let restore = migrations
+            .get(&kind)
+            .ok_or_else(|| "this node accepts no migrations of that kind".to_owned())?;
+        let local = restore(payload)?;
+        bump(&self.counts.migrated_in);
+        Ok(local)
+    }
+
+    /// Starts holding the frames for local process `local`; `false` if it is already moving.
+    pub(crate) fn begin_moving(&self, local: u64) -> bool {
+        let begun = self.moves.lock().begin(local);
+        if begun {
+            self.any_moves.store(true, Relaxed);
+        }
+        begun
+    }
+
+    /// Takes what moves with local process `local`: its remote watchers and its names.
+    pub(crate) fn take_moving_parts(&self, local: u64) -> (Vec<Theirs>, Vec<String>) {
+        let watchers = self.watches.lock().ended(local);
+        let names = self
+            .tokens
+            .lock()
+            .get(&local)
+            .map(|regs| regs.iter().map(|(name, _, _)| name.clone()).collect())
+            .unwrap_or_default();
+        (watchers, names)
+    }
+
+    /// Adopts the remote watchers of a process that moved here as `local`.
+    pub(crate) fn adopt_watchers(&self, local: u64, watchers: &[(u128, u64, bool)]) {
+        let mut watches = self.watches.lock();
+        for &(node, mref, link) in watchers {
+            let node = NodeId::from_u128(node);
+            watches.add_theirs(local, Theirs { node, mref, link });
+        }
+    }
+
+    /// Local process `local` runs as `to` now: its held frames and later ones are
+    /// redirected, its watchers told, its names here withdrawn (the new node registers them).
+    pub(crate) fn finish_moving(self: &Arc<Self>, local: u64, to: Pid, watchers: Vec<Theirs>) {
+        self.exports.write().remove(&local);
+        loop {
+            let held = self.moves.lock().finish(local, to);
+            let Some(held) = held else { break };
+            for frame in held {
+                self.redirect(frame.from, &frame.header, &frame.payload, to);
+            }
+        }
+        // Fences that waited for these frames to come back may pass now.
+        let waiting: Vec<NodeId> = self.fences.lock().iter().map(|f| f.0).collect();
+        for peer in waiting {
+            let taken = self.inbound.lock().get(&peer).map_or(0, |i| i.taken);
+            self.fences_passed(peer, taken);
+        }
+        for w in watchers {
+            let header = Header::Moved {
+                mref: w.mref,
+                node: to.node().as_u128(),
+                local: to.local(),
+            };
+            self.send_control(w.node, wire::encode_raw(self.id, &header, &[]));
+        }
+        let names = self.tokens.lock().remove(&local).unwrap_or_default();
+        self.forget_names(names);
+        if to.node() != self.id {
+            bump(&self.counts.migrated_out);
+        }
+        self.announce_move(Pid::new(self.id, local), to);
+    }
+
+    /// Local process `local` did not move and does not run any more (it ended before it could
+    /// be handed over, or could not be restored): the frames held for it go back to their
+    /// senders as for an ended process.
+    pub(crate) fn abort_moving(self: &Arc<Self>, local: u64) {
+        let held = self.moves.lock().abort(local);
+        for frame in held {
+            let Some(back) = frame.header.given_back(BounceReason::Terminated) else {
+                continue;
+            };
+            bump(&self.counts.bounced);
+            self.bounce(frame.from, &back, &frame.payload);
+        }
+    }
+
+    /// Tells this node's event listeners that `from` moved to `to`.
+    fn announce_move(&self, from: Pid, to: Pid) {
+        tracing::info!(%from, %to, "process moved");
+        let members = self.members.lock();
+        self.publish(members, Some(NodeEvent::Moved { from, to }));
+    }
+
+    /// A process moving here: restore it, answer its new local id.
+    pub(super) fn on_migrate(self: &Arc<Self>, from: NodeId, req: u64, kind: u64, payload: &[u8]) {
+        let restored = match wire::decode_payload::<MigratePayload>(payload) {
+            Err(_) => Err("the migration payload did not decode".to_owned()),
+            Ok(payload) => self.restore(kind, &payload),
+        };
+        let (outcome, body) = match restored {
+            Ok(local) => (
+                Outcome::Answered,
+                postcard::to_stdvec(&local).unwrap_or_default(),
+            ),
+            Err(why) => (Outcome::Failed, why.into_bytes()),
+        };
+        match outcome {
+            Outcome::Answered => bump(&self.counts.delivered),
+            _ => bump(&self.counts.bounced),
+        }
+        let header = Header::Reply { req, outcome };
+        self.send_control(from, wire::encode_raw(self.id, &header, &body));
+    }
+
+    /// A process this node watches through `mref` moved to `to`: the watch follows it.
+    pub(super) fn on_moved(&self, mref: u64, to: Pid) {
+        let from = self.watches.lock().retarget(mref, to);
+        if let Some(from) = from {
+            self.announce_move(from, to);
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! Following a process that moved: holding and redirecting its frames on the node it left,
+//! fences and resends on the nodes that send to it.
+//!
+//! The protocol is described in `moves.rs`, whose tables this module drives: a data frame for
+//! a process that is moving is held; for one that moved it goes back to its sender as a
+//! `Redirect` (a post) or a redirected `Reply` (an ask). The sender buffers every message to
+//! that process and sends a `Fence`; the old node answers `FenceDone` once it has taken every
+//! earlier frame of the sender; then the sender resends the buffer, in order, to the new pid,
+//! and sends there directly from then on. Nothing here runs unless something moved
+//! (`any_moves`).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use super::{Core, SendError};
+use crate::ask::AskEnd;
+use crate::counts::bump;
+use crate::moves::{HeldFrame, Outgoing, Redirected, Route};
+use crate::wire::{self, BounceReason, Frame, Header, Outcome, WirePrincipal};
+use crate::{NodeId, Pid};
+
+impl Core {
+    /// A data frame for a local process that is moving (held) or moved (redirected): `true`
+    /// if it was taken care of here.
+    pub(super) fn intercept(self: &Arc<Self>, frame: &Frame<'_>, to: u64) -> bool {
+        let moved = {
+            let mut moves = self.moves.lock();
+            let held = moves.hold(to, || HeldFrame {
+                from: frame.from,
+                header: frame.header.clone(),
+                payload: frame.payload.to_vec(),
+            });
+            if held {
+                return true;
+            }
+            moves.moved_to(to)
+        };
+        match moved {
+            Some(pid) => {
+                self.redirect(frame.from, &frame.header, frame.payload, pid);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Gives a data frame for a process that moved back to its sender, with where it went.
+    pub(super) fn redirect(
+        self: &Arc<Self>,
+        from: NodeId,
+        header: &Header,
+        payload: &[u8],
+        to: Pid,
+    ) {
+        let (node, local) = (to.node().as_u128(), to.local());
+        let back = match *header {
+            Header::Post {
+                to: old,
+                tag,
+                route,
+                principal,
+            } => Header::Redirect {
+                old,
+                tag,
+                route,
+                principal,
+                node,
+                local,
+            },
+            Header::Ask {
+                to: old,
+                tag,
+                req,
+                principal,
+            } => Header::Reply {
+                req,
+                outcome: Outcome::Redirected {
+                    old,
+                    node,
+                    local,
+                    tag,
+                    principal,
+                },
+            },
+            _ => return,
+        };
+        bump(&self.counts.redirected);
+        self.bounce(from, &back, payload);
+    }
+
+    /// A message of this node to `(node, old)` came back redirected to `to`.
+    pub(super) fn redirected(self: &Arc<Self>, node: NodeId, old: u64, to: Pid, message: Outgoing) {
+        self.any_moves.store(true, Relaxed);
+        let what = {
+            // No send to `node` is under way while the mark is read (see `Link::gate`); with
+            // no link yet, nothing was sent.
+            let link = self.links.read().get(&node).cloned();
+            let _gate = link.as_ref().map(|link| link.gate.write());
+            let what = self.moves.lock().redirected(node, old, to, message);
+            match what {
+                Redirected::First => Err(link.as_ref().map_or(0, |link| link.enqueued())),
+                other => Ok(other),
+            }
+        };
+        let what = match what {
+            Err(sent) => {
+                let header = Header::Fence { old, sent };
+                self.send_control(node, wire::encode_raw(self.id, &header, &[]));
+                return;
+            }
+            Ok(what) => what,
+        };
+        match what {
+            Redirected::First => {}
+            Redirected::Buffered => {}
+            Redirected::Send(to, (header, payload)) => self.resend(to, header, payload),
+        }
+    }
+
+    /// A fence from `from`: answered once the first `sent` data frames from it were taken.
+    pub(super) fn on_fence(self: &Arc<Self>, from: NodeId, old: u64, sent: u64) {
+        let done = from == self.id || {
+            let inbound = self.inbound.lock();
+            let taken = inbound.get(&from).map_or(0, |i| i.taken);
+            // Frames of the sender held for a process still moving count as taken but have
+            // not come back yet: the fence waits for them too (`finish_moving` looks again).
+            let done = taken >= sent && !self.moves.lock().holds_from(from);
+            if !done {
+                // Recorded under the inbound lock, which `taken` holds when it counts: the
+                // frame that completes the mark sees this fence.
+                self.fences.lock().push((from, old, sent));
+            }
+            done
+        };
+        if done {
+            let header = Header::FenceDone { old };
+            self.send_control(from, wire::encode_raw(self.id, &header, &[]));
+        }
+    }
+
+    /// Answers the fences of `peer` whose mark `taken` frames reach, unless frames of `peer`
+    /// are still held.
+    pub(super) fn fences_passed(self: &Arc<Self>, peer: NodeId, taken: u64) {
+        if self.fences.lock().is_empty() || self.moves.lock().holds_from(peer) {
+            return;
+        }
+        let passed: Vec<u64> = {
+            let mut fences = self.fences.lock();
+            let mut passed = Vec::new();
+            fences.retain(|&(from, old, sent)| {
+                let done = from == peer && taken >= sent;
+                if done {
+                    passed.push(old);
+                }
+                !done
+            });
+            passed
+        };
+        for old in passed {
+            let header = Header::FenceDone { old };
+            self.send_control(peer, wire::encode_raw(self.id, &header, &[]));
+        }
+    }
+
+    /// A new post or ask to `(node, header.to)`: where it goes if that process moved.
+    pub(super) fn reroute<T: serde::Serialize + ?Sized>(
+        self: &Arc<Self>,
+        node: NodeId,
+        header: &Header,
+        payload: &T,
+    ) -> Option<Result<(), SendError>> {
+        let (Header::Post { to: old, .. } | Header::Ask { to: old, .. }) = *header else {
+            return None;
+        };
+        let mut encoded = None;
+        let route = self.moves.lock().route(node, old, || {
+            let bytes = postcard::to_stdvec(payload);
+            let bytes = match bytes {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    encoded = Some(e);
+                    Vec::new()
+                }
+            };
+            (header.clone(), bytes)
+        })?;
+        if let Some(error) = encoded {
+            return Some(Err(SendError::Encode(error)));
+        }
+        if let Header::Ask { req, .. } = *header {
+            // Registered on the old node's link: it is pending on the new node now.
+            if let Some(link) = self.links.read().get(&node) {
+                link.end_ask();
+            }
+            let new_peer = match route {
+                Route::To(pid) => pid.node(),
+                _ => node,
+            };
+            if let Some(ask) = self.asks.lock().get_mut(&req) {
+                ask.peer = new_peer;
+            }
+        }
+        Some(match route {
+            Route::Buffered => Ok(()),
+            Route::Full => {
+                bump(&self.counts.refused);
+                Err(SendError::Full)
+            }
+            Route::To(pid) => {
+                let retargeted = retarget(header, pid.local());
+                let Some(link) = self.link_for(pid.node()) else {
+                    return Some(Err(SendError::Down));
+                };
+                if let (Header::Ask { .. }, Some(link)) = (&retargeted, &link) {
+                    if !link.begin_ask() {
+                        bump(&self.counts.refused);
+                        return Some(Err(SendError::Full));
+                    }
+                }
+                let result = self.try_send_data(link.as_deref(), pid.node(), &retargeted, payload);
+                match result {
+                    Ok(()) => bump(&self.counts.sent),
+                    Err(_) => bump(&self.counts.refused),
+                }
+                result
+            }
+        })
+    }
+
+    /// Sends again, to `to`, a message that came back redirected (or waited for a fence).
+    pub(super) fn resend(self: &Arc<Self>, to: Pid, header: Header, payload: Vec<u8>) {
+        let header = retarget(&header, to.local());
+        let Some(link) = self.link_for(to.node()) else {
+            return self.undeliverable(header, &payload, BounceReason::Terminated);
+        };
+        if let (Header::Ask { .. }, Some(link)) = (&header, &link) {
+            if !link.begin_ask() {
+                return self.undeliverable(header, &payload, BounceReason::Rejected);
+            }
+        }
+        let sent = match &link {
+            None => {
+                self.on_frame(&wire::encode_raw(self.id, &header, &payload));
+                Ok(())
+            }
+            Some(link) => link
+                .take_credit()
+                .map_err(|_| BounceReason::Rejected)
+                .and_then(|()| {
+                    link.send_data(wire::encode_raw(self.id, &header, &payload))
+                        .map_err(|_| {
+                            link.return_credit(&self.counts);
+                            BounceReason::Rejected
+                        })
+                }),
+        };
+        match sent {
+            Ok(()) => {
+                bump(&self.counts.sent);
+                bump(&self.counts.resent);
+            }
+            Err(reason) => {
+                if let (Header::Ask { .. }, Some(link)) = (&header, &link) {
+                    link.end_ask();
+                }
+                self.undeliverable(header, &payload, reason)
+            }
+        }
+    }
+
+    /// A message of this node that cannot be sent where its process went: a post goes to its
+    /// bounce handler, an ask ends given back.
+    pub(super) fn undeliverable(&self, header: Header, payload: &[u8], reason: BounceReason) {
+        bump(&self.counts.returned);
+        match header {
+            Header::Post { route, .. } => {
+                let route = route.and_then(|id| self.routes.read().get(&id).cloned());
+                if !route.is_some_and(|route| route(reason, payload)) {
+                    bump(&self.counts.returned_unrouted);
+                    tracing::warn!(%reason, "a redirected message could not be sent and its sender set no bounce handler");
+                }
+            }
+            Header::Ask { req, .. } => {
+                if let Some(ask) = self.asks.lock().remove(&req) {
+                    ask.slot.complete(AskEnd::Bounced(reason, payload.to_vec()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `from` has taken every frame this node sent before its fence for `old`: the messages
+    /// buffered for the process that moved go to where it runs now.
+    pub(super) fn on_fence_done(self: &Arc<Self>, from: NodeId, old: u64) {
+        loop {
+            let batch = self.moves.lock().next_batch(from, old);
+            let Some((to, batch)) = batch else { break };
+            for (header, payload) in batch {
+                self.resend(to, header, payload);
+            }
+        }
+    }
+
+    /// This node's ask `req` to `(frame.from, old)` came back: the process moved to `to`.
+    pub(super) fn on_ask_redirected(
+        self: &Arc<Self>,
+        frame: &Frame<'_>,
+        req: u64,
+        old: u64,
+        to: Pid,
+        tag: u64,
+        principal: Option<WirePrincipal>,
+    ) {
+        // The ask leaves the old node: its slot there is released, and it is pending on the
+        // new node from now on.
+        let moved = {
+            let mut asks = self.asks.lock();
+            asks.get_mut(&req)
+                .map(|ask| std::mem::replace(&mut ask.peer, to.node()))
+        };
+        if let Some(old_peer) = moved {
+            if let Some(link) = self.links.read().get(&old_peer) {
+                link.end_ask();
+            }
+            let header = Header::Ask {
+                to: to.local(),
+                tag,
+                req,
+                principal,
+            };
+            self.redirected(frame.from, old, to, (header, frame.payload.to_vec()));
+        }
+    }
+}
+
+/// `header`, a post or an ask, addressed to local id `to` instead.
+fn retarget(header: &Header, to: u64) -> Header {
+    match *header {
+        Header::Post {
+            tag,
+            route,
+            principal,
+            ..
+        } => Header::Post {
+            to,
+            tag,
+            route,
+            principal,
+        },
+        Header::Ask {
+            tag,
+            req,
+            principal,
+            ..
+        } => Header::Ask {
+            to,
+            tag,
+            req,
+            principal,
+        },
+        ref other => other.clone(),
+    }
+}
