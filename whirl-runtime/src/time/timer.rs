@@ -138,7 +138,10 @@ impl Timers {
         action: impl FnMut() -> bool + Send + 'static,
     ) -> TimerHandle {
         let cancelled = Arc::new(AtomicBool::new(false));
-        {
+        // Whether the new timer is now the earliest: only then must the thread wake to wait for
+        // it. A later one (an ask's 5 s timeout behind others) is found when the thread wakes
+        // for the earliest, so arming it costs no wake-up and no context switch.
+        let earliest = {
             let mut state = self.shared.state.lock();
             if state.stopped {
                 cancelled.store(true, Ordering::Release);
@@ -156,9 +159,12 @@ impl Timers {
                 cancelled: Arc::clone(&cancelled),
                 action: Box::new(action),
             });
-        }
+            state.heap.peek().is_some_and(|top| top.seq == seq)
+        };
         self.ensure_thread();
-        self.shared.condvar.notify_one();
+        if earliest {
+            self.shared.condvar.notify_one();
+        }
         TimerHandle {
             cancelled,
             shared: Some(Arc::downgrade(&self.shared)),
