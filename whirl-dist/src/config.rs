@@ -7,7 +7,11 @@
 
 use std::time::Duration;
 
-use crate::DistError;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine as _;
+
+use crate::security::{Pem, TlsFiles, Transport};
+use crate::{DistError, Policy};
 
 /// Where a node listens, whom it connects to, and how fast it declares peers dead.
 ///
@@ -55,6 +59,18 @@ pub struct NodeConfig {
     reconnect_max: Duration,
     window: usize,
     max_frame: usize,
+    transport: Transport,
+    listen_set: bool,
+    policy: Policy,
+    max_peers: usize,
+    max_handshakes: usize,
+}
+
+/// The PEM texts of a TLS node, read once at start: its chain, its key, the CA.
+pub(crate) struct TlsPems {
+    pub(crate) chain: Vec<u8>,
+    pub(crate) key: Vec<u8>,
+    pub(crate) ca: Vec<u8>,
 }
 
 impl NodeConfig {
@@ -69,17 +85,32 @@ impl NodeConfig {
     /// The default frame limit: 1 MiB.
     pub const DEFAULT_MAX_FRAME: usize = 1 << 20;
 
+    /// The default cap on peers: 128 sessions (Up or being set up) at once.
+    pub const DEFAULT_MAX_PEERS: usize = 128;
+
+    /// The default cap on TLS handshakes in flight at once: 16.
+    pub const DEFAULT_MAX_HANDSHAKES: usize = 16;
+
     /// A configuration for a node of `cluster`, with the defaults: listen on
-    /// `tcp/127.0.0.1:0` (a free loopback port), connect to nobody, a 3 s lease, multicast and
-    /// gossip scouting off, reconnect attempts at most 1 s apart.
+    /// `tls/127.0.0.1:0` (a free loopback port), connect to nobody, a 3 s lease, multicast and
+    /// gossip scouting off, reconnect attempts at most 1 s apart, the default [`Policy`].
+    ///
+    /// A node needs one more thing before it starts: its certificate, key and CA
+    /// ([`tls`](NodeConfig::tls)), or an explicit, stated
+    /// [`insecure_plaintext`](NodeConfig::insecure_plaintext).
     ///
     /// Nodes see only nodes of their own cluster. The name must be one key-expression chunk:
     /// non-empty, of ASCII letters, digits, `-`, `_` and `.` (checked by
     /// [`Node::start`](crate::Node::start)).
     pub fn new(cluster: impl Into<String>) -> NodeConfig {
         NodeConfig {
+            transport: Transport::Unset,
+            listen_set: false,
+            policy: Policy::new(),
+            max_peers: Self::DEFAULT_MAX_PEERS,
+            max_handshakes: Self::DEFAULT_MAX_HANDSHAKES,
             cluster: cluster.into(),
-            listen: vec!["tcp/127.0.0.1:0".to_owned()],
+            listen: vec!["tls/127.0.0.1:0".to_owned()],
             connect: Vec::new(),
             lease: Self::DEFAULT_LEASE,
             multicast_scouting: false,
@@ -101,7 +132,101 @@ impl NodeConfig {
         S: Into<String>,
     {
         self.listen = endpoints.into_iter().map(Into::into).collect();
+        self.listen_set = true;
         self
+    }
+
+    /// Secures the node's links with mutual TLS: `chain` is the node's certificate (then any
+    /// intermediate certificates), `key` its private key (PKCS#8, SEC1 or PKCS#1), `ca` the
+    /// certificate(s) of the cluster's CA: peers must present a certificate it issued, and the
+    /// node's own must be one. Each is a path (`&str`, `PathBuf`) or PEM bytes (`Vec<u8>`);
+    /// files are read at [`Node::start`](crate::Node::start), which reports one that is
+    /// missing, unreadable or does not verify.
+    ///
+    /// Endpoints must then be `tls/…` (TLS 1.3 over TCP, for example `tls/10.0.0.5:7447`) or
+    /// `quic/…` (QUIC, a UDP port; slower on a LAN, see whirl-dist's README for figures); both
+    /// authenticate both ends with these certificates. whirl builds Zenoh's TLS link with one
+    /// fix (`third_party/zenoh-link-tls`): upstream, it reads and writes one TLS stream from
+    /// two tasks at once, which rustls does not support, and under load it closed links at
+    /// random (Zenoh issue #2557), which a cluster takes for a node's death.
+    ///
+    /// The certificate's common name (or first DNS name) is the node's **name** in
+    /// [`Policy`] rules. Names are not checked against addresses: the CA is the trust domain
+    /// (issue certificates of a cluster's CA to its nodes only). How to make a CA and
+    /// certificates, and how to rotate them, is in whirl-dist's README.
+    pub fn tls(
+        mut self,
+        chain: impl Into<Pem>,
+        key: impl Into<Pem>,
+        ca: impl Into<Pem>,
+    ) -> NodeConfig {
+        self.transport = Transport::Tls(TlsFiles {
+            chain: chain.into(),
+            key: key.into(),
+            ca: ca.into(),
+        });
+        if !self.listen_set {
+            self.listen = vec!["tls/127.0.0.1:0".to_owned()];
+        }
+        self
+    }
+
+    /// Runs the node with **no encryption and no authentication**: anyone who can reach its
+    /// port joins the cluster, posts, asks, spawns and registers, and may claim to be any
+    /// member. For loopback tests and benchmarks only. `why` is logged as a warning when the
+    /// node starts. Endpoints are then `tcp/…` (the default listen endpoint becomes
+    /// `tcp/127.0.0.1:0`).
+    pub fn insecure_plaintext(mut self, why: impl Into<String>) -> NodeConfig {
+        self.transport = Transport::Plaintext { why: why.into() };
+        if !self.listen_set {
+            self.listen = vec!["tcp/127.0.0.1:0".to_owned()];
+        }
+        self
+    }
+
+    /// What this node lets its peers do (default [`Policy::new`]).
+    pub fn policy(mut self, policy: Policy) -> NodeConfig {
+        self.policy = policy;
+        self
+    }
+
+    /// The most peers this node has sessions with at once (default 128, at least 1): further
+    /// peers are refused by Zenoh before any handshake, and peers beyond it that prove their
+    /// identity anyway are not made Up.
+    pub fn max_peers(mut self, peers: usize) -> NodeConfig {
+        self.max_peers = peers.max(1);
+        self
+    }
+
+    /// The most connections this node accepts that have not finished their handshake (default
+    /// 16, at least 1); a flood of connections waits, and each must finish within 5 s.
+    pub fn max_handshakes(mut self, handshakes: usize) -> NodeConfig {
+        self.max_handshakes = handshakes.max(1);
+        self
+    }
+
+    /// Why the node runs in plaintext, if it does.
+    pub(crate) fn plaintext_reason(&self) -> Option<&str> {
+        match &self.transport {
+            Transport::Plaintext { why } => Some(why),
+            _ => None,
+        }
+    }
+
+    /// The authorisation policy.
+    pub fn authorisation(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The cap on peers.
+    pub fn max_peer_count(&self) -> usize {
+        self.max_peers
+    }
+
+    /// Whether links are TLS (`false` after
+    /// [`insecure_plaintext`](NodeConfig::insecure_plaintext), or before either is said).
+    pub fn is_tls(&self) -> bool {
+        matches!(self.transport, Transport::Tls(_))
     }
 
     /// Connect to these endpoints (replacing any set before). Unreachable ones are retried in
@@ -224,8 +349,38 @@ impl NodeConfig {
     }
 
     /// The Zenoh configuration for a peer-mode session with these settings.
-    pub(crate) fn to_zenoh(&self) -> Result<zenoh::Config, DistError> {
+    ///
+    /// For a TLS node it also returns the PEM texts it read (the node binds its identity to
+    /// them); a node that said neither [`tls`](NodeConfig::tls) nor
+    /// [`insecure_plaintext`](NodeConfig::insecure_plaintext) is refused, and so is a plaintext
+    /// endpoint on a TLS node.
+    pub(crate) fn to_zenoh(&self) -> Result<(zenoh::Config, Option<TlsPems>), DistError> {
         self.validate_cluster()?;
+        let pems = match &self.transport {
+            Transport::Unset => return Err(DistError::NoTransportSecurity),
+            Transport::Plaintext { .. } => None,
+            Transport::Tls(files) => {
+                let endpoints = self.listen.iter().chain(&self.connect);
+                if let Some(plain) = endpoints
+                    .into_iter()
+                    .find(|e| !e.starts_with("tls/") && !e.starts_with("quic/"))
+                {
+                    return Err(DistError::PlaintextEndpoint {
+                        endpoint: plain.clone(),
+                    });
+                }
+                Some(TlsPems {
+                    chain: files.chain.read()?,
+                    key: files.key.read()?,
+                    ca: files.ca.read()?,
+                })
+            }
+        };
+        let config = self.zenoh_config(pems.as_ref())?;
+        Ok((config, pems))
+    }
+
+    fn zenoh_config(&self, pems: Option<&TlsPems>) -> Result<zenoh::Config, DistError> {
         let lease_ms = millis(self.lease).ok_or(DistError::InvalidLease(self.lease))?;
         let reconnect_max_ms = millis(self.reconnect_max).unwrap_or(1000).max(4);
         let mut config = zenoh::Config::default();
@@ -256,9 +411,77 @@ impl NodeConfig {
         )?;
         set(&mut config, "transport/link/tx/lease", lease_ms.to_string())?;
         set(&mut config, "transport/link/tx/keep_alive", "4".to_owned())?;
+        // Zenoh reassembles a fragmented message before handing it over: refuse larger ones
+        // there, so a peer cannot make this node buffer more than a frame (plus the header
+        // and the MAC trailer) per message.
+        set(
+            &mut config,
+            "transport/link/rx/max_message_size",
+            (self.max_frame + FRAME_SLACK).to_string(),
+        )?;
+        set(
+            &mut config,
+            "transport/unicast/max_sessions",
+            self.max_peers.to_string(),
+        )?;
+        set(
+            &mut config,
+            "transport/unicast/accept_pending",
+            self.max_handshakes.to_string(),
+        )?;
+        set(
+            &mut config,
+            "transport/unicast/accept_timeout",
+            "5000".to_owned(),
+        )?;
+        // An attempt to link to a peer that is gone waits this long (a QUIC handshake to a
+        // dead UDP port gets no refusal), and closing the session waits for attempts in flight.
+        set(
+            &mut config,
+            "transport/unicast/open_timeout",
+            "2000".to_owned(),
+        )?;
+        if let Some(pems) = pems {
+            let b64 = |bytes: &[u8]| format!("\"{}\"", BASE64.encode(bytes));
+            set(
+                &mut config,
+                "transport/link/tls/root_ca_certificate_base64",
+                b64(&pems.ca),
+            )?;
+            for side in ["listen", "connect"] {
+                let (key, cert): (&'static str, &'static str) = match side {
+                    "listen" => (
+                        "transport/link/tls/listen_private_key_base64",
+                        "transport/link/tls/listen_certificate_base64",
+                    ),
+                    _ => (
+                        "transport/link/tls/connect_private_key_base64",
+                        "transport/link/tls/connect_certificate_base64",
+                    ),
+                };
+                set(&mut config, key, b64(&pems.key))?;
+                set(&mut config, cert, b64(&pems.chain))?;
+            }
+            set(
+                &mut config,
+                "transport/link/tls/enable_mtls",
+                "true".to_owned(),
+            )?;
+            // The CA is the trust domain: a certificate need not name the address it is
+            // reached at (nodes move, addresses are often IPs).
+            set(
+                &mut config,
+                "transport/link/tls/verify_name_on_connect",
+                "false".to_owned(),
+            )?;
+        }
         Ok(config)
     }
 }
+
+/// Room for a frame's header and MAC trailer above [`NodeConfig::max_frame`] in Zenoh's
+/// reassembly limit.
+const FRAME_SLACK: usize = 4096;
 
 /// A whole number of milliseconds, at least one.
 fn millis(d: Duration) -> Option<u64> {
@@ -299,13 +522,14 @@ mod tests {
 
     #[test]
     fn the_defaults_are_loopback_no_scouting_and_a_3s_lease() {
-        let c = NodeConfig::new("c");
+        let c = NodeConfig::new("c").insecure_plaintext("a unit test");
         assert_eq!(c.listen_endpoints(), ["tcp/127.0.0.1:0"]);
+        assert_eq!(NodeConfig::new("c").listen_endpoints(), ["tls/127.0.0.1:0"]);
         assert!(c.connect_endpoints().is_empty());
         assert_eq!(c.lease_duration(), Duration::from_secs(3));
         assert!(!c.is_multicast_scouting());
         assert!(!c.is_gossip_scouting());
-        let z = c.to_zenoh().expect("valid");
+        let (z, _) = c.to_zenoh().expect("valid");
         assert_eq!(
             z.get_json("scouting/multicast/enabled").ok().as_deref(),
             Some("false")
@@ -324,17 +548,44 @@ mod tests {
     fn bad_names_leases_and_endpoints_are_errors_not_panics() {
         for name in ["", "a/b", "a*", "$x", "a b"] {
             assert!(matches!(
-                NodeConfig::new(name).to_zenoh(),
+                NodeConfig::new(name).insecure_plaintext("test").to_zenoh(),
                 Err(DistError::InvalidCluster { .. })
             ));
         }
         assert!(matches!(
-            NodeConfig::new("c").lease(Duration::ZERO).to_zenoh(),
+            NodeConfig::new("c")
+                .insecure_plaintext("test")
+                .lease(Duration::ZERO)
+                .to_zenoh(),
             Err(DistError::InvalidLease(_))
         ));
         assert!(matches!(
-            NodeConfig::new("c").connect(["not an endpoint"]).to_zenoh(),
+            NodeConfig::new("c")
+                .insecure_plaintext("test")
+                .connect(["not an endpoint"])
+                .to_zenoh(),
             Err(DistError::Config { .. })
+        ));
+    }
+
+    #[test]
+    fn a_node_must_say_how_its_links_are_secured() {
+        assert!(matches!(
+            NodeConfig::new("c").to_zenoh(),
+            Err(DistError::NoTransportSecurity)
+        ));
+        assert!(matches!(
+            NodeConfig::new("c")
+                .tls("a.pem", "a.key", "ca.pem")
+                .connect(["tcp/127.0.0.1:1"])
+                .to_zenoh(),
+            Err(DistError::PlaintextEndpoint { .. })
+        ));
+        assert!(matches!(
+            NodeConfig::new("c")
+                .tls("/nonexistent/a.pem", "a.key", "ca.pem")
+                .to_zenoh(),
+            Err(DistError::ReadPem { .. })
         ));
     }
 

@@ -68,6 +68,16 @@ pub struct DistCounts {
     pub migrated_out: u64,
     /// Processes that moved to this node.
     pub migrated_in: u64,
+    /// Requests the [`Policy`](crate::Policy) refused: a message type peers may not send
+    /// (bounced as `Incompatible`), a factory the peer may not call, a name peers may not
+    /// register.
+    pub unauthorised: u64,
+    /// Frames whose MAC did not verify, replayed frames, and hellos that did not verify:
+    /// dropped unread. Nonzero means a member (or a bug) sent frames in another's name.
+    pub unauthenticated: u64,
+    /// Data frames a peer sent beyond the credit window this node gave it: refused, and the
+    /// peer cut off (Down with [`DownReason::Misbehaved`](crate::DownReason::Misbehaved)).
+    pub over_window: u64,
 }
 
 /// The live counters behind [`DistCounts`].
@@ -91,6 +101,9 @@ pub(crate) struct Counters {
     pub(crate) resent: AtomicU64,
     pub(crate) migrated_out: AtomicU64,
     pub(crate) migrated_in: AtomicU64,
+    pub(crate) unauthorised: AtomicU64,
+    pub(crate) unauthenticated: AtomicU64,
+    pub(crate) over_window: AtomicU64,
 }
 
 /// Adds one.
@@ -119,6 +132,9 @@ impl Counters {
             resent: self.resent.load(Relaxed),
             migrated_out: self.migrated_out.load(Relaxed),
             migrated_in: self.migrated_in.load(Relaxed),
+            unauthorised: self.unauthorised.load(Relaxed),
+            unauthenticated: self.unauthenticated.load(Relaxed),
+            over_window: self.over_window.load(Relaxed),
             malformed_names: 0,
         }
     }

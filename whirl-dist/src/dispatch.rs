@@ -71,6 +71,8 @@ pub(crate) enum FactoryResult {
     BadArguments,
     /// The factory refused or failed, with its reason.
     Failed(String),
+    /// The policy does not allow the caller this factory (it was not run).
+    Unauthorised,
 }
 
 /// Where an ask's end goes: called once, with the encoded answer or `None` for "no answer".

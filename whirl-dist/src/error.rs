@@ -85,6 +85,29 @@ pub enum DistError {
         #[source]
         source: std::io::Error,
     },
+    /// The configuration says neither how to secure links ([`NodeConfig::tls`](crate::NodeConfig::tls))
+    /// nor that they may be insecure ([`NodeConfig::insecure_plaintext`](crate::NodeConfig::insecure_plaintext)).
+    #[error("the node has no credentials: give it NodeConfig::tls(certificate, key, ca), or NodeConfig::insecure_plaintext(\"why\") for a loopback test")]
+    NoTransportSecurity,
+    /// A TLS node was given a plaintext endpoint.
+    #[error("endpoint {endpoint:?} is not secured: a node with NodeConfig::tls listens and connects on tls/… or quic/… endpoints only")]
+    PlaintextEndpoint {
+        /// The endpoint.
+        endpoint: String,
+    },
+    /// A certificate, key or CA file could not be read.
+    #[error("cannot read {path:?}")]
+    ReadPem {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The operating system's reason.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The node's certificate, key or CA is unusable (does not parse, the key does not match
+    /// the certificate, or the certificate is not issued by the CA).
+    #[error("the node's credentials are unusable")]
+    Credentials(#[source] crate::auth::AuthError),
     /// The operating system could not supply randomness for a fresh [`NodeId`](crate::NodeId).
     #[error("cannot draw a random node id")]
     Entropy(#[from] getrandom::Error),

@@ -114,6 +114,8 @@
 
 mod addr;
 mod ask;
+mod auth;
+pub mod certs;
 mod config;
 mod core;
 mod counts;
@@ -129,11 +131,13 @@ mod node_id;
 mod pid;
 mod registry;
 mod remote;
+mod security;
 mod spawn;
 mod watches;
 mod wire;
 
 pub use addr::{RemoteAddr, RemoteAsk, RemoteCallError, RemotePostError, Undelivered};
+pub use auth::AuthError;
 pub use config::NodeConfig;
 pub use counts::DistCounts;
 pub use error::DistError;
@@ -144,6 +148,7 @@ pub use node::Node;
 pub use node_id::{NodeId, ParseNodeIdError};
 pub use pid::Pid;
 pub use remote::{Remote, Request};
+pub use security::{Peers, Pem, Policy};
 pub use spawn::{FactoryCtx, SpawnRemoteError, Spawned};
 pub use watches::{MonitorRef, RemoteDown};
 pub use wire::{BounceReason, RemoteExit};

@@ -24,6 +24,9 @@ pub enum DownReason {
     /// It has quarantined this node (it bounced a frame as `Quarantined`): it saw this node
     /// Down earlier, so this incarnation cannot talk to it again.
     QuarantinedBy,
+    /// It broke the protocol in a way no correct node does (it sent beyond the credit window
+    /// this node gave it): cut off.
+    Misbehaved,
 }
 
 /// A change in cluster membership, as one node sees it.
@@ -46,7 +49,7 @@ pub enum DownReason {
 /// table refuses it, because watchers have already been told Down and a supervisor may have
 /// restarted the work elsewhere. A node that was cut off must restart, which gives it a fresh
 /// [`NodeId`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[non_exhaustive]
 pub enum NodeEvent {
     /// A node joined (its liveliness token appeared).
@@ -61,6 +64,18 @@ pub enum NodeEvent {
     /// A quarantined node's token appeared again (a healed partition, typically) and was
     /// ignored: the node stays quarantined.
     ResurrectionRefused(NodeId),
+    /// A name is held by a process already, and another registered it too: the first holder
+    /// keeps it (see [`Node::whereis`](crate::Node::whereis)). Told on every node that sees
+    /// both registrations, the registering ones included.
+    NameConflict {
+        /// The name.
+        name: String,
+        /// Its first holder, which keeps it.
+        holder: crate::Pid,
+        /// The later registration, listed by `whereis_all` but never answered by `whereis`
+        /// while the holder lives.
+        refused: crate::Pid,
+    },
     /// A process moved (`Node::migrate`): told on the node it left, the node it went to, and
     /// every node watching it (their watches moved with it).
     Moved {

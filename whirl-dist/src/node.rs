@@ -31,9 +31,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::ask::AskEnd;
-use crate::core::{Core, SendError};
+use crate::auth::Credentials;
+use crate::core::{Auth, Core, SendError};
 use crate::dispatch::FactoryResult;
 use crate::export::ExportBuilder;
+use crate::link::{Writers, DEFAULT_WRITERS};
 use crate::remote::{tag_of, Remote};
 use crate::spawn::FactoryCtx;
 use crate::wire::{self, Header, WirePrincipal};
@@ -70,6 +72,7 @@ pub struct Node {
     pub(crate) core: Arc<Core>,
     cluster: String,
     // Dropped in this order if `shutdown` is not called: subscribers, token, session.
+    hellos: Option<Subscriber<()>>,
     mailbox: Option<Subscriber<()>>,
     names: Option<Subscriber<()>>,
     subscriber: Option<Subscriber<()>>,
@@ -86,23 +89,44 @@ impl Node {
     /// found through the connect endpoints are reported as [`NodeEvent::Up`] as they are seen,
     /// possibly before this returns (then [`events`](Node::events) replays them).
     pub fn start(config: NodeConfig) -> Result<Node, DistError> {
-        let zenoh_config = config.to_zenoh()?;
-        let id = NodeId::random()?;
+        let (zenoh_config, pems) = config.to_zenoh()?;
         let cluster = config.cluster().to_owned();
+        let (id, auth) = match pems {
+            None => {
+                if let Some(why) = config.plaintext_reason() {
+                    tracing::warn!(cluster, why, "this node runs WITHOUT encryption or authentication: anyone who reaches its port can join, post, spawn and pose as any member");
+                }
+                (NodeId::random()?, None)
+            }
+            Some(pems) => {
+                let creds = Credentials::from_pem(&pems.chain, &pems.key, &pems.ca)
+                    .map_err(DistError::Credentials)?;
+                let nonce = crate::auth::fresh_nonce().map_err(DistError::Credentials)?;
+                let id = NodeId::from_u128(creds.node_id(&nonce));
+                let auth = Auth::new(creds, nonce, &cluster, config.max_peer_count());
+                (id, Some(auth))
+            }
+        };
         let session = zenoh::open(zenoh_config).wait().map_err(DistError::Open)?;
-        let core = Arc::new(Core::new(
-            id,
-            &cluster,
-            session.clone(),
-            config.window_size(),
-            config.max_frame_size(),
-        ));
+        let writers =
+            Writers::start(&session, DEFAULT_WRITERS).map_err(|source| DistError::Thread {
+                what: "link writer",
+                source,
+            })?;
+        let core = Arc::new(Core::new(id, &config, session.clone(), auth, writers));
         let declare = |what| move |source| DistError::Declare { what, source };
+        // Hellos before the token: a peer that sees the token shakes hands at once.
+        let hello_core = Arc::clone(&core);
+        let hellos = session
+            .declare_subscriber(core.hello_key(id))
+            .callback(move |sample| hello_core.on_hello(&sample))
+            .wait()
+            .map_err(declare("hello subscriber"))?;
         // The mailbox first: a peer that sees this node's token may post at once.
         let mailbox_core = Arc::clone(&core);
         let mailbox = session
             .declare_subscriber(core.mailbox_key(id))
-            .callback(move |sample| mailbox_core.on_frame(&sample.payload().to_bytes()))
+            .callback(move |sample| mailbox_core.on_network_frame(&sample.payload().to_bytes()))
             .wait()
             .map_err(declare("mailbox subscriber"))?;
         let token = session
@@ -134,6 +158,7 @@ impl Node {
         Ok(Node {
             core,
             cluster,
+            hellos: Some(hellos),
             mailbox: Some(mailbox),
             names: Some(names),
             subscriber: Some(subscriber),
@@ -151,6 +176,17 @@ impl Node {
     /// The cluster this node belongs to.
     pub fn cluster(&self) -> &str {
         &self.cluster
+    }
+
+    /// The name in this node's certificate (`None` on a plaintext node).
+    pub fn name(&self) -> Option<&str> {
+        self.core.own_name()
+    }
+
+    /// The name `peer` proved with its certificate (`None` on a plaintext node, or for a node
+    /// not Up).
+    pub fn peer_name(&self, peer: NodeId) -> Option<String> {
+        self.core.peer_name(peer).map(|name| name.to_string())
     }
 
     /// A new receiver of membership events. It first receives an [`NodeEvent::Up`] for each
@@ -401,6 +437,9 @@ impl Node {
                 first_error.get_or_insert(DistError::Shutdown { what, source });
             }
         };
+        if let Some(hellos) = self.hellos.take() {
+            note("undeclare the hello subscriber", hellos.undeclare().wait());
+        }
         if let Some(mailbox) = self.mailbox.take() {
             note(
                 "undeclare the mailbox subscriber",

@@ -10,25 +10,28 @@
 //! names of a node it sees Down, without waiting for the withdrawal.
 //!
 //! A name may be held by several processes (Erlang's `pg`-style duplicates happen when two
-//! nodes register at once): `whereis` answers the earliest registration (lowest time, then
-//! node id, then local id), `whereis_all` all of them. Clocks that disagree only change which
-//! duplicate is first.
+//! nodes register at once): `whereis` answers the **first holder**, the registration this node
+//! saw first, and keeps answering it until it goes; `whereis_all` lists all of them, first
+//! holder first. A later registration never displaces a holder, whatever time its key states
+//! (the time is the registering node's word, so it decides nothing); two nodes can disagree
+//! only about registrations made within the time a token takes to spread. Each later holder
+//! is a conflict, reported on the node as [`NodeEvent::NameConflict`](crate::NodeEvent).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use crate::{NodeId, Pid};
 
-/// One registration, ordered by time, then node, then local id.
+/// One registration: the registering node's time (informative only) and the process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Entry {
     pub(crate) ms: u64,
     pub(crate) pid: Pid,
 }
 
-/// The registry table.
+/// The registry table: for each name, its holders in the order this node saw them.
 #[derive(Default)]
 pub(crate) struct Registry {
-    names: BTreeMap<String, BTreeSet<Entry>>,
+    names: BTreeMap<String, Vec<Entry>>,
     /// Keys under the registry prefix that did not parse.
     pub(crate) malformed: u64,
 }
@@ -69,13 +72,20 @@ pub(crate) fn parse_suffix(suffix: &str) -> Option<(String, Entry)> {
 }
 
 impl Registry {
-    pub(crate) fn insert(&mut self, name: String, entry: Entry) {
-        self.names.entry(name).or_default().insert(entry);
+    /// Adds a holder of `name`; returns the first holder when this one is not it (a
+    /// conflict), `None` when it is the first or was already known.
+    pub(crate) fn insert(&mut self, name: String, entry: Entry) -> Option<Pid> {
+        let holders = self.names.entry(name).or_default();
+        if holders.contains(&entry) {
+            return None;
+        }
+        holders.push(entry);
+        (holders.len() > 1).then(|| holders[0].pid)
     }
 
     pub(crate) fn remove(&mut self, name: &str, entry: Entry) {
         if let Some(set) = self.names.get_mut(name) {
-            set.remove(&entry);
+            set.retain(|e| *e != entry);
             if set.is_empty() {
                 self.names.remove(name);
             }
@@ -138,25 +148,23 @@ mod tests {
     }
 
     #[test]
-    fn the_earliest_registration_answers_and_dead_nodes_vanish() {
+    fn the_first_holder_answers_whatever_time_a_later_one_states() {
         let mut r = Registry::default();
         let (a, b) = (NodeId::from_u128(1), NodeId::from_u128(2));
-        r.insert(
-            "db".into(),
-            Entry {
-                ms: 20,
-                pid: Pid::new(a, 1),
-            },
-        );
-        r.insert(
-            "db".into(),
-            Entry {
-                ms: 10,
-                pid: Pid::new(b, 7),
-            },
-        );
-        assert_eq!(r.first("db"), Some(Pid::new(b, 7)));
-        assert_eq!(r.all("db"), vec![Pid::new(b, 7), Pid::new(a, 1)]);
+        let first = Entry {
+            ms: 20,
+            pid: Pid::new(a, 1),
+        };
+        assert_eq!(r.insert("db".into(), first), None);
+        assert_eq!(r.insert("db".into(), first), None);
+        // A later registration claiming an earlier time does not take the name.
+        let later = Entry {
+            ms: 0,
+            pid: Pid::new(b, 7),
+        };
+        assert_eq!(r.insert("db".into(), later), Some(Pid::new(a, 1)));
+        assert_eq!(r.first("db"), Some(Pid::new(a, 1)));
+        assert_eq!(r.all("db"), vec![Pid::new(a, 1), Pid::new(b, 7)]);
         r.forget_node(b);
         assert_eq!(r.first("db"), Some(Pid::new(a, 1)));
         r.remove(

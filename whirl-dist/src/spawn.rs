@@ -57,6 +57,9 @@ pub enum SpawnRemoteError {
     /// The factory refused or failed, with its reason.
     #[error("the factory failed: {0}")]
     Failed(String),
+    /// The node's [`Policy`](crate::Policy) does not allow this node to call the factory.
+    #[error("the node's policy does not allow this node to call factory {0:?}")]
+    Unauthorised(String),
     /// The credit window to the node is full; try later.
     #[error("the link to the node is full")]
     Rejected,
@@ -109,6 +112,7 @@ pub(crate) fn bounced(reason: BounceReason, factory: &str) -> SpawnRemoteError {
         BounceReason::NoProcess => SpawnRemoteError::NoFactory(factory.to_owned()),
         BounceReason::Incompatible => SpawnRemoteError::BadArguments,
         BounceReason::Quarantined => SpawnRemoteError::NodeDown,
+        BounceReason::Unauthorised => SpawnRemoteError::Unauthorised(factory.to_owned()),
         other => SpawnRemoteError::Failed(other.to_string()),
     }
 }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::NodeId;
 
 /// The frame format this build speaks.
-pub(crate) const VERSION: u8 = 1;
+pub(crate) const VERSION: u8 = 2;
 
 /// The version byte of a version notice (frozen).
 const NOTICE: u8 = 0;
@@ -49,6 +49,9 @@ pub enum BounceReason {
     /// The receiving node has quarantined the sender (it saw it Down earlier): the sender
     /// must restart under a new identity to talk to it again.
     Quarantined,
+    /// The receiving node's [`Policy`](crate::Policy) does not allow the sending node this
+    /// (a message type peers may not send, a factory it may not call).
+    Unauthorised,
 }
 
 impl std::fmt::Display for BounceReason {
@@ -61,6 +64,7 @@ impl std::fmt::Display for BounceReason {
                 "the receiving process does not accept this message type or encoding"
             }
             BounceReason::Quarantined => "the receiving node has quarantined this node",
+            BounceReason::Unauthorised => "the receiving node's policy does not allow this",
         })
     }
 }
@@ -337,6 +341,27 @@ pub(crate) fn notice(from: NodeId) -> Vec<u8> {
     bytes.extend_from_slice(&from.as_u128().to_le_bytes());
     bytes.push(VERSION);
     bytes
+}
+
+/// The sender a frame names (bytes 1 to 16), whatever its version; `None` if it is shorter.
+/// Only a claim until the frame's MAC verified.
+pub(crate) fn sender(bytes: &[u8]) -> Option<NodeId> {
+    let id: [u8; 16] = bytes.get(1..PREFIX)?.try_into().ok()?;
+    Some(NodeId::from_u128(u128::from_le_bytes(id)))
+}
+
+impl Header {
+    /// Whether this is a data frame: one that takes a unit of the sender's credit window (a
+    /// post, an ask, a spawn, a migration).
+    pub(crate) fn is_data(&self) -> bool {
+        matches!(
+            self,
+            Header::Post { .. }
+                | Header::Ask { .. }
+                | Header::Spawn { .. }
+                | Header::Migrate { .. }
+        )
+    }
 }
 
 /// Decodes a frame received from the network. Total: never panics, whatever `bytes` holds.

@@ -8,10 +8,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
-use whirl_dist::{MemberState, Node, NodeConfig, NodeEvent, NodeId};
+use whirl_dist::{MemberState, Node, NodeEvent, NodeId};
 use zenoh::Wait;
 
-use common::{cluster_name, endpoint, free_port, raw_session};
+use common::{cluster_name, free_port, raw_session, tcp_endpoint};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 const LEASE: Duration = Duration::from_millis(1000);
@@ -19,9 +19,9 @@ const LEASE: Duration = Duration::from_millis(1000);
 /// A node listening on `port` and connecting to `connect`.
 fn node(cluster: &str, port: u16, connect: &[u16]) -> Node {
     Node::start(
-        NodeConfig::new(cluster)
-            .listen([endpoint(port)])
-            .connect(connect.iter().map(|&p| endpoint(p)))
+        common::plaintext(cluster)
+            .listen([tcp_endpoint(port)])
+            .connect(connect.iter().map(|&p| tcp_endpoint(p)))
             .lease(LEASE),
     )
     .expect("node starts")
@@ -101,9 +101,9 @@ fn events_replays_the_nodes_already_up() {
     let pa = free_port();
     let a = node(&cluster, pa, &[]);
     let b = Node::start(
-        NodeConfig::new(&cluster)
+        common::plaintext(&cluster)
             .listen(Vec::<String>::new())
-            .connect([endpoint(pa)])
+            .connect([tcp_endpoint(pa)])
             .lease(LEASE),
     )
     .expect("node starts");
@@ -188,7 +188,7 @@ fn a_malformed_key_is_counted_and_ignored() {
 
 #[test]
 fn a_bad_endpoint_is_an_error() {
-    let err = Node::start(NodeConfig::new("c").connect(["nonsense"])).expect_err("must fail");
+    let err = Node::start(common::plaintext("c").connect(["nonsense"])).expect_err("must fail");
     assert!(
         matches!(err, whirl_dist::DistError::Config { .. }),
         "{err:?}"

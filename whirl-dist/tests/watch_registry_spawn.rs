@@ -13,14 +13,25 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use whirl::prelude::*;
 use whirl_dist::{
-    Node, NodeId, Pid, Remote, RemoteDown, RemoteExit, Request, SpawnRemoteError, Spawned,
+    Node, NodeId, Peers, Pid, Policy, Remote, RemoteDown, RemoteExit, Request, SpawnRemoteError,
+    Spawned,
 };
 
 use common::{wait_for, DEADLINE};
 
 /// `n` nodes in a full mesh, each having seen all the others Up.
+/// `n` nodes over TLS; node-0 may call the `greeter` factory anywhere and its principals are
+/// believed in full (the default policy allows neither).
 fn cluster(n: usize) -> Vec<Node> {
-    common::cluster(n, |c| c).0
+    let trusted = || Peers::named(["node-0"]);
+    common::cluster(n, |c| {
+        c.policy(
+            Policy::new()
+                .allow_factory("greeter", trusted())
+                .trust_principals(trusted(), u8::MAX, f64::MAX),
+        )
+    })
+    .0
 }
 
 #[derive(Message, Serialize, Deserialize)]

@@ -1,16 +1,20 @@
 //! Distribution with whirl-dist: two nodes on loopback, in one OS process for the example (each
-//! with its own runtime, talking over TCP as between machines). Node B registers an account
+//! with its own runtime, talking over mutually authenticated TLS 1.3, as between machines, with
+//! certificates from a cluster CA made here in memory). Node B registers an account
 //! under a cluster-wide name; node A finds it, posts to it, asks it, and monitors it. The
 //! account is killed and A's monitor says so; B shuts down and A sees it Down.
 //!
-//! `cargo run -p cluster`. Three nodes as OS processes, with a `kill -9` and the accounting
-//! summed over them: `cargo run -p whirl-dist-harness --bin cluster_check`.
+//! `cargo run -p cluster`. One node per OS process, from certificate files:
+//! `cargo run --release --bin dist_node -- --help` (see whirl-dist's README). Three nodes as OS
+//! processes, with a `kill -9` and the accounting summed over them:
+//! `cargo run -p whirl-dist-harness --bin cluster_check`.
 
 use std::error::Error;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use whirl::prelude::*;
+use whirl_dist::certs::ClusterCa;
 use whirl_dist::{Node, NodeConfig, NodeEvent, Remote, RemoteAddr, RemoteDown, Request};
 
 /// Posted across nodes: `Remote` gives a message a stable name on the wire.
@@ -84,13 +88,27 @@ fn main() -> Result<(), Box<dyn Error>> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
-    let (cluster, endpoint) = ("example", format!("tcp/127.0.0.1:{port}"));
-    let b = Node::start(NodeConfig::new(cluster).listen([endpoint.as_str()]))?;
-    let a = NodeConfig::new(cluster).listen(Vec::<String>::new()); // connects out only
+    let (cluster, endpoint) = ("example", format!("tls/127.0.0.1:{port}"));
+    // The cluster's CA, and a certificate per node (files, in a real deployment).
+    let ca = ClusterCa::new("example-ca")?;
+    let config = |name: &str| -> Result<NodeConfig, Box<dyn Error>> {
+        let cert = ca.node(name, 1)?;
+        let ca = ca.certificate_pem().into_bytes();
+        let config = NodeConfig::new(cluster);
+        Ok(config.tls(cert.certificate.into_bytes(), cert.key.into_bytes(), ca))
+    };
+    let b = Node::start(config("bank")?.listen([endpoint.as_str()]))?;
+    let a = config("teller")?.listen(Vec::<String>::new()); // connects out only
     let a = Node::start(a.connect([endpoint]))?;
     let events = a.events();
     wait_for("the nodes to meet", || a.members().contains(&b.id()))?;
-    println!("A {} and B {} are up", a.id(), b.id());
+    println!(
+        "A {} ({:?}) sees B {} ({:?}) up, over TLS",
+        a.id(),
+        a.name().unwrap_or("?"),
+        b.id(),
+        a.peer_name(b.id()).unwrap_or_default()
+    );
 
     // Node B: the account, exported (what it accepts from other nodes) and named.
     let (rt_a, rt_b) = (Runtime::new(), Runtime::new());

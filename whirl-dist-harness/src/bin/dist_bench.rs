@@ -1,9 +1,13 @@
 //! whirl-dist against raw Zenoh, two peers on loopback in one OS process.
 //!
-//! Each round measures two things, first through whirl-dist (two [`Node`]s, a counting process
-//! exported on node B, addressed from node A), then through plain Zenoh sessions opened with
-//! the same settings (peer mode, B listening on a free `127.0.0.1` port, A connecting to it,
-//! multicast and gossip scouting off, the same lease and keep-alive):
+//! Each round measures two things three times: through whirl-dist over mutual TLS 1.3 (on
+//! TCP) and a MAC per frame (its default; certificates from a CA made in memory), through
+//! whirl-dist over plaintext TCP (`NodeConfig::insecure_plaintext`), each with two [`Node`]s, a
+//! counting process exported on node B, addressed from node A; then through plain Zenoh
+//! sessions over TCP opened with the same settings (peer mode, B listening on a free
+//! `127.0.0.1` port, A connecting to it, multicast and gossip scouting off, the same lease and
+//! keep-alive). The ratios say what security costs (mutual TLS and MACs against plaintext) and what
+//! whirl keeps of its engine (against raw Zenoh):
 //!
 //! 1. **Remote post throughput.** A posts `--posts` small messages (a `u64`) to B's process,
 //!    whose handler only counts. A post refused with `Rejected` (the credit window is full) is
@@ -20,8 +24,8 @@
 //!    wakes the caller), which is the transport pattern whirl's ask is built on.
 //!
 //! Only one side is alive at a time: each side's nodes or sessions are opened for its
-//! measurement and closed after it. Rounds alternate (whirl, raw, whirl, raw, ...) so drift of
-//! the machine hits both sides alike; the summary gives medians over the rounds with their
+//! measurement and closed after it. Rounds alternate (secure, plain, raw, secure, ...) so drift
+//! of the machine hits all sides alike; the summary gives medians over the rounds with their
 //! range.
 //!
 //! Run it in release mode:
@@ -41,14 +45,14 @@
 //! is whirl / raw (higher is better, 1.0 = no overhead); for latency it is raw / whirl (also
 //! higher is better, 1.0 = no overhead, 0.5 = whirl's round trip takes twice as long). What
 //! whirl adds on top of the engine: encoding and the typed header, the credit window and its
-//! acknowledgements, one writer thread per peer (a thread hop on the sending side), the
+//! acknowledgements, the node's writer pool (a thread hop on the sending side), the
 //! export table and a post into the receiving runtime (a hop to a worker thread), and for an
 //! ask the reply's trip back through the receiving node's writer thread.
 //!
 //! Exit code: 0 after a complete run, 2 on a setup or measurement failure (a node or session
 //! that does not open, a peer never seen, an ask that fails or times out).
 
-use std::net::TcpListener;
+use std::net::{TcpListener, UdpSocket};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -252,18 +256,37 @@ fn record(histogram: &mut Histogram<u64>, elapsed: Duration) {
 // ---------------------------------------------------------------------------------------------
 // Setup helpers
 
+/// A loopback port free on both TCP and UDP (QUIC endpoints are UDP ports).
 fn free_port() -> Result<u16, String> {
-    let listener =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind a free port: {e}"))?;
-    let port = listener
-        .local_addr()
-        .map_err(|e| format!("read the free port: {e}"))?
-        .port();
-    Ok(port)
+    loop {
+        let udp = UdpSocket::bind("127.0.0.1:0").map_err(|e| format!("bind a free port: {e}"))?;
+        let port = udp
+            .local_addr()
+            .map_err(|e| format!("read the free port: {e}"))?
+            .port();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
 }
 
-fn endpoint(port: u16) -> String {
-    format!("tcp/127.0.0.1:{port}")
+/// How the whirl nodes of a measurement are linked.
+#[derive(Clone, Copy, Debug)]
+enum Transport {
+    /// TLS 1.3 over TCP with mutual authentication, frames MAC'd per pair (whirl-dist's
+    /// default).
+    Secure,
+    /// TCP, no encryption or authentication (`NodeConfig::insecure_plaintext`).
+    Plaintext,
+}
+
+impl Transport {
+    fn endpoint(self, port: u16) -> String {
+        match self {
+            Transport::Secure => format!("tls/127.0.0.1:{port}"),
+            Transport::Plaintext => format!("tcp/127.0.0.1:{port}"),
+        }
+    }
 }
 
 /// Waits until `ok` holds, polling; `Err` naming `what` after the setup deadline.
@@ -297,22 +320,39 @@ struct WhirlPair {
 }
 
 impl WhirlPair {
-    fn start(round: usize, args: &Args) -> Result<WhirlPair, String> {
+    /// Two nodes over `transport`: QUIC with mutual TLS and per-frame MACs (certificates from
+    /// a CA made here), or plaintext TCP.
+    fn start(round: usize, args: &Args, transport: Transport) -> Result<WhirlPair, String> {
         let cluster = cluster_name(round)?;
         let port = free_port()?;
-        let b = Node::start(
-            NodeConfig::new(&cluster)
-                .listen([endpoint(port)])
-                .window(args.window),
-        )
-        .map_err(|e| format!("node B does not start: {e}"))?;
-        let a = Node::start(
-            NodeConfig::new(&cluster)
-                .listen(Vec::<String>::new())
-                .connect([endpoint(port)])
-                .window(args.window),
-        )
-        .map_err(|e| format!("node A does not start: {e}"))?;
+        let ca = match transport {
+            Transport::Plaintext => None,
+            Transport::Secure => Some(
+                whirl_dist::certs::ClusterCa::new("dist-bench-ca")
+                    .map_err(|e| format!("a CA: {e}"))?,
+            ),
+        };
+        let secure = |config: NodeConfig, name: &str| -> Result<NodeConfig, String> {
+            let Some(ca) = &ca else {
+                return Ok(config.insecure_plaintext("dist_bench's plaintext baseline"));
+            };
+            let cert = ca
+                .node(name, 1)
+                .map_err(|e| format!("a certificate: {e}"))?;
+            Ok(config.tls(
+                cert.certificate.into_bytes(),
+                cert.key.into_bytes(),
+                ca.certificate_pem().into_bytes(),
+            ))
+        };
+        let at = |port| transport.endpoint(port);
+        let b = secure(NodeConfig::new(&cluster), "b")?;
+        let b = Node::start(b.listen([at(port)]).window(args.window))
+            .map_err(|e| format!("node B does not start: {e}"))?;
+        let a = secure(NodeConfig::new(&cluster), "a")?;
+        let a = a.listen(Vec::<String>::new()).connect([at(port)]);
+        let a = Node::start(a.window(args.window))
+            .map_err(|e| format!("node A does not start: {e}"))?;
         let (a_id, b_id) = (a.id(), b.id());
         wait_until("A and B see each other Up", || {
             Ok(a.members().contains(&b_id) && b.members().contains(&a_id))
@@ -390,8 +430,8 @@ fn echo_call(echo: &RemoteAddr<Echo>, n: u64) -> Result<(), String> {
     }
 }
 
-fn run_whirl(round: usize, args: &Args) -> Result<(Figures, Sizes), String> {
-    let pair = WhirlPair::start(round, args)?;
+fn run_whirl(round: usize, args: &Args, transport: Transport) -> Result<(Figures, Sizes), String> {
+    let pair = WhirlPair::start(round, args, transport)?;
     let sizes = Sizes::of(pair.pid.local(), args)?;
     let ticks = pair.a.remote::<Tick>(pair.pid);
     let handled = pair.a.remote::<Handled>(pair.pid);
@@ -499,8 +539,9 @@ fn query(a: &Session, key: &str, payload: &[u8]) -> Result<bool, String> {
 fn run_raw(round: usize, args: &Args, sizes: Sizes) -> Result<Figures, String> {
     let cluster = cluster_name(round)?;
     let port = free_port()?;
-    let b = raw_session(&[endpoint(port)], &[])?;
-    let a = raw_session(&[], &[endpoint(port)])?;
+    let tcp = Transport::Plaintext.endpoint(port);
+    let b = raw_session(std::slice::from_ref(&tcp), &[])?;
+    let a = raw_session(&[], &[tcp])?;
     let elapsed = raw_throughput(&a, &b, &cluster, args, sizes)?;
     let queries = raw_queries(&a, &b, &cluster, args, sizes)?;
     let pings = raw_ping_pong(&a, &b, &cluster, args, sizes)?;
@@ -708,40 +749,39 @@ fn rate(per_s: f64) -> String {
     }
 }
 
-fn print_round(round: usize, rounds: usize, whirl: &Figures, raw: &Figures, sizes: Sizes) {
+/// The measured sides of a round, in print order: whirl over mutual TLS (and a MAC per
+/// frame), whirl over plaintext TCP, raw Zenoh over plaintext TCP.
+const SIDES: [&str; 3] = ["whirl mtls", "whirl plaintext", "raw zenoh tcp"];
+
+fn print_round(round: usize, rounds: usize, sides: &[Figures; 3], sizes: Sizes) {
     println!();
     println!(
-        "round {round}/{rounds}  (frames: post {} B, ask {} B, reply {} B)",
+        "round {round}/{rounds}  (frames: post {} B, ask {} B, reply {} B; + 25 B MAC with TLS)",
         sizes.post, sizes.ask, sizes.reply
     );
-    println!("  {:<34} {:>16} {:>16}", "", "whirl", "raw zenoh");
     println!(
-        "  {:<34} {:>16} {:>16}",
-        "post throughput",
-        rate(whirl.throughput),
-        rate(raw.throughput)
+        "  {:<34} {:>16} {:>16} {:>16}",
+        "", SIDES[0], SIDES[1], SIDES[2]
     );
-    println!(
-        "  {:<34} {:>16} {:>16}",
-        "posts refused and retried", whirl.retries, "-"
-    );
-    for (name, pick) in [
-        ("ask round trip p50 (raw: query)", 0),
-        ("ask round trip p99 (raw: query)", 1),
-        ("ask round trip mean (raw: query)", 2),
-    ] {
-        let get = |l: &Latency| [l.p50, l.p99, l.mean][pick];
+    let row = |name: &str, cell: &dyn Fn(&Figures) -> String| {
         println!(
-            "  {:<34} {:>16} {:>16}",
+            "  {:<34} {:>16} {:>16} {:>16}",
             name,
-            us(get(&whirl.ask)),
-            us(get(&raw.ask))
+            cell(&sides[0]),
+            cell(&sides[1]),
+            cell(&sides[2])
         );
-    }
-    if let Some(pp) = raw.ping_pong {
+    };
+    row("post throughput", &|f| rate(f.throughput));
+    row("posts refused and retried", &|f| f.retries.to_string());
+    row("ask round trip p50 (raw: query)", &|f| us(f.ask.p50));
+    row("ask round trip p99 (raw: query)", &|f| us(f.ask.p99));
+    row("ask round trip mean (raw: query)", &|f| us(f.ask.mean));
+    if let Some(pp) = sides[2].ping_pong {
         println!(
-            "  {:<34} {:>16} {:>16}",
+            "  {:<34} {:>16} {:>16} {:>16}",
             "raw put/put ping-pong p50 / p99",
+            "-",
             "-",
             format!("{:.1} / {:.1} µs", pp.p50 / 1000.0, pp.p99 / 1000.0)
         );
@@ -762,62 +802,53 @@ fn spread(mut values: Vec<f64>) -> (f64, f64, f64) {
 /// Picks one figure out of a side's [`Figures`].
 type Pick = fn(&Figures) -> f64;
 
-fn summary(results: &[(Figures, Figures)]) {
-    let whirl = |f: Pick| spread(results.iter().map(|(w, _)| f(w)).collect());
-    let raw = |f: Pick| spread(results.iter().map(|(_, r)| f(r)).collect());
+fn summary(results: &[[Figures; 3]]) {
+    let side = |k: usize, f: Pick| spread(results.iter().map(|r| f(&r[k])).collect());
     println!();
     println!(
         "summary over {} round(s): median (min–max); ratios of the medians, 1.0 = no overhead",
         results.len()
     );
-    let (w, wlo, whi) = whirl(|f| f.throughput);
-    let (r, rlo, rhi) = raw(|f| f.throughput);
-    println!(
-        "remote post throughput: whirl {} ({}–{}), raw zenoh {} ({}–{}), ratio whirl/raw {:.2}",
-        rate(w),
-        rate(wlo),
-        rate(whi),
-        rate(r),
-        rate(rlo),
-        rate(rhi),
-        w / r
-    );
-    let latencies: [(&str, Pick); 3] = [
-        ("p50", |f| f.ask.p50),
-        ("p99", |f| f.ask.p99),
-        ("mean", |f| f.ask.mean),
+    let measures: [(&str, Pick, bool); 4] = [
+        ("remote post throughput", |f| f.throughput, true),
+        ("ask round trip p50", |f| f.ask.p50, false),
+        ("ask round trip p99", |f| f.ask.p99, false),
+        ("ask round trip mean", |f| f.ask.mean, false),
     ];
-    for (name, pick) in latencies {
-        let (w, wlo, whi) = whirl(pick);
-        let (r, rlo, rhi) = raw(pick);
+    for (name, pick, is_rate) in measures {
+        let show = |v: f64| if is_rate { rate(v) } else { us(v) };
+        let cells: Vec<String> = (0..3)
+            .map(|k| {
+                let (m, lo, hi) = side(k, pick);
+                format!("{} {} ({}–{})", SIDES[k], show(m), show(lo), show(hi))
+            })
+            .collect();
+        let (secure, plain, raw) = (side(0, pick).0, side(1, pick).0, side(2, pick).0);
+        // Higher is better in both ratios: throughput over, latency under.
+        let better = |a: f64, b: f64| if is_rate { a / b } else { b / a };
         println!(
-            "ask round trip {name}: whirl {} ({}–{}), raw zenoh query {} ({}–{}), ratio raw/whirl {:.2}",
-            us(w),
-            us(wlo),
-            us(whi),
-            us(r),
-            us(rlo),
-            us(rhi),
-            r / w
+            "{name}: {}; ratio mtls/plaintext {:.2}, mtls/raw {:.2}, plaintext/raw {:.2}",
+            cells.join(", "),
+            better(secure, plain),
+            better(secure, raw),
+            better(plain, raw)
         );
     }
     let pp: Vec<&Latency> = results
         .iter()
-        .filter_map(|(_, r)| r.ping_pong.as_ref())
+        .filter_map(|r| r[2].ping_pong.as_ref())
         .collect();
     if !pp.is_empty() {
         let (p50, lo50, hi50) = spread(pp.iter().map(|l| l.p50).collect());
         let (p99, lo99, hi99) = spread(pp.iter().map(|l| l.p99).collect());
-        let (w50, _, _) = whirl(|f| f.ask.p50);
         println!(
-            "(reference) raw zenoh put/put ping-pong: p50 {} ({}–{}), p99 {} ({}–{}); whirl ask p50 / ping-pong p50 = {:.2}",
+            "(reference) raw zenoh put/put ping-pong: p50 {} ({}–{}), p99 {} ({}–{})",
             us(p50),
             us(lo50),
             us(hi50),
             us(p99),
             us(lo99),
             us(hi99),
-            w50 / p50
         );
     }
 }
@@ -842,12 +873,15 @@ fn run(args: &Args) -> Result<(), String> {
     );
     let mut results = Vec::with_capacity(args.rounds);
     for round in 1..=args.rounds {
-        let (whirl, sizes) =
-            run_whirl(round, args).map_err(|e| format!("whirl, round {round}: {e}"))?;
+        let (secure, sizes) = run_whirl(round, args, Transport::Secure)
+            .map_err(|e| format!("whirl over mutual TLS, round {round}: {e}"))?;
+        let (plain, _) = run_whirl(round, args, Transport::Plaintext)
+            .map_err(|e| format!("whirl over TCP, round {round}: {e}"))?;
         let raw =
             run_raw(round, args, sizes).map_err(|e| format!("raw zenoh, round {round}: {e}"))?;
-        print_round(round, args.rounds, &whirl, &raw, sizes);
-        results.push((whirl, raw));
+        let sides = [secure, plain, raw];
+        print_round(round, args.rounds, &sides, sizes);
+        results.push(sides);
     }
     summary(&results);
     Ok(())

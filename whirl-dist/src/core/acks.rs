@@ -84,6 +84,7 @@ impl Core {
                 if core.closing.load(Relaxed) {
                     return;
                 }
+                core.send_hellos();
                 core.tick(Instant::now());
             })
     }

@@ -24,10 +24,8 @@ impl Core {
     pub(crate) fn on_liveliness(self: &Arc<Self>, sample: &Sample) {
         let key = sample.key_expr().as_str();
         let prefix = self.alive_prefix();
-        let mut members = self.members.lock();
         let Some(node) = parse_alive_key(&prefix, key) else {
-            members.membership.malformed_key();
-            drop(members);
+            self.members.lock().membership.malformed_key();
             tracing::warn!(key, "ignored a liveliness key that names no node");
             return;
         };
@@ -35,14 +33,26 @@ impl Core {
             SampleKind::Put => Observation::Alive(node),
             SampleKind::Delete => Observation::Gone(node),
         };
+        // On a TLS node a token counts only once the peer's hello verified (`handshake.rs`).
+        if let Some(observation) = self.authenticate(observation) {
+            self.observe(observation);
+        }
+    }
+
+    /// Applies a liveliness observation to the membership table, and what it ends.
+    pub(super) fn observe(self: &Arc<Self>, observation: Observation) {
+        let mut members = self.members.lock();
         let event = members.membership.observe(observation);
-        let gone = matches!(observation, Observation::Gone(_));
-        if gone {
+        let gone = match observation {
+            Observation::Gone(node) => Some(node),
+            Observation::Alive(_) => None,
+        };
+        if let Some(node) = gone {
             // Before anyone hears of the Down: a post made after it must see the link closed.
             self.close_link(node);
         }
         self.publish(members, event);
-        if gone {
+        if let Some(node) = gone {
             self.peer_down(node);
         }
     }
@@ -73,10 +83,10 @@ impl Core {
             }
             _ => {}
         }
-        if let Some(event) = event {
+        if let Some(event) = &event {
             members
                 .listeners
-                .retain(|listener| listener.send(event).is_ok());
+                .retain(|listener| listener.send(event.clone()).is_ok());
         }
         drop(members);
         match event {
@@ -87,7 +97,7 @@ impl Core {
             Some(NodeEvent::ResurrectionRefused(node)) => {
                 tracing::warn!(%node, "quarantined node reappeared; refused")
             }
-            Some(NodeEvent::Moved { .. }) | None => {}
+            Some(NodeEvent::Moved { .. } | NodeEvent::NameConflict { .. }) | None => {}
         }
     }
 

@@ -40,19 +40,23 @@ use zenoh::liveliness::LivelinessToken;
 use zenoh::Session;
 
 use crate::ask::{AskEnd, AskSlot};
+use crate::auth::Lane;
 use crate::counts::{bump, Counters};
 use crate::dispatch::{Export, FactoryFn, RestoreFn};
-use crate::link::{Link, Refusal};
+use crate::link::{Link, Refusal, Writers};
 use crate::membership::Membership;
 use crate::moves::Moves;
 use crate::registry::{Entry as RegEntry, Registry};
 use crate::watches::Watches;
 use crate::wire::{self, BounceReason, Header};
-use crate::{DistCounts, MemberState, NodeEvent, NodeId};
+use crate::{DistCounts, MemberState, NodeEvent, NodeId, Policy};
+
+pub(crate) use handshake::Auth;
 
 mod acks;
 mod asks;
 mod exports;
+mod handshake;
 mod membership;
 mod migration;
 mod monitors;
@@ -108,6 +112,8 @@ pub(crate) struct Core {
     session: Session,
     window: usize,
     max_frame: usize,
+    /// The writer threads that publish every link's lanes (`link.rs`).
+    writers: Writers,
     pub(crate) members: Mutex<Members>,
     links: RwLock<FxHashMap<NodeId, Arc<Link>>>,
     exports: RwLock<FxHashMap<u64, Arc<Export>>>,
@@ -141,22 +147,32 @@ pub(crate) struct Core {
     migration_kinds: RwLock<HashMap<std::any::TypeId, u64>>,
     /// Fences from senders not yet answered: (sender, old local id, frames to take first).
     fences: Mutex<Vec<(NodeId, u64, u64)>>,
+    /// What peers may do here.
+    policy: Policy,
+    /// The message tags peers may send, hashed (`None`: any).
+    policy_tags: Option<FxHashSet<u64>>,
+    /// A TLS node's identity and handshakes (`None` on a plaintext node).
+    auth: Option<Auth>,
 }
 
 impl Core {
     pub(crate) fn new(
         id: NodeId,
-        cluster: &str,
+        config: &crate::NodeConfig,
         session: Session,
-        window: usize,
-        max_frame: usize,
+        auth: Option<Auth>,
+        writers: Writers,
     ) -> Core {
         Core {
             id,
-            root: format!("whirl/{cluster}/"),
+            root: format!("whirl/{}/", config.cluster()),
             session,
-            window,
-            max_frame,
+            window: config.window_size(),
+            max_frame: config.max_frame_size(),
+            writers,
+            policy: config.authorisation().clone(),
+            policy_tags: config.authorisation().message_tags(),
+            auth,
             members: Mutex::new(Members {
                 membership: Membership::new(id),
                 listeners: Vec::new(),
@@ -221,17 +237,25 @@ impl Core {
         if let Some(link) = links.get(&peer) {
             return Some(Arc::clone(link));
         }
-        match Link::open(&self.session, peer, self.mailbox_key(peer), self.window) {
-            Ok(link) => {
-                let link = Arc::new(link);
-                links.insert(peer, Arc::clone(&link));
-                Some(link)
-            }
-            Err(error) => {
-                tracing::error!(%peer, %error, "cannot start the writer thread of a link");
-                None
-            }
+        if !self.may_send_to(peer) {
+            return None;
         }
+        let seal = self.auth.as_ref().and_then(|auth| {
+            let keys = auth.keys(peer)?;
+            let seal: crate::link::Seal = Arc::new(move |control: bool, frame: &mut Vec<u8>| {
+                let lane = if control { Lane::Control } else { Lane::Data };
+                keys.seal(lane, frame);
+            });
+            Some(seal)
+        });
+        let link = Arc::new(Link::open(
+            &self.writers,
+            self.mailbox_key(peer),
+            self.window,
+            seal,
+        ));
+        links.insert(peer, Arc::clone(&link));
+        Some(link)
     }
 
     /// The way to `node`: `Some(None)` for this node itself (frames are handled here),
@@ -347,7 +371,7 @@ impl Core {
     }
 
     /// Closes every link (their unacknowledged frames are in doubt), ends every ask, stops
-    /// the ticker at its next tick. Posts from now on return Terminated.
+    /// the writers, and the ticker at its next tick. Posts from now on return Terminated.
     pub(crate) fn close(&self) {
         self.closing.store(true, Relaxed);
         let links: Vec<Arc<Link>> = self.links.write().drain().map(|(_, l)| l).collect();
@@ -358,6 +382,7 @@ impl Core {
         for link in &links {
             link.join();
         }
+        self.writers.stop();
     }
 }
 

@@ -19,7 +19,7 @@ use super::Core;
 use crate::counts::bump;
 use crate::dispatch::{Delivery, Replier};
 use crate::wire::{self, BounceReason, Frame, Header, Outcome, WireError, WirePrincipal};
-use crate::{DownReason, MemberState, Pid};
+use crate::{DownReason, MemberState, NodeId, Pid};
 
 /// How many distinct travelling principals a node keeps built at once.
 const PRINCIPAL_CACHE: usize = 4096;
@@ -40,6 +40,9 @@ impl Core {
             bump(&self.counts.from_unknown);
             tracing::debug!(from = %frame.from, "refused a frame from a node that is not Up");
             return;
+        }
+        if frame.header.is_data() && frame.from != self.id && !self.within_window(frame.from) {
+            return self.over_window(frame.from);
         }
         match frame.header {
             Header::Post { to, .. } | Header::Ask { to, .. }
@@ -130,8 +133,8 @@ impl Core {
         principal: Option<WirePrincipal>,
     ) {
         bump(&self.counts.received);
-        let principal = principal.and_then(|p| self.principal(p));
-        let delivery = self.deliver(to, tag, frame.payload, principal.as_ref(), None);
+        let principal = principal.and_then(|p| self.principal(frame.from, p));
+        let delivery = self.deliver(frame.from, to, tag, frame.payload, principal.as_ref(), None);
         // Refused by a process that closed for a hand-over after this frame passed the
         // check for moves: held with the others.
         if delivery == Delivery::Refused(BounceReason::Terminated)
@@ -158,10 +161,17 @@ impl Core {
         req: u64,
         principal: Option<WirePrincipal>,
     ) {
-        let principal = principal.and_then(|p| self.principal(p));
+        let principal = principal.and_then(|p| self.principal(frame.from, p));
         bump(&self.counts.received);
         let replier = self.replier(frame.from, req);
-        let delivery = self.deliver(to, tag, frame.payload, principal.as_ref(), Some(replier));
+        let delivery = self.deliver(
+            frame.from,
+            to,
+            tag,
+            frame.payload,
+            principal.as_ref(),
+            Some(replier),
+        );
         if let Delivery::Refused(reason) = delivery {
             let header = Header::Reply {
                 req,
@@ -208,7 +218,10 @@ impl Core {
         let Some(header) = frame.header.given_back(BounceReason::Quarantined) else {
             return;
         };
-        let bytes = wire::encode_raw(self.id, &header, frame.payload);
+        let mut bytes = wire::encode_raw(self.id, &header, frame.payload);
+        if !self.seal(frame.from, crate::auth::Lane::Direct, &mut bytes) {
+            return;
+        }
         let sent = self
             .session
             .put(self.mailbox_key(frame.from), bytes)
@@ -219,10 +232,23 @@ impl Core {
         }
     }
 
-    /// The principal a frame carries, shared by every message that carries the same one (a
-    /// small cache, emptied when it reaches [`PRINCIPAL_CACHE`] entries), so its counters
-    /// accumulate and a message does not cost an allocation.
-    pub(super) fn principal(&self, wire: WirePrincipal) -> Option<whirl::Principal> {
+    /// The principal a frame from `from` carries, believed only as far as the [`Policy`]
+    /// trusts that peer (its priority and utility capped), and shared by every message that
+    /// carries the same one (a small cache, emptied when it reaches [`PRINCIPAL_CACHE`]
+    /// entries), so its counters accumulate and a message does not cost an allocation.
+    ///
+    /// [`Policy`]: crate::Policy
+    pub(super) fn principal(
+        &self,
+        from: NodeId,
+        mut wire: WirePrincipal,
+    ) -> Option<whirl::Principal> {
+        if from != self.id {
+            let name = self.peer_name(from);
+            let (priority, utility) = self.policy.principal_caps(name.as_deref());
+            wire.priority = wire.priority.min(priority);
+            wire.utility = wire.utility.min(utility);
+        }
         let key = (wire.id, wire.priority, wire.class, wire.utility.to_bits());
         let mut cache = self.principals.lock();
         if let Some(p) = cache.get(&key) {
@@ -236,9 +262,27 @@ impl Core {
         Some(principal)
     }
 
+    /// Whether `peer` has sent fewer data frames than the credit window since this node last
+    /// acknowledged: a correct sender never has more outstanding, since it counts only the
+    /// acknowledgements it received.
+    fn within_window(&self, peer: NodeId) -> bool {
+        let inbound = self.inbound.lock();
+        inbound
+            .get(&peer)
+            .is_none_or(|i| i.taken - i.acked < self.window as u64)
+    }
+
+    /// `peer` sent beyond its window: the frame is refused, and the peer cut off.
+    fn over_window(self: &Arc<Self>, peer: NodeId) {
+        bump(&self.counts.over_window);
+        tracing::warn!(%peer, window = self.window, "a peer sent beyond its credit window; it is cut off");
+        self.unusable(peer, DownReason::Misbehaved);
+    }
+
     /// Posts (or asks) a received message into the local runtime.
     fn deliver(
         &self,
+        from: NodeId,
         to: u64,
         tag: u64,
         payload: &[u8],
@@ -251,6 +295,12 @@ impl Core {
         let Some(entry) = export.entries.get(&tag) else {
             return Delivery::Refused(BounceReason::Incompatible);
         };
+        let allowed = from == self.id || self.policy_tags.as_ref().is_none_or(|t| t.contains(&tag));
+        if !allowed {
+            bump(&self.counts.unauthorised);
+            bump(&self.counts.bounced);
+            return Delivery::Refused(BounceReason::Unauthorised);
+        }
         let delivery = match (replier, &entry.ask) {
             (None, _) => (entry.post)(payload, principal),
             (Some(replier), Some(ask)) => ask(payload, principal, replier),

@@ -10,8 +10,9 @@ use zenoh::sample::{Sample, SampleKind};
 use zenoh::Wait;
 
 use super::{Core, Registration};
+use crate::counts::bump;
 use crate::registry::{self, Entry as RegEntry};
-use crate::{DistError, MemberState, Pid};
+use crate::{DistError, MemberState, NodeEvent, Pid};
 
 impl Core {
     /// Registers exported local process `pid` under `name`.
@@ -38,7 +39,16 @@ impl Core {
                 what: "registry token",
                 source,
             })?;
-        self.registry.lock().insert(name.to_owned(), entry);
+        let conflict = self.registry.lock().insert(name.to_owned(), entry);
+        if let Some(holder) = conflict {
+            tracing::warn!(name, %holder, refused = %pid, "registered a name already held: the first holder keeps it");
+            let event = NodeEvent::NameConflict {
+                name: name.to_owned(),
+                holder,
+                refused: pid,
+            };
+            self.publish(self.members.lock(), Some(event));
+        }
         let mut tokens = self.tokens.lock();
         tokens
             .entry(pid.local())
@@ -97,11 +107,31 @@ impl Core {
         };
         match sample.kind() {
             SampleKind::Put => {
-                let quarantined = entry.pid.node() != self.id
+                let theirs = entry.pid.node() != self.id;
+                if theirs && !self.policy.may_register(&name) {
+                    drop(registry);
+                    bump(&self.counts.unauthorised);
+                    tracing::warn!(name, holder = %entry.pid, "ignored a registration the policy does not allow");
+                    return;
+                }
+                let quarantined = theirs
                     && self.members.lock().membership.state(entry.pid.node())
                         == Some(MemberState::Quarantined);
-                if !quarantined {
-                    registry.insert(name, entry);
+                if quarantined {
+                    return;
+                }
+                if let Some(holder) = registry.insert(name.clone(), entry) {
+                    drop(registry);
+                    tracing::warn!(name, %holder, refused = %entry.pid, "a name registered twice: the first holder keeps it");
+                    let members = self.members.lock();
+                    self.publish(
+                        members,
+                        Some(NodeEvent::NameConflict {
+                            name,
+                            holder,
+                            refused: entry.pid,
+                        }),
+                    );
                 }
             }
             SampleKind::Delete => registry.remove(&name, entry),

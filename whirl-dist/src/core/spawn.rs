@@ -33,14 +33,30 @@ impl Core {
         principal: Option<WirePrincipal>,
         args: &[u8],
     ) {
-        let result = {
-            let factories = self.factories.read();
-            factories
-                .get(&factory)
-                .map(|f| f(args, principal.and_then(|p| self.principal(p))))
+        let name = self.tags.lock().get(&factory).copied();
+        let peer = self.peer_name(from);
+        let allowed =
+            from == self.id || name.is_some_and(|name| self.policy.may_call(name, peer.as_deref()));
+        let known = self.factories.read().contains_key(&factory);
+        let result = match allowed {
+            false if !known => None,
+            false => {
+                bump(&self.counts.unauthorised);
+                tracing::warn!(%from, peer = peer.as_deref(), factory = name, "refused a spawn the policy does not allow");
+                Some(FactoryResult::Unauthorised)
+            }
+            true => {
+                let factories = self.factories.read();
+                factories
+                    .get(&factory)
+                    .map(|f| f(args, principal.and_then(|p| self.principal(from, p))))
+            }
         };
         let (outcome, payload) = match result {
             None => (Outcome::Bounced(BounceReason::NoProcess), Vec::new()),
+            Some(FactoryResult::Unauthorised) => {
+                (Outcome::Bounced(BounceReason::Unauthorised), Vec::new())
+            }
             Some(FactoryResult::BadArguments) => {
                 (Outcome::Bounced(BounceReason::Incompatible), Vec::new())
             }

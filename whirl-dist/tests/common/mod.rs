@@ -4,19 +4,25 @@
 #![allow(dead_code)]
 
 use std::net::TcpListener;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use whirl_dist::certs::ClusterCa;
 use whirl_dist::{Node, NodeConfig, NodeId};
 use zenoh::Wait;
 
 /// How long a wait for something to happen may take before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
-/// A loopback port nobody listens on now.
+/// A loopback port nobody listens on now, on TCP or UDP (QUIC endpoints are UDP).
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a free port");
-    listener.local_addr().expect("local address").port()
+    loop {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind a free UDP port");
+        let port = udp.local_addr().expect("local address").port();
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// A cluster name no other test uses.
@@ -25,26 +31,73 @@ pub fn cluster_name(prefix: &str) -> String {
     format!("{prefix}-{}", &id.to_string()[..12])
 }
 
-/// The Zenoh endpoint of a loopback port.
+/// The Zenoh endpoint of a loopback port (mutual TLS, as nodes speak by default).
 pub fn endpoint(port: u16) -> String {
+    format!("tls/127.0.0.1:{port}")
+}
+
+/// The QUIC endpoint of a loopback port (a UDP port).
+pub fn quic_endpoint(port: u16) -> String {
+    format!("quic/127.0.0.1:{port}")
+}
+
+/// The plaintext Zenoh endpoint of a loopback port.
+pub fn tcp_endpoint(port: u16) -> String {
     format!("tcp/127.0.0.1:{port}")
 }
 
+/// The tests' cluster CA, made once per test binary.
+pub fn test_ca() -> &'static ClusterCa {
+    static CA: OnceLock<ClusterCa> = OnceLock::new();
+    CA.get_or_init(|| ClusterCa::new("whirl-dist-tests").expect("a CA"))
+}
+
+/// `config` with a fresh certificate named `name` from the tests' CA.
+pub fn secure(config: NodeConfig, name: &str) -> NodeConfig {
+    let ca = test_ca();
+    let cert = ca.node(name, 2).expect("a node certificate");
+    config.tls(
+        cert.certificate.into_bytes(),
+        cert.key.into_bytes(),
+        ca.certificate_pem().into_bytes(),
+    )
+}
+
+/// A node configuration for tests that run without TLS on purpose.
+pub fn plaintext(cluster: &str) -> NodeConfig {
+    NodeConfig::new(cluster).insecure_plaintext("a loopback test of plaintext behaviour")
+}
+
 /// `n` nodes of a fresh cluster in a full mesh (each connects to those started before it),
-/// configured by `config`, each having seen all the others Up. Returns the nodes and their
-/// ports.
+/// over TLS with certificates named `node-<i>`, configured by `config`, each having seen all
+/// the others Up. Returns the nodes and their ports.
 pub fn cluster(n: usize, config: impl Fn(NodeConfig) -> NodeConfig) -> (Vec<Node>, Vec<u16>) {
+    cluster_with(n, true, config)
+}
+
+/// [`cluster`], over TLS or (`tls` false) in plaintext.
+pub fn cluster_with(
+    n: usize,
+    tls: bool,
+    config: impl Fn(NodeConfig) -> NodeConfig,
+) -> (Vec<Node>, Vec<u16>) {
     let name = cluster_name("mesh");
     let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+    let at = |port| match tls {
+        true => endpoint(port),
+        false => tcp_endpoint(port),
+    };
     let nodes: Vec<Node> = (0..n)
         .map(|i| {
-            Node::start(config(
-                NodeConfig::new(&name)
-                    .listen([endpoint(ports[i])])
-                    .connect(ports[..i].iter().map(|&p| endpoint(p)))
-                    .lease(Duration::from_millis(1000)),
-            ))
-            .expect("node starts")
+            let base = NodeConfig::new(&name)
+                .listen([at(ports[i])])
+                .connect(ports[..i].iter().map(|&p| at(p)))
+                .lease(Duration::from_millis(1000));
+            let base = match tls {
+                true => secure(base, &format!("node-{i}")),
+                false => base.insecure_plaintext("a loopback test of plaintext behaviour"),
+            };
+            Node::start(config(base)).expect("node starts")
         })
         .collect();
     for node in &nodes {
@@ -69,13 +122,13 @@ pub fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
-/// A plain Zenoh session (not a whirl node) linked to the node listening on `port`.
+/// A plain Zenoh session (not a whirl node) linked to the plaintext node listening on `port`.
 pub fn raw_session(port: u16) -> zenoh::Session {
     let mut config = zenoh::Config::default();
     for (key, value) in [
         ("mode", "\"peer\"".to_owned()),
         ("listen/endpoints", "[]".to_owned()),
-        ("connect/endpoints", format!("[\"{}\"]", endpoint(port))),
+        ("connect/endpoints", format!("[\"{}\"]", tcp_endpoint(port))),
         ("scouting/multicast/enabled", "false".to_owned()),
         ("scouting/gossip/enabled", "false".to_owned()),
     ] {

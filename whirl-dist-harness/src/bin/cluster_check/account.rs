@@ -113,15 +113,23 @@ pub fn start_account(
     Ok((account, pid))
 }
 
-/// Starts a node of `cluster` listening on the loopback `port`, connecting to `connect`.
+/// Starts node `label` of `cluster` listening on the loopback `port`, connecting to `connect`,
+/// over mutual TLS, with its certificate from [`certs_dir`](crate::util::certs_dir).
 pub fn start_node(
     cluster: &str,
+    label: &str,
     port: u16,
     connect: &[String],
     lease: Duration,
 ) -> Result<Node, String> {
+    let dir = crate::util::certs_dir(cluster);
     Node::start(
         NodeConfig::new(cluster)
+            .tls(
+                dir.join(format!("{label}.pem")),
+                dir.join(format!("{label}.key")),
+                dir.join("ca.pem"),
+            )
             .listen([endpoint(port)])
             .connect(connect.iter().cloned())
             .lease(lease)
@@ -131,7 +139,7 @@ pub fn start_node(
 }
 
 pub fn endpoint(port: u16) -> String {
-    format!("tcp/127.0.0.1:{port}")
+    format!("tls/127.0.0.1:{port}")
 }
 
 /// Waits until `node` sees `peers` other nodes Up.

@@ -30,6 +30,7 @@ pub fn child_main(label: &str, args: &Args) -> Result<(), String> {
     let runtime = Runtime::new();
     let node = Arc::new(start_node(
         cluster,
+        label,
         port,
         &args.connect,
         Duration::from_millis(args.lease_ms),

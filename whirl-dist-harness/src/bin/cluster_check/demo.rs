@@ -52,7 +52,8 @@ impl Demo {
         let cluster = format!("demo-{}", &id.to_string()[..12]);
         let ports = free_ports()?;
         let runtime = Runtime::new();
-        let node = Arc::new(start_node(&cluster, ports[0], &[], lease)?);
+        crate::util::make_certs(&cluster, &["a", "b", "c"])?;
+        let node = Arc::new(start_node(&cluster, "a", ports[0], &[], lease)?);
         let (events_tx, events) = mpsc::channel();
         let node_events = node.events();
         thread::spawn(move || {
@@ -130,6 +131,7 @@ impl Demo {
     /// Step 6: stop the remaining flows, take the survivors' reports, shut everything down,
     /// and sum up. Returns the ledger and the problems found.
     pub fn finish(mut self) -> Result<(Ledger, Vec<String>), String> {
+        let certs = crate::util::certs_dir(self.node.cluster());
         for load in std::mem::take(&mut self.loads) {
             let (_, report) = load.stop(&self.node)?;
             self.flows.push(report);
@@ -157,6 +159,9 @@ impl Demo {
             Err(_) => problems.push("node A is still shared at shutdown".to_owned()),
         }
         let _report = runtime.shutdown_timeout(Duration::from_secs(2));
+        if let Err(e) = std::fs::remove_dir_all(&certs) {
+            problems.push(format!("cannot remove {certs:?}: {e}"));
+        }
 
         println!("flows (counted at their senders):");
         for f in &self.flows {

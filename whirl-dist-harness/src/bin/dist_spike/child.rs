@@ -22,6 +22,7 @@ pub fn child_main(args: &[String]) -> Result<ExitCode, String> {
     let lease = Duration::from_millis(flag_number(args, "--lease-ms", 1000)?);
     let node = Node::start(
         NodeConfig::new(cluster)
+            .insecure_plaintext("the dist_spike gate measures the failure detector on loopback")
             .listen(Vec::<String>::new())
             .connect([connect])
             .lease(lease)

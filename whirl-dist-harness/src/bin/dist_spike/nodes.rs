@@ -27,6 +27,7 @@ pub fn parent_node(cluster: &str, lease: Duration) -> Result<(Node, u16), String
     let port = free_loopback_port()?;
     let node = Node::start(
         NodeConfig::new(cluster)
+            .insecure_plaintext("the dist_spike gate measures the failure detector on loopback")
             .listen([format!("tcp/127.0.0.1:{port}")])
             .lease(lease),
     )

@@ -42,6 +42,7 @@ pub fn gate3(lease: Duration, overload: &Overload) -> Result<Row, String> {
     let cluster = random_cluster()?;
     let port = free_loopback_port()?;
     let mut config = NodeConfig::new(&cluster)
+        .insecure_plaintext("the dist_spike gate measures the failure detector on loopback")
         .listen([format!("tcp/127.0.0.1:{port}")])
         .lease(lease);
     if let Some(window) = overload.window {

@@ -135,6 +135,7 @@ impl Gate4<'_> {
         let cluster = random_cluster()?;
         let port = free_loopback_port()?;
         let mut config = NodeConfig::new(&cluster)
+            .insecure_plaintext("the dist_spike gate measures the failure detector on loopback")
             .listen([format!("tcp/127.0.0.1:{port}")])
             .lease(self.lease);
         if let Some(window) = self.overload.window {

@@ -1,0 +1,301 @@
+//! Identity on the node: the hello each pair of TLS nodes exchanges before either counts the
+//! other Up, and the MAC check every later frame passes.
+//!
+//! A TLS node's id is a hash of its certificate and a fresh nonce ([`crate::auth`]). When a
+//! peer's liveliness token appears, the node sends it a **hello** on the peer's hello key
+//! (`whirl/<cluster>/n/<peer-hex>/hello`): the node's certificate chain, its nonce, an
+//! ephemeral key for this peer, all signed with the certificate's key. The peer does the same.
+//! Each side verifies the other's hello (issued by the cluster CA, signed by the certificate's
+//! key, the id is the hash of that certificate and nonce, addressed to this node), derives the
+//! pair's keys, and only then counts the peer Up: a token alone proves nothing, since any
+//! member can declare one under any key.
+//!
+//! From then on every frame between the two carries a MAC under the pair's key and a counter
+//! per lane ([`crate::auth::PairKeys`]). A frame whose MAC does not verify, replayed, or
+//! claiming this node as its sender, is dropped and counted
+//! ([`DistCounts::unauthenticated`](crate::DistCounts::unauthenticated)). A member therefore
+//! cannot speak as another one: it cannot post in its name, bounce as `Quarantined` in its
+//! name, or answer its asks.
+//!
+//! Costs are bounded: at most `max_peers` handshakes and peers with keys, at most four times as
+//! many tokens waiting for a hello, and the keys of Down peers are kept (to verify and answer
+//! their late frames) for the last [`RETIRED_KEYS`] only. Hellos are sent by the ticker thread,
+//! never from a Zenoh callback.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxHashMap, FxHashSet};
+use zenoh::qos::{CongestionControl, Priority};
+use zenoh::sample::Sample;
+use zenoh::Wait;
+
+use super::Core;
+use crate::auth::{Credentials, Handshake, Lane, PairKeys};
+use crate::counts::bump;
+use crate::membership::Observation;
+use crate::{MemberState, NodeId};
+
+/// How many Down peers' keys a node keeps.
+pub(crate) const RETIRED_KEYS: usize = 1024;
+
+/// A TLS node's identity and the handshakes with its peers.
+pub(crate) struct Auth {
+    creds: Credentials,
+    nonce: [u8; 16],
+    cluster: String,
+    max_peers: usize,
+    state: Mutex<Handshakes>,
+    keys: RwLock<FxHashMap<NodeId, Arc<PairKeys>>>,
+    names: RwLock<FxHashMap<NodeId, Arc<str>>>,
+    /// Hellos for the ticker to send: (peer, bytes).
+    outbox: Mutex<Vec<(NodeId, Vec<u8>)>>,
+}
+
+#[derive(Default)]
+struct Handshakes {
+    /// Our half of each handshake started and not finished.
+    pending: FxHashMap<NodeId, Handshake>,
+    /// Peers whose token is present: Up once their hello verified.
+    alive: FxHashSet<NodeId>,
+    /// Down peers whose keys are kept, oldest first.
+    retired: VecDeque<NodeId>,
+}
+
+impl Auth {
+    /// The identity of a node with `creds`, whose id is `creds.node_id(nonce)`.
+    pub(crate) fn new(
+        creds: Credentials,
+        nonce: [u8; 16],
+        cluster: &str,
+        max_peers: usize,
+    ) -> Auth {
+        Auth {
+            creds,
+            nonce,
+            cluster: cluster.to_owned(),
+            max_peers,
+            state: Mutex::new(Handshakes::default()),
+            keys: RwLock::new(FxHashMap::default()),
+            names: RwLock::new(FxHashMap::default()),
+            outbox: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// This node's certificate name.
+    pub(crate) fn name(&self) -> &str {
+        self.creds.name()
+    }
+
+    /// The keys shared with `peer`, once its hello verified.
+    pub(crate) fn keys(&self, peer: NodeId) -> Option<Arc<PairKeys>> {
+        self.keys.read().get(&peer).cloned()
+    }
+
+    /// The certificate name `peer` proved.
+    pub(crate) fn peer_name(&self, peer: NodeId) -> Option<Arc<str>> {
+        self.names.read().get(&peer).cloned()
+    }
+
+    /// Starts our half of the handshake with `peer` unless it is started or done; queues the
+    /// hello. `false` if the node has no room for another peer.
+    fn start(&self, me: NodeId, peer: NodeId, state: &mut Handshakes) -> bool {
+        if state.pending.contains_key(&peer) || self.keys.read().contains_key(&peer) {
+            return true;
+        }
+        let peers = self.keys.read().len().saturating_sub(state.retired.len());
+        if state.pending.len() + peers >= self.max_peers {
+            return false;
+        }
+        match self
+            .creds
+            .hello(&self.cluster, me.as_u128(), self.nonce, peer.as_u128())
+        {
+            Ok((bytes, half)) => {
+                state.pending.insert(peer, half);
+                self.outbox.lock().push((peer, bytes));
+                true
+            }
+            Err(error) => {
+                tracing::error!(%peer, %error, "cannot make a hello");
+                false
+            }
+        }
+    }
+}
+
+impl Core {
+    /// The hello key of `node`.
+    pub(crate) fn hello_key(&self, node: NodeId) -> String {
+        format!("{}n/{node}/hello", self.root)
+    }
+
+    /// A liveliness observation on a TLS node: a token makes the peer Up only once its hello
+    /// verified; until then it starts the handshake. Returns the observation to apply to the
+    /// membership table now, if any.
+    pub(super) fn authenticate(&self, observation: Observation) -> Option<Observation> {
+        let Some(auth) = &self.auth else {
+            return Some(observation);
+        };
+        let mut state = auth.state.lock();
+        match observation {
+            Observation::Alive(peer) if peer == self.id => None,
+            Observation::Alive(peer) => {
+                if auth.keys.read().contains_key(&peer) {
+                    return Some(observation);
+                }
+                if self.members.lock().membership.state(peer) == Some(MemberState::Quarantined) {
+                    return Some(observation);
+                }
+                if state.alive.len() >= 4 * auth.max_peers {
+                    tracing::warn!(%peer, "too many peers without a hello; ignored a token");
+                    return None;
+                }
+                state.alive.insert(peer);
+                if !auth.start(self.id, peer, &mut state) {
+                    tracing::warn!(%peer, max = auth.max_peers, "no room for another peer; not shaking hands");
+                }
+                None
+            }
+            Observation::Gone(peer) => {
+                state.alive.remove(&peer);
+                state.pending.remove(&peer);
+                if auth.keys.read().contains_key(&peer) && !state.retired.contains(&peer) {
+                    state.retired.push_back(peer);
+                    while state.retired.len() > RETIRED_KEYS {
+                        if let Some(old) = state.retired.pop_front() {
+                            auth.keys.write().remove(&old);
+                            auth.names.write().remove(&old);
+                        }
+                    }
+                }
+                Some(observation)
+            }
+        }
+    }
+
+    /// A hello arrived on this node's hello key. Runs on a Zenoh thread.
+    pub(crate) fn on_hello(self: &Arc<Self>, sample: &Sample) {
+        let Some(auth) = &self.auth else { return };
+        let bytes = sample.payload().to_bytes();
+        let hello = match auth
+            .creds
+            .verify_hello(&auth.cluster, self.id.as_u128(), &bytes)
+        {
+            Ok(hello) => hello,
+            Err(error) => {
+                bump(&self.counts.unauthenticated);
+                tracing::warn!(%error, "refused a hello");
+                return;
+            }
+        };
+        let peer = NodeId::from_u128(hello.from);
+        if self.members.lock().membership.state(peer) == Some(MemberState::Quarantined) {
+            return;
+        }
+        let alive = {
+            let mut state = auth.state.lock();
+            if auth.keys.read().contains_key(&peer) {
+                return; // A repeat.
+            }
+            if !state.pending.contains_key(&peer) && !auth.start(self.id, peer, &mut state) {
+                tracing::warn!(%peer, max = auth.max_peers, "no room for another peer; refused its hello");
+                return;
+            }
+            let Some(half) = state.pending.remove(&peer) else {
+                return;
+            };
+            let keys = match half.finish(&hello) {
+                Ok(keys) => keys,
+                Err(error) => {
+                    bump(&self.counts.unauthenticated);
+                    tracing::warn!(%peer, %error, "a handshake failed");
+                    return;
+                }
+            };
+            auth.keys.write().insert(peer, Arc::new(keys));
+            auth.names
+                .write()
+                .insert(peer, Arc::from(hello.name.as_str()));
+            state.alive.remove(&peer)
+        };
+        tracing::debug!(%peer, name = hello.name, "peer authenticated");
+        if alive {
+            self.observe(Observation::Alive(peer));
+        }
+    }
+
+    /// Sends the queued hellos. Runs on the ticker thread.
+    pub(super) fn send_hellos(&self) {
+        let Some(auth) = &self.auth else { return };
+        let hellos = std::mem::take(&mut *auth.outbox.lock());
+        for (peer, bytes) in hellos {
+            let sent = self
+                .session
+                .put(self.hello_key(peer), bytes)
+                .congestion_control(CongestionControl::Block)
+                .priority(Priority::InteractiveHigh)
+                .wait();
+            if let Err(error) = sent {
+                tracing::warn!(%peer, %error, "could not send a hello");
+            }
+        }
+    }
+
+    /// A frame from the network. On a TLS node its MAC is checked with the keys of the node it
+    /// names as its sender (and stripped) before anything else reads it; a plaintext node
+    /// reads it as it is. Runs on a Zenoh thread.
+    pub(crate) fn on_network_frame(self: &Arc<Self>, bytes: &[u8]) {
+        let Some(auth) = &self.auth else {
+            return self.on_frame(bytes);
+        };
+        let Some(from) = crate::wire::sender(bytes) else {
+            bump(&self.counts.malformed);
+            return;
+        };
+        let keys = (from != self.id).then(|| auth.keys(from)).flatten();
+        let Some(keys) = keys else {
+            bump(&self.counts.from_unknown);
+            tracing::debug!(%from, "refused a frame from a node without a verified hello");
+            return;
+        };
+        match keys.open(bytes) {
+            Ok(body) => self.on_frame(body),
+            Err(error) => {
+                bump(&self.counts.unauthenticated);
+                tracing::warn!(%from, %error, "refused a frame that does not authenticate");
+            }
+        }
+    }
+
+    /// Seals a frame for `peer` on `lane`: on a TLS node, appends its MAC. `false` if there
+    /// are no keys for the peer (no frame may go to it).
+    pub(super) fn seal(&self, peer: NodeId, lane: Lane, frame: &mut Vec<u8>) -> bool {
+        let Some(auth) = &self.auth else { return true };
+        match auth.keys(peer) {
+            Some(keys) => {
+                keys.seal(lane, frame);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether frames may be sent to `peer` (on a TLS node: its hello verified).
+    pub(super) fn may_send_to(&self, peer: NodeId) -> bool {
+        self.auth
+            .as_ref()
+            .is_none_or(|auth| auth.keys.read().contains_key(&peer))
+    }
+
+    /// The certificate name `peer` proved (`None` on a plaintext node).
+    pub(crate) fn peer_name(&self, peer: NodeId) -> Option<Arc<str>> {
+        self.auth.as_ref().and_then(|auth| auth.peer_name(peer))
+    }
+
+    /// This node's certificate name (`None` on a plaintext node).
+    pub(crate) fn own_name(&self) -> Option<&str> {
+        self.auth.as_ref().map(Auth::name)
+    }
+}
