@@ -717,7 +717,8 @@ pub fn layers_from_markdown(text: &str) -> HashMap<String, u32> {
 }
 
 /// Every crate directory under `root` (a `Cargo.toml` beside a `src/` folder), the root's own
-/// included, skipping build output, git's and npm's folders and the crates' own sources: the
+/// included, skipping build output, git's and npm's folders, the crates' own sources, and
+/// `third_party/` (other projects' code kept with a patch, held to their own rules): the
 /// workspace's members and the crates kept beside it.
 pub fn crate_dirs(root: &Path) -> Vec<PathBuf> {
     let is_crate = |dir: &Path| dir.join("Cargo.toml").is_file() && dir.join("src").is_dir();
@@ -733,7 +734,9 @@ pub fn crate_dirs(root: &Path) -> Vec<PathBuf> {
         for path in entries.flatten().map(|e| e.path()) {
             let skip = matches!(
                 path.file_name().and_then(|n| n.to_str()),
-                Some("target" | ".git" | "node_modules" | "src" | "tests" | "benches")
+                Some(
+                    "target" | ".git" | "node_modules" | "src" | "tests" | "benches" | "third_party"
+                )
             );
             if path.is_dir() && !skip {
                 if is_crate(&path) {

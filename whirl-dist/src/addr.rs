@@ -9,7 +9,7 @@
 //! bounce handler ([`RemoteAddr::on_bounce`]); without one it is logged and counted.
 //!
 //! Messages from one sender to one process arrive in the order they were posted (one Zenoh
-//! link per pair of nodes, FIFO per priority, one writer per peer).
+//! link per pair of nodes, FIFO per priority, each link drained by one writer at a time).
 
 use std::fmt;
 use std::marker::PhantomData;

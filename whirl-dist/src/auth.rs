@@ -139,14 +139,14 @@ pub enum AuthError {
         /// Which text.
         what: &'static str,
     },
-    /// A chain holds more than [`MAX_CERTS`] certificates.
+    /// A chain holds more than 4 certificates.
     #[error("a chain of {count} certificates; at most {MAX_CERTS} are allowed")]
     TooManyCertificates {
         /// How many it holds.
         count: usize,
     },
     /// The certificate chain leaves too little room in a hello (its DER size is at most
-    /// [`MAX_HELLO`] less 2 KiB).
+    /// 16 KiB less 2 KiB).
     #[error("a certificate chain of {len} bytes is too large for a hello")]
     ChainTooLarge {
         /// Its DER size.
@@ -182,7 +182,7 @@ pub enum AuthError {
     /// A hello has bytes after its end.
     #[error("malformed hello: trailing bytes")]
     TrailingBytes,
-    /// A hello is larger than [`MAX_HELLO`].
+    /// A hello is larger than 16 KiB.
     #[error("a hello of {len} bytes; at most {MAX_HELLO} are allowed")]
     TooLarge {
         /// Its size.
@@ -213,7 +213,7 @@ pub enum AuthError {
     /// The key agreement failed (a peer's ephemeral key of low order, for example).
     #[error("the key agreement failed")]
     Agreement,
-    /// [`Handshake::finish`] was given the hello of another peer.
+    /// A handshake was finished with the hello of another peer.
     #[error("the hello is not from the peer this handshake is with")]
     WrongPeer,
     /// A frame too short to hold a trailer.
@@ -374,7 +374,9 @@ impl Credentials {
     }
 
     /// A signed hello from node `from` (whose id must be [`node_id`](Credentials::node_id)
-    /// of `nonce`) to node `to` in `cluster`, with a fresh ephemeral key for this peer only.
+    /// of `nonce`) to node `to` in `cluster`, with a fresh ephemeral key for this peer only
+    /// and `window`, the credit window the sender grants: how many data frames it takes from
+    /// the peer unacknowledged (the peer sends at most the smaller of its window and this).
     /// Returns the bytes to send and the half of the handshake to
     /// [`finish`](Handshake::finish) with the peer's hello.
     pub(crate) fn hello(
@@ -383,6 +385,7 @@ impl Credentials {
         from: u128,
         nonce: [u8; 16],
         to: u128,
+        window: u32,
     ) -> Result<(Vec<u8>, Handshake), AuthError> {
         if from != self.node_id(&nonce) {
             return Err(AuthError::IdMismatch);
@@ -407,6 +410,7 @@ impl Credentials {
             chain: Chain::of(&self.chain),
             ephemeral: public,
             scheme: u16::from(self.signer.scheme()),
+            window,
         };
         let bytes = encode_hello(&body, &*self.signer)?;
         let half = Handshake {
@@ -483,6 +487,7 @@ impl Credentials {
             name: peer_name_cn(&leaf).ok_or(AuthError::NoName)?,
             to: body.to,
             ephemeral: body.ephemeral,
+            window: body.window.max(1),
         })
     }
 }
@@ -498,6 +503,8 @@ pub(crate) struct PeerHello {
     to: u128,
     /// The sender's X25519 public key for this handshake.
     ephemeral: [u8; 32],
+    /// The credit window the sender grants (at least 1).
+    pub(crate) window: u32,
 }
 
 /// Our half of a handshake with one peer: the ephemeral private key sent in our hello.
@@ -778,6 +785,7 @@ struct Body<'a> {
     chain: Chain<'a>,
     ephemeral: [u8; 32],
     scheme: u16,
+    window: u32,
 }
 
 /// Borrowed bytes, encoded as one length-prefixed byte string.

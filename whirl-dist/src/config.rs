@@ -385,11 +385,16 @@ impl NodeConfig {
         let reconnect_max_ms = millis(self.reconnect_max).unwrap_or(1000).max(4);
         let mut config = zenoh::Config::default();
         set(&mut config, "mode", "\"peer\"".to_owned())?;
-        set(&mut config, "listen/endpoints", json_strings(&self.listen))?;
+        let ordered = |list: &[String]| list.iter().map(|e| single_stream(e)).collect::<Vec<_>>();
+        set(
+            &mut config,
+            "listen/endpoints",
+            json_strings(&ordered(&self.listen)),
+        )?;
         set(
             &mut config,
             "connect/endpoints",
-            json_strings(&self.connect),
+            json_strings(&ordered(&self.connect)),
         )?;
         set(
             &mut config,
@@ -494,6 +499,25 @@ fn set(config: &mut zenoh::Config, key: &'static str, value: String) -> Result<(
         .map_err(|source| DistError::Config { key, value, source })
 }
 
+/// A QUIC endpoint on one stream (`multistream=0`) unless it says otherwise; other endpoints as
+/// they are. Zenoh's QUIC link otherwise opens a stream per priority, and frames of different
+/// priorities can overtake each other; whirl-dist relies on a node's hello reaching a peer
+/// before any frame it sends after it (see `core/handshake.rs`), as over TCP.
+fn single_stream(endpoint: &str) -> String {
+    if !endpoint.starts_with("quic/") || endpoint.contains("multistream=") {
+        return endpoint.to_owned();
+    }
+    let (head, config) = match endpoint.split_once('#') {
+        Some((head, config)) => (head, Some(config)),
+        None => (endpoint, None),
+    };
+    let separator = if head.contains('?') { ';' } else { '?' };
+    match config {
+        Some(config) => format!("{head}{separator}multistream=0#{config}"),
+        None => format!("{head}{separator}multistream=0"),
+    }
+}
+
 /// A JSON array of strings.
 fn json_strings(items: &[String]) -> String {
     let mut out = String::from("[");
@@ -587,6 +611,21 @@ mod tests {
                 .to_zenoh(),
             Err(DistError::ReadPem { .. })
         ));
+    }
+
+    #[test]
+    fn quic_endpoints_get_one_stream() {
+        assert_eq!(single_stream("quic/h:1"), "quic/h:1?multistream=0");
+        assert_eq!(single_stream("quic/h:1?a=b"), "quic/h:1?a=b;multistream=0");
+        assert_eq!(
+            single_stream("quic/h:1#initial_mtu=1400"),
+            "quic/h:1?multistream=0#initial_mtu=1400"
+        );
+        assert_eq!(
+            single_stream("quic/h:1?multistream=1"),
+            "quic/h:1?multistream=1"
+        );
+        assert_eq!(single_stream("tls/h:1"), "tls/h:1");
     }
 
     #[test]

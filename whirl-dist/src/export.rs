@@ -50,7 +50,7 @@ use crate::{DistError, Pid};
 /// # }
 /// # fn main() -> Result<(), whirl_dist::DistError> {
 /// let runtime = Runtime::new();
-/// let node = Node::start(NodeConfig::new("bank"))?;
+/// let node = Node::start(NodeConfig::new("bank").tls("n.pem", "n.key", "ca.pem"))?;
 /// let account = runtime.spawn(Account { cents: 0 });
 /// let pid = node
 ///     .export(&account)

@@ -87,7 +87,12 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // On the bank's node:
 //! let runtime = Runtime::new();
-//! let bank = Node::start(NodeConfig::new("demo").listen(["tcp/127.0.0.1:17447"]))?;
+//! // Each node has a certificate of the cluster's CA (see `certs` and the README).
+//! let bank = Node::start(
+//!     NodeConfig::new("demo")
+//!         .tls("certs/bank.pem", "certs/bank.key", "certs/ca.pem")
+//!         .listen(["tls/127.0.0.1:17447"]),
+//! )?;
 //! let account = runtime.spawn(Account { cents: 0 });
 //! let pid = bank.export(&account).accept::<Deposit>().answer::<Balance>().build()?;
 //! bank.register("account", pid)?;
@@ -95,8 +100,9 @@
 //! // On a client's node (another OS process, usually):
 //! let client = Node::start(
 //!     NodeConfig::new("demo")
+//!         .tls("certs/client.pem", "certs/client.key", "certs/ca.pem")
 //!         .listen(Vec::<String>::new())
-//!         .connect(["tcp/127.0.0.1:17447"]),
+//!         .connect(["tls/127.0.0.1:17447"]),
 //! )?;
 //! # std::thread::sleep(Duration::from_secs(1));
 //! let deposits = client.whereis::<Deposit>("account").expect("registered");
@@ -122,6 +128,7 @@ mod counts;
 mod dispatch;
 mod error;
 mod export;
+mod identity;
 mod link;
 mod membership;
 mod migrate;

@@ -172,9 +172,17 @@ enum Publishers {
 }
 
 impl Link {
-    /// Opens the link whose peer's mailbox key is `key`, served by `writers`. Allocates no
-    /// lane and declares nothing until a frame is queued.
-    pub(crate) fn open(writers: &Writers, key: String, window: usize, seal: Option<Seal>) -> Link {
+    /// Opens the link whose peer's mailbox key is `key`, served by `writers`, with a credit
+    /// window of `window` data frames and a control lane sized for a peer that sends this node
+    /// at most `control_window` unacknowledged frames (this node's own window, which TLS peers
+    /// are told in the hello). Allocates no lane and declares nothing until a frame is queued.
+    pub(crate) fn open(
+        writers: &Writers,
+        key: String,
+        window: usize,
+        control_window: usize,
+        seal: Option<Seal>,
+    ) -> Link {
         Link {
             window: window as u64,
             credit: AtomicU64::new(0),
@@ -184,7 +192,7 @@ impl Link {
             gate: parking_lot::RwLock::new(()),
             out: Arc::new(Outbox {
                 key,
-                control_capacity: 2 * window + 16,
+                control_capacity: 2 * control_window + 16,
                 seal,
                 published: AtomicU64::new(0),
                 lanes: Mutex::new(Lanes {
@@ -593,7 +601,7 @@ mod tests {
         let session = session();
         // No writer threads: nothing drains, so the lane fills.
         let writers = Writers::start(&session, 0).expect("writers");
-        let link = Link::open(&writers, "whirl/link-test/bounded".into(), 4, None);
+        let link = Link::open(&writers, "whirl/link-test/bounded".into(), 4, 4, None);
         assert_eq!(
             link.out.lanes.lock().control.capacity(),
             0,
@@ -638,7 +646,7 @@ mod tests {
         });
         // No writers yet: queue both lanes, then let one writer drain.
         let idle = Writers::start(&session, 0).expect("writers");
-        let link = Link::open(&idle, key.into(), 1024, Some(seal.clone()));
+        let link = Link::open(&idle, key.into(), 1024, 1024, Some(seal.clone()));
         for i in 0..300u32 {
             link.take_credit().expect("credit");
             let mut frame = vec![0];
@@ -668,7 +676,13 @@ mod tests {
         }
         assert_eq!(link.out.published.load(Acquire), 300);
         // Now concurrently: posts race with the writers; each lane stays in order.
-        let link = Arc::new(Link::open(&writers, key.into(), 1 << 20, Some(seal)));
+        let link = Arc::new(Link::open(
+            &writers,
+            key.into(),
+            1 << 20,
+            1 << 20,
+            Some(seal),
+        ));
         counters[0].store(0, Relaxed);
         counters[1].store(0, Relaxed);
         let sink = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
@@ -714,8 +728,8 @@ mod tests {
         let session = session();
         let writers = Writers::start(&session, 1).expect("writers");
         let seal: Seal = Arc::new(|_, _: &mut Vec<u8>| panic!("a seal that fails"));
-        let broken = Link::open(&writers, "whirl/link-test/broken".into(), 8, Some(seal));
-        let healthy = Link::open(&writers, "whirl/link-test/healthy".into(), 8, None);
+        let broken = Link::open(&writers, "whirl/link-test/broken".into(), 8, 8, Some(seal));
+        let healthy = Link::open(&writers, "whirl/link-test/healthy".into(), 8, 8, None);
         broken.take_credit().expect("credit");
         broken.send_data(vec![0]).expect("queued");
         wait_until("the broken link to be let go", || {
@@ -784,6 +798,7 @@ mod tests {
                 Link::open(
                     &writers,
                     format!("whirl/link-test/n/{i}/mbox"),
+                    WINDOW,
                     WINDOW,
                     None,
                 )

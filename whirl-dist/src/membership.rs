@@ -4,10 +4,14 @@
 //! side of it is `core/membership.rs`). The table does no I/O: it takes observations (a node's
 //! token appeared or was withdrawn, or the node proved unusable) and returns the event to
 //! publish, if any. How each observation becomes an event, and why Down is final, is
-//! documented on [`NodeEvent`], where users of the crate see it. Quarantined ids are kept for
-//! the life of the node (16 bytes each).
+//! documented on [`NodeEvent`], where users of the crate see it. The last
+//! [`QUARANTINE_LIMIT`] quarantined ids are kept (16 bytes each, 1 MiB in all); an older one is
+//! forgotten, so a cluster member that makes up ids cannot grow the table without bound.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
+
+/// How many quarantined ids a node keeps (the oldest is forgotten first).
+pub(crate) const QUARANTINE_LIMIT: usize = 65_536;
 
 use crate::NodeId;
 
@@ -126,6 +130,8 @@ pub(crate) struct Membership {
     me: NodeId,
     up: BTreeSet<NodeId>,
     quarantined: BTreeSet<NodeId>,
+    /// The quarantined ids, oldest first.
+    quarantine_order: VecDeque<NodeId>,
     stats: NodeStats,
 }
 
@@ -136,6 +142,7 @@ impl Membership {
             me,
             up: BTreeSet::new(),
             quarantined: BTreeSet::new(),
+            quarantine_order: VecDeque::new(),
             stats: NodeStats::default(),
         }
     }
@@ -157,7 +164,7 @@ impl Membership {
             }
             Observation::Gone(node) => {
                 let was_up = self.up.remove(&node);
-                self.quarantined.insert(node);
+                self.quarantine(node);
                 was_up.then(|| {
                     self.stats.downs += 1;
                     NodeEvent::Down {
@@ -176,11 +183,24 @@ impl Membership {
             return None;
         }
         let was_up = self.up.remove(&node);
-        self.quarantined.insert(node);
+        self.quarantine(node);
         was_up.then(|| {
             self.stats.downs += 1;
             NodeEvent::Down { node, reason }
         })
+    }
+
+    /// Quarantines `node`, forgetting the oldest quarantined id beyond [`QUARANTINE_LIMIT`].
+    fn quarantine(&mut self, node: NodeId) {
+        if !self.quarantined.insert(node) {
+            return;
+        }
+        self.quarantine_order.push_back(node);
+        if self.quarantine_order.len() > QUARANTINE_LIMIT {
+            if let Some(oldest) = self.quarantine_order.pop_front() {
+                self.quarantined.remove(&oldest);
+            }
+        }
     }
 
     /// Counts a key that named no node.
@@ -272,6 +292,23 @@ mod tests {
             m.observe(Observation::Alive(B)),
             Some(NodeEvent::ResurrectionRefused(B))
         );
+    }
+
+    #[test]
+    fn the_quarantine_keeps_the_latest_ids_only() {
+        let mut m = Membership::new(ME);
+        let total = QUARANTINE_LIMIT as u128 + 10;
+        for id in 100..100 + total {
+            m.observe(Observation::Gone(NodeId::from_u128(id)));
+        }
+        assert_eq!(m.quarantined().count(), QUARANTINE_LIMIT);
+        assert_eq!(
+            m.state(NodeId::from_u128(100)),
+            None,
+            "the oldest is forgotten"
+        );
+        let newest = NodeId::from_u128(99 + total);
+        assert_eq!(m.state(newest), Some(MemberState::Quarantined));
     }
 
     #[test]

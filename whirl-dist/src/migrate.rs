@@ -104,7 +104,7 @@ impl Node {
     /// # #[process] impl Account { #[handle] fn deposit(&mut self, Deposit(c): Deposit) { self.balance += c; } }
     /// # fn main() -> Result<(), whirl_dist::DistError> {
     /// let runtime = Runtime::new();
-    /// let node = Node::start(NodeConfig::new("bank"))?;
+    /// let node = Node::start(NodeConfig::new("bank").tls("n.pem", "n.key", "ca.pem"))?;
     /// node.accept_migrations::<Account, _>("bank.Account/1", runtime.default_group(), |e| {
     ///     e.accept::<Deposit>()
     /// })?;

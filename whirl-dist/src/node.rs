@@ -32,9 +32,10 @@ use serde::Serialize;
 
 use crate::ask::AskEnd;
 use crate::auth::Credentials;
-use crate::core::{Auth, Core, SendError};
+use crate::core::{Core, SendError};
 use crate::dispatch::FactoryResult;
 use crate::export::ExportBuilder;
+use crate::identity::Auth;
 use crate::link::{Writers, DEFAULT_WRITERS};
 use crate::remote::{tag_of, Remote};
 use crate::spawn::FactoryCtx;
@@ -53,8 +54,9 @@ use crate::{
 /// # fn main() -> Result<(), whirl_dist::DistError> {
 /// let node = Node::start(
 ///     NodeConfig::new("orders")
-///         .listen(["tcp/127.0.0.1:7447"])
-///         .connect(["tcp/127.0.0.1:7448"]),
+///         .tls("certs/orders-1.pem", "certs/orders-1.key", "certs/ca.pem")
+///         .listen(["tls/127.0.0.1:7447"])
+///         .connect(["tls/127.0.0.1:7448"]),
 /// )?;
 /// let events = node.events();
 /// while let Ok(event) = events.recv_timeout(Duration::from_secs(10)) {
@@ -103,7 +105,13 @@ impl Node {
                     .map_err(DistError::Credentials)?;
                 let nonce = crate::auth::fresh_nonce().map_err(DistError::Credentials)?;
                 let id = NodeId::from_u128(creds.node_id(&nonce));
-                let auth = Auth::new(creds, nonce, &cluster, config.max_peer_count());
+                let auth = Auth::new(
+                    creds,
+                    nonce,
+                    &cluster,
+                    config.max_peer_count(),
+                    config.window_size(),
+                );
                 (id, Some(auth))
             }
         };
@@ -325,7 +333,7 @@ impl Node {
     /// # #[process] impl Counter { #[handle] fn add(&mut self, Add(k): Add) { self.n += k; } }
     /// # fn main() -> Result<(), whirl_dist::DistError> {
     /// let runtime = Runtime::new();
-    /// let node = Node::start(NodeConfig::new("demo"))?;
+    /// let node = Node::start(NodeConfig::new("demo").tls("n.pem", "n.key", "ca.pem"))?;
     /// let group = runtime.default_group().clone();
     /// node.add_factory("counter", move |start: u64, ctx| {
     ///     let state = Counter { n: start };

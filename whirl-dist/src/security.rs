@@ -1,5 +1,5 @@
-//! Who a node lets in and what it lets them do: its transport security ([`NodeConfig::tls`] or,
-//! for loopback tests only, [`NodeConfig::insecure_plaintext`]) and its authorisation
+//! Who a node lets in and what it lets them do: its transport security ([`NodeConfig::tls`](crate::NodeConfig::tls) or,
+//! for loopback tests only, [`NodeConfig::insecure_plaintext`](crate::NodeConfig::insecure_plaintext)) and its authorisation
 //! [`Policy`].
 //!
 //! **Links.** A node talks to its peers over TLS 1.3 (on TCP, or QUIC), mutually

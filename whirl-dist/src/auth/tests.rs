@@ -130,7 +130,7 @@ fn node(ca: &Ca, name: &str) -> Node {
 
 fn hello(from: &Node, to: &Node) -> (Vec<u8>, Handshake) {
     from.creds
-        .hello(CLUSTER, from.id, from.nonce, to.id)
+        .hello(CLUSTER, from.id, from.nonce, to.id, 64)
         .expect("hello")
 }
 
@@ -188,6 +188,7 @@ fn forge(from: u128, to: u128, nonce: [u8; 16], chain: &[&[u8]], key_pem: &str) 
         },
         ephemeral: [9; 32],
         scheme: u16::from(signer.scheme()),
+        window: 64,
     };
     encode_hello(&body, &*signer).expect("encodes")
 }
@@ -317,7 +318,7 @@ fn a_member_cannot_claim_another_members_id() {
     let c_leaf = leaf(&ca, "c");
     let c = node_of(load(&c_leaf, &ca).expect("loads"));
     // Its own credentials will not make the hello.
-    let made = c.creds.hello(CLUSTER, a.id, c.nonce, b.id);
+    let made = c.creds.hello(CLUSTER, a.id, c.nonce, b.id, 64);
     assert!(matches!(made, Err(AuthError::IdMismatch)));
     // With its own certificate, A's id and A's nonce: not the hash of its certificate.
     let forged = forge(a.id, b.id, a.nonce, &[&der(&c_leaf.chain)], &c_leaf.key);
@@ -387,7 +388,7 @@ fn hellos_for_others_are_refused() {
     assert!(matches!(other_cluster, Err(AuthError::WrongCluster)));
     let other_node = c.creds.verify_hello(CLUSTER, c.id, &to_b);
     assert!(matches!(other_node, Err(AuthError::WrongRecipient)));
-    let to_self = a.creds.hello(CLUSTER, a.id, a.nonce, a.id);
+    let to_self = a.creds.hello(CLUSTER, a.id, a.nonce, a.id, 64);
     assert!(matches!(to_self, Err(AuthError::WrongRecipient)));
 }
 

@@ -84,7 +84,6 @@ impl Core {
                 if core.closing.load(Relaxed) {
                     return;
                 }
-                core.send_hellos();
                 core.tick(Instant::now());
             })
     }

@@ -19,111 +19,25 @@
 //!
 //! Costs are bounded: at most `max_peers` handshakes and peers with keys, at most four times as
 //! many tokens waiting for a hello, and the keys of Down peers are kept (to verify and answer
-//! their late frames) for the last [`RETIRED_KEYS`] only. Hellos are sent by the ticker thread,
-//! never from a Zenoh callback.
+//! their late frames) for the last [`RETIRED_KEYS`] only.
+//!
+//! **Order.** A node publishes its hello (at Zenoh's highest data priority) before it can hold
+//! the pair's keys, and it sends frames only under those keys; the peer's Zenoh delivers a
+//! link's samples in order within a priority and higher priorities first, so the peer has the
+//! hello before the first frame it must verify.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
-use rustc_hash::{FxHashMap, FxHashSet};
 use zenoh::qos::{CongestionControl, Priority};
 use zenoh::sample::Sample;
 use zenoh::Wait;
 
 use super::Core;
-use crate::auth::{Credentials, Handshake, Lane, PairKeys};
+use crate::auth::Lane;
 use crate::counts::bump;
+use crate::identity::{Auth, RETIRED_KEYS};
 use crate::membership::Observation;
 use crate::{MemberState, NodeId};
-
-/// How many Down peers' keys a node keeps.
-pub(crate) const RETIRED_KEYS: usize = 1024;
-
-/// A TLS node's identity and the handshakes with its peers.
-pub(crate) struct Auth {
-    creds: Credentials,
-    nonce: [u8; 16],
-    cluster: String,
-    max_peers: usize,
-    state: Mutex<Handshakes>,
-    keys: RwLock<FxHashMap<NodeId, Arc<PairKeys>>>,
-    names: RwLock<FxHashMap<NodeId, Arc<str>>>,
-    /// Hellos for the ticker to send: (peer, bytes).
-    outbox: Mutex<Vec<(NodeId, Vec<u8>)>>,
-}
-
-#[derive(Default)]
-struct Handshakes {
-    /// Our half of each handshake started and not finished.
-    pending: FxHashMap<NodeId, Handshake>,
-    /// Peers whose token is present: Up once their hello verified.
-    alive: FxHashSet<NodeId>,
-    /// Down peers whose keys are kept, oldest first.
-    retired: VecDeque<NodeId>,
-}
-
-impl Auth {
-    /// The identity of a node with `creds`, whose id is `creds.node_id(nonce)`.
-    pub(crate) fn new(
-        creds: Credentials,
-        nonce: [u8; 16],
-        cluster: &str,
-        max_peers: usize,
-    ) -> Auth {
-        Auth {
-            creds,
-            nonce,
-            cluster: cluster.to_owned(),
-            max_peers,
-            state: Mutex::new(Handshakes::default()),
-            keys: RwLock::new(FxHashMap::default()),
-            names: RwLock::new(FxHashMap::default()),
-            outbox: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// This node's certificate name.
-    pub(crate) fn name(&self) -> &str {
-        self.creds.name()
-    }
-
-    /// The keys shared with `peer`, once its hello verified.
-    pub(crate) fn keys(&self, peer: NodeId) -> Option<Arc<PairKeys>> {
-        self.keys.read().get(&peer).cloned()
-    }
-
-    /// The certificate name `peer` proved.
-    pub(crate) fn peer_name(&self, peer: NodeId) -> Option<Arc<str>> {
-        self.names.read().get(&peer).cloned()
-    }
-
-    /// Starts our half of the handshake with `peer` unless it is started or done; queues the
-    /// hello. `false` if the node has no room for another peer.
-    fn start(&self, me: NodeId, peer: NodeId, state: &mut Handshakes) -> bool {
-        if state.pending.contains_key(&peer) || self.keys.read().contains_key(&peer) {
-            return true;
-        }
-        let peers = self.keys.read().len().saturating_sub(state.retired.len());
-        if state.pending.len() + peers >= self.max_peers {
-            return false;
-        }
-        match self
-            .creds
-            .hello(&self.cluster, me.as_u128(), self.nonce, peer.as_u128())
-        {
-            Ok((bytes, half)) => {
-                state.pending.insert(peer, half);
-                self.outbox.lock().push((peer, bytes));
-                true
-            }
-            Err(error) => {
-                tracing::error!(%peer, %error, "cannot make a hello");
-                false
-            }
-        }
-    }
-}
 
 impl Core {
     /// The hello key of `node`.
@@ -153,7 +67,9 @@ impl Core {
                     return None;
                 }
                 state.alive.insert(peer);
-                if !auth.start(self.id, peer, &mut state) {
+                if !auth.start(self.id, peer, &mut state, |hello| {
+                    self.send_hello(peer, hello)
+                }) {
                     tracing::warn!(%peer, max = auth.max_peers, "no room for another peer; not shaking hands");
                 }
                 None
@@ -167,6 +83,7 @@ impl Core {
                         if let Some(old) = state.retired.pop_front() {
                             auth.keys.write().remove(&old);
                             auth.names.write().remove(&old);
+                            auth.windows.write().remove(&old);
                         }
                     }
                 }
@@ -199,7 +116,8 @@ impl Core {
             if auth.keys.read().contains_key(&peer) {
                 return; // A repeat.
             }
-            if !state.pending.contains_key(&peer) && !auth.start(self.id, peer, &mut state) {
+            let send = |hello| self.send_hello(peer, hello);
+            if !state.pending.contains_key(&peer) && !auth.start(self.id, peer, &mut state, send) {
                 tracing::warn!(%peer, max = auth.max_peers, "no room for another peer; refused its hello");
                 return;
             }
@@ -214,10 +132,12 @@ impl Core {
                     return;
                 }
             };
-            auth.keys.write().insert(peer, Arc::new(keys));
+            // Keys last: a link opened once they are in finds the peer's name and window.
             auth.names
                 .write()
                 .insert(peer, Arc::from(hello.name.as_str()));
+            auth.windows.write().insert(peer, hello.window);
+            auth.keys.write().insert(peer, Arc::new(keys));
             state.alive.remove(&peer)
         };
         tracing::debug!(%peer, name = hello.name, "peer authenticated");
@@ -226,20 +146,20 @@ impl Core {
         }
     }
 
-    /// Sends the queued hellos. Runs on the ticker thread.
-    pub(super) fn send_hellos(&self) {
-        let Some(auth) = &self.auth else { return };
-        let hellos = std::mem::take(&mut *auth.outbox.lock());
-        for (peer, bytes) in hellos {
-            let sent = self
-                .session
-                .put(self.hello_key(peer), bytes)
-                .congestion_control(CongestionControl::Block)
-                .priority(Priority::InteractiveHigh)
-                .wait();
-            if let Err(error) = sent {
-                tracing::warn!(%peer, %error, "could not send a hello");
-            }
+    /// Publishes our hello to `peer`. It returns once Zenoh has queued it, ahead of any frame
+    /// this node sends the peer afterwards: the hello goes at a higher priority than data and
+    /// control frames, and a frame under the pair's keys is sent only once this node has the
+    /// peer's hello too, which it finishes after this returns. So the peer always has our
+    /// hello before our first frame.
+    fn send_hello(&self, peer: NodeId, hello: Vec<u8>) {
+        let sent = self
+            .session
+            .put(self.hello_key(peer), hello)
+            .congestion_control(CongestionControl::Block)
+            .priority(Priority::RealTime)
+            .wait();
+        if let Err(error) = sent {
+            tracing::warn!(%peer, %error, "could not send a hello");
         }
     }
 

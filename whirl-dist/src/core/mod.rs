@@ -43,6 +43,7 @@ use crate::ask::{AskEnd, AskSlot};
 use crate::auth::Lane;
 use crate::counts::{bump, Counters};
 use crate::dispatch::{Export, FactoryFn, RestoreFn};
+use crate::identity::Auth;
 use crate::link::{Link, Refusal, Writers};
 use crate::membership::Membership;
 use crate::moves::Moves;
@@ -50,8 +51,6 @@ use crate::registry::{Entry as RegEntry, Registry};
 use crate::watches::Watches;
 use crate::wire::{self, BounceReason, Header};
 use crate::{DistCounts, MemberState, NodeEvent, NodeId, Policy};
-
-pub(crate) use handshake::Auth;
 
 mod acks;
 mod asks;
@@ -248,9 +247,13 @@ impl Core {
             });
             Some(seal)
         });
+        // A TLS peer granted a window in its hello: send no more than it takes.
+        let granted = self.auth.as_ref().and_then(|auth| auth.peer_window(peer));
+        let credit = granted.map_or(self.window, |w| self.window.min(w as usize));
         let link = Arc::new(Link::open(
             &self.writers,
             self.mailbox_key(peer),
+            credit,
             self.window,
             seal,
         ));

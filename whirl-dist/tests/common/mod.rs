@@ -156,3 +156,64 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         std::thread::park();
     }
 }
+
+/// A plain Zenoh peer session (not a whirl node) that dials the TLS nodes listening on `ports`:
+/// it trusts `ca_pem` for their certificates and presents `identity` (its certificate chain
+/// and private key, PEM) when given, or no certificate at all. Opening succeeds even when
+/// every link is refused (Zenoh keeps retrying in the background); [`linked_peers`] tells
+/// whether it got in.
+pub fn raw_tls_session(
+    ports: &[u16],
+    identity: Option<(&str, &str)>,
+    ca_pem: &str,
+) -> zenoh::Session {
+    use base64::Engine as _;
+    let b64 = |pem: &str| {
+        format!(
+            "\"{}\"",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        )
+    };
+    let endpoints: Vec<String> = ports
+        .iter()
+        .map(|&p| format!("\"{}\"", endpoint(p)))
+        .collect();
+    let mut settings = vec![
+        ("mode", "\"peer\"".to_owned()),
+        ("listen/endpoints", "[]".to_owned()),
+        ("connect/endpoints", format!("[{}]", endpoints.join(","))),
+        (
+            "connect/retry",
+            "{ period_init_ms: 250, period_max_ms: 1000, period_increase_factor: 2 }".to_owned(),
+        ),
+        ("scouting/multicast/enabled", "false".to_owned()),
+        ("scouting/gossip/enabled", "false".to_owned()),
+        ("transport/link/tls/root_ca_certificate_base64", b64(ca_pem)),
+        (
+            "transport/link/tls/verify_name_on_connect",
+            "false".to_owned(),
+        ),
+        (
+            "transport/link/tls/enable_mtls",
+            identity.is_some().to_string(),
+        ),
+    ];
+    if let Some((chain, key)) = identity {
+        settings.extend([
+            ("transport/link/tls/connect_certificate_base64", b64(chain)),
+            ("transport/link/tls/connect_private_key_base64", b64(key)),
+            ("transport/link/tls/listen_certificate_base64", b64(chain)),
+            ("transport/link/tls/listen_private_key_base64", b64(key)),
+        ]);
+    }
+    let mut config = zenoh::Config::default();
+    for (key, value) in settings {
+        config.insert_json5(key, &value).expect("zenoh config");
+    }
+    zenoh::open(config).wait().expect("raw session opens")
+}
+
+/// How many peers a Zenoh session has a link with now.
+pub fn linked_peers(session: &zenoh::Session) -> usize {
+    session.info().peers_zid().wait().count()
+}

@@ -1,0 +1,122 @@
+//! A TLS node's identity and the state of its handshakes with its peers: its credentials and
+//! nonce (which make its id), the half of each handshake it started, the peers whose token it
+//! saw, and the keys it shares with each peer that proved itself. The protocol that drives
+//! this state is `core/handshake.rs`; the cryptography is [`crate::auth`].
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::auth::{Credentials, Handshake, PairKeys};
+use crate::NodeId;
+
+/// How many Down peers' keys a node keeps.
+pub(crate) const RETIRED_KEYS: usize = 1024;
+
+/// A TLS node's identity and the handshakes with its peers.
+pub(crate) struct Auth {
+    pub(crate) creds: Credentials,
+    nonce: [u8; 16],
+    pub(crate) cluster: String,
+    pub(crate) max_peers: usize,
+    pub(crate) state: Mutex<Handshakes>,
+    pub(crate) keys: RwLock<FxHashMap<NodeId, Arc<PairKeys>>>,
+    pub(crate) names: RwLock<FxHashMap<NodeId, Arc<str>>>,
+    /// The credit window each peer granted in its hello.
+    pub(crate) windows: RwLock<FxHashMap<NodeId, u32>>,
+    /// The credit window this node grants, sent in its hellos.
+    window: u32,
+}
+
+#[derive(Default)]
+pub(crate) struct Handshakes {
+    /// Our half of each handshake started and not finished.
+    pub(crate) pending: FxHashMap<NodeId, Handshake>,
+    /// Peers whose token is present: Up once their hello verified.
+    pub(crate) alive: FxHashSet<NodeId>,
+    /// Down peers whose keys are kept, oldest first.
+    pub(crate) retired: VecDeque<NodeId>,
+}
+
+impl Auth {
+    /// The identity of a node with `creds`, whose id is `creds.node_id(nonce)`.
+    pub(crate) fn new(
+        creds: Credentials,
+        nonce: [u8; 16],
+        cluster: &str,
+        max_peers: usize,
+        window: usize,
+    ) -> Auth {
+        let window = u32::try_from(window).unwrap_or(u32::MAX);
+        Auth {
+            creds,
+            nonce,
+            cluster: cluster.to_owned(),
+            max_peers,
+            state: Mutex::new(Handshakes::default()),
+            keys: RwLock::new(FxHashMap::default()),
+            names: RwLock::new(FxHashMap::default()),
+            windows: RwLock::new(FxHashMap::default()),
+            window,
+        }
+    }
+
+    /// This node's certificate name.
+    pub(crate) fn name(&self) -> &str {
+        self.creds.name()
+    }
+
+    /// The keys shared with `peer`, once its hello verified.
+    pub(crate) fn keys(&self, peer: NodeId) -> Option<Arc<PairKeys>> {
+        self.keys.read().get(&peer).cloned()
+    }
+
+    /// The credit window `peer` granted.
+    pub(crate) fn peer_window(&self, peer: NodeId) -> Option<u32> {
+        self.windows.read().get(&peer).copied()
+    }
+
+    /// The certificate name `peer` proved.
+    pub(crate) fn peer_name(&self, peer: NodeId) -> Option<Arc<str>> {
+        self.names.read().get(&peer).cloned()
+    }
+
+    /// Starts our half of the handshake with `peer` unless it is started or done, and gives
+    /// the hello to `send` (called under the handshakes' lock, so the hello is on its way
+    /// before anyone can finish the handshake and send the peer a frame under its keys).
+    /// `false` if the node has no room for another peer.
+    pub(crate) fn start(
+        &self,
+        me: NodeId,
+        peer: NodeId,
+        state: &mut Handshakes,
+        send: impl FnOnce(Vec<u8>),
+    ) -> bool {
+        if state.pending.contains_key(&peer) || self.keys.read().contains_key(&peer) {
+            return true;
+        }
+        let peers = self.keys.read().len().saturating_sub(state.retired.len());
+        if state.pending.len() + peers >= self.max_peers {
+            return false;
+        }
+        match self.creds.hello(
+            &self.cluster,
+            me.as_u128(),
+            self.nonce,
+            peer.as_u128(),
+            self.window,
+        ) {
+            Ok((bytes, half)) => {
+                state.pending.insert(peer, half);
+                send(bytes);
+                true
+            }
+            Err(error) => {
+                tracing::error!(%peer, %error, "cannot make a hello");
+                false
+            }
+        }
+    }
+}
