@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::auth::{Credentials, Handshake, PairKeys};
 use crate::NodeId;
@@ -33,11 +33,35 @@ pub(crate) struct Auth {
 #[derive(Default)]
 pub(crate) struct Handshakes {
     /// Our half of each handshake started and not finished.
-    pub(crate) pending: FxHashMap<NodeId, Handshake>,
+    pub(crate) pending: FxHashMap<NodeId, (u64, Handshake)>,
     /// Peers whose token is present: Up once their hello verified.
-    pub(crate) alive: FxHashSet<NodeId>,
+    pub(crate) alive: FxHashMap<NodeId, u64>,
     /// Down peers whose keys are kept, oldest first.
     pub(crate) retired: VecDeque<NodeId>,
+    /// Stamps `pending` and `alive` entries in the order they came.
+    pub(crate) clock: u64,
+}
+
+impl Handshakes {
+    /// Records that `peer`'s token is present, forgetting the oldest such record beyond
+    /// `limit`: tokens that never come with a hello (a member declaring made-up ids) age out
+    /// instead of locking real peers out.
+    pub(crate) fn saw_token(&mut self, peer: NodeId, limit: usize) {
+        self.clock += 1;
+        self.alive.insert(peer, self.clock);
+        evict_oldest(&mut self.alive, limit, |stamp| *stamp);
+    }
+}
+
+/// Removes the entries with the oldest stamps until at most `limit` remain.
+fn evict_oldest<V>(map: &mut FxHashMap<NodeId, V>, limit: usize, stamp: impl Fn(&V) -> u64) {
+    while map.len() > limit {
+        let oldest = map.iter().min_by_key(|(_, v)| stamp(v)).map(|(k, _)| *k);
+        match oldest {
+            Some(oldest) => map.remove(&oldest),
+            None => return,
+        };
+    }
 }
 
 impl Auth {
@@ -86,7 +110,8 @@ impl Auth {
     /// Starts our half of the handshake with `peer` unless it is started or done, and gives
     /// the hello to `send` (called under the handshakes' lock, so the hello is on its way
     /// before anyone can finish the handshake and send the peer a frame under its keys).
-    /// `false` if the node has no room for another peer.
+    /// `false` if the node has `max_peers` peers already. At most `max_peers` handshakes wait
+    /// at once: beyond, the oldest is dropped.
     pub(crate) fn start(
         &self,
         me: NodeId,
@@ -98,7 +123,7 @@ impl Auth {
             return true;
         }
         let peers = self.keys.read().len().saturating_sub(state.retired.len());
-        if state.pending.len() + peers >= self.max_peers {
+        if peers >= self.max_peers {
             return false;
         }
         match self.creds.hello(
@@ -109,7 +134,11 @@ impl Auth {
             self.window,
         ) {
             Ok((bytes, half)) => {
-                state.pending.insert(peer, half);
+                // Handshakes that never finish (tokens of made-up ids) make way for new ones,
+                // oldest first: a real peer's takes milliseconds.
+                state.clock += 1;
+                state.pending.insert(peer, (state.clock, half));
+                evict_oldest(&mut state.pending, self.max_peers, |(stamp, _)| *stamp);
                 send(bytes);
                 true
             }

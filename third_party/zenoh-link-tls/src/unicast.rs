@@ -557,6 +557,18 @@ async fn accept_task(
                             tracing::error!("{}-{}: {}", file!(), line!(), e)
                         }
                     }
+                    // A peer that failed or abandoned its handshake (no certificate, one of
+                    // another CA, a stranger that never speaks): that connection is gone and
+                    // the listener is fine, so go on accepting at once (whirl's patch, see
+                    // README.md). Upstream slept 100 ms here as for a listener error, which let
+                    // strangers redialling the port delay every real peer's handshake past its
+                    // timeout.
+                    Err(
+                        e @ (tls_listener::Error::TlsAcceptError { .. }
+                        | tls_listener::Error::HandshakeTimeout { .. }),
+                    ) => {
+                        tracing::debug!("{}", e);
+                    }
                     Err(e) => {
                         tracing::warn!("{}. Hint: increase the system open file limit.", e);
                         // Throttle the accept loop upon an error

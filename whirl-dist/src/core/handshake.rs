@@ -17,9 +17,10 @@
 //! cannot speak as another one: it cannot post in its name, bounce as `Quarantined` in its
 //! name, or answer its asks.
 //!
-//! Costs are bounded: at most `max_peers` handshakes and peers with keys, at most four times as
-//! many tokens waiting for a hello, and the keys of Down peers are kept (to verify and answer
-//! their late frames) for the last [`RETIRED_KEYS`] only.
+//! Costs are bounded: at most `max_peers` peers with keys, `max_peers` handshakes waiting and
+//! four times as many tokens waiting for a hello (beyond, the oldest waiting one is dropped, so
+//! a member declaring made-up ids cannot lock real peers out), and the keys of Down peers are
+//! kept (to verify and answer their late frames) for the last [`RETIRED_KEYS`] only.
 //!
 //! **Order.** A node publishes its hello (at Zenoh's highest data priority) before it can hold
 //! the pair's keys, and it sends frames only under those keys; the peer's Zenoh delivers a
@@ -62,11 +63,7 @@ impl Core {
                 if self.members.lock().membership.state(peer) == Some(MemberState::Quarantined) {
                     return Some(observation);
                 }
-                if state.alive.len() >= 4 * auth.max_peers {
-                    tracing::warn!(%peer, "too many peers without a hello; ignored a token");
-                    return None;
-                }
-                state.alive.insert(peer);
+                state.saw_token(peer, 4 * auth.max_peers);
                 if !auth.start(self.id, peer, &mut state, |hello| {
                     self.send_hello(peer, hello)
                 }) {
@@ -121,7 +118,7 @@ impl Core {
                 tracing::warn!(%peer, max = auth.max_peers, "no room for another peer; refused its hello");
                 return;
             }
-            let Some(half) = state.pending.remove(&peer) else {
+            let Some((_, half)) = state.pending.remove(&peer) else {
                 return;
             };
             let keys = match half.finish(&hello) {
@@ -138,7 +135,7 @@ impl Core {
                 .insert(peer, Arc::from(hello.name.as_str()));
             auth.windows.write().insert(peer, hello.window);
             auth.keys.write().insert(peer, Arc::new(keys));
-            state.alive.remove(&peer)
+            state.alive.remove(&peer).is_some()
         };
         tracing::debug!(%peer, name = hello.name, "peer authenticated");
         if alive {

@@ -23,8 +23,8 @@
 //! panic: everything takes short locks, decodes with the total decoder of [`crate::wire`], posts
 //! into the runtime (which never blocks) and queues answers on the peer's bounded control lane.
 //!
-//! Lock order, where two are held at once: `members`, then `links`; `watches`, then `exports`;
-//! `inbound`, then `moves` and `fences`.
+//! Lock order, where two are held at once: `members`, then `links`, then `inbound`; `watches`,
+//! then `exports`; `inbound`, then `moves` and `fences`.
 
 use std::collections::HashMap;
 
@@ -94,7 +94,11 @@ struct PendingAsk {
 #[derive(Default)]
 struct Inbound {
     taken: u64,
+    /// The last acknowledgement queued to the peer.
     acked: u64,
+    /// The last acknowledgement handed to Zenoh (by the writer of the link to the peer): the
+    /// most the peer can have heard of, so what the receiver holds it to.
+    published: Arc<AtomicU64>,
 }
 
 /// Membership and the receivers of its events.
@@ -239,13 +243,25 @@ impl Core {
         if !self.may_send_to(peer) {
             return None;
         }
-        let seal = self.auth.as_ref().and_then(|auth| {
-            let keys = auth.keys(peer)?;
-            let seal: crate::link::Seal = Arc::new(move |control: bool, frame: &mut Vec<u8>| {
+        // Just before the writer hands a frame to Zenoh: note an acknowledgement as told (the
+        // peer is held to what it can have heard, `receive.rs`), and on a TLS node seal it.
+        let keys = self.auth.as_ref().and_then(|auth| auth.keys(peer));
+        let published = Arc::clone(&self.inbound.lock().entry(peer).or_default().published);
+        let max_frame = self.max_frame;
+        let seal: crate::link::Seal = Arc::new(move |control: bool, frame: &mut Vec<u8>| {
+            if control {
+                if let Ok(wire::Frame {
+                    header: Header::Ack { received },
+                    ..
+                }) = wire::decode(frame, max_frame)
+                {
+                    published.fetch_max(received, Relaxed);
+                }
+            }
+            if let Some(keys) = &keys {
                 let lane = if control { Lane::Control } else { Lane::Data };
                 keys.seal(lane, frame);
-            });
-            Some(seal)
+            }
         });
         // A TLS peer granted a window in its hello: send no more than it takes.
         let granted = self.auth.as_ref().and_then(|auth| auth.peer_window(peer));
@@ -255,7 +271,7 @@ impl Core {
             self.mailbox_key(peer),
             credit,
             self.window,
-            seal,
+            Some(seal),
         ));
         links.insert(peer, Arc::clone(&link));
         Some(link)

@@ -262,14 +262,16 @@ impl Core {
         Some(principal)
     }
 
-    /// Whether `peer` has sent fewer data frames than the credit window since this node last
-    /// acknowledged: a correct sender never has more outstanding, since it counts only the
-    /// acknowledgements it received.
+    /// Whether a data frame now from `peer` is within the credit window this node grants: the
+    /// peer may have sent at most `window` frames beyond the last acknowledgement it can have
+    /// heard of, the last one handed to Zenoh (not merely queued). A correct sender never has
+    /// more outstanding, since it counts only acknowledgements it received; one that ignores
+    /// its credit runs ahead of this node's acknowledgements whenever they lag.
     fn within_window(&self, peer: NodeId) -> bool {
         let inbound = self.inbound.lock();
         inbound
             .get(&peer)
-            .is_none_or(|i| i.taken - i.acked < self.window as u64)
+            .is_none_or(|i| i.taken.saturating_sub(i.published.load(Relaxed)) < self.window as u64)
     }
 
     /// `peer` sent beyond its window: the frame is refused, and the peer cut off.
