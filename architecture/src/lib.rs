@@ -735,7 +735,13 @@ pub fn crate_dirs(root: &Path) -> Vec<PathBuf> {
             let skip = matches!(
                 path.file_name().and_then(|n| n.to_str()),
                 Some(
-                    "target" | ".git" | "node_modules" | "src" | "tests" | "benches" | "third_party"
+                    "target"
+                        | ".git"
+                        | "node_modules"
+                        | "src"
+                        | "tests"
+                        | "benches"
+                        | "third_party"
                 )
             );
             if path.is_dir() && !skip {

@@ -137,7 +137,12 @@ fn export_ledger(node: &Node, runtime: &Runtime) -> Pid {
 fn tally(from: &Node, pid: Pid) -> (u64, u64, i64) {
     let deadline = Instant::now() + DEADLINE;
     loop {
-        match from.remote::<Tally>(pid).request(Tally).timeout(DEADLINE).call() {
+        match from
+            .remote::<Tally>(pid)
+            .request(Tally)
+            .timeout(DEADLINE)
+            .call()
+        {
             Ok(tally) => return tally,
             Err(whirl_dist::RemoteCallError::Post(RemotePostError::Rejected(_)))
                 if Instant::now() < deadline =>
