@@ -488,6 +488,7 @@ impl Credentials {
             to: body.to,
             ephemeral: body.ephemeral,
             window: body.window.max(1),
+            leaf: leaf.as_ref().to_vec(),
         })
     }
 }
@@ -505,6 +506,8 @@ pub(crate) struct PeerHello {
     ephemeral: [u8; 32],
     /// The credit window the sender grants (at least 1).
     pub(crate) window: u32,
+    /// The sender's certificate (DER), which verifies what it signs later (its registrations).
+    pub(crate) leaf: Vec<u8>,
 }
 
 /// Our half of a handshake with one peer: the ephemeral private key sent in our hello.
@@ -675,6 +678,55 @@ impl PairKeys {
             })?;
         Ok(body)
     }
+}
+
+/// What a registration's signature covers: a domain label, the cluster, the name, and the
+/// process (node and local id).
+fn registration_message(cluster: &str, name: &str, node: u128, local: u64) -> Vec<u8> {
+    let mut message = b"whirl-dist/registration/1".to_vec();
+    for part in [cluster.as_bytes(), name.as_bytes()] {
+        message.extend_from_slice(&(part.len() as u64).to_le_bytes());
+        message.extend_from_slice(part);
+    }
+    message.extend_from_slice(&node.to_le_bytes());
+    message.extend_from_slice(&local.to_le_bytes());
+    message
+}
+
+impl Credentials {
+    /// Signs this node's registration of process `local` under `name`: the signature scheme
+    /// (2 bytes, little endian), then the signature.
+    pub(crate) fn sign_registration(
+        &self,
+        cluster: &str,
+        name: &str,
+        node: u128,
+        local: u64,
+    ) -> Result<Vec<u8>, AuthError> {
+        let mut signed = u16::from(self.signer.scheme()).to_le_bytes().to_vec();
+        let message = registration_message(cluster, name, node, local);
+        signed.extend(self.signer.sign(&message).map_err(AuthError::Key)?);
+        Ok(signed)
+    }
+}
+
+/// Whether `signed` (from [`Credentials::sign_registration`]) is the signature, by the holder
+/// of the certificate `leaf` (DER), of the registration of `node`'s process `local` under
+/// `name` in `cluster`.
+pub(crate) fn verify_registration(
+    leaf: &[u8],
+    cluster: &str,
+    name: &str,
+    node: u128,
+    local: u64,
+    signed: &[u8],
+) -> bool {
+    let Some((scheme, signature)) = signed.split_first_chunk::<2>() else {
+        return false;
+    };
+    let scheme = SignatureScheme::from(u16::from_le_bytes(*scheme));
+    let message = registration_message(cluster, name, node, local);
+    verify_signature(&CertificateDer::from(leaf), scheme, &message, signature).is_ok()
 }
 
 /// Every certificate of a PEM text; at least one.

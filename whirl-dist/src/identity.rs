@@ -10,7 +10,11 @@ use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use crate::auth::{Credentials, Handshake, PairKeys};
+use crate::registry::Entry as RegEntry;
 use crate::NodeId;
+
+/// How many registrations of not yet proven nodes a node keeps waiting.
+pub(crate) const PARKED_REGISTRATIONS: usize = 4096;
 
 /// How many Down peers' keys a node keeps.
 pub(crate) const RETIRED_KEYS: usize = 1024;
@@ -24,6 +28,11 @@ pub(crate) struct Auth {
     pub(crate) state: Mutex<Handshakes>,
     pub(crate) keys: RwLock<FxHashMap<NodeId, Arc<PairKeys>>>,
     pub(crate) names: RwLock<FxHashMap<NodeId, Arc<str>>>,
+    /// Each peer's certificate (DER), which verifies its registrations.
+    pub(crate) certs: RwLock<FxHashMap<NodeId, Arc<[u8]>>>,
+    /// Registrations naming nodes whose hello has not verified yet, oldest first (at most
+    /// [`PARKED_REGISTRATIONS`]): checked once the node proves itself.
+    pub(crate) parked: Mutex<VecDeque<(String, RegEntry, Vec<u8>)>>,
     /// The credit window each peer granted in its hello.
     pub(crate) windows: RwLock<FxHashMap<NodeId, u32>>,
     /// The credit window this node grants, sent in its hellos.
@@ -83,6 +92,8 @@ impl Auth {
             keys: RwLock::new(FxHashMap::default()),
             names: RwLock::new(FxHashMap::default()),
             windows: RwLock::new(FxHashMap::default()),
+            certs: RwLock::new(FxHashMap::default()),
+            parked: Mutex::new(VecDeque::new()),
             window,
         }
     }
@@ -95,6 +106,59 @@ impl Auth {
     /// The keys shared with `peer`, once its hello verified.
     pub(crate) fn keys(&self, peer: NodeId) -> Option<Arc<PairKeys>> {
         self.keys.read().get(&peer).cloned()
+    }
+
+    /// Keeps a registration of a node not yet proven, dropping the oldest beyond
+    /// [`PARKED_REGISTRATIONS`].
+    pub(crate) fn park(&self, name: String, entry: RegEntry, signature: Vec<u8>) {
+        let mut parked = self.parked.lock();
+        parked.push_back((name, entry, signature));
+        while parked.len() > PARKED_REGISTRATIONS {
+            parked.pop_front();
+        }
+    }
+
+    /// Takes the parked registrations of `node`.
+    pub(crate) fn unpark(&self, node: NodeId) -> Vec<(String, RegEntry, Vec<u8>)> {
+        let mut parked = self.parked.lock();
+        let (theirs, others): (Vec<_>, Vec<_>) =
+            parked.drain(..).partition(|(_, e, _)| e.pid.node() == node);
+        parked.extend(others);
+        theirs
+    }
+
+    /// Whether `signature` is `entry`'s node's signature of its registration under `name`:
+    /// `None` while that node has not proven itself (no certificate known).
+    pub(crate) fn verify_registration(
+        &self,
+        name: &str,
+        entry: RegEntry,
+        signature: &[u8],
+    ) -> Option<bool> {
+        let node = entry.pid.node();
+        let cert = self.certs.read().get(&node).cloned()?;
+        Some(crate::auth::verify_registration(
+            &cert,
+            &self.cluster,
+            name,
+            node.as_u128(),
+            entry.pid.local(),
+            signature,
+        ))
+    }
+
+    /// This node's signature of its registration of `entry` under `name`.
+    pub(crate) fn sign_registration(
+        &self,
+        name: &str,
+        entry: RegEntry,
+    ) -> Result<Vec<u8>, crate::auth::AuthError> {
+        self.creds.sign_registration(
+            &self.cluster,
+            name,
+            entry.pid.node().as_u128(),
+            entry.pid.local(),
+        )
     }
 
     /// The credit window `peer` granted.

@@ -2,7 +2,10 @@
 //! tokens.
 //!
 //! `register(name, pid)` declares the token `whirl/<cluster>/reg/<name>/<ms>/<node-hex>/<local>`
-//! (`ms`: the registration time in milliseconds since the Unix epoch). Tokens carry no payload:
+//! (`ms`: the registration time in milliseconds since the Unix epoch), and on a TLS node a last
+//! chunk: the registering node's signature (hex) of the name and the process, with its
+//! certificate's key. Any member can declare any token, so a TLS node lists a registration only
+//! once the signature verifies with the certificate of the node the key names (`core/registry.rs`). Tokens carry no payload:
 //! the key is the whole entry. Every node subscribes, with history, to `whirl/<cluster>/reg/**`
 //! and keeps every entry it sees, so `whereis` is a local lookup; Zenoh withdraws a token when
 //! its node closes its session or is cut off, so a dead node's names vanish by themselves (the
@@ -46,20 +49,36 @@ pub(crate) fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// The token key suffix (after `whirl/<cluster>/reg/`) of a registration.
-pub(crate) fn key_suffix(name: &str, entry: Entry) -> String {
-    format!(
+/// The token key suffix (after `whirl/<cluster>/reg/`) of a registration, with the
+/// registering node's signature (hex) last on a TLS node.
+pub(crate) fn key_suffix(name: &str, entry: Entry, signature: Option<&[u8]>) -> String {
+    let mut key = format!(
         "{name}/{}/{}/{}",
         entry.ms,
         entry.pid.node(),
         entry.pid.local()
-    )
+    );
+    if let Some(signature) = signature {
+        key.push('/');
+        for byte in signature {
+            key.push_str(&format!("{byte:02x}"));
+        }
+    }
+    key
 }
 
-/// Parses a key suffix; `None` if it is not one this module makes.
-pub(crate) fn parse_suffix(suffix: &str) -> Option<(String, Entry)> {
+/// The longest signature a key may carry, in bytes (an RSA-4096 one is 512, plus the scheme).
+const MAX_SIGNATURE: usize = 1024;
+
+/// Parses a key suffix, with its signature if it has one; `None` if it is not one this module
+/// makes.
+pub(crate) fn parse_suffix(suffix: &str) -> Option<(String, Entry, Option<Vec<u8>>)> {
     let mut parts = suffix.split('/');
     let (name, ms, node, local) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let signature = match parts.next() {
+        None => None,
+        Some(hex) => Some(parse_hex(hex)?),
+    };
     if parts.next().is_some() || !valid_name(name) {
         return None;
     }
@@ -68,7 +87,18 @@ pub(crate) fn parse_suffix(suffix: &str) -> Option<(String, Entry)> {
         ms: ms.parse().ok()?,
         pid: Pid::new(node, local.parse().ok()?),
     };
-    Some((name.to_owned(), entry))
+    Some((name.to_owned(), entry, signature))
+}
+
+/// Bytes from lowercase or uppercase hex, at most [`MAX_SIGNATURE`] of them.
+fn parse_hex(hex: &str) -> Option<Vec<u8>> {
+    if hex.is_empty() || !hex.len().is_multiple_of(2) || hex.len() > 2 * MAX_SIGNATURE {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
 }
 
 impl Registry {
@@ -130,15 +160,26 @@ mod tests {
             ms: 1_700_000_000_000,
             pid: Pid::new(NodeId::from_u128(0xabc), 42),
         };
-        let key = key_suffix("orders.db", entry);
-        assert_eq!(parse_suffix(&key), Some(("orders.db".to_owned(), entry)));
+        let key = key_suffix("orders.db", entry, None);
+        assert_eq!(
+            parse_suffix(&key),
+            Some(("orders.db".to_owned(), entry, None))
+        );
+        let signed = key_suffix("orders.db", entry, Some(&[0, 0xab, 0x7f]));
+        assert!(signed.ends_with("/00ab7f"), "{signed}");
+        assert_eq!(
+            parse_suffix(&signed),
+            Some(("orders.db".to_owned(), entry, Some(vec![0, 0xab, 0x7f])))
+        );
         for bad in [
             "",
             "a",
             "a/1/2",
             "a/x/00000000000000000000000000000abc/1",
             "a/1/abc/1",
-            "a/1/00000000000000000000000000000abc/1/extra",
+            "a/1/00000000000000000000000000000abc/1/xyz",
+            "a/1/00000000000000000000000000000abc/1/abc",
+            "a/1/00000000000000000000000000000abc/1/00/extra",
             "a*/1/00000000000000000000000000000abc/1",
         ] {
             assert_eq!(parse_suffix(bad), None, "{bad}");

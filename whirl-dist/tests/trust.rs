@@ -286,24 +286,33 @@ fn put(session: &zenoh::Session, key: &str, bytes: Vec<u8>) {
         .expect("put");
 }
 
-/// Declares a registry token as a marker and waits until `node` has it: `node` then has
-/// processed every declaration `session` made before it (one link, in order). Returns the
-/// token and the name it registers.
+/// Declares a liveliness token under a key that names no node, as a marker, and waits until
+/// `node` has counted it (`NodeStats::malformed_keys`): `node` then has processed every
+/// declaration `session` made before it (one link, in order). Returns the token and the count
+/// once it was seen; the marker's withdrawal is counted too (see [`lost_marker`]).
 fn marker(
     session: &zenoh::Session,
     node: &Node,
     cluster: &str,
-) -> (zenoh::liveliness::LivelinessToken, String) {
+) -> (zenoh::liveliness::LivelinessToken, u64) {
     let name = format!("marker-{}", &random_id().to_string()[..12]);
+    let before = node.stats().malformed_keys;
     let token = session
         .liveliness()
-        .declare_token(registry_key(cluster, &name, Pid::new(random_id(), 1)))
+        .declare_token(format!("whirl/{cluster}/alive/{name}"))
         .wait()
         .expect("a marker token");
     wait_for("the node sees the marker", || {
-        !node.whereis_all(&name).is_empty()
+        node.stats().malformed_keys > before
     });
-    (token, name)
+    (token, node.stats().malformed_keys)
+}
+
+/// Waits until `node` has processed the withdrawal of a marker it counted at `seen`.
+fn lost_marker(node: &Node, seen: u64) {
+    wait_for("the node loses the marker", || {
+        node.stats().malformed_keys > seen
+    });
 }
 
 /// A certificate of the tests' CA for a raw member, as (chain, key) PEM texts.
@@ -793,13 +802,13 @@ fn withdrawing_a_copy_of_a_real_nodes_token_does_not_make_it_down() {
             .declare_token(alive_key(&cluster, ghost))
             .wait()
             .expect("a token of its own");
-        let (seen, name) = marker(&raw, b, &cluster);
+        let (seen, seen_at) = marker(&raw, b, &cluster);
         // Withdrawn, then a marker withdrawn behind them: once b has lost the marker, it has
         // processed the withdrawals.
         copy.undeclare().wait().expect("undeclare the copy");
         own.undeclare().wait().expect("undeclare its own token");
         seen.undeclare().wait().expect("undeclare the marker");
-        wait_for("b loses the marker", || b.whereis_all(&name).is_empty());
+        lost_marker(b, seen_at);
         // b heard the withdrawal of the member's own token (a token withdrawn before it was
         // ever Up quarantines its id)...
         assert_eq!(b.state(ghost), Some(MemberState::Quarantined));
@@ -817,9 +826,9 @@ fn withdrawing_a_copy_of_a_real_nodes_token_does_not_make_it_down() {
             .declare_token(alive_key(&cluster, a.id()))
             .wait()
             .expect("a copy of a's token");
-        let (_seen, name) = marker(&raw, b, &cluster);
+        let (_seen, seen_at) = marker(&raw, b, &cluster);
         raw.close().wait().expect("close");
-        wait_for("b loses the marker", || b.whereis_all(&name).is_empty());
+        lost_marker(b, seen_at);
         std::thread::sleep(QUIET);
         assert_eq!(
             b.state(a.id()),
@@ -842,8 +851,12 @@ fn withdrawing_a_copy_of_a_real_nodes_token_does_not_make_it_down() {
 // 4. A name already held.
 // ---------------------------------------------------------------------------------------------
 
+/// A member that is no node declares registry tokens in other nodes' names (without a
+/// signature, or signed in the name of a node that never proves itself): none is listed, and
+/// the unsigned ones are counted as unauthenticated. A real node that registers a held name is listed second: the first
+/// holder keeps the name, and every node reports the conflict.
 #[test]
-fn a_member_registering_a_held_name_does_not_take_it() {
+fn registrations_count_only_when_signed_and_a_held_name_stays_with_its_holder() {
     let _shared = shared();
     let (nodes, ports) = cluster(3, |c| c);
     let cluster = nodes[0].cluster().to_owned();
@@ -857,32 +870,57 @@ fn a_member_registering_a_held_name_does_not_take_it() {
     }
     let events: Vec<_> = nodes.iter().map(Node::events).collect();
     let raw = member(&ports, "squatter");
-    // Its own made-up node, and a registration time before the holder's.
-    let squatter = Pid::new(random_id(), 1);
-    let _token = raw
-        .liveliness()
-        .declare_token(registry_key(&cluster, "treasury", squatter))
-        .wait()
-        .expect("a registry token");
+    // A name nobody holds, unsigned, pointed at a real node's process and at a made-up one
+    // (both refused); and the held name with a signature in a made-up node's name (kept
+    // aside until that node proves itself, which it never does).
+    let made_up = Pid::new(random_id(), 1);
+    let forged = [
+        registry_key(&cluster, "vault", holder),
+        registry_key(&cluster, "vault", made_up),
+        format!(
+            "{}/{}",
+            registry_key(&cluster, "treasury", made_up),
+            "00".repeat(70)
+        ),
+    ];
+    let unauthenticated: Vec<u64> = nodes.iter().map(|n| n.counts().unauthenticated).collect();
+    let _tokens: Vec<_> = forged
+        .iter()
+        .map(|key| {
+            raw.liveliness()
+                .declare_token(key.as_str())
+                .wait()
+                .expect("a registry token")
+        })
+        .collect();
+    for (i, (node, before)) in nodes.iter().zip(&unauthenticated).enumerate() {
+        // The holder's node ignores a token naming its own process that it did not declare;
+        // the others count it.
+        let refused = if i == 0 { 1 } else { 2 };
+        wait_for("the unsigned registrations refused", || {
+            node.counts().unauthenticated >= before + refused
+        });
+        assert!(node.whereis_all("vault").is_empty());
+        assert_eq!(node.whereis_all("treasury"), [holder]);
+    }
+    // A real node registers the held name: listed second, the holder keeps it.
+    let second = export_ledger(&nodes[2], &runtime);
+    nodes[2].register("treasury", second).expect("register");
     for (node, events) in nodes.iter().zip(&events) {
         expect_event(events, "a name conflict", |e| {
             *e == NodeEvent::NameConflict {
                 name: "treasury".to_owned(),
                 holder,
-                refused: squatter,
+                refused: second,
             }
         });
-        assert_eq!(node.whereis_all("treasury"), [holder, squatter]);
+        wait_for("both holders listed", || {
+            node.whereis_all("treasury") == [holder, second]
+        });
         let found = node.whereis::<Deposit>("treasury").expect("the name");
         assert_eq!(found.pid(), holder, "the first holder keeps the name");
     }
-    assert_eq!(tally(&nodes[1], holder), (0, 0, 0));
     raw.close().wait().expect("close");
-    for node in &nodes {
-        wait_for("the squatter's entry goes with it", || {
-            node.whereis_all("treasury") == [holder]
-        });
-    }
     runtime.shutdown_graceful();
 }
 

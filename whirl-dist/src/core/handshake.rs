@@ -81,6 +81,7 @@ impl Core {
                             auth.keys.write().remove(&old);
                             auth.names.write().remove(&old);
                             auth.windows.write().remove(&old);
+                            auth.certs.write().remove(&old);
                         }
                     }
                 }
@@ -134,10 +135,16 @@ impl Core {
                 .write()
                 .insert(peer, Arc::from(hello.name.as_str()));
             auth.windows.write().insert(peer, hello.window);
+            auth.certs
+                .write()
+                .insert(peer, Arc::from(hello.leaf.as_slice()));
             auth.keys.write().insert(peer, Arc::new(keys));
             state.alive.remove(&peer).is_some()
         };
         tracing::debug!(%peer, name = hello.name, "peer authenticated");
+        for (name, entry, signature) in auth.unpark(peer) {
+            self.signed_registration(name, entry, &signature);
+        }
         if alive {
             self.observe(Observation::Alive(peer));
         }

@@ -29,7 +29,18 @@ impl Core {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let entry = RegEntry { ms, pid };
-        let key = format!("{}reg/{}", self.root, registry::key_suffix(name, entry));
+        let signature = match &self.auth {
+            Some(auth) => Some(
+                auth.sign_registration(name, entry)
+                    .map_err(DistError::Credentials)?,
+            ),
+            None => None,
+        };
+        let key = format!(
+            "{}reg/{}",
+            self.root,
+            registry::key_suffix(name, entry, signature.as_deref())
+        );
         let token = self
             .session
             .liveliness()
@@ -93,6 +104,10 @@ impl Core {
     }
 
     /// A registry token appeared or was withdrawn. Runs on a Zenoh thread.
+    ///
+    /// On a TLS node, a registration by another node counts only once its signature verifies
+    /// with that node's certificate: any member can declare a token under any key. One that
+    /// names a node not yet proven waits (bounded) until its hello verifies.
     pub(crate) fn on_registry(&self, sample: &Sample) {
         let prefix = format!("{}reg/", self.root);
         let parsed = sample
@@ -100,41 +115,67 @@ impl Core {
             .as_str()
             .strip_prefix(&prefix)
             .and_then(registry::parse_suffix);
-        let mut registry = self.registry.lock();
-        let Some((name, entry)) = parsed else {
-            registry.malformed += 1;
+        let Some((name, entry, signature)) = parsed else {
+            self.registry.lock().malformed += 1;
             return;
         };
         match sample.kind() {
-            SampleKind::Put => {
-                let theirs = entry.pid.node() != self.id;
-                if theirs && !self.policy.may_register(&name) {
-                    drop(registry);
-                    bump(&self.counts.unauthorised);
-                    tracing::warn!(name, holder = %entry.pid, "ignored a registration the policy does not allow");
-                    return;
-                }
-                let quarantined = theirs
-                    && self.members.lock().membership.state(entry.pid.node())
-                        == Some(MemberState::Quarantined);
-                if quarantined {
-                    return;
-                }
-                if let Some(holder) = registry.insert(name.clone(), entry) {
-                    drop(registry);
-                    tracing::warn!(name, %holder, refused = %entry.pid, "a name registered twice: the first holder keeps it");
-                    let members = self.members.lock();
-                    self.publish(
-                        members,
-                        Some(NodeEvent::NameConflict {
-                            name,
-                            holder,
-                            refused: entry.pid,
-                        }),
-                    );
-                }
-            }
-            SampleKind::Delete => registry.remove(&name, entry),
+            SampleKind::Delete => self.registry.lock().remove(&name, entry),
+            // This node's own registrations are listed by `register`; any other token naming
+            // this node is someone else's forgery (the other nodes count it: it is unsigned,
+            // or signed by another key).
+            SampleKind::Put if entry.pid.node() == self.id => {}
+            SampleKind::Put if self.auth.is_none() => self.list(name, entry),
+            SampleKind::Put => match signature {
+                Some(signature) => self.signed_registration(name, entry, &signature),
+                None => self.forged_registration(&name, entry),
+            },
+        }
+    }
+
+    /// A registration by another node, signed: listed if the signature verifies, kept until
+    /// the node proves itself if it has not yet.
+    pub(super) fn signed_registration(&self, name: String, entry: RegEntry, signature: &[u8]) {
+        let Some(auth) = &self.auth else { return };
+        match auth.verify_registration(&name, entry, signature) {
+            Some(true) => self.list(name, entry),
+            Some(false) => self.forged_registration(&name, entry),
+            None => auth.park(name, entry, signature.to_vec()),
+        }
+    }
+
+    fn forged_registration(&self, name: &str, entry: RegEntry) {
+        bump(&self.counts.unauthenticated);
+        tracing::warn!(name, holder = %entry.pid, "ignored a registration its node did not sign");
+    }
+
+    /// Lists a registration this node accepts: the policy allows the name, its node is not
+    /// quarantined; a second holder is reported as a conflict.
+    fn list(&self, name: String, entry: RegEntry) {
+        let theirs = entry.pid.node() != self.id;
+        if theirs && !self.policy.may_register(&name) {
+            bump(&self.counts.unauthorised);
+            tracing::warn!(name, holder = %entry.pid, "ignored a registration the policy does not allow");
+            return;
+        }
+        let quarantined = theirs
+            && self.members.lock().membership.state(entry.pid.node())
+                == Some(MemberState::Quarantined);
+        if quarantined {
+            return;
+        }
+        let conflict = self.registry.lock().insert(name.clone(), entry);
+        if let Some(holder) = conflict {
+            tracing::warn!(name, %holder, refused = %entry.pid, "a name registered twice: the first holder keeps it");
+            let members = self.members.lock();
+            self.publish(
+                members,
+                Some(NodeEvent::NameConflict {
+                    name,
+                    holder,
+                    refused: entry.pid,
+                }),
+            );
         }
     }
 
