@@ -1081,6 +1081,7 @@ fn floods_of_connections_and_tokens_cost_no_threads_and_make_nobody_up() {
     let peak = Peak::watch(threads);
     std::thread::sleep(Duration::from_millis(200));
     let baseline = threads();
+    let rss_before = rss_mib();
 
     // 200 strangers: half plain TCP to the TLS port, half TLS without a certificate, opened
     // from a few threads; each keeps dialling in the background until it is closed.
@@ -1112,11 +1113,26 @@ fn floods_of_connections_and_tokens_cost_no_threads_and_make_nobody_up() {
     let seen = marker(&raw, &node, &cluster);
     std::thread::sleep(QUIET);
     let under_tokens = threads();
+    let rss_under_tokens = rss_mib();
     let tokens_peak = peak.finish();
     assert!(node.members().is_empty(), "{:?}", node.members());
     assert_eq!(node.stats().ups, 0);
     drop((tokens, seen));
     raw.close().wait().expect("close");
+    std::thread::sleep(Duration::from_millis(500));
+    let rss_after = rss_mib();
+    eprintln!(
+        "resident memory: {rss_before} MiB before, {rss_under_tokens} MiB under {TOKENS} tokens \
+         (after {FLOOD} strangers; the attackers' sessions live in this process too), \
+         {rss_after} MiB after"
+    );
+    // What a node keeps for unproven peers is bounded (at most `max_peers` handshakes and
+    // 4 × `max_peers` tokens waiting): the process, attackers included, stays within 64 MiB
+    // of where it started.
+    assert!(
+        rss_under_tokens <= rss_before + 64 && rss_after <= rss_before + 64,
+        "resident memory: {rss_before} MiB before, {rss_under_tokens} under tokens, {rss_after} after"
+    );
     eprintln!(
         "threads: baseline {baseline} (the sampler included); {FLOOD} strangers: {under_strangers}, \
          peak {strangers_peak} ({OPENERS} opener threads included); {TOKENS} tokens: \
