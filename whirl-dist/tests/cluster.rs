@@ -11,7 +11,7 @@ use crossbeam_channel::Receiver;
 use whirl_dist::{MemberState, Node, NodeEvent, NodeId};
 use zenoh::Wait;
 
-use common::{cluster_name, free_port, raw_session, tcp_endpoint};
+use common::{cluster_name, expect_event, free_port, raw_session, tcp_endpoint};
 
 const DEADLINE: Duration = Duration::from_secs(20);
 const LEASE: Duration = Duration::from_millis(1000);
@@ -25,21 +25,6 @@ fn node(cluster: &str, port: u16, connect: &[u16]) -> Node {
             .lease(LEASE),
     )
     .expect("node starts")
-}
-
-/// Waits for an event matching `want`, skipping others; panics after the deadline.
-fn expect_event(events: &Receiver<NodeEvent>, what: &str, want: impl Fn(&NodeEvent) -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let left = deadline
-            .checked_duration_since(Instant::now())
-            .unwrap_or_else(|| panic!("no {what} within {DEADLINE:?}"));
-        match events.recv_timeout(left) {
-            Ok(event) if want(&event) => return,
-            Ok(_) => {}
-            Err(e) => panic!("no {what} within {DEADLINE:?}: {e}"),
-        }
-    }
 }
 
 /// Waits until every node of `nodes` has been reported Up, in any order.

@@ -50,8 +50,8 @@ use zenoh::qos::CongestionControl;
 use zenoh::Wait;
 
 use common::{
-    cluster, cluster_name, endpoint, free_port, linked_peers, raw_session, raw_tls_session, secure,
-    test_ca, wait_for, DEADLINE,
+    cluster, cluster_name, endpoint, expect_event, free_port, linked_peers, raw_session,
+    raw_tls_session, secure, test_ca, wait_for, DEADLINE,
 };
 
 /// How long a test watches for something that must not happen.
@@ -330,19 +330,16 @@ fn member(ports: &[u16], name: &str) -> zenoh::Session {
     raw
 }
 
-/// Waits for an event matching `want`, skipping others.
-fn expect_event(events: &Receiver<NodeEvent>, what: &str, want: impl Fn(&NodeEvent) -> bool) {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        let left = deadline
-            .checked_duration_since(Instant::now())
-            .unwrap_or_else(|| panic!("no {what} within {DEADLINE:?}"));
-        match events.recv_timeout(left) {
-            Ok(event) if want(&event) => return,
-            Ok(_) => {}
-            Err(e) => panic!("no {what} within {DEADLINE:?}: {e}"),
-        }
-    }
+/// One TLS node of a fresh cluster (certificate `node-0`), listening on a free loopback port.
+fn lone_node(prefix: &str) -> (String, u16, Node) {
+    let cluster = cluster_name(prefix);
+    let port = free_port();
+    let node = Node::start(secure(
+        NodeConfig::new(&cluster).listen([endpoint(port)]),
+        "node-0",
+    ))
+    .expect("the node starts");
+    (cluster, port, node)
 }
 
 /// The events received so far (never blocks).
@@ -420,13 +417,7 @@ impl Peak {
 /// reached none of them.
 fn strangers_cannot_join(attackers: &[(&str, &dyn Fn(u16) -> zenoh::Session)]) {
     let _shared = shared();
-    let cluster = cluster_name("strangers");
-    let port = free_port();
-    let node = Node::start(secure(
-        NodeConfig::new(&cluster).listen([endpoint(port)]),
-        "node-0",
-    ))
-    .expect("the node starts");
+    let (cluster, port, node) = lone_node("strangers");
     let events = node.events();
     let ghost = random_id();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -1066,13 +1057,7 @@ fn a_real_node_joins(cluster: &str, port: u16, node: &Node) {
 #[test]
 fn floods_of_connections_and_tokens_cost_no_threads_and_make_nobody_up() {
     let _alone = exclusive();
-    let cluster = cluster_name("flood");
-    let port = free_port();
-    let node = Node::start(secure(
-        NodeConfig::new(&cluster).listen([endpoint(port)]),
-        "node-0",
-    ))
-    .expect("the node starts");
+    let (cluster, port, node) = lone_node("flood");
     let ca = test_ca().certificate_pem();
     // Warm up: Zenoh's runtimes and the TLS listener have served one refused stranger.
     let warm = raw_tls_session(&[port], None, &ca);
@@ -1160,13 +1145,7 @@ fn floods_of_connections_and_tokens_cost_no_threads_and_make_nobody_up() {
 #[test]
 fn a_real_node_joins_while_strangers_dial_its_port() {
     let _alone = exclusive();
-    let cluster = cluster_name("flood");
-    let port = free_port();
-    let node = Node::start(secure(
-        NodeConfig::new(&cluster).listen([endpoint(port)]),
-        "node-0",
-    ))
-    .expect("the node starts");
+    let (cluster, port, node) = lone_node("flood");
     let ca = test_ca().certificate_pem();
     let strangers = Strangers(on_threads(OPENERS, 100, |_| {
         raw_tls_session(&[port], None, &ca)
@@ -1184,13 +1163,7 @@ fn a_real_node_joins_while_strangers_dial_its_port() {
 #[test]
 fn a_real_node_joins_while_a_member_holds_a_thousand_unproven_tokens() {
     let _shared = shared();
-    let cluster = cluster_name("hoard");
-    let port = free_port();
-    let node = Node::start(secure(
-        NodeConfig::new(&cluster).listen([endpoint(port)]),
-        "node-0",
-    ))
-    .expect("the node starts");
+    let (cluster, port, node) = lone_node("hoard");
     let raw = member(&[port], "hoarder");
     let tokens: Vec<_> = (0..TOKENS)
         .map(|_| {

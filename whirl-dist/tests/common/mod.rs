@@ -113,6 +113,25 @@ pub fn cluster_with(
     (nodes, ports)
 }
 
+/// Waits for an event matching `want`, skipping others; panics after [`DEADLINE`].
+pub fn expect_event(
+    events: &crossbeam_channel::Receiver<whirl_dist::NodeEvent>,
+    what: &str,
+    want: impl Fn(&whirl_dist::NodeEvent) -> bool,
+) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .unwrap_or_else(|| panic!("no {what} within {DEADLINE:?}"));
+        match events.recv_timeout(left) {
+            Ok(event) if want(&event) => return,
+            Ok(_) => {}
+            Err(e) => panic!("no {what} within {DEADLINE:?}: {e}"),
+        }
+    }
+}
+
 /// Polls `ok` every 5 ms; fails the test with `what` if it does not hold within [`DEADLINE`].
 pub fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     let deadline = Instant::now() + DEADLINE;

@@ -15,7 +15,8 @@
 //!
 //! Errors are printed as `dist_node: <what>: <cause>`, with exit code 1.
 
-use std::error::Error;
+use cluster::{chain, Failure};
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,38 +117,6 @@ struct Args {
     /// Keep running when standard input closes (stop on SIGINT or SIGTERM only).
     #[arg(long)]
     ignore_stdin: bool,
-}
-
-/// What went wrong, and why.
-struct Failure {
-    what: String,
-    cause: String,
-}
-
-impl Failure {
-    fn new(what: impl Into<String>, cause: impl Into<String>) -> Failure {
-        Failure {
-            what: what.into(),
-            cause: cause.into(),
-        }
-    }
-
-    /// `what` failed because of `error` (and its sources).
-    fn of(what: impl Into<String>, error: &dyn Error) -> Failure {
-        Failure::new(what, chain(error))
-    }
-}
-
-/// An error and its sources, joined by ": ".
-fn chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 fn main() -> ExitCode {

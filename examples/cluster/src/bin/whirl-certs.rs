@@ -9,7 +9,8 @@
 //! over an existing file unless `--force` is given. Errors are printed as
 //! `whirl-certs: <what>: <cause>`, with exit code 1.
 
-use std::error::Error;
+use cluster::Failure;
+
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -68,38 +69,6 @@ enum Command {
         #[arg(long)]
         force: bool,
     },
-}
-
-/// What went wrong, and why.
-struct Failure {
-    what: String,
-    cause: String,
-}
-
-impl Failure {
-    fn new(what: impl Into<String>, cause: impl Into<String>) -> Failure {
-        Failure {
-            what: what.into(),
-            cause: cause.into(),
-        }
-    }
-
-    /// `what` failed because of `error` (and its sources).
-    fn of(what: impl Into<String>, error: &dyn Error) -> Failure {
-        Failure::new(what, chain(error))
-    }
-}
-
-/// An error and its sources, joined by ": ".
-fn chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 fn main() -> ExitCode {
