@@ -1,5 +1,5 @@
-//! The parent's view of a child: the OS process it started and the lines it answers with;
-//! killed when dropped, if still running.
+//! The parent's view of a child: the OS process it started, the lines it answers with, and its
+//! membership events; killed when dropped, if still running.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -12,14 +12,15 @@ use whirl_dist::NodeId;
 
 use crate::settings::REQUEST_TIMEOUT;
 
-/// A child node process: its stdin (commands; closing it asks the child to shut down) and its
-/// answers. Killed when dropped, if still running: no orphans on
+/// A child node process: its stdin (commands; closing it asks the child to shut down), its
+/// answers, and its membership events. Killed when dropped, if still running: no orphans on
 /// an error path.
 pub struct ChildProc {
     pub label: &'static str,
     child: Child,
     stdin: Option<ChildStdin>,
     answers: Receiver<String>,
+    events: Receiver<String>,
     /// From its `READY` line.
     pub id: NodeId,
 }
@@ -58,14 +59,15 @@ impl ChildProc {
             return Err(format!("node {label} has no stdin or stdout"));
         };
         let (answers_tx, answers) = mpsc::channel();
+        let (events_tx, events) = mpsc::channel();
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                // Membership events: nothing waits for them.
-                if line.starts_with("EVENT ") {
-                    continue;
-                }
-                if answers_tx.send(line).is_err() {
+                let sent = match line.strip_prefix("EVENT ") {
+                    Some(event) => events_tx.send(event.to_owned()).is_ok(),
+                    None => answers_tx.send(line).is_ok(),
+                };
+                if !sent {
                     break;
                 }
             }
@@ -75,6 +77,7 @@ impl ChildProc {
             child,
             stdin: Some(stdin),
             answers,
+            events,
             id: NodeId::from_u128(0),
         })
     }
@@ -132,7 +135,25 @@ impl ChildProc {
             if first == "ERR" {
                 return Err(format!("node {label}: {rest}"));
             }
+            if first == "HELD" {
+                // S's note that the account's hold ended, for those who wait for it.
+                continue;
+            }
             eprintln!("  node {label} said: {line}");
+        }
+    }
+
+    /// Waits for the membership event `event` (e.g. `DOWN <id>`); whether it came in time.
+    pub fn wait_event(&self, event: &str, deadline: Instant) -> bool {
+        loop {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            match self.events.recv_timeout(left) {
+                Ok(line) if line == event => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
         }
     }
 

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! cargo run --release -p whirl-dist-harness --bin migration_check -- [--runs N]
-//!     [--scenario order|all] [--deposits N] [--rate N] [--hold-ms MS] [--lease-ms MS]
+//!     [--scenario order|crash|all] [--seed S]
+//!     [--deposits N] [--rate N] [--hold-ms MS] [--lease-ms MS]
 //! ```
 //!
 //! The account is a migratable process (`Node::accept_migrations` on every node, one kind
@@ -17,36 +18,45 @@
 //! migration holds the account (its handler blocks for `--hold-ms`) and calls `migrate`
 //! half-way through the hold, so deposits are queued and held when it moves.
 //!
-//! **order** (`order.rs`): senders on S (to the pid, through a `RemoteAddr` on S itself) and
-//! on X (one to the pid, then by `whereis` once the name resolves elsewhere; one to the pid
-//! only); S → T with a 5 s limit. PASS iff for every sender nothing is out of order, behind or
-//! repeated, and handled = accepted − bounced.
+//! 1. **order** (`order.rs`): senders on S (to the pid, through a `RemoteAddr` on S itself)
+//!    and on X (one to the pid, then by `whereis` once the name resolves elsewhere; one to the
+//!    pid only); S → T with a 5 s limit. PASS iff for every sender nothing is out of order,
+//!    behind or repeated, and handled = accepted − bounced.
+//! 2. **crash** (`crash.rs`): senders on S and X as above (one on X), and S killed with
+//!    SIGKILL: in even runs at a random moment from 20 ms before `migrate` returns to 200 ms
+//!    after, in odd runs 0.3 to 1.5 ms after the hand-over, while the account is in flight (the
+//!    seed is printed). X's sender is judged: lost = accepted − handled − bounced − in doubt
+//!    (the rise of X's `DistCounts::in_doubt`); PASS iff lost ≤ 0. A run whose account died
+//!    with S is printed as `NO ACCOUNT` and not judged.
 //!
-//! Output: one line per run, `<scenario> run <i>: PASS|FAIL ... (<seconds>)` with its
-//! figures, and last `migration_check: N runs, M failures`. Exit code 0 only if every run
-//! passed. A run that cannot be carried out (a child that does not start, an answer that does
-//! not come) is a failure, with its reason. Every wait has a deadline; a child is killed on
-//! every error path (when its handle drops), and shuts down by itself when its stdin closes.
-//! With `RUST_LOG` set, the children say on stderr what they do.
+//! Output: one line per run, `<scenario> run <i>: PASS|FAIL|NO ACCOUNT ... (<seconds>)` with
+//! its figures, and last `migration_check: N runs, M failures` (runs not judged count as
+//! runs, not failures). Exit code 0 only if every judged run passed. A run that cannot be
+//! carried out (a child that does not start, an answer that does not come) is a failure,
+//! with its reason. Every wait has a deadline; a child is killed on every error path (when its
+//! handle drops), and shuts down by itself when its stdin closes. With `RUST_LOG` set, the
+//! children say on stderr what they do.
 //!
 //! The children talk to the parent in lines: commands on their stdin (`SPAWN`, `SEND <id>
 //! <pid> <count> <rate> follow|pid`, `SENDER <id>`, `HALT <id>`, `MIGRATE <node-id>
 //! <timeout-µs> <hold-ms> <lead-ms>`, `QUERY <pid>`, `WHEREIS`, `COPIES`, `COUNTS`), answers on
 //! their stdout (`READY <node-id>`, `SPAWNED <pid>`, `SENDING`, `SENDER <json>`, `HALTED
-//! <json>`, `HOLDING` then `MIGRATION <json>`, `COUNTERS <json>`, `WHEREIS <json>`, `COPIES
-//! <json>`, `COUNTS <json>`, `ERR <text>`), and membership events (`EVENT UP|DOWN <node-id>`).
+//! <json>`, `HOLDING`, `HELD` and `MIGRATION <json>`, `COUNTERS <json>`, `WHEREIS <json>`,
+//! `COPIES <json>`, `COUNTS <json>`, `ERR <text>`), and membership events (`EVENT UP|DOWN
+//! <node-id>`).
 //!
 //! The modules, by job: `settings` (the command line and the constants), `account` (the
 //! account and its messages), `copies` (the copies a node runs), `sender` (a sender thread),
 //! `child` (a node), `moving` (S's side of a migration), `child_proc` (the parent's handle on
-//! a child), `cluster` (a run's three nodes), `steps` (what the scenarios share), `order` (the
-//! scenario), `util` (small helpers).
+//! a child), `cluster` (a run's three nodes), `steps` (what the scenarios share), `order` and
+//! `crash` (the scenarios), `util` (small helpers).
 
 mod account;
 mod child;
 mod child_proc;
 mod cluster;
 mod copies;
+mod crash;
 mod moving;
 mod order;
 mod sender;
@@ -62,6 +72,7 @@ use clap::Parser;
 
 use settings::{Args, Scenario, WATCHDOG};
 use steps::{Outcome, Verdict};
+use util::Rng;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -90,14 +101,26 @@ fn main() -> ExitCode {
 }
 
 fn parent_main(args: &Args) -> Result<bool, String> {
-    let certs = std::env::temp_dir().join(format!("whirl-migration-check-{}", std::process::id()));
+    let seed = match args.seed {
+        Some(seed) => seed,
+        None => Rng::os_seed()?,
+    };
+    let mut rng = Rng::new(seed);
+    let certs = std::env::temp_dir().join(format!(
+        "whirl-migration-check-{}-{:08x}",
+        std::process::id(),
+        rng.next_u64() as u32
+    ));
     util::make_certs(&certs, &["S", "T", "X"])?;
     println!(
-        "migration_check: {} run(s) of {:?}, {} deposits per sender at {}/s, hold {} ms",
+        "migration_check: {} run(s) of {:?}, seed {seed}, {} deposits per sender at {}/s, hold \
+         {} ms",
         args.runs, args.scenario, args.deposits, args.rate, args.hold_ms
     );
     let scenarios: &[Scenario] = match args.scenario {
-        Scenario::All | Scenario::Order => &[Scenario::Order],
+        Scenario::All => &[Scenario::Order, Scenario::Crash],
+        Scenario::Order => &[Scenario::Order],
+        Scenario::Crash => &[Scenario::Crash],
     };
     let (mut runs, mut failures) = (0u32, 0u32);
     for &scenario in scenarios {
@@ -105,6 +128,7 @@ fn parent_main(args: &Args) -> Result<bool, String> {
             let began = Instant::now();
             let result = match scenario {
                 Scenario::Order => order::run(args, &certs),
+                Scenario::Crash => crash::run(args, &certs, &mut rng, run),
                 Scenario::All => Err("not a single scenario".to_owned()),
             };
             let outcome = result.unwrap_or_else(|e| Outcome {
@@ -114,6 +138,7 @@ fn parent_main(args: &Args) -> Result<bool, String> {
             let word = match outcome.verdict {
                 Verdict::Pass => "PASS",
                 Verdict::Fail => "FAIL",
+                Verdict::NotJudged => "NO ACCOUNT",
             };
             let name = format!("{scenario:?}").to_lowercase();
             println!(

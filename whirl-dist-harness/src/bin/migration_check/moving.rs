@@ -1,6 +1,6 @@
 //! S's side of a migration: the account held (its handler blocks, so deposits queue behind
 //! it), `Node::migrate` called half-way through the hold, and what it returned, with when.
-//! Says `HOLDING` once the hold started.
+//! Says `HOLDING` once the hold started and `HELD` once it ended (the hand-over comes next).
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -31,7 +31,8 @@ pub struct MigrationReport {
     pub after_hold_us: i64,
 }
 
-/// Holds `account` for `hold.0` ms (says `HOLDING` once the hold started), waits `hold.1` ms for deposits to queue behind it, and migrates it to `to` with
+/// Holds `account` for `hold.0` ms (says `HOLDING` once the hold started, `HELD` once it
+/// ended), waits `hold.1` ms for deposits to queue behind it, and migrates it to `to` with
 /// time limit `timeout`.
 pub fn hold_and_migrate(
     node: &Node,
@@ -56,6 +57,17 @@ pub fn hold_and_migrate(
         thread::sleep(Duration::from_micros(200));
     };
     say("HOLDING");
+    // `HELD` once the hold ends, that is at the hand-over (the crash scenario times its kill
+    // from it).
+    thread::spawn(move || {
+        while Instant::now() < deadline {
+            if copies::hold_ended().is_some() {
+                say("HELD");
+                return;
+            }
+            thread::sleep(Duration::from_micros(50));
+        }
+    });
     thread::sleep(Duration::from_millis(lead_ms));
     let moved_before = runtime.counts().moved;
     let began = Instant::now();

@@ -20,6 +20,8 @@ use crate::util::{from_json, parse_pid};
 pub enum Verdict {
     Pass,
     Fail,
+    /// Nothing to judge (the crash scenario's account died with S).
+    NotJudged,
 }
 
 /// A run's verdict and the figures behind it.

@@ -1,5 +1,5 @@
 //! Small helpers every part of the check uses: a lock that survives poisoning, the JSON of
-//! the children's answers, certificates and free ports, pids and times as text.
+//! the children's answers, certificates and free ports, pids as text, and a small PRNG.
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -87,4 +87,35 @@ pub fn ms(d: Duration) -> String {
 /// Signed microseconds as milliseconds, with their sign.
 pub fn signed_ms(us: i64) -> String {
     format!("{:+.1} ms", us as f64 / 1e3)
+}
+
+/// SplitMix64: a small, seedable generator (the kill delays need reproducibility, not
+/// quality).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// A seed from the operating system.
+    pub fn os_seed() -> Result<u64, String> {
+        let mut bytes = [0u8; 8];
+        getrandom::fill(&mut bytes).map_err(|e| format!("no entropy for a seed: {e}"))?;
+        Ok(u64::from_le_bytes(bytes))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `low..=high`.
+    pub fn between(&mut self, low: i64, high: i64) -> i64 {
+        let span = u64::try_from(high - low).unwrap_or(0) + 1;
+        low + i64::try_from(self.next_u64() % span).unwrap_or(0)
+    }
 }
