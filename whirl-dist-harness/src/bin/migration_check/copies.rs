@@ -28,6 +28,12 @@ pub struct CopyReport {
     pub handled: Vec<u64>,
 }
 
+impl CopyReport {
+    pub fn total(&self) -> u64 {
+        self.handled.iter().sum()
+    }
+}
+
 #[whirl::allow_shared(
     reason = "a statistic of this OS process read by the check's child, not by any process: \
               each account copy adds to its own entry"

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! cargo run --release -p whirl-dist-harness --bin migration_check -- [--runs N]
-//!     [--scenario order|crash|all] [--seed S]
+//!     [--scenario order|crash|timeout|all] [--seed S]
 //!     [--deposits N] [--rate N] [--hold-ms MS] [--lease-ms MS]
 //! ```
 //!
@@ -28,6 +28,11 @@
 //!    seed is printed). X's sender is judged: lost = accepted − handled − bounced − in doubt
 //!    (the rise of X's `DistCounts::in_doubt`); PASS iff lost ≤ 0. A run whose account died
 //!    with S is printed as `NO ACCOUNT` and not judged.
+//! 3. **timeout** (`timeout.rs`): the same senders, `migrate` with a limit shorter than a round
+//!    trip (0, 1 µs, 200 µs, 1 ms by run). Every node reports the account copies it runs
+//!    (`copies.rs`). PASS iff at most one restored copy handled deposits, the copies together
+//!    handled each sender's accepted deposits once (total = accepted − bounced), and the name
+//!    has one holder (`whereis_all` on X).
 //!
 //! Output: one line per run, `<scenario> run <i>: PASS|FAIL|NO ACCOUNT ... (<seconds>)` with
 //! its figures, and last `migration_check: N runs, M failures` (runs not judged count as
@@ -48,8 +53,8 @@
 //! The modules, by job: `settings` (the command line and the constants), `account` (the
 //! account and its messages), `copies` (the copies a node runs), `sender` (a sender thread),
 //! `child` (a node), `moving` (S's side of a migration), `child_proc` (the parent's handle on
-//! a child), `cluster` (a run's three nodes), `steps` (what the scenarios share), `order` and
-//! `crash` (the scenarios), `util` (small helpers).
+//! a child), `cluster` (a run's three nodes), `steps` (what the scenarios share), `order`,
+//! `crash` and `timeout` (the scenarios), `util` (small helpers).
 
 mod account;
 mod child;
@@ -62,6 +67,7 @@ mod order;
 mod sender;
 mod settings;
 mod steps;
+mod timeout;
 mod util;
 
 use std::process::ExitCode;
@@ -118,9 +124,10 @@ fn parent_main(args: &Args) -> Result<bool, String> {
         args.runs, args.scenario, args.deposits, args.rate, args.hold_ms
     );
     let scenarios: &[Scenario] = match args.scenario {
-        Scenario::All => &[Scenario::Order, Scenario::Crash],
+        Scenario::All => &[Scenario::Order, Scenario::Crash, Scenario::Timeout],
         Scenario::Order => &[Scenario::Order],
         Scenario::Crash => &[Scenario::Crash],
+        Scenario::Timeout => &[Scenario::Timeout],
     };
     let (mut runs, mut failures) = (0u32, 0u32);
     for &scenario in scenarios {
@@ -129,6 +136,7 @@ fn parent_main(args: &Args) -> Result<bool, String> {
             let result = match scenario {
                 Scenario::Order => order::run(args, &certs),
                 Scenario::Crash => crash::run(args, &certs, &mut rng, run),
+                Scenario::Timeout => timeout::run(args, &certs, run - 1),
                 Scenario::All => Err("not a single scenario".to_owned()),
             };
             let outcome = result.unwrap_or_else(|e| Outcome {

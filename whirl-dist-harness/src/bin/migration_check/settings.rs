@@ -24,6 +24,8 @@ pub const MIGRATE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const SEND_DEADLINE: Duration = Duration::from_secs(30);
 /// How long the accounts may take to handle every accepted deposit, once the senders are done.
 pub const SETTLE_DEADLINE: Duration = Duration::from_secs(8);
+/// In the timeout scenario, the handled totals must stay unchanged this long to be final.
+pub const STABLE_FOR: Duration = Duration::from_millis(600);
 /// How long the survivors may take to see a killed node Down.
 pub const DOWN_DEADLINE: Duration = Duration::from_secs(5);
 /// In the crash scenario, how long things settle after X saw S Down.
@@ -56,7 +58,9 @@ pub enum Scenario {
     Order,
     /// SIGKILL of the source node around the migration: nothing lost silently.
     Crash,
-    /// All of them, in that order.
+    /// A time limit shorter than a round trip: never two live copies.
+    Timeout,
+    /// All three, in that order.
     All,
 }
 
