@@ -67,7 +67,7 @@
 //! when it hands its message back) or sees the bit. Nothing global keeps a closed link: the
 //! ready queue may hold it until a writer sees it closed and lets go.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::mem;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
@@ -116,6 +116,10 @@ pub(crate) struct Link {
     credit: AtomicU64,
     /// The highest `Ack { received }` seen, capped at `published`.
     acked: AtomicU64,
+    /// Data frames beyond `acked` that the peer answered already (a bounce, a redirect, a
+    /// reply), by position: not in doubt if the peer goes Down before acknowledging them.
+    /// Changed together with `acked`, under this lock.
+    answered: Mutex<BTreeSet<u64>>,
     /// Asks to this peer awaiting their end.
     asks: AtomicU64,
     /// Data frames handed to the data lane so far (a fence's mark: see `moves.rs`).
@@ -187,6 +191,7 @@ impl Link {
             window: window as u64,
             credit: AtomicU64::new(0),
             acked: AtomicU64::new(0),
+            answered: Mutex::new(BTreeSet::new()),
             asks: AtomicU64::new(0),
             enqueued: AtomicU64::new(0),
             gate: parking_lot::RwLock::new(()),
@@ -281,12 +286,30 @@ impl Link {
     /// acknowledge more than was published to it (a confused or hostile one is capped).
     pub(crate) fn on_ack(&self, received: u64) {
         let received = received.min(self.out.published.load(Acquire));
+        let mut answered = self.answered.lock();
         let previous = self.acked.fetch_max(received, AcqRel);
+        if !answered.is_empty() {
+            *answered = answered.split_off(&(received + 1));
+        }
+        drop(answered);
         if received > previous {
             let delta = received - previous;
             let _ = self.credit.fetch_update(AcqRel, Acquire, |c| {
                 (c & DOWN == 0).then(|| c.saturating_sub(delta))
             });
+        }
+    }
+
+    /// The peer answered the `seq`-th data frame it took (bounced, redirected or replied to
+    /// it): if that frame is not acknowledged yet, it is not in doubt any more. A position
+    /// beyond what was published is ignored (a peer cannot answer what it never got).
+    pub(crate) fn answered(&self, seq: u64) {
+        if seq == 0 || seq > self.out.published.load(Acquire) {
+            return;
+        }
+        let mut answered = self.answered.lock();
+        if seq > self.acked.load(Acquire) {
+            answered.insert(seq);
         }
     }
 
@@ -306,7 +329,7 @@ impl Link {
     }
 
     /// Closes the link for good (the peer is Down, or this node shuts down). Returns how
-    /// many data frames were unacknowledged: they are in doubt. Idempotent: later calls
+    /// many data frames were unacknowledged and unanswered: they are in doubt. Idempotent: later calls
     /// return 0. Never blocks on a writer: the frames still queued are dropped here, and the
     /// link is scheduled so that a writer drops its publishers.
     pub(crate) fn close(&self) -> u64 {
@@ -323,7 +346,7 @@ impl Link {
             }
         }
         match before & DOWN {
-            0 => before,
+            0 => before.saturating_sub(self.answered.lock().len() as u64),
             _ => 0,
         }
     }

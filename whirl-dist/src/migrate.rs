@@ -44,7 +44,7 @@ use crate::dispatch::{Export, RestoreFn};
 use crate::export::ExportBuilder;
 use crate::node::Node;
 use crate::watches::Theirs;
-use crate::wire::{self, Header, MigratePayload};
+use crate::wire::{self, Header, MigratePayload, RemoteExit};
 use crate::{DistError, NodeId, Pid};
 
 /// Why [`Node::migrate`] did not move a process. Where the process is then is said in each
@@ -62,16 +62,22 @@ pub enum MigrateError {
     /// The target is this node. The process was not touched.
     #[error("the process is already on that node")]
     SameNode,
+    /// The target refused to take processes of this type, could not be reached, or did not
+    /// answer within the time limit. The process was not touched: nothing was sent yet.
+    #[error("the target did not take the process ({why}); it was not touched")]
+    Refused {
+        /// What the target said, or why it could not be asked.
+        why: String,
+    },
     /// The process is moving already. It was not touched.
     #[error("the process is already moving")]
     AlreadyMoving,
     /// The process ended, or was asked to, before it could be handed over.
     #[error("the process has ended or is ending")]
     Ended,
-    /// The target refused the process, could not be reached, or did not answer in time; the
-    /// process was restored on this node, with its queue, as `restored_as`. (A target that
-    /// answers after the time limit may have restored it too: give `migrate` a time limit
-    /// well above a round trip.)
+    /// The target refused the process when it arrived (restoring it failed there); the
+    /// process was restored on this node, with its queue, as `restored_as`, and the target
+    /// runs no copy.
     #[error("the migration failed ({why}); the process runs here again as {restored_as}")]
     Failed {
         /// What went wrong.
@@ -81,9 +87,21 @@ pub enum MigrateError {
     },
     /// The migration failed and the process could not be restored here either (its state did
     /// not encode, or restoring it failed): it is gone, and its queue went to the dead-letter
-    /// sink.
+    /// sink. Its remote watchers are told it failed.
     #[error("the migration failed ({0}) and the process could not be restored")]
     Lost(String),
+    /// The process was sent and the target went Down before it said whether it started it:
+    /// the process may have run there until then, so it is not restored here (two copies
+    /// could run if the target was only cut off). It runs nowhere this node can reach; its
+    /// remote watchers are told `NoConnection`, and frames held for it go back to their
+    /// senders as for an ended process.
+    #[error("the target {to} went down with the process ({why}); it was not restored here")]
+    InDoubt {
+        /// The target.
+        to: NodeId,
+        /// What happened.
+        why: String,
+    },
 }
 
 impl Node {
@@ -141,19 +159,8 @@ impl Node {
                 }
             }
             core.adopt_watchers(local, &payload.watchers);
-            if !payload.names.is_empty() {
-                // Registering declares liveliness tokens, which is not done from inside a
-                // Zenoh callback (where restores run).
-                let (core, names) = (Arc::downgrade(&core), payload.names.clone());
-                std::thread::spawn(move || {
-                    let Some(core) = core.upgrade() else { return };
-                    for name in names {
-                        if let Err(error) = core.register(&name, pid) {
-                            tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");
-                        }
-                    }
-                });
-            }
+            // Its names are registered by the caller: at once when restored where it was, once
+            // every peer follows it when it moved (`core/relocation.rs`).
             Ok(local)
         });
         self.core.add_migration(kind, TypeId::of::<P>(), restore)?;
@@ -195,6 +202,7 @@ impl Node {
         if to == core.id() {
             return Err(MigrateError::SameNode);
         }
+        probe(core, to, kind, timeout).map_err(|why| MigrateError::Refused { why })?;
         if !core.begin_moving(local) {
             return Err(MigrateError::AlreadyMoving);
         }
@@ -220,30 +228,33 @@ impl Node {
         let payload = match encode(addr, handed, &export, names, &watchers) {
             Ok(payload) => payload,
             Err(why) => {
-                core.abort_moving(local);
+                core.lost_moving(local, watchers, RemoteExit::Failed(why.clone()));
                 return Err(MigrateError::Lost(why));
             }
         };
-        let sent = send(core, to, kind, &payload, timeout);
-        match sent {
+        match transfer(core, local, to, kind, &payload) {
             Ok(new_local) => {
                 let new = Pid::new(to, new_local);
                 core.finish_moving(local, new, watchers);
                 Ok(new)
             }
-            Err(why) => match core.restore(kind, &payload) {
+            Err(Unmoved::NotStarted(why)) => match core.restore(kind, &payload) {
                 Ok(new_local) => {
+                    core.register_restored(new_local, payload.names.clone());
                     let restored_as = Pid::new(core.id(), new_local);
                     core.finish_moving(local, restored_as, watchers);
                     Err(MigrateError::Failed { why, restored_as })
                 }
                 Err(again) => {
-                    core.abort_moving(local);
-                    Err(MigrateError::Lost(format!(
-                        "{why}; restoring here: {again}"
-                    )))
+                    let why = format!("{why}; restoring here: {again}");
+                    core.lost_moving(local, watchers, RemoteExit::Failed(why.clone()));
+                    Err(MigrateError::Lost(why))
                 }
             },
+            Err(Unmoved::InDoubt(why)) => {
+                core.lost_moving(local, watchers, RemoteExit::NoConnection);
+                Err(MigrateError::InDoubt { to, why })
+            }
         }
     }
 }
@@ -288,14 +299,29 @@ fn encode<P: Process + Serialize>(
     })
 }
 
-/// Sends the process to `to`; its new local id there, or why not.
-fn send(
-    core: &Arc<Core>,
-    to: NodeId,
-    kind: u64,
-    payload: &MigratePayload,
-    timeout: Duration,
-) -> Result<u64, String> {
+/// Why a process did not move.
+enum Unmoved {
+    /// The target did not start it and never will: it may be restored here.
+    NotStarted(String),
+    /// The target was sent the process and went Down before saying whether it started it.
+    InDoubt(String),
+}
+
+/// What a refused send says.
+fn send_error(e: SendError) -> String {
+    match e {
+        SendError::Full => "the link to the target is full".to_owned(),
+        SendError::Down => "the target node is down".to_owned(),
+        SendError::Encode(e) => format!("the process does not encode: {e}"),
+        SendError::TooLarge { size, limit } => {
+            format!("the process and its queue take {size} bytes, over the frame limit of {limit}")
+        }
+    }
+}
+
+/// Asks `to` whether it takes processes of kind `kind`, waiting until `timeout`: nothing has
+/// moved yet, so giving up here leaves nothing behind on the target.
+fn probe(core: &Arc<Core>, to: NodeId, kind: u64, timeout: Duration) -> Result<(), String> {
     let link = core
         .link_to(to)
         .ok_or_else(|| "the target node is down".to_owned())?;
@@ -304,23 +330,13 @@ fn send(
         .start_request(
             Some(&link),
             to,
-            |req| Header::Migrate { req, kind },
-            payload,
+            |req| Header::Probe { req, kind },
+            &(),
             deadline,
         )
-        .map_err(|e| match e {
-            SendError::Full => "the link to the target is full".to_owned(),
-            SendError::Down => "the target node is down".to_owned(),
-            SendError::Encode(e) => format!("the process does not encode: {e}"),
-            SendError::TooLarge { size, limit } => {
-                format!(
-                    "the process and its queue take {size} bytes, over the frame limit of {limit}"
-                )
-            }
-        })?;
+        .map_err(send_error)?;
     match slot.wait(deadline) {
-        AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
-            .map_err(|_| "the target's answer did not decode".to_owned()),
+        AskEnd::Answered(_) => Ok(()),
         AskEnd::Failed(why) => Err(format!("the target refused: {why}")),
         AskEnd::Bounced(reason, _) => Err(format!("the target refused: {reason}")),
         AskEnd::NoReply => Err("the target did not answer".to_owned()),
@@ -328,6 +344,56 @@ fn send(
         AskEnd::NodeDown => Err("the target node went down".to_owned()),
     }
 }
+
+/// Sends the process to `to`, which restores it at once; its new local id there, or why not.
+/// Sending is the decision: from then on only the target can say it did not start the
+/// process, so the answer is waited for without a time limit, until it comes or the target
+/// is Down (a frozen target loses its lease). A Down target may have started it, so it is not
+/// restored here: at most one copy ever runs.
+fn transfer(
+    core: &Arc<Core>,
+    local: u64,
+    to: NodeId,
+    kind: u64,
+    payload: &MigratePayload,
+) -> Result<u64, Unmoved> {
+    let link = core
+        .link_to(to)
+        .ok_or_else(|| Unmoved::NotStarted("the target node is down".to_owned()))?;
+    // One holder at a time: the target registers the names once the process runs there
+    // (or this node again, if it is restored here).
+    core.withdraw_names(local);
+    let deadline = Instant::now() + ANSWER_WAIT;
+    let slot = core
+        .start_request(
+            Some(&link),
+            to,
+            |req| Header::Migrate { req, kind },
+            payload,
+            deadline,
+        )
+        .map_err(|e| Unmoved::NotStarted(send_error(e)))?;
+    match slot.wait(deadline) {
+        AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
+            .map_err(|_| Unmoved::InDoubt("the target's answer did not decode".to_owned())),
+        AskEnd::Failed(why) => Err(Unmoved::NotStarted(format!(
+            "the target did not start it: {why}"
+        ))),
+        AskEnd::Bounced(reason, _) => Err(Unmoved::NotStarted(format!(
+            "the target did not start it: {reason}"
+        ))),
+        AskEnd::NoReply | AskEnd::Timeout => Err(Unmoved::InDoubt(
+            "the target did not say whether it started the process".to_owned(),
+        )),
+        AskEnd::NodeDown => Err(Unmoved::InDoubt(
+            "the target went down before saying whether it started the process".to_owned(),
+        )),
+    }
+}
+
+/// How long the target's answer to a move is waited for: in effect until it comes or the
+/// target is Down.
+const ANSWER_WAIT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Posts one moved message to a restored process.
 fn repost(export: &Export, tag: u64, bytes: &[u8]) {

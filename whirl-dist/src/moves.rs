@@ -27,6 +27,8 @@ use crate::{NodeId, Pid};
 /// A data frame held while its receiver moves.
 pub(crate) struct HeldFrame {
     pub(crate) from: NodeId,
+    /// Its position among the frames taken from `from` (see `Inbound::held`).
+    pub(crate) index: u64,
     pub(crate) header: Header,
     pub(crate) payload: Vec<u8>,
 }
@@ -72,6 +74,9 @@ pub(crate) struct Moves {
     moved: HashMap<u64, Pid>,
     /// This node's redirects, by (old node, old local id).
     redirects: HashMap<(NodeId, u64), Redirect>,
+    /// The redirects still fencing, by the pid they lead to: a message sent straight to that
+    /// pid (its sender found it by name) waits behind them too.
+    fencing_to: HashMap<Pid, (NodeId, u64)>,
 }
 
 impl Moves {
@@ -113,13 +118,6 @@ impl Moves {
         Some(std::mem::take(held))
     }
 
-    /// Whether a frame from `node` is held (a fence of `node` waits for it to be redirected).
-    pub(crate) fn holds_from(&self, node: NodeId) -> bool {
-        self.moving
-            .values()
-            .any(|held| held.iter().any(|f| f.from == node))
-    }
-
     /// `local` did not move: stops holding; returns the frames held, in order.
     pub(crate) fn abort(&mut self, local: u64) -> Vec<HeldFrame> {
         self.moving.remove(&local).unwrap_or_default()
@@ -138,7 +136,11 @@ impl Moves {
         local: u64,
         buffer: impl FnOnce() -> Outgoing,
     ) -> Option<Route> {
-        match self.redirects.get_mut(&(node, local))? {
+        let key = match self.redirects.contains_key(&(node, local)) {
+            true => (node, local),
+            false => *self.fencing_to.get(&Pid::new(node, local))?,
+        };
+        match self.redirects.get_mut(&key)? {
             Redirect::Done(to) => Some(Route::To(*to)),
             Redirect::Fencing { back, later, .. } if back.len() + later.len() >= MAX_BUFFERED => {
                 Some(Route::Full)
@@ -171,6 +173,7 @@ impl Moves {
                     passed: false,
                 };
                 self.redirects.insert((node, local), fencing);
+                self.fencing_to.entry(to).or_insert((node, local));
                 Redirected::First
             }
             Some(Redirect::Fencing { back, .. }) => {
@@ -179,6 +182,22 @@ impl Moves {
             }
             Some(Redirect::Done(to)) => Redirected::Send(*to, message),
         }
+    }
+
+    /// `(node, local)` moved to `to`, as its node told: its messages start waiting for the
+    /// fence (as at a first redirect, with nothing back yet), unless they already follow it.
+    pub(crate) fn relocated(&mut self, node: NodeId, local: u64, to: Pid) {
+        if self.redirects.contains_key(&(node, local)) {
+            return;
+        }
+        let fencing = Redirect::Fencing {
+            to,
+            back: VecDeque::new(),
+            later: VecDeque::new(),
+            passed: false,
+        };
+        self.redirects.insert((node, local), fencing);
+        self.fencing_to.entry(to).or_insert((node, local));
     }
 
     /// The fence for `(node, local)` passed, or a batch after it was sent: the messages to
@@ -204,6 +223,9 @@ impl Moves {
         let to = *to;
         if back.is_empty() && later.is_empty() {
             *entry = Redirect::Done(to);
+            if self.fencing_to.get(&to) == Some(&(node, local)) {
+                self.fencing_to.remove(&to);
+            }
             return None;
         }
         let mut batch = std::mem::take(back);
@@ -242,6 +264,9 @@ impl Moves {
             Redirect::Fencing { .. } => true,
         });
         self.moved.retain(|_, to| to.node() != node);
+        let redirects = &self.redirects;
+        self.fencing_to
+            .retain(|_, key| matches!(redirects.get(key), Some(Redirect::Fencing { .. })));
         (stranded, orphaned)
     }
 }

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::NodeId;
 
 /// The frame format this build speaks.
-pub(crate) const VERSION: u8 = 2;
+pub(crate) const VERSION: u8 = 3;
 
 /// The version byte of a version notice (frozen).
 const NOTICE: u8 = 0;
@@ -159,14 +159,22 @@ pub(crate) enum Header {
     /// The receiver has taken `received` data frames (posts and asks) from this sender so
     /// far, in total: the sender's credit window refills by the difference.
     Ack { received: u64 },
-    /// A posted message given back; the payload is the original message bytes.
+    /// A posted message given back; the payload is the original message bytes. `seq`, here
+    /// and in `Reply` and `Redirect`, is the position of the data frame answered among those
+    /// the receiver took from this sender (from 1; 0 for none): the sender does not count in
+    /// doubt a frame it got an answer for, acknowledged or not.
     Bounce {
         tag: u64,
         route: Option<u64>,
         reason: BounceReason,
+        seq: u64,
     },
-    /// The end of the ask (or spawn) `req`.
-    Reply { req: u64, outcome: Outcome },
+    /// The end of the ask (or spawn, or migration phase) `req`.
+    Reply {
+        req: u64,
+        outcome: Outcome,
+        seq: u64,
+    },
     /// Watch process `target`; its end comes back as `Down { mref }`. With `link`, the target
     /// is also killed when the watching side sends `Exit { mref }` or its node goes Down.
     Monitor { target: u64, mref: u64, link: bool },
@@ -183,9 +191,12 @@ pub(crate) enum Header {
         factory: u64,
         principal: Option<WirePrincipal>,
     },
-    /// A process moving here: restore it from the payload (a [`MigratePayload`]) with the
-    /// migration kind `kind`; the end comes back as `Reply { req }` (answered: its new local
-    /// id).
+    /// Would this node take a process of migration kind `kind`? Nothing is sent or kept yet;
+    /// the end comes back as `Reply { req }` (answered: yes; failed: why not).
+    Probe { req: u64, kind: u64 },
+    /// A process moving here, decided by its sender: restore it from the payload (a
+    /// [`MigratePayload`]) with the migration kind `kind`; the end comes back as
+    /// `Reply { req }` (answered: its new local id; failed: it was not started here).
     Migrate { req: u64, kind: u64 },
     /// A post to a process that moved, given back with its message (the payload) and where
     /// the process went (`node`, `local`).
@@ -196,6 +207,7 @@ pub(crate) enum Header {
         principal: Option<WirePrincipal>,
         node: u128,
         local: u64,
+        seq: u64,
     },
     /// From a sender that got redirects for `old`: answer `FenceDone` once the first `sent`
     /// data frames of mine are answered.
@@ -205,17 +217,31 @@ pub(crate) enum Header {
     /// The process this node watches under `mref` moved to (`node`, `local`); the watch
     /// moved with it.
     Moved { mref: u64, node: u128, local: u64 },
+    /// The sender's process `old` moved to (`node`, `local`); told to every peer, which starts
+    /// following it (its messages to either pid wait for the fence) and answers with a
+    /// `Fence { old }`.
+    Relocated { old: u64, node: u128, local: u64 },
+    /// Every peer of the sender follows the process it moved here as `local`: its names may
+    /// be registered now (a sender that finds the new pid by name then sends there in order).
+    NamesFree { local: u64 },
 }
 
 impl Header {
-    /// For a data frame (a post or an ask): the header that gives it back to its sender with
-    /// `reason` (a bounce, or a reply that says it bounced); `None` for any other frame.
-    pub(crate) fn given_back(&self, reason: BounceReason) -> Option<Header> {
+    /// For a data frame (a post or an ask), the `seq`-th taken from its sender: the header
+    /// that gives it back with `reason` (a bounce, or a reply that says it bounced); `None`
+    /// for any other frame.
+    pub(crate) fn given_back(&self, reason: BounceReason, seq: u64) -> Option<Header> {
         match *self {
-            Header::Post { tag, route, .. } => Some(Header::Bounce { tag, route, reason }),
+            Header::Post { tag, route, .. } => Some(Header::Bounce {
+                tag,
+                route,
+                reason,
+                seq,
+            }),
             Header::Ask { req, .. } => Some(Header::Reply {
                 req,
                 outcome: Outcome::Bounced(reason),
+                seq,
             }),
             _ => None,
         }
@@ -360,6 +386,7 @@ impl Header {
                 | Header::Ask { .. }
                 | Header::Spawn { .. }
                 | Header::Migrate { .. }
+                | Header::Probe { .. }
         )
     }
 }
@@ -474,6 +501,7 @@ mod tests {
             tag: 1,
             route: None,
             reason: BounceReason::Rejected,
+            seq: 9,
         };
         let bytes = encode_raw(me(), &header, &payload);
         let frame = decode(&bytes, LIMIT).unwrap();

@@ -528,17 +528,21 @@ fn hostile_frames_are_counted_and_harmless() {
         bytes.extend_from_slice(&from.to_le_bytes());
         bytes
     };
-    let mut garbage: Vec<Vec<u8>> = vec![vec![], vec![2], vec![2; 16], vec![2; 40]];
-    let mut bad_header = prefix(2, 7);
+    // 40 bytes: the version, a made-up sender id, and bytes of 2, which decode as an
+    // acknowledgement (variant 2) and its payload.
+    let mut forty = vec![V; 17];
+    forty.resize(40, 2);
+    let mut garbage: Vec<Vec<u8>> = vec![vec![], vec![V], vec![V; 16], forty];
+    let mut bad_header = prefix(V, 7);
     bad_header.extend_from_slice(&[0xff; 30]);
     garbage.push(bad_header);
-    let mut huge = prefix(2, 7);
+    let mut huge = prefix(V, 7);
     huge.resize(2 << 20, 0);
     garbage.push(huge);
     // A foreign version from a stranger: counted, and nobody is answered.
     garbage.push(prefix(9, 7));
     // A well-formed frame (an acknowledgement) from a node that is not Up: dropped unread.
-    let mut stranger = prefix(2, 7);
+    let mut stranger = prefix(V, 7);
     stranger.extend_from_slice(&postcard_ack());
     garbage.push(stranger);
     for g in &garbage {
@@ -546,7 +550,7 @@ fn hostile_frames_are_counted_and_harmless() {
     }
     wait_for("garbage counted", || {
         let c = b.counts();
-        // Four malformed (empty, short, short, bad header); the 40 bytes of 2 and the
+        // Four malformed (empty, short, short, bad header); the 40 bytes and the
         // acknowledgement decode, but come from strangers. The oversized frame never reaches
         // whirl: Zenoh drops it while reassembling (`max_message_size`).
         c.malformed == 4 && c.foreign_version == 1 && c.from_unknown == 2
@@ -588,6 +592,9 @@ fn hostile_frames_are_counted_and_harmless() {
     ));
     runtime.shutdown_graceful();
 }
+
+/// The frame format's version (`wire::VERSION`).
+const V: u8 = 3;
 
 /// The header of an acknowledgement, as postcard encodes it (variant 2, then a varint).
 fn postcard_ack() -> Vec<u8> {

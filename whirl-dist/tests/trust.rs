@@ -169,7 +169,7 @@ fn post(to: &RemoteAddr<Deposit>, mut msg: Deposit) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Frames as an attacker writes them (wire.rs, VERSION 2), mirrored here: a test cannot use the
+// Frames as an attacker writes them (wire.rs, VERSION 3), mirrored here: a test cannot use the
 // crate's private encoder, and an attacker would not either.
 // ---------------------------------------------------------------------------------------------
 
@@ -203,6 +203,7 @@ enum Header {
         tag: u64,
         route: Option<u64>,
         reason: BounceReason,
+        seq: u64,
     },
 }
 
@@ -213,9 +214,9 @@ fn tag_of(name: &str) -> u64 {
     })
 }
 
-/// An unsealed version-2 frame: `[2][sender id, LE][header][payload]`.
+/// An unsealed version-3 frame: `[3][sender id, LE][header][payload]`.
 fn frame(from: NodeId, header: &Header, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = vec![2];
+    let mut bytes = vec![3];
     bytes.extend_from_slice(&from.as_u128().to_le_bytes());
     let mut bytes = postcard::to_extend(header, bytes).expect("encode a header");
     bytes.extend_from_slice(payload);
@@ -662,6 +663,7 @@ fn a_member_without_a_hello_is_never_up_and_cannot_forge_or_replay_frames() {
             tag: tag_of(Deposit::TAG),
             route: None,
             reason: BounceReason::Quarantined,
+            seq: 0,
         },
         &postcard::to_stdvec(&Deposit { seq: 0, cents: 1 }).expect("encode"),
     );
@@ -710,6 +712,7 @@ fn a_member_without_a_hello_is_never_up_and_cannot_forge_or_replay_frames() {
                 tag: tag_of(Deposit::TAG),
                 route: None,
                 reason: BounceReason::Quarantined,
+                seq: 0,
             },
             &[],
         ),

@@ -3,8 +3,9 @@
 //!
 //! For each peer the node counts the data frames it has taken (posted into the runtime or
 //! bounced) and acknowledges the running total: at once after every `window / 8` frames, and
-//! otherwise from the ticker within [`ACK_INTERVAL`]. A bounce is queued before the
-//! acknowledgement that covers its frame. An acknowledgement that comes in returns credit to
+//! otherwise from the ticker within [`ACK_INTERVAL`]. A bounce or a redirect is queued before
+//! the acknowledgement that covers its frame, and no acknowledgement covers a frame held for a
+//! process that is moving until it has been sent back (`Inbound::held`). An acknowledgement that comes in returns credit to
 //! the link it covers ([`Link::on_ack`](crate::link::Link::on_ack)).
 
 use std::sync::atomic::Ordering::Relaxed;
@@ -27,18 +28,18 @@ impl Core {
             return;
         }
         let batch = (self.window as u64 / 8).max(1);
-        let (ack, taken) = {
+        let ack = {
             let mut inbound = self.inbound.lock();
             let entry = inbound.entry(peer).or_default();
             entry.taken += 1;
-            let ack = (entry.taken - entry.acked >= batch).then(|| {
-                entry.acked = entry.taken;
-                entry.taken
-            });
-            (ack, entry.taken)
+            let ackable = entry.ackable();
+            (ackable.saturating_sub(entry.acked) >= batch).then(|| {
+                entry.acked = ackable;
+                ackable
+            })
         };
         if self.any_moves.load(Relaxed) {
-            self.fences_passed(peer, taken);
+            self.fences_passed(peer);
         }
         if let Some(received) = ack {
             self.send_ack(peer, received);
@@ -60,10 +61,10 @@ impl Core {
             let mut inbound = self.inbound.lock();
             inbound
                 .iter_mut()
-                .filter(|(_, i)| i.taken > i.acked)
+                .filter(|(peer, i)| **peer != self.id && i.ackable() > i.acked)
                 .map(|(peer, i)| {
-                    i.acked = i.taken;
-                    (*peer, i.taken)
+                    i.acked = i.ackable();
+                    (*peer, i.acked)
                 })
                 .collect()
         };
@@ -86,6 +87,17 @@ impl Core {
                 }
                 core.tick(Instant::now());
             })
+    }
+
+    /// `peer` answered its `seq`-th data frame from this node before acknowledging it: that
+    /// frame is not in doubt if `peer` goes Down now.
+    pub(super) fn answered(&self, peer: NodeId, seq: u64) {
+        if seq == 0 {
+            return;
+        }
+        if let Some(link) = self.links.read().get(&peer) {
+            link.answered(seq);
+        }
     }
 
     /// `peer` acknowledged `received` data frames of this node: their credit comes back.

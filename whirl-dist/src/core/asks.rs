@@ -92,14 +92,15 @@ impl Core {
     }
 
     /// Where the end of the ask `req` from `peer` goes.
-    pub(super) fn replier(self: &Arc<Self>, peer: NodeId, req: u64) -> Replier {
+    pub(super) fn replier(self: &Arc<Self>, peer: NodeId, req: u64, seq: u64) -> Replier {
         let core = Arc::clone(self);
         Replier::new(move |answer| {
             let (outcome, payload) = match answer {
                 Some(bytes) => (Outcome::Answered, bytes),
                 None => (Outcome::NoReply, Vec::new()),
             };
-            let mut frame = wire::encode_raw(core.id, &Header::Reply { req, outcome }, &payload);
+            let mut frame =
+                wire::encode_raw(core.id, &Header::Reply { req, outcome, seq }, &payload);
             if frame.len() > core.max_frame {
                 tracing::error!(
                     size = frame.len(),
@@ -109,6 +110,7 @@ impl Core {
                 let header = Header::Reply {
                     req,
                     outcome: Outcome::NoReply,
+                    seq,
                 };
                 frame = wire::encode_raw(core.id, &header, &[]);
             }

@@ -126,6 +126,7 @@ impl Core {
                 }
             }
         }
+        self.relocation_peer_down(peer);
         // A link opened later (a post racing with this) finds the peer quarantined.
         self.end_asks(|ask| ask.peer == peer, || AskEnd::NodeDown);
         self.inbound.lock().remove(&peer);

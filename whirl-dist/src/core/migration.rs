@@ -16,7 +16,7 @@ use crate::counts::bump;
 use crate::dispatch::RestoreFn;
 use crate::remote::tag_of;
 use crate::watches::Theirs;
-use crate::wire::{self, BounceReason, Header, MigratePayload, Outcome};
+use crate::wire::{self, BounceReason, Header, MigratePayload, Outcome, RemoteExit};
 use crate::{DistError, NodeEvent, NodeId, Pid};
 
 impl Core {
@@ -88,15 +88,12 @@ impl Core {
             let held = self.moves.lock().finish(local, to);
             let Some(held) = held else { break };
             for frame in held {
-                self.redirect(frame.from, &frame.header, &frame.payload, to);
+                self.redirect(frame.from, frame.index, &frame.header, &frame.payload, to);
+                self.release_held(frame.from, frame.index);
             }
         }
         // Fences that waited for these frames to come back may pass now.
-        let waiting: Vec<NodeId> = self.fences.lock().iter().map(|f| f.0).collect();
-        for peer in waiting {
-            let taken = self.inbound.lock().get(&peer).map_or(0, |i| i.taken);
-            self.fences_passed(peer, taken);
-        }
+        self.recheck_fences();
         for w in watchers {
             let header = Header::Moved {
                 mref: w.mref,
@@ -109,6 +106,7 @@ impl Core {
         self.forget_names(names);
         if to.node() != self.id {
             bump(&self.counts.migrated_out);
+            self.relocate(local, to);
         }
         self.announce_move(Pid::new(self.id, local), to);
     }
@@ -119,12 +117,16 @@ impl Core {
     pub(crate) fn abort_moving(self: &Arc<Self>, local: u64) {
         let held = self.moves.lock().abort(local);
         for frame in held {
-            let Some(back) = frame.header.given_back(BounceReason::Terminated) else {
-                continue;
-            };
-            bump(&self.counts.bounced);
-            self.bounce(frame.from, &back, &frame.payload);
+            if let Some(back) = frame
+                .header
+                .given_back(BounceReason::Terminated, frame.index)
+            {
+                bump(&self.counts.bounced);
+                self.bounce(frame.from, &back, &frame.payload);
+            }
+            self.release_held(frame.from, frame.index);
         }
+        self.recheck_fences();
     }
 
     /// Tells this node's event listeners that `from` moved to `to`.
@@ -134,25 +136,86 @@ impl Core {
         self.publish(members, Some(NodeEvent::Moved { from, to }));
     }
 
-    /// A process moving here: restore it, answer its new local id.
-    pub(super) fn on_migrate(self: &Arc<Self>, from: NodeId, req: u64, kind: u64, payload: &[u8]) {
+    /// Whether this node would take a process of kind `kind` (a migration's first step:
+    /// nothing moves before the answer, so a source that gives up waiting leaves nothing here).
+    pub(super) fn on_probe(self: &Arc<Self>, from: NodeId, seq: u64, req: u64, kind: u64) {
+        let answer = match self.migrations.read().contains_key(&kind) {
+            true => Ok(Vec::new()),
+            false => Err("this node accepts no migrations of that kind".to_owned()),
+        };
+        self.answer_migration(from, seq, req, answer);
+    }
+
+    /// A process moving here: restore it, answer its new local id. Its source decided: it
+    /// sent the process only once this node said it would take one of its kind, and it does
+    /// not restore it itself unless this node answers that it did not start it.
+    pub(super) fn on_migrate(
+        self: &Arc<Self>,
+        from: NodeId,
+        seq: u64,
+        req: u64,
+        kind: u64,
+        payload: &[u8],
+    ) {
         let restored = match wire::decode_payload::<MigratePayload>(payload) {
             Err(_) => Err("the migration payload did not decode".to_owned()),
-            Ok(payload) => self.restore(kind, &payload),
+            Ok(payload) => self.restore(kind, &payload).inspect(|&local| {
+                // Registered once every peer follows it (`relocation.rs`).
+                self.await_names(from, local, payload.names);
+            }),
         };
-        let (outcome, body) = match restored {
-            Ok(local) => (
-                Outcome::Answered,
-                postcard::to_stdvec(&local).unwrap_or_default(),
-            ),
-            Err(why) => (Outcome::Failed, why.into_bytes()),
+        let answer = restored.map(|local| postcard::to_stdvec(&local).unwrap_or_default());
+        self.answer_migration(from, seq, req, answer);
+    }
+
+    /// Answers a migration's probe or its move.
+    fn answer_migration(
+        self: &Arc<Self>,
+        to: NodeId,
+        seq: u64,
+        req: u64,
+        answer: Result<Vec<u8>, String>,
+    ) {
+        let (outcome, body) = match answer {
+            Ok(body) => {
+                bump(&self.counts.delivered);
+                (Outcome::Answered, body)
+            }
+            Err(why) => {
+                bump(&self.counts.bounced);
+                (Outcome::Failed, why.into_bytes())
+            }
         };
-        match outcome {
-            Outcome::Answered => bump(&self.counts.delivered),
-            _ => bump(&self.counts.bounced),
+        let header = Header::Reply { req, outcome, seq };
+        self.send_control(to, wire::encode_raw(self.id, &header, &body));
+    }
+
+    /// Withdraws the names of local process `local` here, before it is sent elsewhere: a
+    /// name has one holder at a time (the target registers it once the process runs there,
+    /// or this node again if it is restored here).
+    pub(crate) fn withdraw_names(&self, local: u64) {
+        let names = self.tokens.lock().remove(&local).unwrap_or_default();
+        self.forget_names(names);
+    }
+
+    /// Local process `local` was handed over and runs nowhere now, or may run only on a node
+    /// that is Down: its held frames go back to their senders as for an ended process, its
+    /// watchers are told `exit`, its names are withdrawn.
+    pub(crate) fn lost_moving(
+        self: &Arc<Self>,
+        local: u64,
+        watchers: Vec<Theirs>,
+        exit: RemoteExit,
+    ) {
+        self.abort_moving(local);
+        for w in watchers {
+            let header = Header::Down {
+                mref: w.mref,
+                reason: exit.clone(),
+            };
+            self.send_control(w.node, wire::encode_raw(self.id, &header, &[]));
         }
-        let header = Header::Reply { req, outcome };
-        self.send_control(from, wire::encode_raw(self.id, &header, &body));
+        self.withdraw_names(local);
     }
 
     /// A process this node watches through `mref` moved to `to`: the watch follows it.

@@ -16,8 +16,8 @@
 //! [`acks`] (acknowledgements and the ticker), [`asks`] (requests and their ends),
 //! [`membership`] (liveliness and Down), [`exports`] (what this node offers), [`spawn`]
 //! (remote spawn), [`registry`] (the cluster-wide names), [`monitors`] (watches and links
-//! across nodes), [`migration`] (moving a process) and [`redirects`] (following one that
-//! moved).
+//! across nodes), [`migration`] (moving a process), [`redirects`] (following one that
+//! moved) and [`relocation`] (telling every peer, and freeing its names).
 //!
 //! Frames arrive on Zenoh's threads ([`Core::on_frame`]). Those threads must never block or
 //! panic: everything takes short locks, decodes with the total decoder of [`crate::wire`], posts
@@ -26,7 +26,7 @@
 //! Lock order, where two are held at once: `members`, then `links`, then `inbound`; `watches`,
 //! then `exports`; `inbound`, then `moves` and `fences`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::atomic::Ordering::Relaxed;
@@ -62,6 +62,7 @@ mod monitors;
 mod receive;
 mod redirects;
 mod registry;
+mod relocation;
 mod spawn;
 
 /// One registration of this node: the name, the entry, and the token that publishes it.
@@ -99,6 +100,20 @@ struct Inbound {
     /// The last acknowledgement handed to Zenoh (by the writer of the link to the peer): the
     /// most the peer can have heard of, so what the receiver holds it to.
     published: Arc<AtomicU64>,
+    /// The positions (in the count of frames taken) of the peer's frames held for a process
+    /// that is moving and not yet sent back to it. No acknowledgement covers the first of
+    /// them: this node does not hold the message for good (the node that will handle it is
+    /// elsewhere), so if this node dies first, the sender counts it in doubt.
+    held: BTreeSet<u64>,
+}
+
+impl Inbound {
+    /// The frames that may be acknowledged: every one taken, up to the first still held.
+    fn ackable(&self) -> u64 {
+        self.held
+            .first()
+            .map_or(self.taken, |first| self.taken.min(first - 1))
+    }
 }
 
 /// Membership and the receivers of its events.
@@ -150,6 +165,13 @@ pub(crate) struct Core {
     migration_kinds: RwLock<HashMap<std::any::TypeId, u64>>,
     /// Fences from senders not yet answered: (sender, old local id, frames to take first).
     fences: Mutex<Vec<(NodeId, u64, u64)>>,
+    /// Processes that moved away, by old local id, until every peer follows them
+    /// (`relocation.rs`).
+    relocating: Mutex<HashMap<u64, relocation::Relocating>>,
+    /// Restored processes whose names wait for their old node's `NamesFree`: by local id, the
+    /// old node and the names.
+    unnamed: Mutex<HashMap<u64, (NodeId, Vec<String>)>>,
+
     /// What peers may do here.
     policy: Policy,
     /// The message tags peers may send, hashed (`None`: any).
@@ -202,6 +224,8 @@ impl Core {
             migrations: RwLock::new(HashMap::new()),
             migration_kinds: RwLock::new(HashMap::new()),
             fences: Mutex::new(Vec::new()),
+            relocating: Mutex::new(HashMap::new()),
+            unnamed: Mutex::new(HashMap::new()),
         }
     }
 

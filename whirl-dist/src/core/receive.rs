@@ -41,30 +41,39 @@ impl Core {
             tracing::debug!(from = %frame.from, "refused a frame from a node that is not Up");
             return;
         }
-        if frame.header.is_data() && frame.from != self.id && !self.within_window(frame.from) {
-            return self.over_window(frame.from);
-        }
+        // A data frame's position among those taken from its sender: answers carry it.
+        let seq = match frame.header.is_data() && frame.from != self.id {
+            false => 0,
+            true => match self.within_window(frame.from) {
+                Some(seq) => seq,
+                None => return self.over_window(frame.from),
+            },
+        };
         match frame.header {
             Header::Post { to, .. } | Header::Ask { to, .. }
-                if self.any_moves.load(Relaxed) && self.intercept(&frame, to) =>
+                if self.any_moves.load(Relaxed) && self.intercept(&frame, to, seq) =>
             {
                 bump(&self.counts.received);
-                self.taken(frame.from);
             }
             Header::Post {
                 to,
                 tag,
                 route,
                 principal,
-            } => self.on_post(&frame, to, tag, route, principal),
+            } => self.on_post(&frame, seq, to, tag, route, principal),
             Header::Ask {
                 to,
                 tag,
                 req,
                 principal,
-            } => self.on_ask(&frame, to, tag, req, principal),
+            } => self.on_ask(&frame, seq, to, tag, req, principal),
             Header::Ack { received } => self.on_ack(frame.from, received),
-            Header::Bounce { route, reason, .. } => self.returned(&frame, route, reason),
+            Header::Bounce {
+                route, reason, seq, ..
+            } => {
+                self.answered(frame.from, seq);
+                self.returned(&frame, route, reason)
+            }
             Header::Monitor { target, mref, link } => {
                 self.on_monitor(frame.from, target, mref, link)
             }
@@ -77,12 +86,17 @@ impl Core {
                 principal,
             } => {
                 bump(&self.counts.received);
-                self.on_spawn(frame.from, req, factory, principal, frame.payload);
+                self.on_spawn(frame.from, seq, req, factory, principal, frame.payload);
+                self.taken(frame.from);
+            }
+            Header::Probe { req, kind } => {
+                bump(&self.counts.received);
+                self.on_probe(frame.from, seq, req, kind);
                 self.taken(frame.from);
             }
             Header::Migrate { req, kind } => {
                 bump(&self.counts.received);
-                self.on_migrate(frame.from, req, kind, frame.payload);
+                self.on_migrate(frame.from, seq, req, kind, frame.payload);
                 self.taken(frame.from);
             }
             Header::Redirect {
@@ -92,7 +106,9 @@ impl Core {
                 principal,
                 node,
                 local,
+                seq,
             } => {
+                self.answered(frame.from, seq);
                 let to = Pid::from_wire(node, local);
                 let header = Header::Post {
                     to: local,
@@ -105,6 +121,10 @@ impl Core {
             Header::Fence { old, sent } => self.on_fence(frame.from, old, sent),
             Header::FenceDone { old } => self.on_fence_done(frame.from, old),
             Header::Moved { mref, node, local } => self.on_moved(mref, Pid::from_wire(node, local)),
+            Header::Relocated { old, node, local } => {
+                self.on_relocated(frame.from, old, Pid::from_wire(node, local))
+            }
+            Header::NamesFree { local } => self.on_names_free(frame.from, local),
             Header::Reply {
                 req,
                 outcome:
@@ -115,11 +135,16 @@ impl Core {
                         tag,
                         principal,
                     },
+                seq,
             } => {
+                self.answered(frame.from, seq);
                 let to = Pid::from_wire(node, local);
                 self.on_ask_redirected(&frame, req, old, to, tag, principal);
             }
-            Header::Reply { req, outcome } => self.on_reply(&frame, req, outcome),
+            Header::Reply { req, outcome, seq } => {
+                self.answered(frame.from, seq);
+                self.on_reply(&frame, req, outcome)
+            }
         }
     }
 
@@ -127,6 +152,7 @@ impl Core {
     fn on_post(
         self: &Arc<Self>,
         frame: &Frame<'_>,
+        seq: u64,
         to: u64,
         tag: u64,
         route: Option<u64>,
@@ -139,13 +165,17 @@ impl Core {
         // check for moves: held with the others.
         if delivery == Delivery::Refused(BounceReason::Terminated)
             && self.any_moves.load(Relaxed)
-            && self.intercept(frame, to)
+            && self.intercept(frame, to, seq)
         {
-            self.taken(frame.from);
             return;
         }
         if let Delivery::Refused(reason) = delivery {
-            let header = Header::Bounce { tag, route, reason };
+            let header = Header::Bounce {
+                tag,
+                route,
+                reason,
+                seq,
+            };
             self.bounce(frame.from, &header, frame.payload);
         }
         self.taken(frame.from);
@@ -156,6 +186,7 @@ impl Core {
     fn on_ask(
         self: &Arc<Self>,
         frame: &Frame<'_>,
+        seq: u64,
         to: u64,
         tag: u64,
         req: u64,
@@ -163,7 +194,7 @@ impl Core {
     ) {
         let principal = principal.and_then(|p| self.principal(frame.from, p));
         bump(&self.counts.received);
-        let replier = self.replier(frame.from, req);
+        let replier = self.replier(frame.from, req, seq);
         let delivery = self.deliver(
             frame.from,
             to,
@@ -176,6 +207,7 @@ impl Core {
             let header = Header::Reply {
                 req,
                 outcome: Outcome::Bounced(reason),
+                seq,
             };
             self.send_control(
                 frame.from,
@@ -215,7 +247,7 @@ impl Core {
     /// no link), so the sender learns it must restart; the rest is dropped.
     fn refuse_quarantined(&self, frame: &Frame<'_>) {
         bump(&self.counts.from_quarantined);
-        let Some(header) = frame.header.given_back(BounceReason::Quarantined) else {
+        let Some(header) = frame.header.given_back(BounceReason::Quarantined, 0) else {
             return;
         };
         let mut bytes = wire::encode_raw(self.id, &header, frame.payload);
@@ -266,12 +298,16 @@ impl Core {
     /// peer may have sent at most `window` frames beyond the last acknowledgement it can have
     /// heard of, the last one handed to Zenoh (not merely queued). A correct sender never has
     /// more outstanding, since it counts only acknowledgements it received; one that ignores
-    /// its credit runs ahead of this node's acknowledgements whenever they lag.
-    fn within_window(&self, peer: NodeId) -> bool {
+    /// its credit runs ahead of this node's acknowledgements whenever they lag. `Some` with
+    /// the frame's position among those taken from `peer` (frames of a peer are taken one at
+    /// a time, in order), `None` when it is beyond the window.
+    fn within_window(&self, peer: NodeId) -> Option<u64> {
         let inbound = self.inbound.lock();
-        inbound
-            .get(&peer)
-            .is_none_or(|i| i.taken.saturating_sub(i.published.load(Relaxed)) < self.window as u64)
+        match inbound.get(&peer) {
+            None => Some(1),
+            Some(i) => (i.taken.saturating_sub(i.published.load(Relaxed)) < self.window as u64)
+                .then_some(i.taken + 1),
+        }
     }
 
     /// `peer` sent beyond its window: the frame is refused, and the peer cut off.

@@ -21,26 +21,54 @@ use crate::{NodeId, Pid};
 
 impl Core {
     /// A data frame for a local process that is moving (held) or moved (redirected): `true`
-    /// if it was taken care of here.
-    pub(super) fn intercept(self: &Arc<Self>, frame: &Frame<'_>, to: u64) -> bool {
+    /// if it was taken care of here, and counted as taken.
+    ///
+    /// A held frame is counted taken (a fence's mark counts it) but not acknowledged until it
+    /// has been sent back ([`Core::release_held`]): until then only this node has it, and if
+    /// this node dies its sender must count it in doubt, not delivered.
+    pub(super) fn intercept(self: &Arc<Self>, frame: &Frame<'_>, to: u64, seq: u64) -> bool {
         let moved = {
+            let mut inbound = self.inbound.lock();
             let mut moves = self.moves.lock();
-            let held = moves.hold(to, || HeldFrame {
-                from: frame.from,
-                header: frame.header.clone(),
-                payload: frame.payload.to_vec(),
-            });
-            if held {
+            if moves.is_moving(to) {
+                let entry = inbound.entry(frame.from).or_default();
+                entry.taken += 1;
+                entry.held.insert(entry.taken);
+                let index = entry.taken;
+                moves.hold(to, || HeldFrame {
+                    from: frame.from,
+                    index,
+                    header: frame.header.clone(),
+                    payload: frame.payload.to_vec(),
+                });
                 return true;
             }
             moves.moved_to(to)
         };
         match moved {
             Some(pid) => {
-                self.redirect(frame.from, &frame.header, frame.payload, pid);
+                // Sent back before it is counted, so before any acknowledgement covers it.
+                self.redirect(frame.from, seq, &frame.header, frame.payload, pid);
+                self.taken(frame.from);
                 true
             }
             None => false,
+        }
+    }
+
+    /// A frame of `from` held at position `index` has been sent back (redirected, or bounced):
+    /// acknowledgements may cover it now (the ticker sends one, behind what was sent back).
+    pub(super) fn release_held(&self, from: NodeId, index: u64) {
+        if let Some(inbound) = self.inbound.lock().get_mut(&from) {
+            inbound.held.remove(&index);
+        }
+    }
+
+    /// Answers the fences that frames sent back since may have let pass.
+    pub(super) fn recheck_fences(self: &Arc<Self>) {
+        let waiting: Vec<NodeId> = self.fences.lock().iter().map(|f| f.0).collect();
+        for peer in waiting {
+            self.fences_passed(peer);
         }
     }
 
@@ -48,6 +76,7 @@ impl Core {
     pub(super) fn redirect(
         self: &Arc<Self>,
         from: NodeId,
+        seq: u64,
         header: &Header,
         payload: &[u8],
         to: Pid,
@@ -66,6 +95,7 @@ impl Core {
                 principal,
                 node,
                 local,
+                seq,
             },
             Header::Ask {
                 to: old,
@@ -81,6 +111,7 @@ impl Core {
                     tag,
                     principal,
                 },
+                seq,
             },
             _ => return,
         };
@@ -119,12 +150,16 @@ impl Core {
 
     /// A fence from `from`: answered once the first `sent` data frames from it were taken.
     pub(super) fn on_fence(self: &Arc<Self>, from: NodeId, old: u64, sent: u64) {
-        let done = from == self.id || {
+        let done = {
             let inbound = self.inbound.lock();
-            let taken = inbound.get(&from).map_or(0, |i| i.taken);
             // Frames of the sender held for a process still moving count as taken but have
             // not come back yet: the fence waits for them too (`finish_moving` looks again).
-            let done = taken >= sent && !self.moves.lock().holds_from(from);
+            // This node's own frames are taken at once, so only those held count for it.
+            let (taken, holding) = inbound
+                .get(&from)
+                .map_or((0, false), |i| (i.taken, !i.held.is_empty()));
+            let taken = if from == self.id { u64::MAX } else { taken };
+            let done = !holding && taken >= sent;
             if !done {
                 // Recorded under the inbound lock, which `taken` holds when it counts: the
                 // frame that completes the mark sees this fence.
@@ -136,15 +171,25 @@ impl Core {
             let header = Header::FenceDone { old };
             self.send_control(from, wire::encode_raw(self.id, &header, &[]));
         }
+        // A peer that fences a process that moved follows it.
+        self.follows(from, old);
     }
 
-    /// Answers the fences of `peer` whose mark `taken` frames reach, unless frames of `peer`
-    /// are still held.
-    pub(super) fn fences_passed(self: &Arc<Self>, peer: NodeId, taken: u64) {
-        if self.fences.lock().is_empty() || self.moves.lock().holds_from(peer) {
+    /// Answers the fences of `peer` whose mark the frames taken from it reach, unless frames
+    /// of `peer` are still held.
+    pub(super) fn fences_passed(self: &Arc<Self>, peer: NodeId) {
+        if self.fences.lock().is_empty() {
             return;
         }
         let passed: Vec<u64> = {
+            let inbound = self.inbound.lock();
+            let (taken, holding) = inbound
+                .get(&peer)
+                .map_or((0, false), |i| (i.taken, !i.held.is_empty()));
+            if holding {
+                return;
+            }
+            let taken = if peer == self.id { u64::MAX } else { taken };
             let mut fences = self.fences.lock();
             let mut passed = Vec::new();
             fences.retain(|&(from, old, sent)| {

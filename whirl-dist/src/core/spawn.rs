@@ -28,6 +28,7 @@ impl Core {
     pub(super) fn on_spawn(
         self: &Arc<Self>,
         from: NodeId,
+        seq: u64,
         req: u64,
         factory: u64,
         principal: Option<WirePrincipal>,
@@ -70,7 +71,7 @@ impl Core {
             Outcome::Answered => bump(&self.counts.delivered),
             _ => bump(&self.counts.bounced),
         }
-        let header = Header::Reply { req, outcome };
+        let header = Header::Reply { req, outcome, seq };
         self.send_control(from, wire::encode_raw(self.id, &header, &payload));
     }
 }

@@ -1,8 +1,8 @@
 //! Scenario 2, **crash**: as the order scenario, but S is killed with SIGKILL around the
-//! migration. Even runs draw the moment from 20 ms before `migrate` returns to 200 ms after
-//! (the seed is printed); odd runs draw it from 0.3 to 1.5 ms after the hand-over (the hold's
-//! end), while the account is in flight, the few ms of that range where S holds what it has
-//! not yet sent on. S's sender dies with it and is not judged. X's sender must lose nothing
+//! migration, at a moment drawn by the seed (printed), by turns: from 0.3 to 1.5 ms after the
+//! hand-over (the hold's end), while the account is in flight; from 0 to 3 ms after `migrate`
+//! returned, while S still sends back what it held for the account; anywhere from 20 ms before
+//! `migrate` returns to 200 ms after. S's sender dies with it and is not judged. X's sender must lose nothing
 //! silently: every deposit it had accepted is handled by the account (now on T), bounced back,
 //! or counted in doubt by X (`DistCounts::in_doubt`, which only this sender's deposits can
 //! raise). A run where the account died with S (the name has no holder once things settle)
@@ -51,13 +51,20 @@ enum Kill {
     AroundReturn(i64),
     /// This long (µs) after the hand-over (the hold's end): the account is in flight.
     InFlight(i64),
+    /// This long (µs) after migrate returned: S is sending back the frames it held.
+    JustAfterReturn(i64),
 }
 
+/// The just-after-return runs kill S this long after migrate returned, at least and at most
+/// (µs).
+const JUST_AFTER_US: (i64, i64) = (0, 3_000);
+
 pub fn run(args: &Args, certs: &Path, rng: &mut Rng, run: u32) -> Result<Outcome, String> {
-    // Odd runs kill S while the account is in flight, where the drawn range is narrowest
-    // (a few ms of 220); even runs anywhere in the range.
-    let kill = match run % 2 {
+    // By turns: the two narrow windows where a crash can lose what is moving (a few ms of
+    // 220 each), then anywhere in the range.
+    let kill = match run % 3 {
         1 => Kill::InFlight(rng.between(IN_FLIGHT_US.0, IN_FLIGHT_US.1)),
+        2 => Kill::JustAfterReturn(rng.between(JUST_AFTER_US.0, JUST_AFTER_US.1)),
         _ => Kill::AroundReturn(rng.between(-20, 200)),
     };
     let mut trio = Trio::start(certs, args.lease_ms)?;
@@ -77,6 +84,13 @@ fn migrate_and_kill(trio: &mut Trio, args: &Args, kill: Kill) -> Result<String, 
     let holding = begin_migration(&mut trio.s, t_id, MIGRATE_TIMEOUT, args)?;
     let hold_deadline = holding + Duration::from_millis(args.hold_ms) + REQUEST_TIMEOUT;
     let (migration, returned, kill_at) = match kill {
+        Kill::JustAfterReturn(us) => {
+            let migration = migration_answer(&trio.s, migration_deadline(args, MIGRATE_TIMEOUT))?
+                .ok_or("S did not answer the migration in time")?;
+            let returned = Instant::now();
+            let kill_at = returned + Duration::from_micros(us.unsigned_abs());
+            (Some(migration), Some(returned), kill_at)
+        }
         Kill::AroundReturn(ms) if ms >= 0 => {
             let migration = migration_answer(&trio.s, migration_deadline(args, MIGRATE_TIMEOUT))?
                 .ok_or("S did not answer the migration in time")?;
@@ -109,6 +123,10 @@ fn migrate_and_kill(trio: &mut Trio, args: &Args, kill: Kill) -> Result<String, 
         Kill::AroundReturn(ms) => format!("drawn {ms:+} ms from migrate's return"),
         Kill::InFlight(us) => format!(
             "drawn {} after the hand-over",
+            ms(Duration::from_micros(us.unsigned_abs()))
+        ),
+        Kill::JustAfterReturn(us) => format!(
+            "drawn {} after migrate's return",
             ms(Duration::from_micros(us.unsigned_abs()))
         ),
     };

@@ -17,9 +17,10 @@ use crate::settings::SETUP_DEADLINE;
 /// How a migration went, as the source node reports it.
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]
 pub struct MigrationReport {
-    /// `ok` (moved), `failed` (restored on the source), or `error` (another `MigrateError`).
+    /// `ok` (moved), `refused` (not touched: the target did not take it or answer in time),
+    /// `failed` (restored on the source), or `error` (another `MigrateError`).
     pub outcome: String,
-    /// The account's pid now: where it moved, or where it was restored.
+    /// The account's pid now, if it changed: where it moved, or where it was restored.
     pub pid: Option<String>,
     /// The error, if any.
     pub why: Option<String>,
@@ -88,6 +89,11 @@ pub fn hold_and_migrate(
         Ok(pid) => {
             report.outcome = "ok".to_owned();
             report.pid = Some(pid.to_string());
+        }
+        Err(MigrateError::Refused { why }) => {
+            // Not touched: it runs on the source as before.
+            report.outcome = "refused".to_owned();
+            report.why = Some(why);
         }
         Err(MigrateError::Failed { why, restored_as }) => {
             report.outcome = "failed".to_owned();

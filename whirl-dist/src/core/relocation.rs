@@ -1,0 +1,172 @@
+//! After a process moved: every peer is told, and its names are registered where it runs
+//! once every peer follows it.
+//!
+//! A sender may reach a moved process two ways: through the pid it held (its frames come back
+//! as redirects, `redirects.rs`) or through the new pid, found by name. So that the second
+//! cannot overtake the first, the node a process left tells every peer (`Relocated`); a peer
+//! starts following the process as at a first redirect (its messages to either pid wait for
+//! the fence, `moves.rs`) and answers with a `Fence`. Once every peer has answered (or is
+//! Down), the old node tells the new one (`NamesFree`), which registers the process's names
+//! only then: a sender finds the new pid by name only after it follows the old one, and its
+//! messages to the new pid wait behind those still coming back.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use rustc_hash::FxHashSet;
+
+use super::Core;
+use crate::wire::{self, Header};
+use crate::{NodeId, Pid};
+
+/// A process that moved away from this node, and the peers not yet following it.
+pub(crate) struct Relocating {
+    to: Pid,
+    waiting: FxHashSet<NodeId>,
+}
+
+impl Core {
+    /// Local process `local` now runs as `to` on another node: tell every peer; the names
+    /// are freed once all follow it.
+    pub(super) fn relocate(self: &Arc<Self>, local: u64, to: Pid) {
+        let peers: FxHashSet<NodeId> = self
+            .up
+            .read()
+            .iter()
+            .copied()
+            .filter(|&p| p != self.id)
+            .collect();
+        if peers.is_empty() {
+            return self.free_names(to);
+        }
+        let told: Vec<NodeId> = peers.iter().copied().collect();
+        self.relocating
+            .lock()
+            .insert(local, Relocating { to, waiting: peers });
+        let header = Header::Relocated {
+            old: local,
+            node: to.node().as_u128(),
+            local: to.local(),
+        };
+        for peer in told {
+            self.send_control(peer, wire::encode_raw(self.id, &header, &[]));
+        }
+    }
+
+    /// `peer` follows this node's process `old` now (its fence for it came in, or it is
+    /// Down): once every peer does, its names are freed where it runs.
+    pub(super) fn follows(self: &Arc<Self>, peer: NodeId, old: u64) {
+        let done = {
+            let mut relocating = self.relocating.lock();
+            let Some(entry) = relocating.get_mut(&old) else {
+                return;
+            };
+            entry.waiting.remove(&peer);
+            match entry.waiting.is_empty() {
+                true => relocating.remove(&old).map(|e| e.to),
+                false => None,
+            }
+        };
+        if let Some(to) = done {
+            self.free_names(to);
+        }
+    }
+
+    /// `peer` is Down: it follows nothing, and processes that moved to it need nothing
+    /// more; names waiting for a process that came from it are registered.
+    pub(super) fn relocation_peer_down(self: &Arc<Self>, peer: NodeId) {
+        let freed: Vec<Pid> = {
+            let mut relocating = self.relocating.lock();
+            relocating.retain(|_, e| e.to.node() != peer);
+            let mut freed = Vec::new();
+            relocating.retain(|_, e| {
+                e.waiting.remove(&peer);
+                let done = e.waiting.is_empty();
+                if done {
+                    freed.push(e.to);
+                }
+                !done
+            });
+            freed
+        };
+        for to in freed {
+            self.free_names(to);
+        }
+        let orphans: Vec<(u64, Vec<String>)> = {
+            let mut unnamed = self.unnamed.lock();
+            let locals: Vec<u64> = unnamed
+                .iter()
+                .filter(|(_, (from, _))| *from == peer)
+                .map(|(local, _)| *local)
+                .collect();
+            locals
+                .into_iter()
+                .filter_map(|l| unnamed.remove(&l).map(|(_, names)| (l, names)))
+                .collect()
+        };
+        for (local, names) in orphans {
+            self.register_restored(local, names);
+        }
+    }
+
+    /// Tells the node `to` runs on that its names may be registered.
+    fn free_names(self: &Arc<Self>, to: Pid) {
+        let header = Header::NamesFree { local: to.local() };
+        self.send_control(to.node(), wire::encode_raw(self.id, &header, &[]));
+    }
+
+    /// The names of local process `local`, restored from a process of `from`, wait for
+    /// `from`'s `NamesFree`.
+    pub(super) fn await_names(&self, from: NodeId, local: u64, names: Vec<String>) {
+        if !names.is_empty() {
+            self.unnamed.lock().insert(local, (from, names));
+        }
+    }
+
+    /// Every peer of `from` follows the process it moved here as `local`: register its names.
+    pub(super) fn on_names_free(self: &Arc<Self>, from: NodeId, local: u64) {
+        let names = {
+            let mut unnamed = self.unnamed.lock();
+            match unnamed.get(&local) {
+                Some((source, _)) if *source == from => unnamed.remove(&local).map(|e| e.1),
+                _ => None,
+            }
+        };
+        if let Some(names) = names {
+            self.register_restored(local, names);
+        }
+    }
+
+    /// Registers `names` for local process `local`, if it still runs. Off this thread:
+    /// registering declares liveliness tokens, which is not done from inside a Zenoh callback.
+    pub(crate) fn register_restored(self: &Arc<Self>, local: u64, names: Vec<String>) {
+        if names.is_empty() || !self.exports.read().contains_key(&local) {
+            return;
+        }
+        let core = Arc::downgrade(self);
+        let pid = Pid::new(self.id, local);
+        std::thread::spawn(move || {
+            let Some(core) = core.upgrade() else { return };
+            for name in names {
+                if let Err(error) = core.register(&name, pid) {
+                    tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");
+                }
+            }
+        });
+    }
+
+    /// Node `from` says its process `old` moved to `to`: follow it from now on (this node's
+    /// messages to either pid wait for the fence), and answer with the fence.
+    pub(super) fn on_relocated(self: &Arc<Self>, from: NodeId, old: u64, to: Pid) {
+        self.any_moves.store(true, Relaxed);
+        let sent = {
+            // No send to `from` is under way while the mark is read (see `Link::gate`).
+            let link = self.links.read().get(&from).cloned();
+            let _gate = link.as_ref().map(|link| link.gate.write());
+            self.moves.lock().relocated(from, old, to);
+            link.as_ref().map_or(0, |link| link.enqueued())
+        };
+        let header = Header::Fence { old, sent };
+        self.send_control(from, wire::encode_raw(self.id, &header, &[]));
+    }
+}
