@@ -14,8 +14,11 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// * bounced by the receiving node and given back at the sender
 ///   ([`bounced`](DistCounts::bounced) there, [`returned`](DistCounts::returned) here), or,
 ///   if the way back is full, dead-lettered there ([`bounce_overflow`](DistCounts::bounce_overflow));
-/// * in doubt: sent, never acknowledged, and its node went Down
-///   ([`in_doubt`](DistCounts::in_doubt)); the sender cannot know whether it was handled.
+/// * in doubt: sent, neither acknowledged nor given back (bounced, redirected, answered), and
+///   its node went Down ([`in_doubt`](DistCounts::in_doubt)); the sender cannot know whether
+///   it was handled. A node acknowledges a message only once the node that will handle it
+///   holds it, so an in-doubt message was handled or lost with that node, and nothing else is
+///   lost but what was queued in a process that died with its node.
 ///
 /// Across a pair of nodes at rest: `sent = received + in_doubt` (over the senders and
 /// receivers), `received = delivered + bounced`, and the bounced of one are the returned of
@@ -39,7 +42,8 @@ pub struct DistCounts {
     /// Of [`returned`](DistCounts::returned), those whose sender gave no bounce handler: logged
     /// and counted as dead letters here.
     pub returned_unrouted: u64,
-    /// Messages sent and never acknowledged when their node went Down.
+    /// Messages sent, neither acknowledged nor given back, when their node went Down: each
+    /// was handled there or lost with it.
     pub in_doubt: u64,
     /// Frames refused as malformed (truncated, oversized, undecodable header).
     pub malformed: u64,

@@ -31,7 +31,10 @@
 //! * `request(msg).on_behalf(&principal)` makes a message carry a principal, which the
 //!   receiving group's admission predicate sees;
 //! * every message is accounted for ([`DistCounts`]): refused at the sender, delivered into the
-//!   receiving runtime, bounced back, or in doubt when its node went Down unacknowledged.
+//!   receiving runtime, bounced back, or in doubt when its node went Down before acknowledging
+//!   or answering it. A node acknowledges a message only once the node that will handle it
+//!   holds it: a message held for a process that is moving is acknowledged only after it went
+//!   back to its sender to follow the process.
 //!
 //! **Watching across nodes.** [`Node::monitor`] gives a [`RemoteDown`] when a process ends, does
 //! not exist, or its node is lost ([`RemoteExit::NoConnection`]); [`Node::link`] makes a local
@@ -40,10 +43,11 @@
 //! process on a named node from one of its factories ([`Node::add_factory`]).
 //!
 //! **Moving processes.** [`Node::migrate`] moves a process to another node with its state, its
-//! queue, its names and its watchers; senders holding its old pid follow it, each sender's
-//! messages still in order ([`Node::accept_migrations`] says which process types may move and
-//! how to export them where they land). Hot deployment is a node of the new version, a
-//! migration per process, and the old node's shutdown.
+//! queue, its names and its watchers; senders holding its old pid follow it, and so do those
+//! that find its new pid by name, each sender's messages still in order; at most one copy of
+//! it ever runs, whatever the time limit or a crash ([`Node::accept_migrations`] says which
+//! process types may move and how to export them where they land). Hot deployment is a node of
+//! the new version, a migration per process, and the old node's shutdown.
 //!
 //! ```no_run
 //! use std::time::Duration;

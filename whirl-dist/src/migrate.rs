@@ -8,23 +8,33 @@
 //!
 //! [`Node::migrate`] then moves an exported process:
 //!
-//! 1. frames for it start being held, in arrival order;
-//! 2. the runtime hands the process over at its next message boundary
-//!    ([`whirl::Addr::hand_over`]): its state and the messages queued for it, in order;
-//! 3. the state and the queue (each message encoded by the export's entry for its type) go to
-//!    the target node in one frame, with the process's registered names and its remote
-//!    watchers; the target restores it: spawns it in its group, exports it, posts the queue
-//!    ahead of anything else, registers the names, adopts the watchers;
-//! 4. the held frames, and every later one, go back to their senders as redirects; a sender
-//!    fences the old node and then sends there in order (`moves.rs` has the protocol), so each
-//!    sender's messages reach the process in the order they were sent; watchers' watches
-//!    follow it (they see [`NodeEvent::Moved`](crate::NodeEvent::Moved), not Down).
+//! 1. it asks the target whether it takes processes of this kind (the only step the caller's
+//!    time limit covers: nothing has moved yet, so giving up leaves nothing on the target,
+//!    and the process is untouched, [`MigrateError::Refused`]);
+//! 2. frames for the process start being held, in arrival order, and the runtime hands it
+//!    over at its next message boundary ([`whirl::Addr::hand_over`]): its state and the
+//!    messages queued for it, in order;
+//! 3. its names are withdrawn here (a name has one holder at a time), and the state and the
+//!    queue (each message encoded by the export's entry for its type) go to the target in
+//!    one frame, with the process's remote watchers. Sending is the decision: the target
+//!    restores it at once (spawns it in its group, exports it, posts the queue ahead of
+//!    anything else, adopts the watchers) and answers its new local id; this node waits for
+//!    that answer, or for the target to be Down, with no time limit;
+//! 4. the held frames, and every later one, go back to their senders as redirects; every
+//!    peer is told where the process went and follows it (`moves.rs` has the protocol), so
+//!    each sender's messages reach the process in the order they were sent, through its old
+//!    pid or its new one; the target registers the names once every peer follows it;
+//!    watchers' watches follow it (they see [`NodeEvent::Moved`](crate::NodeEvent::Moved),
+//!    not Down).
 //!
-//! If the target refuses or cannot be reached, the process is restored here, under a new
-//! local id, the same way. Messages queued for the process whose type it does not accept from
-//! other nodes cannot cross the network: they go to the runtime's dead-letter sink here
-//! (counted), and the migration goes on. An ask still queued when the process moves travels as
-//! a post (the handler runs at the new node) and its asker is told there is no answer
+//! At most one copy of the process ever runs. The target starts only what it was sent, and
+//! this node restores the process only when the target answers that it did not start it
+//! ([`MigrateError::Failed`], restored here under a new local id). A target that goes Down
+//! before answering may have started it, so it is not restored here
+//! ([`MigrateError::InDoubt`]). Messages queued for the process whose type it does not accept
+//! from other nodes cannot cross the network: they go to the runtime's dead-letter sink here
+//! (counted), and the migration goes on. An ask still queued when the process moves travels
+//! as a post (the handler runs at the new node) and its asker is told there is no answer
 //! (`RemoteCallError::NoReply`): the reply handle cannot follow.
 //!
 //! Hot deployment: start a node running the new version, `migrate` each process onto it,
@@ -168,22 +178,26 @@ impl Node {
     }
 
     /// Moves exported process `addr` to node `to` with its state, its queue, its names and
-    /// its watchers; returns its new pid. Blocks until the process is handed over (after the
-    /// handler it is running returns) and then up to `timeout` for the target's answer. Call
-    /// it from outside processes.
+    /// its watchers; returns its new pid. Waits up to `timeout` for the target to say it
+    /// takes processes of this type (a refusal or no answer in time: [`MigrateError::Refused`],
+    /// the process untouched); then blocks until the process is handed over (after the
+    /// handler it is running returns) and until the target says where it runs, or is Down.
+    /// Call it from outside processes.
     ///
     /// Frames for the process are held while it moves; the runtime hands it over at its next
     /// message boundary ([`whirl::Addr::hand_over`]); the target restores it from the kind
     /// given to [`accept_migrations`](Node::accept_migrations), posts its old queue ahead of
-    /// anything else, registers its names and adopts its watchers (they get
-    /// [`NodeEvent::Moved`](crate::NodeEvent::Moved), and later its real end). Senders of the
-    /// held frames, and of later ones, are redirected: each fences this node and then sends
-    /// what came back and what it sent since, in order, to the new pid, so every sender's
-    /// messages reach the process in the order sent, and this node may leave afterwards (hot
-    /// deployment). If the target refuses, the process is restored here
-    /// ([`MigrateError::Failed`]). Queued messages of types the process does not accept from
-    /// other nodes cannot move: they go to this node's dead-letter sink (counted). An ask still
-    /// queued moves as a post; its asker is told there is no answer.
+    /// anything else, adopts its watchers (they get
+    /// [`NodeEvent::Moved`](crate::NodeEvent::Moved), and later its real end) and registers its
+    /// names once every peer follows it. Senders of the held frames, and of later ones, are
+    /// redirected: each fences this node and then sends what came back and what it sent since,
+    /// in order, to the new pid, so every sender's messages reach the process in the order
+    /// sent, through the old pid or the new one, and this node may leave afterwards (hot
+    /// deployment). At most one copy runs: if the target says it did not start the process,
+    /// it is restored here ([`MigrateError::Failed`]); if the target goes Down first, it is
+    /// not ([`MigrateError::InDoubt`]). Queued messages of types the process does not accept
+    /// from other nodes cannot move: they go to this node's dead-letter sink (counted). An ask
+    /// still queued moves as a post; its asker is told there is no answer.
     pub fn migrate<P>(
         &self,
         addr: &Addr<P>,

@@ -3,21 +3,27 @@
 //! what waits for the fence.
 //!
 //! The protocol (see `migrate.rs` for the moving node's side):
-//! 1. While a process moves, frames addressed to it are **held** in arrival order.
+//! 1. While a process moves, frames addressed to it are **held** in arrival order. A held
+//!    frame counts as taken but is not acknowledged until it has been sent back (only this
+//!    node has it; if this node dies, its sender counts it in doubt).
 //! 2. Once it runs elsewhere, each held frame, and every later one, is sent back to its sender
-//!    as a **redirect** carrying the message and the new pid.
-//! 3. A sender that gets its first redirect for a pid keeps the message, and every later one
-//!    to that pid, in a **buffer**, and sends a **fence** to the old node carrying how many
-//!    data frames it has handed to its link to that node (taken while no send to that node is under
-//!    way: sends hold the link's gate for reading, a fence for writing). The old node answers
-//!    (`FenceDone`, on the same lane as the redirects) once it has taken that many frames from
-//!    the sender, so every earlier message of the sender has come back by then. The sender
-//!    then sends the buffer in order (what came back, then what it sent since) to the new
-//!    pid, batch after batch until none is left, and from then on sends there directly.
+//!    as a **redirect** carrying the message and the new pid; and every peer is told where it
+//!    went (`Relocated`, `core/relocation.rs`).
+//! 3. A sender that gets its first redirect for a pid, or the notice, keeps every message to
+//!    that pid, and to the new one, in a **buffer**, and sends a **fence** to the old node
+//!    carrying how many data frames it has handed to its link to that node (taken while no
+//!    send to that node is under way: sends hold the link's gate for reading, a fence for
+//!    writing). The old node answers (`FenceDone`, on the same lane as the redirects) once it
+//!    has taken that many frames from the sender and sent back every one of them it held, so
+//!    every earlier message of the sender has come back by then. The sender then sends the
+//!    buffer in order (what came back, then what it sent since) to the new pid, batch after
+//!    batch until none is left, and from then on sends there directly.
+//! 4. The new node registers the process's names only once every peer has fenced (or is
+//!    Down), so a sender that finds the new pid by name already buffers behind its fence.
 //!
-//! So the messages of one sender reach the process in the order they were sent: those queued
-//! before it moved travel with it, ahead of anything it receives at its new node; the rest
-//! follow through the buffer; and nothing sent directly can pass them.
+//! So the messages of one sender reach the process in the order they were sent, whichever
+//! pid it uses: those queued before it moved travel with it, ahead of anything it receives at
+//! its new node; the rest follow through the buffer; and nothing sent directly can pass them.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -236,33 +242,28 @@ impl Moves {
     /// `node` is Down. Redirects to processes that moved there are dropped, and what waited
     /// for them is returned to be given back to its senders (`.0`). Redirects away from it
     /// stay (the processes live on where they went); a fence it can no longer answer is
-    /// given up, and what waited for it is returned to be sent on, in order (`.1`): the
-    /// messages still on their way back from it are lost with it.
-    pub(crate) fn node_down(
-        &mut self,
-        node: NodeId,
-    ) -> (Vec<Outgoing>, Vec<(Pid, VecDeque<Outgoing>)>) {
+    /// given up: its old local id is returned (`.1`), for what waited for it to be sent on, in
+    /// order, batch after batch as after a `FenceDone` ([`Moves::next_batch`]; until then,
+    /// later messages wait behind it). The messages still on their way back from it are lost
+    /// with it.
+    pub(crate) fn node_down(&mut self, node: NodeId) -> (Vec<Outgoing>, Vec<u64>) {
         let (mut stranded, mut orphaned) = (Vec::new(), Vec::new());
-        self.redirects.retain(|(from, _), redirect| match redirect {
-            Redirect::Done(to) => to.node() != node,
-            Redirect::Fencing {
-                to, back, later, ..
-            } if to.node() == node => {
-                stranded.extend(back.drain(..));
-                stranded.extend(later.drain(..));
-                false
-            }
-            Redirect::Fencing {
-                to, back, later, ..
-            } if *from == node => {
-                let mut batch = std::mem::take(back);
-                batch.append(later);
-                orphaned.push((*to, batch));
-                *redirect = Redirect::Done(*to);
-                true
-            }
-            Redirect::Fencing { .. } => true,
-        });
+        self.redirects
+            .retain(|&(from, local), redirect| match redirect {
+                Redirect::Done(to) => to.node() != node,
+                Redirect::Fencing {
+                    to, back, later, ..
+                } if to.node() == node => {
+                    stranded.extend(back.drain(..));
+                    stranded.extend(later.drain(..));
+                    false
+                }
+                Redirect::Fencing { .. } if from == node => {
+                    orphaned.push(local);
+                    true
+                }
+                Redirect::Fencing { .. } => true,
+            });
         self.moved.retain(|_, to| to.node() != node);
         let redirects = &self.redirects;
         self.fencing_to

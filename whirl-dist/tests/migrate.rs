@@ -407,10 +407,10 @@ fn post_numbered(
 }
 
 /// Regression (issue 34): with a queue built up, senders on the node the process leaves, on
-/// the node it goes to and on a third node, all through its old pid, keep their order. The
-/// old node answered a fence while it was still sending back frames it had held, and a
-/// sender on the old node itself passed its fence at once, so later messages overtook the
-/// redirected ones.
+/// the node it goes to and on a third node, through its old pid, and one on the third node
+/// that follows its name, keep their order. The old node answered a fence while it was still
+/// sending back frames it had held, a sender on the old node itself passed its fence at once,
+/// and a sender that found the new pid by name overtook its own messages still coming back.
 #[test]
 fn senders_on_every_node_keep_their_order_through_a_move_with_a_queue() {
     let m = members(3);
@@ -425,6 +425,9 @@ fn senders_on_every_node_keep_their_order_through_a_move_with_a_queue() {
             .build()
             .expect("export");
         const N: u64 = 6_000;
+        let name = format!("ordered-{round}");
+        a.node.register(&name, pid).expect("register");
+        wait_for("the name", || c.node.whereis::<Deposit>(&name).is_some());
         let bounced = Arc::new(AtomicU64::new(0));
         let senders: Vec<_> = [(0u32, a), (1, b), (2, c)]
             .into_iter()
@@ -443,14 +446,48 @@ fn senders_on_every_node_keep_their_order_through_a_move_with_a_queue() {
             .post(Slow(Duration::from_millis(30 + 20 * round)))
             .expect("post");
         std::thread::sleep(Duration::from_millis(10));
-        let moved = a
-            .node
-            .migrate(&account, b.node.id(), DEADLINE)
-            .expect("migrated");
+        // A fourth sender, on C, looks the name up again every 32 deposits and posts to
+        // whatever pid it finds: the new one as soon as the name follows the process.
+        let (moved, switched) = std::thread::scope(|s| {
+            let follower = s.spawn(|| {
+                let mut addr = c.node.whereis::<Deposit>(&name).expect("registered");
+                let mut switched = false;
+                for seq in 0..N {
+                    if seq % 32 == 0 {
+                        if let Some(found) = c.node.whereis::<Deposit>(&name) {
+                            switched |= found.pid() != addr.pid();
+                            addr = found;
+                        }
+                    }
+                    let mut msg = Deposit {
+                        from: 3,
+                        seq,
+                        cents: 1,
+                    };
+                    while let Err(e) = addr.post(msg) {
+                        msg = e.into_message();
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    if seq % 32 == 31 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                switched
+            });
+            let moved = a
+                .node
+                .migrate(&account, b.node.id(), DEADLINE)
+                .expect("migrated");
+            (moved, follower.join().expect("follower"))
+        });
         for sender in senders {
             sender.join().expect("sender");
         }
-        let expected = 3 * N - bounced.load(Relaxed);
+        assert!(
+            switched,
+            "round {round}: the follower found the new pid by name"
+        );
+        let expected = 4 * N - bounced.load(Relaxed);
         wait_for("every deposit", || balance(&c.node, moved).1 == expected);
         let (_, deposits, in_order) = balance(&a.node, moved);
         assert_eq!(deposits, expected, "round {round}");

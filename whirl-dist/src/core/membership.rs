@@ -120,10 +120,8 @@ impl Core {
             for (header, payload) in stranded {
                 self.undeliverable(header, &payload, BounceReason::Terminated);
             }
-            for (to, batch) in orphaned {
-                for (header, payload) in batch {
-                    self.resend(to, header, payload);
-                }
+            for old in orphaned {
+                self.on_fence_done(peer, old);
             }
         }
         self.relocation_peer_down(peer);

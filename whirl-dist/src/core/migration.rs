@@ -59,15 +59,19 @@ impl Core {
         begun
     }
 
-    /// Takes what moves with local process `local`: its remote watchers and its names.
+    /// Takes what moves with local process `local`: its remote watchers and its names (those
+    /// registered, and those still waiting to be, if it moved here a moment ago).
     pub(crate) fn take_moving_parts(&self, local: u64) -> (Vec<Theirs>, Vec<String>) {
         let watchers = self.watches.lock().ended(local);
-        let names = self
+        let mut names: Vec<String> = self
             .tokens
             .lock()
             .get(&local)
             .map(|regs| regs.iter().map(|(name, _, _)| name.clone()).collect())
             .unwrap_or_default();
+        if let Some((_, waiting)) = self.unnamed.lock().remove(&local) {
+            names.extend(waiting);
+        }
         (watchers, names)
     }
 
