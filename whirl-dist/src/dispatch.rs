@@ -52,6 +52,8 @@ pub(crate) type RestoreFn =
 /// An exported process: its entries by tag, and how to end it (for links across nodes).
 pub(crate) struct Export {
     pub(crate) entries: HashMap<u64, Entry>,
+    /// The process's local address (an `Addr<P>`), for [`Node::local`](crate::Node::local).
+    pub(crate) addr: Box<dyn std::any::Any + Send + Sync>,
     pub(crate) kill: Box<dyn Fn(whirl::ExitReason) + Send + Sync>,
     /// The watch that withdraws the export when the process ends; set right after the export
     /// is installed (a process already ended is withdrawn at once).

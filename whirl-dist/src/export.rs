@@ -147,6 +147,7 @@ impl<'n, P: Process> ExportBuilder<'n, P> {
             local,
             Export {
                 entries: self.entries,
+                addr: Box::new(self.addr.clone()),
                 kill: Box::new(move |reason| kill_addr.exit(reason)),
                 watch: Mutex::new(None),
             },

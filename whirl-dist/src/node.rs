@@ -307,6 +307,17 @@ impl Node {
         self.core.whereis(name).map(|pid| self.remote(pid))
     }
 
+    /// The local address of process `pid` if it runs on this node, is exported, and is a `P`:
+    /// how to reach a process that moved here (to move it again, say) without a handle from
+    /// when it was spawned.
+    pub fn local<P: whirl::Process>(&self, pid: Pid) -> Option<whirl::Addr<P>> {
+        if pid.node() != self.core.id() {
+            return None;
+        }
+        let export = self.core.export_of(pid.local())?;
+        export.addr.downcast_ref::<whirl::Addr<P>>().cloned()
+    }
+
     /// Every process registered under `name`, earliest first.
     pub fn whereis_all(&self, name: &str) -> Vec<Pid> {
         self.core.whereis_all(name)

@@ -718,3 +718,97 @@ fn a_process_the_target_cannot_restore_runs_here_again() {
     assert_eq!(balance(b, restored_as), (400, 200, true));
     assert_eq!(rb.counts().spawned, 0, "no copy on the target");
 }
+
+/// A process moves around three nodes, A → B → C → A → B, one move right after the other,
+/// while a sender on each node posts through its first pid and one follows its name: every
+/// deposit arrives once, each sender's in order, and the name ends with one holder, where the
+/// process runs.
+#[test]
+fn a_process_that_keeps_moving_keeps_every_senders_order() {
+    let m = members(3);
+    let account = m[0].rt.spawn(Account::new());
+    let pid = m[0]
+        .node
+        .export(&account)
+        .accept::<Deposit>()
+        .answer::<Balance>()
+        .build()
+        .expect("export");
+    m[0].node.register("wanderer", pid).expect("register");
+    wait_for("the name", || {
+        m.iter()
+            .all(|member| member.node.whereis::<Deposit>("wanderer").is_some())
+    });
+    const N: u64 = 8_000;
+    let bounced = Arc::new(AtomicU64::new(0));
+    let senders: Vec<_> = m
+        .iter()
+        .enumerate()
+        .map(|(from, member)| {
+            post_numbered(
+                member.node.remote::<Deposit>(pid),
+                from as u32,
+                N,
+                Arc::clone(&bounced),
+            )
+        })
+        .collect();
+    wait_for("some deposits", || balance(&m[1].node, pid).1 > 200);
+    let (now, moves) = std::thread::scope(|s| {
+        let follower = s.spawn(|| {
+            let node = &m[2].node;
+            let mut addr = node.whereis::<Deposit>("wanderer").expect("registered");
+            for seq in 0..N {
+                if seq % 16 == 0 {
+                    if let Some(found) = node.whereis::<Deposit>("wanderer") {
+                        addr = found;
+                    }
+                }
+                let mut msg = Deposit {
+                    from: 3,
+                    seq,
+                    cents: 1,
+                };
+                while let Err(e) = addr.post(msg) {
+                    msg = e.into_message();
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                if seq % 32 == 31 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        });
+        // Each move is made by the node the process is on, with a handle to it there.
+        let mut here = 0usize;
+        let mut local: Addr<Account> = account.clone();
+        let mut moves = 0;
+        for next in [1usize, 2, 0, 1] {
+            std::thread::sleep(Duration::from_millis(15));
+            let moved = m[here]
+                .node
+                .migrate(&local, m[next].node.id(), DEADLINE)
+                .expect("migrated");
+            moves += 1;
+            here = next;
+            local = m[here]
+                .node
+                .local::<Account>(moved)
+                .expect("the moved process runs there");
+        }
+        follower.join().expect("follower");
+        (Pid::new(m[here].node.id(), local.id().as_u64()), moves)
+    });
+    for sender in senders {
+        sender.join().expect("sender");
+    }
+    assert_eq!(moves, 4);
+    let expected = 4 * N - bounced.load(Relaxed);
+    wait_for("every deposit", || balance(&m[2].node, now).1 == expected);
+    let (_, deposits, in_order) = balance(&m[0].node, now);
+    assert_eq!((deposits, in_order), (expected, true));
+    assert_eq!(bounced.load(Relaxed), 0, "nothing came back");
+    wait_for("one holder of the name, where it runs", || {
+        m.iter()
+            .all(|member| member.node.whereis_all("wanderer") == vec![now])
+    });
+}
