@@ -159,7 +159,12 @@ impl Node {
             let addr = group.spawn(state);
             let pid = export(ExportBuilder::new(&core, &addr))
                 .build()
-                .map_err(|e| format!("cannot export the restored process: {e}"))?;
+                .map_err(|e| {
+                    // The answer will say it did not start here, so the source may restore it:
+                    // this copy stops before it handles anything (nothing is posted to it).
+                    addr.exit(whirl::ExitReason::Shutdown);
+                    format!("cannot export the restored process: {e}")
+                })?;
             let local = pid.local();
             // Its old queue first, ahead of anything sent to it here (nothing can be yet: its
             // pid is not known to anyone before this answer).

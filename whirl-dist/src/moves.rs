@@ -45,9 +45,10 @@ pub(crate) type Outgoing = (Header, Vec<u8>);
 
 /// Where the messages of this node to one moved process go.
 pub(crate) enum Redirect {
-    /// Waiting for the old node's `FenceDone` (or flushing after it, `passed`): messages that
-    /// came back wait in `back`, in the order they come back, which is the order they were
-    /// sent; messages sent since wait in `later`.
+    /// Waiting for the old node's `FenceDone` (or being flushed after it, or after the old
+    /// node's Down, by one thread: `passed`): messages that came back wait in `back`, in the
+    /// order they come back, which is the order they were sent; messages sent since wait in
+    /// `later`.
     Fencing {
         to: Pid,
         back: VecDeque<Outgoing>,
@@ -206,7 +207,21 @@ impl Moves {
         self.fencing_to.entry(to).or_insert((node, local));
     }
 
-    /// The fence for `(node, local)` passed, or a batch after it was sent: the messages to
+    /// The fence for `(node, local)` passed (or was given up): `true` if the caller is the one
+    /// to flush it, batch after batch ([`Moves::next_batch`]); `false` if another thread
+    /// flushes it already, or nothing waits. Two flushing at once would send batches side by
+    /// side, and direct sends could pass the first.
+    pub(crate) fn begin_flush(&mut self, node: NodeId, local: u64) -> bool {
+        match self.redirects.get_mut(&(node, local)) {
+            Some(Redirect::Fencing { passed, .. }) if !*passed => {
+                *passed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The flush of `(node, local)` goes on (see [`Moves::begin_flush`]): the messages to
     /// send now, in order, and where; `None` once nothing waits (the redirect is then done,
     /// and later messages go straight there). Messages sent while a batch is on its way wait
     /// for the next, so none overtakes it.
@@ -217,15 +232,11 @@ impl Moves {
     ) -> Option<(Pid, VecDeque<Outgoing>)> {
         let entry = self.redirects.get_mut(&(node, local))?;
         let Redirect::Fencing {
-            to,
-            back,
-            later,
-            passed,
+            to, back, later, ..
         } = entry
         else {
             return None;
         };
-        *passed = true;
         let to = *to;
         if back.is_empty() && later.is_empty() {
             *entry = Redirect::Done(to);
@@ -269,6 +280,21 @@ impl Moves {
         self.fencing_to
             .retain(|_, key| matches!(redirects.get(key), Some(Redirect::Fencing { .. })));
         (stranded, orphaned)
+    }
+}
+
+impl Moves {
+    /// This node is closing: every message waiting for a fence, in order, to be given back to
+    /// its sender (it was never sent where the process runs).
+    pub(crate) fn drain(&mut self) -> Vec<Outgoing> {
+        let mut waiting = Vec::new();
+        for redirect in self.redirects.values_mut() {
+            if let Redirect::Fencing { back, later, .. } = redirect {
+                waiting.extend(back.drain(..));
+                waiting.extend(later.drain(..));
+            }
+        }
+        waiting
     }
 }
 

@@ -63,13 +63,16 @@ impl Core {
     /// registered, and those still waiting to be, if it moved here a moment ago).
     pub(crate) fn take_moving_parts(&self, local: u64) -> (Vec<Theirs>, Vec<String>) {
         let watchers = self.watches.lock().ended(local);
+        // `unnamed` first: a registration of waiting names holds it until they are in
+        // `tokens`, so they are found in one or the other.
+        let mut unnamed = self.unnamed.lock();
         let mut names: Vec<String> = self
             .tokens
             .lock()
             .get(&local)
             .map(|regs| regs.iter().map(|(name, _, _)| name.clone()).collect())
             .unwrap_or_default();
-        if let Some((_, waiting)) = self.unnamed.lock().remove(&local) {
+        if let Some((_, waiting)) = unnamed.remove(&local) {
             names.extend(waiting);
         }
         (watchers, names)
@@ -98,6 +101,11 @@ impl Core {
         }
         // Fences that waited for these frames to come back may pass now.
         self.recheck_fences();
+        // Every peer follows it before anyone here hears of the move (which could lead a
+        // sender to the new pid).
+        if to.node() != self.id {
+            self.relocate(local, to);
+        }
         for w in watchers {
             let header = Header::Moved {
                 mref: w.mref,
@@ -110,7 +118,6 @@ impl Core {
         self.forget_names(names);
         if to.node() != self.id {
             bump(&self.counts.migrated_out);
-            self.relocate(local, to);
         }
         self.announce_move(Pid::new(self.id, local), to);
     }

@@ -24,7 +24,7 @@
 //! into the runtime (which never blocks) and queues answers on the peer's bounded control lane.
 //!
 //! Lock order, where two are held at once: `members`, then `links`, then `inbound`; `watches`,
-//! then `exports`; `inbound`, then `moves` and `fences`.
+//! then `exports`; `inbound`, then `moves` and `fences`; `unnamed`, then `tokens`.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -422,6 +422,11 @@ impl Core {
             self.counts.in_doubt.fetch_add(link.close(), Relaxed);
         }
         self.end_asks(|_| true, || AskEnd::NodeDown);
+        // Messages waiting for a fence were never sent on: they go back to their senders.
+        let waiting = self.moves.lock().drain();
+        for (header, payload) in waiting {
+            self.undeliverable(header, &payload, BounceReason::Terminated);
+        }
         for link in &links {
             link.join();
         }

@@ -275,6 +275,13 @@ impl Core {
     /// Sends again, to `to`, a message that came back redirected (or waited for a fence).
     pub(super) fn resend(self: &Arc<Self>, to: Pid, header: Header, payload: Vec<u8>) {
         let header = retarget(&header, to.local());
+        if let Header::Ask { req, .. } = header {
+            // Pending where it goes now: its slot there is taken below, its end comes from
+            // there, and that node's Down ends it.
+            if let Some(ask) = self.asks.lock().get_mut(&req) {
+                ask.peer = to.node();
+            }
+        }
         let Some(link) = self.link_for(to.node()) else {
             return self.undeliverable(header, &payload, BounceReason::Terminated);
         };
@@ -337,6 +344,9 @@ impl Core {
     /// `from` has taken every frame this node sent before its fence for `old`: the messages
     /// buffered for the process that moved go to where it runs now.
     pub(super) fn on_fence_done(self: &Arc<Self>, from: NodeId, old: u64) {
+        if !self.moves.lock().begin_flush(from, old) {
+            return;
+        }
         loop {
             let batch = self.moves.lock().next_batch(from, old);
             let Some((to, batch)) = batch else { break };

@@ -92,20 +92,15 @@ impl Core {
         for to in freed {
             self.free_names(to);
         }
-        let orphans: Vec<(u64, Vec<String>)> = {
-            let mut unnamed = self.unnamed.lock();
-            let locals: Vec<u64> = unnamed
-                .iter()
-                .filter(|(_, (from, _))| *from == peer)
-                .map(|(local, _)| *local)
-                .collect();
-            locals
-                .into_iter()
-                .filter_map(|l| unnamed.remove(&l).map(|(_, names)| (l, names)))
-                .collect()
-        };
-        for (local, names) in orphans {
-            self.register_restored(local, names);
+        let orphans: Vec<u64> = self
+            .unnamed
+            .lock()
+            .iter()
+            .filter(|(_, (from, _))| *from == peer)
+            .map(|(local, _)| *local)
+            .collect();
+        for local in orphans {
+            self.register_awaited(local);
         }
     }
 
@@ -125,16 +120,34 @@ impl Core {
 
     /// Every peer of `from` follows the process it moved here as `local`: register its names.
     pub(super) fn on_names_free(self: &Arc<Self>, from: NodeId, local: u64) {
-        let names = {
-            let mut unnamed = self.unnamed.lock();
-            match unnamed.get(&local) {
-                Some((source, _)) if *source == from => unnamed.remove(&local).map(|e| e.1),
-                _ => None,
-            }
-        };
-        if let Some(names) = names {
-            self.register_restored(local, names);
+        let ours = matches!(self.unnamed.lock().get(&local), Some((source, _)) if *source == from);
+        if ours {
+            self.register_awaited(local);
         }
+    }
+
+    /// Registers the waiting names of local process `local`, off this thread. They stay in
+    /// `unnamed` until they are in `tokens` (the lock is held across), so a move that starts
+    /// meanwhile takes them from one or the other (`take_moving_parts`).
+    fn register_awaited(self: &Arc<Self>, local: u64) {
+        let core = Arc::downgrade(self);
+        std::thread::spawn(move || {
+            let Some(core) = core.upgrade() else { return };
+            let mut unnamed = core.unnamed.lock();
+            let Some((_, names)) = unnamed.remove(&local) else {
+                return;
+            };
+            if !core.exports.read().contains_key(&local) {
+                return;
+            }
+            let pid = Pid::new(core.id, local);
+            for name in names {
+                if let Err(error) = core.register(&name, pid) {
+                    tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");
+                }
+            }
+            drop(unnamed);
+        });
     }
 
     /// Registers `names` for local process `local`, if it still runs. Off this thread:
