@@ -84,6 +84,8 @@ pub(crate) struct Moves {
     /// The redirects still fencing, by the pid they lead to: a message sent straight to that
     /// pid (its sender found it by name) waits behind them too.
     fencing_to: HashMap<Pid, (NodeId, u64)>,
+    /// Redirects to fence again (see [`Moves::next_batch`]).
+    refences: Vec<(NodeId, u64)>,
 }
 
 impl Moves {
@@ -225,6 +227,13 @@ impl Moves {
     /// send now, in order, and where; `None` once nothing waits (the redirect is then done,
     /// and later messages go straight there). Messages sent while a batch is on its way wait
     /// for the next, so none overtakes it.
+    ///
+    /// A process that moved twice (s → t → u) has two redirects here, the second away from the
+    /// first's target. The second is not done while the first still fences: messages the
+    /// first sends on to `t` come back from `t`'s node redirected, and must not be passed by
+    /// messages sent to `u` directly. It waits instead, and once the first is done it is to be
+    /// fenced again (returned by [`Moves::take_refences`]), so everything sent on to `t`
+    /// comes back first.
     pub(crate) fn next_batch(
         &mut self,
         node: NodeId,
@@ -232,22 +241,41 @@ impl Moves {
     ) -> Option<(Pid, VecDeque<Outgoing>)> {
         let entry = self.redirects.get_mut(&(node, local))?;
         let Redirect::Fencing {
-            to, back, later, ..
+            to,
+            back,
+            later,
+            passed,
         } = entry
         else {
             return None;
         };
         let to = *to;
         if back.is_empty() && later.is_empty() {
+            if self.fencing_to.contains_key(&Pid::new(node, local)) {
+                // What leads here still fences: wait to be fenced again.
+                *passed = false;
+                return None;
+            }
             *entry = Redirect::Done(to);
             if self.fencing_to.get(&to) == Some(&(node, local)) {
                 self.fencing_to.remove(&to);
+            }
+            if let Some(Redirect::Fencing { passed: false, .. }) =
+                self.redirects.get(&(to.node(), to.local()))
+            {
+                self.refences.push((to.node(), to.local()));
             }
             return None;
         }
         let mut batch = std::mem::take(back);
         batch.append(later);
         Some((to, batch))
+    }
+
+    /// Redirects to fence again, now that what led to them is done (see
+    /// [`Moves::next_batch`]).
+    pub(crate) fn take_refences(&mut self) -> Vec<(NodeId, u64)> {
+        std::mem::take(&mut self.refences)
     }
 
     /// `node` is Down. Redirects to processes that moved there are dropped, and what waited
@@ -296,6 +324,13 @@ impl Moves {
         }
         waiting
     }
+}
+
+/// A process that moved away from this node, and the peers not yet following it
+/// (`core/relocation.rs`).
+pub(crate) struct Relocating {
+    pub(crate) to: Pid,
+    pub(crate) waiting: rustc_hash::FxHashSet<NodeId>,
 }
 
 /// What became of a redirected message.

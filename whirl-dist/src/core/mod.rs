@@ -167,7 +167,7 @@ pub(crate) struct Core {
     fences: Mutex<Vec<(NodeId, u64, u64)>>,
     /// Processes that moved away, by old local id, until every peer follows them
     /// (`relocation.rs`).
-    relocating: Mutex<HashMap<u64, relocation::Relocating>>,
+    relocating: Mutex<HashMap<u64, crate::moves::Relocating>>,
     /// Restored processes whose names wait for their old node's `NamesFree`: by local id, the
     /// old node and the names.
     unnamed: Mutex<HashMap<u64, (NodeId, Vec<String>)>>,

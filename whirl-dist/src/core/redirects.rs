@@ -354,6 +354,28 @@ impl Core {
                 self.resend(to, header, payload);
             }
         }
+        let refences = self.moves.lock().take_refences();
+        for (node, local) in refences {
+            self.fence(node, local, |_| {});
+        }
+    }
+
+    /// Sends a fence for `(node, old)`, its mark taken while no send to `node` is under way
+    /// (see `Link::gate`), after `under_gate` ran under the same gate.
+    pub(super) fn fence(
+        self: &Arc<Self>,
+        node: NodeId,
+        old: u64,
+        under_gate: impl FnOnce(&Arc<Self>),
+    ) {
+        let sent = {
+            let link = self.links.read().get(&node).cloned();
+            let _gate = link.as_ref().map(|link| link.gate.write());
+            under_gate(self);
+            link.as_ref().map_or(0, |link| link.enqueued())
+        };
+        let header = Header::Fence { old, sent };
+        self.send_control(node, wire::encode_raw(self.id, &header, &[]));
     }
 
     /// This node's ask `req` to `(frame.from, old)` came back: the process moved to `to`.

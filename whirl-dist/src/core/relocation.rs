@@ -16,14 +16,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashSet;
 
 use super::Core;
+use crate::moves::Relocating;
 use crate::wire::{self, Header};
 use crate::{NodeId, Pid};
-
-/// A process that moved away from this node, and the peers not yet following it.
-pub(crate) struct Relocating {
-    to: Pid,
-    waiting: FxHashSet<NodeId>,
-}
 
 impl Core {
     /// Local process `local` now runs as `to` on another node: tell every peer; the names
@@ -172,14 +167,6 @@ impl Core {
     /// messages to either pid wait for the fence), and answer with the fence.
     pub(super) fn on_relocated(self: &Arc<Self>, from: NodeId, old: u64, to: Pid) {
         self.any_moves.store(true, Relaxed);
-        let sent = {
-            // No send to `from` is under way while the mark is read (see `Link::gate`).
-            let link = self.links.read().get(&from).cloned();
-            let _gate = link.as_ref().map(|link| link.gate.write());
-            self.moves.lock().relocated(from, old, to);
-            link.as_ref().map_or(0, |link| link.enqueued())
-        };
-        let header = Header::Fence { old, sent };
-        self.send_control(from, wire::encode_raw(self.id, &header, &[]));
+        self.fence(from, old, |core| core.moves.lock().relocated(from, old, to));
     }
 }

@@ -17,15 +17,8 @@ use crate::copies;
 use crate::moving::{hold_and_migrate, MigrationReport};
 use crate::sender::{SenderSpec, SenderThread};
 use crate::settings::{Args, ACCOUNT_KIND, ACCOUNT_NAME, ASK_TIMEOUT, SETUP_DEADLINE};
+use crate::util::say;
 use crate::util::{endpoint, parse_pid, to_json};
-
-/// One line to the parent. A parent that is gone cannot read it; the child notices when its
-/// stdin closes.
-pub fn say(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
-}
 
 /// What the child is doing, on stderr, only when `RUST_LOG` is set.
 pub fn log(label: &str, what: &str) {

@@ -10,9 +10,9 @@ use whirl::prelude::*;
 use whirl_dist::{MigrateError, Node, NodeId};
 
 use crate::account::{Account, Hold};
-use crate::child::say;
 use crate::copies;
 use crate::settings::SETUP_DEADLINE;
+use crate::util::say;
 
 /// How a migration went, as the source node reports it.
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]

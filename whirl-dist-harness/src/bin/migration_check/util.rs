@@ -119,3 +119,11 @@ impl Rng {
         low + i64::try_from(self.next_u64() % span).unwrap_or(0)
     }
 }
+
+/// One line to the parent. A parent that is gone cannot read it; the child notices when its
+/// stdin closes.
+pub fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = std::io::Write::write_fmt(&mut out, format_args!("{line}\n"));
+    let _ = std::io::Write::flush(&mut out);
+}
