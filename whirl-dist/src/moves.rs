@@ -69,6 +69,9 @@ pub(crate) enum Route {
     Full,
 }
 
+/// `Relocated` notices followed per peer, at most (see [`Moves::relocated`]).
+pub(crate) const MAX_RELOCATIONS: usize = 65_536;
+
 /// Messages a fence buffer holds at most (a sender over it is refused, as over its credit
 /// window).
 pub(crate) const MAX_BUFFERED: usize = 65_536;
@@ -86,6 +89,8 @@ pub(crate) struct Moves {
     fencing_to: HashMap<Pid, (NodeId, u64)>,
     /// Redirects to fence again (see [`Moves::next_batch`]).
     refences: Vec<(NodeId, u64)>,
+    /// How many `Relocated` notices of each peer were followed.
+    relocations: HashMap<NodeId, usize>,
 }
 
 impl Moves {
@@ -195,10 +200,19 @@ impl Moves {
 
     /// `(node, local)` moved to `to`, as its node told: its messages start waiting for the
     /// fence (as at a first redirect, with nothing back yet), unless they already follow it.
+    ///
+    /// A node's notices are its word: at most [`MAX_RELOCATIONS`] of them are followed per
+    /// peer, so a peer that makes them up cannot grow this table without bound (a real one
+    /// past that still redirects; a sender that finds the new pid by name may then pass).
     pub(crate) fn relocated(&mut self, node: NodeId, local: u64, to: Pid) {
         if self.redirects.contains_key(&(node, local)) {
             return;
         }
+        let followed = self.relocations.entry(node).or_default();
+        if *followed >= MAX_RELOCATIONS {
+            return;
+        }
+        *followed += 1;
         let fencing = Redirect::Fencing {
             to,
             back: VecDeque::new(),
@@ -304,6 +318,7 @@ impl Moves {
                 Redirect::Fencing { .. } => true,
             });
         self.moved.retain(|_, to| to.node() != node);
+        self.relocations.remove(&node);
         let redirects = &self.redirects;
         self.fencing_to
             .retain(|_, key| matches!(redirects.get(key), Some(Redirect::Fencing { .. })));
