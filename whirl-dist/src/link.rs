@@ -304,7 +304,8 @@ impl Link {
     /// it): if that frame is not acknowledged yet, it is not in doubt any more. A position
     /// beyond what was published is ignored (a peer cannot answer what it never got).
     pub(crate) fn answered(&self, seq: u64) {
-        if seq == 0 || seq > self.out.published.load(Acquire) {
+        // Most answers come after their acknowledgement (no lock then), or name nothing.
+        if seq <= self.acked.load(Acquire) || seq > self.out.published.load(Acquire) {
             return;
         }
         let mut answered = self.answered.lock();

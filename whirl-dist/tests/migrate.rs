@@ -421,31 +421,40 @@ fn post_numbered(
     n: u64,
     bounced: Arc<AtomicU64>,
 ) -> std::thread::JoinHandle<()> {
-    let counter = Arc::clone(&bounced);
-    let addr = addr.on_bounce(move |_| {
-        counter.fetch_add(1, Relaxed);
-    });
+    let addr = counting(addr, &bounced);
     std::thread::spawn(move || {
         for seq in 0..n {
-            let mut msg = Deposit {
-                from,
-                seq,
-                cents: 1,
-            };
-            loop {
-                match addr.post(msg) {
-                    Ok(()) => break,
-                    Err(e) => {
-                        msg = e.into_message();
-                        std::thread::sleep(Duration::from_micros(200));
-                    }
-                }
-            }
-            if seq % 32 == 31 {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            post_paced(&addr, from, seq);
         }
     })
+}
+
+/// `addr`, with a bounce handler that counts what comes back in `bounced`.
+fn counting(
+    addr: whirl_dist::RemoteAddr<Deposit>,
+    bounced: &Arc<AtomicU64>,
+) -> whirl_dist::RemoteAddr<Deposit> {
+    let counter = Arc::clone(bounced);
+    addr.on_bounce(move |_| {
+        counter.fetch_add(1, Relaxed);
+    })
+}
+
+/// Posts deposit `seq` of sender `from`, again until it is taken (so a retry never reorders),
+/// pausing 1 ms after every 32.
+fn post_paced(addr: &whirl_dist::RemoteAddr<Deposit>, from: u32, seq: u64) {
+    let mut msg = Deposit {
+        from,
+        seq,
+        cents: 1,
+    };
+    while let Err(e) = addr.post(msg) {
+        msg = e.into_message();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    if seq % 32 == 31 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Regression (issue 34): with a queue built up, senders on the node the process leaves, on
@@ -495,13 +504,8 @@ fn senders_on_every_node_keep_their_order_through_a_move_with_a_queue() {
         // It posts at least N, and goes on until it has posted 256 to the new pid.
         let (moved, followed) = std::thread::scope(|s| {
             let follower = s.spawn(|| {
-                let handled = |addr: whirl_dist::RemoteAddr<Deposit>| {
-                    let counter = Arc::clone(&bounced);
-                    addr.on_bounce(move |_| {
-                        counter.fetch_add(1, Relaxed);
-                    })
-                };
-                let mut addr = handled(c.node.whereis::<Deposit>(&name).expect("registered"));
+                let found = c.node.whereis::<Deposit>(&name).expect("registered");
+                let mut addr = counting(found, &bounced);
                 let first = addr.pid();
                 let mut switched_at = None;
                 let give_up = std::time::Instant::now() + DEADLINE;
@@ -516,21 +520,10 @@ fn senders_on_every_node_keep_their_order_through_a_move_with_a_queue() {
                             if found.pid() != first && switched_at.is_none() {
                                 switched_at = Some(seq);
                             }
-                            addr = handled(found);
+                            addr = counting(found, &bounced);
                         }
                     }
-                    let mut msg = Deposit {
-                        from: 3,
-                        seq,
-                        cents: 1,
-                    };
-                    while let Err(e) = addr.post(msg) {
-                        msg = e.into_message();
-                        std::thread::sleep(Duration::from_micros(200));
-                    }
-                    if seq % 32 == 31 {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
+                    post_paced(&addr, 3, seq);
                     seq += 1;
                 }
                 seq
@@ -822,31 +815,15 @@ fn a_process_that_keeps_moving_keeps_every_senders_order() {
     let (now, moves) = std::thread::scope(|s| {
         let follower = s.spawn(|| {
             let node = &m[2].node;
-            let handled = |addr: whirl_dist::RemoteAddr<Deposit>| {
-                let counter = Arc::clone(&bounced);
-                addr.on_bounce(move |_| {
-                    counter.fetch_add(1, Relaxed);
-                })
-            };
-            let mut addr = handled(node.whereis::<Deposit>("wanderer").expect("registered"));
+            let found = node.whereis::<Deposit>("wanderer").expect("registered");
+            let mut addr = counting(found, &bounced);
             for seq in 0..N {
                 if seq % 16 == 0 {
                     if let Some(found) = node.whereis::<Deposit>("wanderer") {
-                        addr = handled(found);
+                        addr = counting(found, &bounced);
                     }
                 }
-                let mut msg = Deposit {
-                    from: 3,
-                    seq,
-                    cents: 1,
-                };
-                while let Err(e) = addr.post(msg) {
-                    msg = e.into_message();
-                    std::thread::sleep(Duration::from_micros(200));
-                }
-                if seq % 32 == 31 {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
+                post_paced(&addr, 3, seq);
             }
         });
         // Each move is made by the node the process is on, with a handle to it there.

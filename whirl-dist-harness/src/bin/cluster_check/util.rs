@@ -24,35 +24,9 @@ pub fn certs_dir(cluster: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("whirl-{cluster}-certs"))
 }
 
-/// Makes the cluster's CA and a certificate for each of `labels` in [`certs_dir`]:
-/// `ca.pem`, and `<label>.pem` and `<label>.key` (readable by this user only).
+/// Makes the cluster's CA and a certificate for each of `labels` in [`certs_dir`].
 pub fn make_certs(cluster: &str, labels: &[&str]) -> Result<(), String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = certs_dir(cluster);
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {dir:?}: {e}"))?;
-    let ca = whirl_dist::certs::ClusterCa::new(&format!("{cluster}-ca"))
-        .map_err(|e| format!("cannot make the CA: {e}"))?;
-    let write = |name: String, text: &str| -> Result<(), String> {
-        let path = dir.join(name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| format!("cannot write {path:?}: {e}"))?;
-        std::io::Write::write_all(&mut file, text.as_bytes())
-            .map_err(|e| format!("cannot write {path:?}: {e}"))
-    };
-    write("ca.pem".to_owned(), &ca.certificate_pem())?;
-    for label in labels {
-        let cert = ca
-            .node(&format!("node-{label}"), 1)
-            .map_err(|e| format!("cannot make {label}'s certificate: {e}"))?;
-        write(format!("{label}.pem"), &cert.certificate)?;
-        write(format!("{label}.key"), &cert.key)?;
-    }
-    Ok(())
+    whirl_dist_harness::make_certs(&certs_dir(cluster), &format!("{cluster}-ca"), labels)
 }
 
 /// Three distinct loopback ports nobody listens on now (QUIC endpoints are UDP ports).

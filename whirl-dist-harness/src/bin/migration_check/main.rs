@@ -117,7 +117,7 @@ fn parent_main(args: &Args) -> Result<bool, String> {
         std::process::id(),
         rng.next_u64() as u32
     ));
-    util::make_certs(&certs, &["S", "T", "X"])?;
+    whirl_dist_harness::make_certs(&certs, "migration-check-ca", &["S", "T", "X"])?;
     println!(
         "migration_check: {} run(s) of {:?}, seed {seed}, {} deposits per sender at {}/s, hold \
          {} ms",

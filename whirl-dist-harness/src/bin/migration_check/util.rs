@@ -1,7 +1,6 @@
 //! Small helpers every part of the check uses: a lock that survives poisoning, the JSON of
 //! the children's answers, certificates and free ports, pids as text, and a small PRNG.
 
-use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,36 +17,6 @@ pub fn to_json<T: Serialize>(value: &T) -> Result<String, String> {
 
 pub fn from_json<T: for<'de> Deserialize<'de>>(what: &str, text: &str) -> Result<T, String> {
     serde_json::from_str(text).map_err(|e| format!("malformed {what} {text:?}: {e}"))
-}
-
-/// Makes a cluster CA and a certificate for each of `labels` in `dir`: `ca.pem`, and
-/// `<label>.pem` and `<label>.key` (readable by this user only).
-pub fn make_certs(dir: &Path, labels: &[&str]) -> Result<(), String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {dir:?}: {e}"))?;
-    let ca = whirl_dist::certs::ClusterCa::new("migration-check-ca")
-        .map_err(|e| format!("cannot make the CA: {e}"))?;
-    let write = |name: String, text: &str| -> Result<(), String> {
-        let path = dir.join(name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| format!("cannot write {path:?}: {e}"))?;
-        std::io::Write::write_all(&mut file, text.as_bytes())
-            .map_err(|e| format!("cannot write {path:?}: {e}"))
-    };
-    write("ca.pem".to_owned(), &ca.certificate_pem())?;
-    for label in labels {
-        let cert = ca
-            .node(&format!("node-{label}"), 1)
-            .map_err(|e| format!("cannot make {label}'s certificate: {e}"))?;
-        write(format!("{label}.pem"), &cert.certificate)?;
-        write(format!("{label}.key"), &cert.key)?;
-    }
-    Ok(())
 }
 
 /// Three distinct loopback ports nobody listens on now.
