@@ -278,7 +278,7 @@ impl GroupBuilder {
             cpu_budget: self.cpu_budget.map(|b| Box::new(CpuGovernor::new(b))),
         });
         shared.resize(self.threads.min());
-        if shared.pool.live() < self.threads.min() {
+        if !shared.kernel.stepped && shared.pool.live() < self.threads.min() {
             let name = shared.name.clone();
             join_all(shared.stop());
             return Err(GroupError::StartWorkers {

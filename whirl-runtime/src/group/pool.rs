@@ -163,6 +163,14 @@ impl Pool {
         (slots.len() - 1, slot)
     }
 
+    /// The slot whose statistics a stepped runtime's turns record into: the first.
+    pub(crate) fn stepping_slot(&self) -> Arc<Slot> {
+        if let Some(slot) = self.slots.read().first() {
+            return Arc::clone(slot);
+        }
+        self.occupy().1
+    }
+
     /// Join handles of every worker started and not yet collected.
     pub(crate) fn take_handles(&self) -> Vec<JoinHandle<()>> {
         std::mem::take(&mut *self.handles.lock())

@@ -293,6 +293,8 @@ pub(crate) struct Kernel {
     /// How long a `call` or `ask` waits for its answer unless the request says otherwise
     /// (`RuntimeBuilder::ask_timeout`).
     pub(crate) ask_timeout: Option<Duration>,
+    /// No worker threads: turns run when the owner calls `Runtime::run_one`.
+    pub(crate) stepped: bool,
     /// The last dead letters, oldest first (`RECENT_DEAD_LETTERS` at most).
     recent_dead_letters: Mutex<VecDeque<DeadLetterRecord>>,
     pub(crate) registry: Registry,
@@ -311,9 +313,14 @@ pub(crate) struct Kernel {
 
 impl Kernel {
     /// A kernel with no groups yet, whose dead letters go to `dead_letters`.
-    pub(crate) fn new(dead_letters: DeadLetterSink, ask_timeout: Option<Duration>) -> Self {
+    pub(crate) fn new(
+        dead_letters: DeadLetterSink,
+        ask_timeout: Option<Duration>,
+        stepped: bool,
+    ) -> Self {
         Kernel {
             ask_timeout,
+            stepped,
             groups: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
             closing: AtomicBool::new(false),

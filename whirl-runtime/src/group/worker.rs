@@ -133,6 +133,11 @@ impl GroupShared {
     /// Moves the pool toward `threads` (clamped to the range): starts workers now, or lets
     /// the surplus retire. Returns the new target.
     pub(crate) fn resize(self: &Arc<Self>, threads: usize) -> usize {
+        if self.kernel.stepped {
+            // Turns run on the caller's thread (`GroupShared::run_stepped`).
+            self.update_admission();
+            return self.pool.range.min();
+        }
         let target = self.pool.resize(
             threads,
             || self.is_stopped(),
@@ -161,6 +166,34 @@ impl GroupShared {
         }
         self.update_admission();
         target
+    }
+}
+
+/// Turns of a stepped runtime (`RuntimeBuilder::stepped`), on the caller's thread.
+impl GroupShared {
+    /// Takes the next ready process as a worker would, and runs one turn of it here.
+    pub(crate) fn run_stepped(self: &Arc<Self>) -> Option<usize> {
+        let task = match &self.scheduler {
+            Some(scheduler) => scheduler.pop(0).map(|ready| ready.into_task())?,
+            None => loop {
+                match self.injector.steal() {
+                    Steal::Success(task) => break task,
+                    Steal::Empty => return None,
+                    Steal::Retry => continue,
+                }
+            },
+        };
+        let principal = task.principal().cloned();
+        let recorder = Recorder::new(self.pool.stepping_slot());
+        let handled = task.run(true, &recorder);
+        if let Some(scheduler) = &self.scheduler {
+            scheduler.turn_finished(&TurnReport {
+                principal: principal.as_ref(),
+                handled,
+                elapsed: Duration::ZERO,
+            });
+        }
+        Some(handled)
     }
 }
 

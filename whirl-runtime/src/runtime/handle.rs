@@ -33,6 +33,7 @@ pub struct RuntimeBuilder {
     slow_turn_threshold: Option<Duration>,
     dead_letters: DeadLetterSink,
     ask_timeout: Option<Duration>,
+    stepped: bool,
 }
 
 impl RuntimeBuilder {
@@ -82,12 +83,32 @@ impl RuntimeBuilder {
         self
     }
 
+    /// No worker threads: every group's turns run only when the caller asks, one at a time,
+    /// with [`Runtime::run_one`]. For a simulator that runs several runtimes in one thread
+    /// and decides, from a seed, which turn runs next, so that a run replays exactly.
+    ///
+    /// Everything a turn does is as on worker threads (mailboxes, budgets, schedulers,
+    /// predicates, supervision); what depends on threads or on the time passing does not
+    /// happen unless the caller makes it: the timer thread (`post_after`, request timeouts),
+    /// the controller thread (thread, batching and concurrency controllers, the slow-turn
+    /// watchdog) and CPU budgets still run on real time, and a blocking call made from inside
+    /// a turn waits forever, since nothing else runs. [`Runtime::block_until_idle`] and a
+    /// graceful shutdown wait for turns that only the caller can run.
+    pub fn stepped(mut self) -> Self {
+        self.stepped = true;
+        self
+    }
+
     /// Starts the runtime and its default group, or says why its workers could not start.
     pub fn build(self) -> Result<Runtime, GroupError> {
         // The clock behind every message's enqueue stamp (`group/observe.rs`).
         let _ = shared_clock();
         super::panics::install();
-        let kernel = Arc::new(Kernel::new(self.dead_letters, self.ask_timeout));
+        let kernel = Arc::new(Kernel::new(
+            self.dead_letters,
+            self.ask_timeout,
+            self.stepped,
+        ));
         let default_group = GroupBuilder::new(Arc::clone(&kernel), "default".into())
             .threads(self.threads)
             .budget(self.budget)
@@ -169,7 +190,30 @@ impl Runtime {
             slow_turn_threshold: Some(GroupBuilder::DEFAULT_SLOW_TURN_THRESHOLD),
             dead_letters: default_sink(),
             ask_timeout: Some(crate::request::DEFAULT_TIMEOUT),
+            stepped: false,
         }
+    }
+
+    /// On a [stepped](RuntimeBuilder::stepped) runtime, runs one turn: `pick` is given how
+    /// many groups have a process ready (in the order the groups were made) and returns the
+    /// index of the one to run, and that group's scheduler chooses the process, as a worker
+    /// would. Returns the messages the turn handled, or `None` if no process was ready (or
+    /// the runtime is not stepped).
+    pub fn run_one(&self, pick: impl FnOnce(usize) -> usize) -> Option<usize> {
+        if !self.kernel.stepped {
+            return None;
+        }
+        let ready: Vec<_> = self
+            .kernel
+            .groups()
+            .into_iter()
+            .filter(|g| g.has_visible_work())
+            .collect();
+        if ready.is_empty() {
+            return None;
+        }
+        let chosen = pick(ready.len()).min(ready.len() - 1);
+        ready[chosen].run_stepped()
     }
 
     /// Starts configuring a new group with its own workers.
