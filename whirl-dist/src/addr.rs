@@ -83,6 +83,19 @@ impl<M: Remote> RemoteAddr<M> {
         }
     }
 
+    /// The link to the process's node: the one this address was made with, or, if its node
+    /// was not Up then, the link now (a frame can only go to a node that is Up).
+    fn link(&self) -> Option<std::borrow::Cow<'_, Arc<Link>>> {
+        match &self.link {
+            Some(link) => Some(std::borrow::Cow::Borrowed(link)),
+            None if self.pid.node() == self.core.id() => None,
+            None => self
+                .core
+                .link_to(self.pid.node())
+                .map(std::borrow::Cow::Owned),
+        }
+    }
+
     /// The process's cluster-wide id.
     pub fn pid(&self) -> Pid {
         self.pid
@@ -133,8 +146,14 @@ impl<M: Remote> Deliver<M> for RemoteAddr<M> {
             route: self.route.as_ref().map(|r| r.id()),
             principal: principal.map(WirePrincipal::of),
         };
+        let link = self.link();
         self.core
-            .send_data(self.link.as_deref(), self.pid.node(), &header, &msg)
+            .send_data(
+                link.as_deref().map(|l| &**l),
+                self.pid.node(),
+                &header,
+                &msg,
+            )
             .map_err(|e| post_error(e, msg))
     }
 }
@@ -193,9 +212,10 @@ impl<M: Request> RemoteAddr<M> {
     ) -> Result<Arc<AskSlot>, RemoteCallError<M>> {
         let (to, tag) = (self.pid.local(), TagOf::<M>::TAG);
         let principal = principal.map(WirePrincipal::of);
+        let link = self.link();
         self.core
             .start_request(
-                self.link.as_deref(),
+                link.as_deref().map(|l| &**l),
                 self.pid.node(),
                 |req| Header::Ask {
                     to,

@@ -41,9 +41,9 @@ pub enum DistError {
     Declare {
         /// What was being declared.
         what: &'static str,
-        /// Zenoh's reason.
+        /// The transport's reason.
         #[source]
-        source: zenoh::Error,
+        source: crate::transport::TransportError,
     },
     /// Undeclaring or closing failed during [`Node::shutdown`](crate::Node::shutdown). The node
     /// is gone all the same; peers see it Down at the latest when its lease expires.
@@ -51,9 +51,9 @@ pub enum DistError {
     Shutdown {
         /// The step that failed.
         what: &'static str,
-        /// Zenoh's reason.
+        /// The transport's reason.
         #[source]
-        source: zenoh::Error,
+        source: crate::transport::TransportError,
     },
     /// Two different message tag names of this node hash to the same 64-bit wire tag (a
     /// chance of 1 in 2^64 per pair). Rename one.

@@ -143,7 +143,9 @@ mod pid;
 mod registry;
 mod remote;
 mod security;
+pub mod sim;
 mod spawn;
+pub mod transport;
 mod watches;
 mod wire;
 

@@ -76,10 +76,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::transport::{Class, Publisher, Transport};
 use parking_lot::{Condvar, Mutex};
-use zenoh::pubsub::Publisher;
-use zenoh::qos::{CongestionControl, Priority};
-use zenoh::{Session, Wait};
 
 use crate::counts::Counters;
 
@@ -160,8 +158,8 @@ struct Lanes {
 
 /// The publishers of a link's two lanes.
 struct Pair {
-    data: Publisher<'static>,
-    control: Publisher<'static>,
+    data: Box<dyn Publisher>,
+    control: Box<dyn Publisher>,
 }
 
 enum Publishers {
@@ -370,7 +368,7 @@ impl Outbox {
     /// Publishes up to [`BUDGET`] frames, control first; the caller owns the link. Returns
     /// `true` if the link is still scheduled (the caller puts it back on the ready queue),
     /// `false` if the writer let go of it.
-    fn drain(&self, session: &Session) -> bool {
+    fn drain(&self, transport: &dyn Transport) -> bool {
         for _ in 0..BUDGET {
             let mut lanes = self.lanes.lock();
             if lanes.closed {
@@ -396,16 +394,16 @@ impl Outbox {
                 },
             };
             drop(lanes);
-            self.publish(session, is_control, frame);
+            self.publish(transport, is_control, frame);
         }
         true
     }
 
     /// Seals and publishes one frame on its lane's publisher, declaring them on first use.
-    fn publish(&self, session: &Session, is_control: bool, mut frame: Vec<u8>) {
+    fn publish(&self, transport: &dyn Transport, is_control: bool, mut frame: Vec<u8>) {
         let mut publishers = self.publishers.lock();
         if matches!(*publishers, Publishers::Undeclared) {
-            *publishers = self.declare(session);
+            *publishers = self.declare(transport);
         }
         let Publishers::Declared(pair) = &*publishers else {
             return;
@@ -418,7 +416,7 @@ impl Outbox {
         } else {
             &pair.data
         };
-        if let Err(error) = target.put(frame).wait() {
+        if let Err(error) = target.put(frame) {
             tracing::warn!(key = self.key.as_str(), %error, "a frame could not be published");
         }
         if !is_control {
@@ -426,18 +424,9 @@ impl Outbox {
         }
     }
 
-    fn declare(&self, session: &Session) -> Publishers {
-        let publisher = |priority| {
-            session
-                .declare_publisher(self.key.clone())
-                .congestion_control(CongestionControl::Block)
-                .priority(priority)
-                .wait()
-        };
-        match (
-            publisher(Priority::Data),
-            publisher(Priority::InteractiveHigh),
-        ) {
+    fn declare(&self, transport: &dyn Transport) -> Publishers {
+        let publisher = |class| transport.publisher(&self.key, class);
+        match (publisher(Class::Data), publisher(Class::Control)) {
             (Ok(data), Ok(control)) => Publishers::Declared(Box::new(Pair { data, control })),
             (Err(error), _) | (_, Err(error)) => {
                 tracing::error!(key = self.key.as_str(), %error, "cannot declare the publishers of a link; it sends nothing");
@@ -469,6 +458,8 @@ fn shrink(lane: &mut VecDeque<Vec<u8>>) -> Option<VecDeque<Vec<u8>>> {
 /// The node's writer threads; stopped by [`stop`](Writers::stop) or when dropped.
 pub(crate) struct Writers {
     pool: Arc<Pool>,
+    /// Where [`flush`](Writers::flush) publishes.
+    transport: Arc<dyn Transport>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -486,8 +477,8 @@ struct Ready {
 }
 
 impl Writers {
-    /// Starts `count` writer threads publishing on `session`.
-    pub(crate) fn start(session: &Session, count: usize) -> std::io::Result<Writers> {
+    /// Starts `count` writer threads publishing on `transport`.
+    pub(crate) fn start(transport: &Arc<dyn Transport>, count: usize) -> std::io::Result<Writers> {
         let writers = Writers {
             pool: Arc::new(Pool {
                 ready: Mutex::new(Ready {
@@ -496,17 +487,34 @@ impl Writers {
                 }),
                 wake: Condvar::new(),
             }),
+            transport: Arc::clone(transport),
             threads: Mutex::new(Vec::with_capacity(count)),
         };
         for i in 0..count {
             let pool = Arc::clone(&writers.pool);
-            let session = session.clone();
+            let transport = Arc::clone(transport);
             let thread = std::thread::Builder::new()
                 .name(format!("whirl-dist-writer-{i}"))
-                .spawn(move || pool.run(&session))?;
+                .spawn(move || pool.run(&*transport))?;
             writers.threads.lock().push(thread);
         }
         Ok(writers)
+    }
+
+    /// Publishes every ready link's frames on the calling thread, one link at a time in the
+    /// order they became ready (a simulator's step, on a pool started with no threads).
+    /// Returns the links drained.
+    pub(crate) fn flush(&self) -> usize {
+        let mut drained = 0;
+        loop {
+            let Some(out) = self.pool.ready.lock().queue.pop_front() else {
+                return drained;
+            };
+            drained += 1;
+            if out.drain(&*self.transport) {
+                self.pool.schedule(out);
+            }
+        }
     }
 
     /// Stops the writers once each is done with the link in its hands, and lets go of the
@@ -547,7 +555,7 @@ impl Pool {
     }
 
     /// A writer: takes the next ready link, drains it, puts it back if it has more.
-    fn run(&self, session: &Session) {
+    fn run(&self, transport: &dyn Transport) {
         loop {
             let out = {
                 let mut ready = self.ready.lock();
@@ -564,7 +572,7 @@ impl Pool {
             // A panic (in a seal, say) must not take a writer away from every other link.
             // The link's state is a mutex-guarded flag and lanes that `retire` resets (no
             // mutex is poisoned), so it is safe to observe after the unwind.
-            match std::panic::catch_unwind(AssertUnwindSafe(|| out.drain(session))) {
+            match std::panic::catch_unwind(AssertUnwindSafe(|| out.drain(transport))) {
                 Ok(true) => self.schedule(out),
                 Ok(false) => {}
                 Err(_) => {
@@ -587,8 +595,8 @@ mod tests {
 
     use super::*;
 
-    /// A session that talks to nobody: no listener, no scouting.
-    fn session() -> Session {
+    /// A Zenoh transport that talks to nobody: no listener, no scouting.
+    fn session() -> Arc<dyn Transport> {
         let mut config = zenoh::Config::default();
         for (key, value) in [
             ("mode", "\"peer\""),
@@ -599,7 +607,7 @@ mod tests {
         ] {
             config.insert_json5(key, value).expect("config");
         }
-        zenoh::open(config).wait().expect("session")
+        crate::transport::ZenohTransport::open(config).expect("session")
     }
 
     /// A field of `/proc/self/status` (`Threads`, `VmRSS` in KiB).
@@ -658,9 +666,10 @@ mod tests {
         let got = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
         let sink = Arc::clone(&got);
         let _subscriber = session
-            .declare_subscriber(key)
-            .callback(move |sample| sink.lock().push(sample.payload().to_bytes().into_owned()))
-            .wait()
+            .subscribe(
+                key,
+                Box::new(move |payload| sink.lock().push(payload.to_vec())),
+            )
             .expect("subscriber");
         let counters = Arc::new([AtomicU32::new(0), AtomicU32::new(0)]);
         let seal_counters = Arc::clone(&counters);
@@ -712,9 +721,10 @@ mod tests {
         let sink = Arc::new(Mutex::new(Vec::<Vec<u8>>::new()));
         let sink2 = Arc::clone(&sink);
         let _second = session
-            .declare_subscriber(key)
-            .callback(move |sample| sink2.lock().push(sample.payload().to_bytes().into_owned()))
-            .wait()
+            .subscribe(
+                key,
+                Box::new(move |payload| sink2.lock().push(payload.to_vec())),
+            )
             .expect("subscriber");
         for i in 0..5000u32 {
             link.take_credit().expect("credit");
@@ -811,8 +821,8 @@ mod tests {
         const WINDOW: usize = 8192;
         let session = session();
         // Let Zenoh start what it starts on a first declaration and put.
-        let warm = session.declare_publisher("whirl/link-test/warm").wait();
-        warm.expect("publisher").put(vec![0]).wait().expect("put");
+        let warm = session.publisher("whirl/link-test/warm", Class::Data);
+        warm.expect("publisher").put(vec![0]).expect("put");
         std::thread::sleep(Duration::from_millis(200));
         let (threads0, rss0) = (status("Threads"), status("VmRSS"));
         let writers = Writers::start(&session, DEFAULT_WRITERS).expect("writers");

@@ -48,7 +48,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use whirl::{Addr, Group, HandedOver, Process};
 
-use crate::ask::AskEnd;
+use crate::ask::{AskEnd, Until};
 use crate::core::{Core, SendError};
 use crate::dispatch::{Export, RestoreFn};
 use crate::export::ExportBuilder;
@@ -212,68 +212,80 @@ impl Node {
     where
         P: Process + Serialize + DeserializeOwned,
     {
-        let core = &self.core;
-        let kind = core
-            .migration_kind(TypeId::of::<P>())
-            .ok_or(MigrateError::NotMigratable)?;
-        let local = addr.id().as_u64();
-        let export = core.export_of(local).ok_or(MigrateError::NotExported)?;
-        if to == core.id() {
-            return Err(MigrateError::SameNode);
+        crate::ask::block_on(migration(Arc::clone(&self.core), addr.clone(), to, timeout))
+    }
+}
+
+/// [`Node::migrate`] as a future: the thread that migrates blocks on it, and a simulator
+/// polls it between its steps ([`crate::sim::Migration`]).
+pub(crate) async fn migration<P>(
+    core: Arc<Core>,
+    addr: Addr<P>,
+    to: NodeId,
+    timeout: Duration,
+) -> Result<Pid, MigrateError>
+where
+    P: Process + Serialize + DeserializeOwned,
+{
+    let (core, addr) = (&core, &addr);
+    let kind = core
+        .migration_kind(TypeId::of::<P>())
+        .ok_or(MigrateError::NotMigratable)?;
+    let local = addr.id().as_u64();
+    let export = core.export_of(local).ok_or(MigrateError::NotExported)?;
+    if to == core.id() {
+        return Err(MigrateError::SameNode);
+    }
+    probe(core, to, kind, timeout)
+        .await
+        .map_err(|why| MigrateError::Refused { why })?;
+    if !core.begin_moving(local) {
+        return Err(MigrateError::AlreadyMoving);
+    }
+    let handoff = crate::ask::Handoff::<HandedOver<P>>::new();
+    let sender = handoff.sender();
+    if addr.hand_over(move |handed| sender.send(handed)).is_err() {
+        // Nothing to move: frames held meanwhile go back as for an ended process.
+        core.abort_moving(local);
+        return Err(MigrateError::Ended);
+    }
+    let Some(handed) = (&*handoff).await else {
+        // The receiver panicked or was dropped: the runtime logged it.
+        core.abort_moving(local);
+        return Err(MigrateError::Lost(
+            "the hand-over did not complete".to_owned(),
+        ));
+    };
+    let (watchers, names) = core.take_moving_parts(local);
+    let payload = match encode(addr, handed, &export, names, &watchers) {
+        Ok(payload) => payload,
+        Err(why) => {
+            core.lost_moving(local, watchers, RemoteExit::Failed(why.clone()));
+            return Err(MigrateError::Lost(why));
         }
-        probe(core, to, kind, timeout).map_err(|why| MigrateError::Refused { why })?;
-        if !core.begin_moving(local) {
-            return Err(MigrateError::AlreadyMoving);
+    };
+    match transfer(core, local, to, kind, &payload).await {
+        Ok(new_local) => {
+            let new = Pid::new(to, new_local);
+            core.finish_moving(local, new, watchers);
+            Ok(new)
         }
-        let (tx, rx) = crossbeam_channel::bounded::<HandedOver<P>>(1);
-        if addr
-            .hand_over(move |handed| {
-                let _ = tx.send(handed);
-            })
-            .is_err()
-        {
-            // Nothing to move: frames held meanwhile go back as for an ended process.
-            core.abort_moving(local);
-            return Err(MigrateError::Ended);
-        }
-        let Ok(handed) = rx.recv() else {
-            // The receiver panicked or was dropped: the runtime logged it.
-            core.abort_moving(local);
-            return Err(MigrateError::Lost(
-                "the hand-over did not complete".to_owned(),
-            ));
-        };
-        let (watchers, names) = core.take_moving_parts(local);
-        let payload = match encode(addr, handed, &export, names, &watchers) {
-            Ok(payload) => payload,
-            Err(why) => {
-                core.lost_moving(local, watchers, RemoteExit::Failed(why.clone()));
-                return Err(MigrateError::Lost(why));
-            }
-        };
-        match transfer(core, local, to, kind, &payload) {
+        Err(Unmoved::NotStarted(why)) => match core.restore(kind, &payload) {
             Ok(new_local) => {
-                let new = Pid::new(to, new_local);
-                core.finish_moving(local, new, watchers);
-                Ok(new)
+                core.register_restored(new_local, payload.names.clone());
+                let restored_as = Pid::new(core.id(), new_local);
+                core.finish_moving(local, restored_as, watchers);
+                Err(MigrateError::Failed { why, restored_as })
             }
-            Err(Unmoved::NotStarted(why)) => match core.restore(kind, &payload) {
-                Ok(new_local) => {
-                    core.register_restored(new_local, payload.names.clone());
-                    let restored_as = Pid::new(core.id(), new_local);
-                    core.finish_moving(local, restored_as, watchers);
-                    Err(MigrateError::Failed { why, restored_as })
-                }
-                Err(again) => {
-                    let why = format!("{why}; restoring here: {again}");
-                    core.lost_moving(local, watchers, RemoteExit::Failed(why.clone()));
-                    Err(MigrateError::Lost(why))
-                }
-            },
-            Err(Unmoved::InDoubt(why)) => {
-                core.lost_moving(local, watchers, RemoteExit::NoConnection);
-                Err(MigrateError::InDoubt { to, why })
+            Err(again) => {
+                let why = format!("{why}; restoring here: {again}");
+                core.lost_moving(local, watchers, RemoteExit::Failed(why.clone()));
+                Err(MigrateError::Lost(why))
             }
+        },
+        Err(Unmoved::InDoubt(why)) => {
+            core.lost_moving(local, watchers, RemoteExit::NoConnection);
+            Err(MigrateError::InDoubt { to, why })
         }
     }
 }
@@ -340,7 +352,7 @@ fn send_error(e: SendError) -> String {
 
 /// Asks `to` whether it takes processes of kind `kind`, waiting until `timeout`: nothing has
 /// moved yet, so giving up here leaves nothing behind on the target.
-fn probe(core: &Arc<Core>, to: NodeId, kind: u64, timeout: Duration) -> Result<(), String> {
+async fn probe(core: &Arc<Core>, to: NodeId, kind: u64, timeout: Duration) -> Result<(), String> {
     let link = core
         .link_to(to)
         .ok_or_else(|| "the target node is down".to_owned())?;
@@ -354,7 +366,7 @@ fn probe(core: &Arc<Core>, to: NodeId, kind: u64, timeout: Duration) -> Result<(
             deadline,
         )
         .map_err(send_error)?;
-    match slot.wait(deadline) {
+    match (Until { slot, deadline }).await {
         AskEnd::Answered(_) => Ok(()),
         AskEnd::Failed(why) => Err(format!("the target refused: {why}")),
         AskEnd::Bounced(reason, _) => Err(format!("the target refused: {reason}")),
@@ -369,7 +381,7 @@ fn probe(core: &Arc<Core>, to: NodeId, kind: u64, timeout: Duration) -> Result<(
 /// process, so the answer is waited for without a time limit, until it comes or the target
 /// is Down (a frozen target loses its lease). A Down target may have started it, so it is not
 /// restored here: at most one copy ever runs.
-fn transfer(
+async fn transfer(
     core: &Arc<Core>,
     local: u64,
     to: NodeId,
@@ -392,7 +404,7 @@ fn transfer(
             deadline,
         )
         .map_err(|e| Unmoved::NotStarted(send_error(e)))?;
-    match slot.wait(deadline) {
+    match (Until { slot, deadline }).await {
         AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
             .map_err(|_| Unmoved::InDoubt("the target's answer did not decode".to_owned())),
         AskEnd::Failed(why) => Err(Unmoved::NotStarted(format!(

@@ -18,12 +18,10 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::transport::{Declared, Transport, TransportError, ZenohTransport};
 use crossbeam_channel::Receiver;
 use whirl::request::Sender as _;
 use whirl::Process;
-use zenoh::liveliness::LivelinessToken;
-use zenoh::pubsub::Subscriber;
-use zenoh::{Session, Wait};
 
 use std::time::{Duration, Instant};
 
@@ -74,13 +72,22 @@ pub struct Node {
     pub(crate) core: Arc<Core>,
     cluster: String,
     // Dropped in this order if `shutdown` is not called: subscribers, token, session.
-    hellos: Option<Subscriber<()>>,
-    mailbox: Option<Subscriber<()>>,
-    names: Option<Subscriber<()>>,
-    subscriber: Option<Subscriber<()>>,
-    token: Option<LivelinessToken>,
+    hellos: Option<Box<dyn Declared>>,
+    mailbox: Option<Box<dyn Declared>>,
+    names: Option<Box<dyn Declared>>,
+    subscriber: Option<Box<dyn Declared>>,
+    token: Option<Box<dyn Declared>>,
     ticker: Option<JoinHandle<()>>,
-    session: Session,
+    transport: Arc<dyn Transport>,
+}
+
+/// Who runs a node's background work: its own threads, or a simulator that steps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Drive {
+    /// Writer threads publish the links; a ticker thread acknowledges and times out asks.
+    Threads,
+    /// Nothing runs unless the simulator calls it (`crate::sim`).
+    Stepped,
 }
 
 impl Node {
@@ -92,13 +99,29 @@ impl Node {
     /// possibly before this returns (then [`events`](Node::events) replays them).
     pub fn start(config: NodeConfig) -> Result<Node, DistError> {
         let (zenoh_config, pems) = config.to_zenoh()?;
+        let transport = ZenohTransport::open(zenoh_config).map_err(DistError::Open)?;
+        Node::start_with(config, pems, transport, Drive::Threads)
+    }
+
+    /// Starts a node on any [`Transport`]: what [`start`](Node::start) does once the Zenoh
+    /// session is open.
+    pub(crate) fn start_with(
+        config: NodeConfig,
+        pems: Option<crate::config::TlsPems>,
+        transport: Arc<dyn Transport>,
+        drive: Drive,
+    ) -> Result<Node, DistError> {
         let cluster = config.cluster().to_owned();
         let (id, auth) = match pems {
             None => {
                 if let Some(why) = config.plaintext_reason() {
                     tracing::warn!(cluster, why, "this node runs WITHOUT encryption or authentication: anyone who reaches its port can join, post, spawn and pose as any member");
                 }
-                (NodeId::random()?, None)
+                let id = match transport.plaintext_node_id() {
+                    Some(id) => NodeId::from_u128(id),
+                    None => NodeId::random()?,
+                };
+                (id, None)
             }
             Some(pems) => {
                 let creds = Credentials::from_pem(&pems.chain, &pems.key, &pems.ca)
@@ -115,53 +138,67 @@ impl Node {
                 (id, Some(auth))
             }
         };
-        let session = zenoh::open(zenoh_config).wait().map_err(DistError::Open)?;
+        let writer_threads = match drive {
+            Drive::Threads => DEFAULT_WRITERS,
+            Drive::Stepped => 0,
+        };
         let writers =
-            Writers::start(&session, DEFAULT_WRITERS).map_err(|source| DistError::Thread {
+            Writers::start(&transport, writer_threads).map_err(|source| DistError::Thread {
                 what: "link writer",
                 source,
             })?;
-        let core = Arc::new(Core::new(id, &config, session.clone(), auth, writers));
+        let core = Arc::new(Core::new(
+            id,
+            &config,
+            Arc::clone(&transport),
+            auth,
+            writers,
+            drive,
+        ));
         let declare = |what| move |source| DistError::Declare { what, source };
         // Hellos before the token: a peer that sees the token shakes hands at once.
         let hello_core = Arc::clone(&core);
-        let hellos = session
-            .declare_subscriber(core.hello_key(id))
-            .callback(move |sample| hello_core.on_hello(&sample))
-            .wait()
+        let hellos = transport
+            .subscribe(
+                &core.hello_key(id),
+                Box::new(move |bytes| hello_core.on_hello(bytes)),
+            )
             .map_err(declare("hello subscriber"))?;
         // The mailbox first: a peer that sees this node's token may post at once.
         let mailbox_core = Arc::clone(&core);
-        let mailbox = session
-            .declare_subscriber(core.mailbox_key(id))
-            .callback(move |sample| mailbox_core.on_network_frame(&sample.payload().to_bytes()))
-            .wait()
+        let mailbox = transport
+            .subscribe(
+                &core.mailbox_key(id),
+                Box::new(move |bytes| mailbox_core.on_network_frame(bytes)),
+            )
             .map_err(declare("mailbox subscriber"))?;
-        let token = session
-            .liveliness()
-            .declare_token(format!("{}{id}", core.alive_prefix()))
-            .wait()
-            .map_err(declare("liveliness token"))?;
         let registry_core = Arc::clone(&core);
-        let names = session
-            .liveliness()
-            .declare_subscriber(format!("whirl/{cluster}/reg/**"))
-            .history(true)
-            .callback(move |sample| registry_core.on_registry(&sample))
-            .wait()
+        let names = transport
+            .watch_tokens(
+                &format!("whirl/{cluster}/reg/"),
+                Box::new(move |key, presence| registry_core.on_registry(key, presence)),
+            )
             .map_err(declare("registry subscriber"))?;
         let liveliness_core = Arc::clone(&core);
-        let subscriber = session
-            .liveliness()
-            .declare_subscriber(format!("{}*", core.alive_prefix()))
-            .history(true)
-            .callback(move |sample| liveliness_core.on_liveliness(&sample))
-            .wait()
+        let subscriber = transport
+            .watch_tokens(
+                &core.alive_prefix(),
+                Box::new(move |key, presence| liveliness_core.on_liveliness(key, presence)),
+            )
             .map_err(declare("liveliness subscriber"))?;
-        let ticker = core.start_ticker().map_err(|source| DistError::Thread {
-            what: "ticker",
-            source,
-        })?;
+        // The token last: a peer that sees it may post at once, and this node must know that
+        // peer by then (its watcher above was told of every token present), or the peer's
+        // first frames would come from a node not Up here.
+        let token = transport
+            .declare_token(&format!("{}{id}", core.alive_prefix()))
+            .map_err(declare("liveliness token"))?;
+        let ticker = match drive {
+            Drive::Threads => Some(core.start_ticker().map_err(|source| DistError::Thread {
+                what: "ticker",
+                source,
+            })?),
+            Drive::Stepped => None,
+        };
         tracing::debug!(%id, cluster, "node started");
         Ok(Node {
             core,
@@ -171,8 +208,8 @@ impl Node {
             names: Some(names),
             subscriber: Some(subscriber),
             token: Some(token),
-            ticker: Some(ticker),
-            session,
+            ticker,
+            transport,
         })
     }
 
@@ -450,41 +487,35 @@ impl Node {
     /// receivers are disconnected.
     pub fn shutdown(mut self) -> Result<(), DistError> {
         let mut first_error = None;
-        let mut note = |what: &'static str, result: zenoh::Result<()>| {
+        let mut note = |what: &'static str, result: Result<(), TransportError>| {
             if let Err(source) = result {
                 tracing::warn!(what, error = %source, "shutdown step failed");
                 first_error.get_or_insert(DistError::Shutdown { what, source });
             }
         };
         if let Some(hellos) = self.hellos.take() {
-            note("undeclare the hello subscriber", hellos.undeclare().wait());
+            note("undeclare the hello subscriber", hellos.undeclare());
         }
         if let Some(mailbox) = self.mailbox.take() {
-            note(
-                "undeclare the mailbox subscriber",
-                mailbox.undeclare().wait(),
-            );
+            note("undeclare the mailbox subscriber", mailbox.undeclare());
         }
         self.core.close();
         if let Some(names) = self.names.take() {
-            note(
-                "undeclare the registry subscriber",
-                names.undeclare().wait(),
-            );
+            note("undeclare the registry subscriber", names.undeclare());
         }
         if let Some(ticker) = self.ticker.take() {
             let _ = ticker.join();
         }
         if let Some(token) = self.token.take() {
-            note("undeclare the liveliness token", token.undeclare().wait());
+            note("undeclare the liveliness token", token.undeclare());
         }
         if let Some(subscriber) = self.subscriber.take() {
             note(
                 "undeclare the liveliness subscriber",
-                subscriber.undeclare().wait(),
+                subscriber.undeclare(),
             );
         }
-        note("close the session", self.session.close().wait());
+        note("close the transport", self.transport.close());
         self.core.members.lock().listeners.clear();
         tracing::debug!(id = %self.core.id(), "node shut down");
         first_error.map_or(Ok(()), Err)

@@ -56,7 +56,7 @@ impl Core {
     }
 
     /// The ticker's work: flush due acknowledgements, time asks out.
-    fn tick(self: &Arc<Self>, now: Instant) {
+    pub(crate) fn tick(self: &Arc<Self>, now: Instant) {
         let due: Vec<(NodeId, u64)> = {
             let mut inbound = self.inbound.lock();
             inbound

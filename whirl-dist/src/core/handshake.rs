@@ -29,9 +29,7 @@
 
 use std::sync::Arc;
 
-use zenoh::qos::{CongestionControl, Priority};
-use zenoh::sample::Sample;
-use zenoh::Wait;
+use crate::transport::Class;
 
 use super::Core;
 use crate::auth::Lane;
@@ -91,12 +89,11 @@ impl Core {
     }
 
     /// A hello arrived on this node's hello key. Runs on a Zenoh thread.
-    pub(crate) fn on_hello(self: &Arc<Self>, sample: &Sample) {
+    pub(crate) fn on_hello(self: &Arc<Self>, bytes: &[u8]) {
         let Some(auth) = &self.auth else { return };
-        let bytes = sample.payload().to_bytes();
         let hello = match auth
             .creds
-            .verify_hello(&auth.cluster, self.id.as_u128(), &bytes)
+            .verify_hello(&auth.cluster, self.id.as_u128(), bytes)
         {
             Ok(hello) => hello,
             Err(error) => {
@@ -157,11 +154,8 @@ impl Core {
     /// hello before our first frame.
     fn send_hello(&self, peer: NodeId, hello: Vec<u8>) {
         let sent = self
-            .session
-            .put(self.hello_key(peer), hello)
-            .congestion_control(CongestionControl::Block)
-            .priority(Priority::RealTime)
-            .wait();
+            .transport
+            .put(&self.hello_key(peer), hello, Class::Hello);
         if let Err(error) = sent {
             tracing::warn!(%peer, %error, "could not send a hello");
         }
@@ -206,11 +200,14 @@ impl Core {
         }
     }
 
-    /// Whether frames may be sent to `peer` (on a TLS node: its hello verified).
+    /// Whether frames may be sent to `peer`: it is Up here (on a TLS node: its hello
+    /// verified). A frame to a node never seen Up would go nowhere and never be counted in
+    /// doubt, since that node can never be seen Down either: such a post is refused at once.
     pub(super) fn may_send_to(&self, peer: NodeId) -> bool {
-        self.auth
-            .as_ref()
-            .is_none_or(|auth| auth.keys.read().contains_key(&peer))
+        match &self.auth {
+            Some(auth) => auth.keys.read().contains_key(&peer),
+            None => peer == self.id || self.up.read().contains(&peer),
+        }
     }
 
     /// The certificate name `peer` proved (`None` on a plaintext node).

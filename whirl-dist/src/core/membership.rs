@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use zenoh::sample::{Sample, SampleKind};
+use crate::transport::Presence;
 
 use super::{Core, Members};
 use crate::ask::AskEnd;
@@ -20,18 +20,17 @@ use crate::wire::{BounceReason, RemoteExit};
 use crate::{DownReason, NodeEvent, NodeId};
 
 impl Core {
-    /// Handles one liveliness sample. Runs on a Zenoh thread.
-    pub(crate) fn on_liveliness(self: &Arc<Self>, sample: &Sample) {
-        let key = sample.key_expr().as_str();
+    /// Handles one change of a node's liveliness token. Runs on a transport thread.
+    pub(crate) fn on_liveliness(self: &Arc<Self>, key: &str, presence: Presence) {
         let prefix = self.alive_prefix();
         let Some(node) = parse_alive_key(&prefix, key) else {
             self.members.lock().membership.malformed_key();
             tracing::warn!(key, "ignored a liveliness key that names no node");
             return;
         };
-        let observation = match sample.kind() {
-            SampleKind::Put => Observation::Alive(node),
-            SampleKind::Delete => Observation::Gone(node),
+        let observation = match presence {
+            Presence::Present => Observation::Alive(node),
+            Presence::Gone => Observation::Gone(node),
         };
         // On a TLS node a token counts only once the peer's hello verified (`handshake.rs`).
         if let Some(observation) = self.authenticate(observation) {

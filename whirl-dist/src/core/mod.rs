@@ -36,8 +36,6 @@ use std::time::Instant;
 
 use crossbeam_channel::Sender;
 use parking_lot::{Mutex, RwLock};
-use zenoh::liveliness::LivelinessToken;
-use zenoh::Session;
 
 use crate::ask::{AskEnd, AskSlot};
 use crate::auth::Lane;
@@ -48,6 +46,7 @@ use crate::link::{Link, Refusal, Writers};
 use crate::membership::Membership;
 use crate::moves::Moves;
 use crate::registry::{Entry as RegEntry, Registry};
+use crate::transport::{Declared, Transport};
 use crate::watches::Watches;
 use crate::wire::{self, BounceReason, Header};
 use crate::{DistCounts, MemberState, NodeEvent, NodeId, Policy};
@@ -66,7 +65,10 @@ mod relocation;
 mod spawn;
 
 /// One registration of this node: the name, the entry, and the token that publishes it.
-type Registration = (String, RegEntry, LivelinessToken);
+type Registration = (String, RegEntry, Box<dyn Declared>);
+
+/// Work deferred off a transport callback ([`Core::defer`]).
+type Deferred = Box<dyn FnOnce() + Send>;
 
 /// Why a data frame was not sent.
 #[derive(Debug)]
@@ -127,7 +129,7 @@ pub(crate) struct Core {
     id: NodeId,
     /// `whirl/<cluster>/`.
     root: String,
-    session: Session,
+    transport: Arc<dyn Transport>,
     window: usize,
     max_frame: usize,
     /// The writer threads that publish every link's lanes (`link.rs`).
@@ -172,6 +174,11 @@ pub(crate) struct Core {
     /// old node and the names.
     unnamed: Mutex<HashMap<u64, (NodeId, Vec<String>)>>,
 
+    /// Who runs the node's background work (`node.rs`).
+    drive: crate::node::Drive,
+    /// Work deferred off a transport callback, on a stepped node: run by the simulator.
+    deferred: Mutex<std::collections::VecDeque<Deferred>>,
+
     /// What peers may do here.
     policy: Policy,
     /// The message tags peers may send, hashed (`None`: any).
@@ -184,14 +191,17 @@ impl Core {
     pub(crate) fn new(
         id: NodeId,
         config: &crate::NodeConfig,
-        session: Session,
+        transport: Arc<dyn Transport>,
         auth: Option<Auth>,
         writers: Writers,
+        drive: crate::node::Drive,
     ) -> Core {
         Core {
+            drive,
+            deferred: Mutex::new(std::collections::VecDeque::new()),
             id,
             root: format!("whirl/{}/", config.cluster()),
-            session,
+            transport,
             window: config.window_size(),
             max_frame: config.max_frame_size(),
             writers,
@@ -231,6 +241,40 @@ impl Core {
 
     pub(crate) fn id(&self) -> NodeId {
         self.id
+    }
+
+    /// Runs `work` off this thread (a transport callback must not declare or undeclare): on
+    /// a thread of its own, or, on a stepped node, when the simulator runs deferred work.
+    pub(crate) fn defer(self: &Arc<Self>, work: impl FnOnce(&Arc<Core>) + Send + 'static) {
+        let core = Arc::downgrade(self);
+        let work: Deferred = Box::new(move || {
+            if let Some(core) = core.upgrade() {
+                work(&core);
+            }
+        });
+        match self.drive {
+            crate::node::Drive::Threads => {
+                std::thread::spawn(work);
+            }
+            crate::node::Drive::Stepped => self.deferred.lock().push_back(work),
+        }
+    }
+
+    /// Runs the work deferred so far on a stepped node; returns how many pieces ran.
+    pub(crate) fn run_deferred(&self) -> usize {
+        let mut ran = 0;
+        loop {
+            let Some(work) = self.deferred.lock().pop_front() else {
+                return ran;
+            };
+            work();
+            ran += 1;
+        }
+    }
+
+    /// Publishes what the links hold, on the calling thread (a stepped node's writers).
+    pub(crate) fn flush(&self) -> usize {
+        self.writers.flush()
     }
 
     pub(crate) fn read_counts(&self) -> DistCounts {
@@ -426,6 +470,10 @@ impl Core {
         let waiting = self.moves.lock().drain();
         for (header, payload) in waiting {
             self.undeliverable(header, &payload, BounceReason::Terminated);
+        }
+        if self.drive == crate::node::Drive::Stepped {
+            // No writer thread will let go of the closed links: this one does.
+            self.writers.flush();
         }
         for link in &links {
             link.join();

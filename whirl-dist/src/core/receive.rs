@@ -12,8 +12,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use zenoh::qos::CongestionControl;
-use zenoh::Wait;
+use crate::transport::Class;
 
 use super::Core;
 use crate::counts::bump;
@@ -255,10 +254,8 @@ impl Core {
             return;
         }
         let sent = self
-            .session
-            .put(self.mailbox_key(frame.from), bytes)
-            .congestion_control(CongestionControl::Drop)
-            .wait();
+            .transport
+            .put(&self.mailbox_key(frame.from), bytes, Class::Droppable);
         if let Err(error) = sent {
             tracing::debug!(from = %frame.from, %error, "could not bounce a quarantined node's frame");
         }

@@ -6,8 +6,7 @@
 //! ([`crate::registry`]), so a lookup never goes to the network. A node's names vanish with
 //! its tokens, so with the node.
 
-use zenoh::sample::{Sample, SampleKind};
-use zenoh::Wait;
+use crate::transport::Presence;
 
 use super::{Core, Registration};
 use crate::counts::bump;
@@ -42,10 +41,8 @@ impl Core {
             registry::key_suffix(name, entry, signature.as_deref())
         );
         let token = self
-            .session
-            .liveliness()
-            .declare_token(key)
-            .wait()
+            .transport
+            .declare_token(&key)
             .map_err(|source| DistError::Declare {
                 what: "registry token",
                 source,
@@ -108,25 +105,21 @@ impl Core {
     /// On a TLS node, a registration by another node counts only once its signature verifies
     /// with that node's certificate: any member can declare a token under any key. One that
     /// names a node not yet proven waits (bounded) until its hello verifies.
-    pub(crate) fn on_registry(&self, sample: &Sample) {
+    pub(crate) fn on_registry(&self, key: &str, presence: Presence) {
         let prefix = format!("{}reg/", self.root);
-        let parsed = sample
-            .key_expr()
-            .as_str()
-            .strip_prefix(&prefix)
-            .and_then(registry::parse_suffix);
+        let parsed = key.strip_prefix(&prefix).and_then(registry::parse_suffix);
         let Some((name, entry, signature)) = parsed else {
             self.registry.lock().malformed += 1;
             return;
         };
-        match sample.kind() {
-            SampleKind::Delete => self.registry.lock().remove(&name, entry),
+        match presence {
+            Presence::Gone => self.registry.lock().remove(&name, entry),
             // This node's own registrations are listed by `register`; any other token naming
             // this node is someone else's forgery (the other nodes count it: it is unsigned,
             // or signed by another key).
-            SampleKind::Put if entry.pid.node() == self.id => {}
-            SampleKind::Put if self.auth.is_none() => self.list(name, entry),
-            SampleKind::Put => match signature {
+            Presence::Present if entry.pid.node() == self.id => {}
+            Presence::Present if self.auth.is_none() => self.list(name, entry),
+            Presence::Present => match signature {
                 Some(signature) => self.signed_registration(name, entry, &signature),
                 None => self.forged_registration(&name, entry),
             },

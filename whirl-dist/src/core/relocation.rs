@@ -125,9 +125,7 @@ impl Core {
     /// `unnamed` until they are in `tokens` (the lock is held across), so a move that starts
     /// meanwhile takes them from one or the other (`take_moving_parts`).
     fn register_awaited(self: &Arc<Self>, local: u64) {
-        let core = Arc::downgrade(self);
-        std::thread::spawn(move || {
-            let Some(core) = core.upgrade() else { return };
+        self.defer(move |core| {
             let mut unnamed = core.unnamed.lock();
             let Some((_, names)) = unnamed.remove(&local) else {
                 return;
@@ -151,10 +149,8 @@ impl Core {
         if names.is_empty() || !self.exports.read().contains_key(&local) {
             return;
         }
-        let core = Arc::downgrade(self);
         let pid = Pid::new(self.id, local);
-        std::thread::spawn(move || {
-            let Some(core) = core.upgrade() else { return };
+        self.defer(move |core| {
             for name in names {
                 if let Err(error) = core.register(&name, pid) {
                     tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");

@@ -1,0 +1,766 @@
+//! One simulated cluster: nodes on a [`SimNet`], each with a stepped whirl runtime, driven
+//! one event at a time by a seeded random choice, with the invariants checked after every
+//! step.
+//!
+//! **Targets.** Each node runs a `Sink` (exported, never moves) and starts one `Mover`
+//! (exported, movable). Both record every `Mark { origin, seq }` they handle, with the node
+//! whose runtime ran the turn. The workload posts marks from every node to every target but
+//! its own sink (to a mover always through its first pid, so the senders follow its moves),
+//! each (origin, target) pair numbering its marks from 1.
+//!
+//! **Steps.** One of: a post; one network delivery (any link's next event that Zenoh could
+//! deliver next); one turn of one node's runtime; one node's writers and deferred work; one
+//! node's tick (acknowledgements); starting a migration of a mover to another node (it then
+//! advances between steps, as the steps answer it); or a fault: a partition between two
+//! nodes, a heal, or a node killed. After the last step the cluster is run to rest without
+//! faults and the accounting is checked.
+//!
+//! **Invariants.** After every step: per-sender FIFO (a target handles the marks of one
+//! origin in increasing order, never one twice, never one not posted); one live copy (a mover
+//! handles marks only on the node it was last moved to, or, while a move is under way, on its
+//! source or its target); Down is final (a node never sees Up a peer it saw Down). At rest,
+//! for every origin still alive whose marks could not have died in a moved queue: every mark
+//! it had accepted was handled, bounced back, counted in doubt, or was delivered into a node
+//! that was killed before handling it; and no more were handled or returned than accepted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use whirl::prelude::*;
+use whirl::Addr;
+use whirl_dist::sim::{self, EndpointId, SimNet, SimTransport};
+use whirl_dist::{Node, NodeConfig, NodeEvent, Pid, Remote, RemoteAddr};
+
+/// A numbered message from one node to another's sink.
+#[derive(Message, Serialize, Deserialize)]
+pub struct Mark {
+    origin: usize,
+    seq: u64,
+}
+
+impl Remote for Mark {
+    const TAG: &'static str = "sim.Mark/1";
+}
+
+/// One mark handled: by which target, on which node, from which origin, its number.
+#[derive(Clone, Copy, Debug)]
+struct HandledMark {
+    target: usize,
+    node: usize,
+    origin: usize,
+    seq: u64,
+}
+
+/// Every mark handled, in order.
+type Handled = Arc<Mutex<Vec<HandledMark>>>;
+
+thread_local! {
+    /// The record of the world running on this thread, and the node whose turn runs now:
+    /// turns of a stepped runtime run on the simulator's thread.
+    static RECORD: std::cell::RefCell<Option<Handled>> = const { std::cell::RefCell::new(None) };
+    static RUNNING_ON: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+fn record(target: usize, Mark { origin, seq }: Mark) {
+    let node = RUNNING_ON.with(std::cell::Cell::get);
+    RECORD.with(|r| {
+        if let Some(record) = &*r.borrow() {
+            if let Ok(mut handled) = record.lock() {
+                handled.push(HandledMark {
+                    target,
+                    node,
+                    origin,
+                    seq,
+                });
+            }
+        }
+    });
+}
+
+/// A target that stays on its node: target number = its node.
+#[process]
+struct Sink {
+    target: usize,
+}
+
+#[process]
+impl Sink {
+    #[handle]
+    fn mark(&mut self, mark: Mark) {
+        record(self.target, mark);
+    }
+}
+
+/// A target that moves: target number = nodes + its first node.
+#[process]
+#[derive(Serialize, Deserialize)]
+struct Mover {
+    target: usize,
+    handled: u64,
+}
+
+#[process]
+impl Mover {
+    #[handle]
+    fn mark(&mut self, mark: Mark) {
+        self.handled += 1;
+        record(self.target, mark);
+    }
+}
+
+/// Where a mover is, as far as the simulator knows.
+struct MoverAt {
+    /// Its first pid: every sender posts to it through this one.
+    first: Pid,
+    /// The node it was last moved to, and its address there.
+    node: usize,
+    addr: Option<Addr<Mover>>,
+    /// A move under way: from, to, the migration.
+    moving: Option<(usize, usize, sim::Migration)>,
+    /// Its queue may have died in a move, or it died with its node: marks to it are not
+    /// judged by the accounting.
+    lost: bool,
+}
+
+/// How a run is shaped.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub nodes: usize,
+    pub steps: usize,
+    /// Faults per 1,000 steps.
+    pub faults: u32,
+    /// Whether movers are moved (a step in 40 starts a migration).
+    pub migrations: bool,
+}
+
+/// A violated invariant: what, and at which step.
+#[derive(Debug)]
+pub struct Violation {
+    pub step: usize,
+    pub what: String,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub steps: usize,
+    pub posts: u64,
+    pub accepted: u64,
+    pub handled: u64,
+    pub faults: u64,
+    pub deliveries: u64,
+    /// A hash of the whole trace: two runs of one seed must agree.
+    pub trace_hash: u64,
+    pub violation: Option<Violation>,
+    /// The trace (every step), kept when asked for.
+    pub trace: Vec<String>,
+}
+
+struct SimNode {
+    endpoint: Arc<SimTransport>,
+    runtime: Option<Runtime>,
+    node: Option<Node>,
+    events: crossbeam_channel::Receiver<NodeEvent>,
+    /// Peers seen Down here.
+    downs: BTreeSet<whirl_dist::NodeId>,
+    sink: Pid,
+}
+
+/// A cluster being simulated.
+pub struct World {
+    shape: Shape,
+    rng: u64,
+    net: SimNet,
+    nodes: Vec<SimNode>,
+    /// `to[o][t]`: node o's address of target t (sinks, then movers).
+    to: Vec<Vec<Option<RemoteAddr<Mark>>>>,
+    movers: Vec<MoverAt>,
+    /// Next mark number per (origin, target).
+    next_seq: BTreeMap<(usize, usize), u64>,
+    accepted: BTreeMap<usize, u64>,
+    /// Every accepted mark: (origin, target, seq).
+    accepted_marks: BTreeSet<(usize, usize, u64)>,
+    /// Last mark handled per (target, origin).
+    last: BTreeMap<(usize, usize), u64>,
+    handled: Handled,
+    seen_handled: usize,
+    /// Marks delivered into a killed node's runtime and not handled there.
+    died_unhandled: u64,
+    keep_trace: bool,
+    outcome: Outcome,
+}
+
+impl World {
+    pub fn new(seed: u64, shape: Shape, keep_trace: bool) -> World {
+        let net = SimNet::new(seed);
+        let handled: Handled = Arc::new(Mutex::new(Vec::new()));
+        RECORD.with(|r| *r.borrow_mut() = Some(Arc::clone(&handled)));
+        let mut nodes = Vec::new();
+        let mut movers = Vec::new();
+        for i in 0..shape.nodes {
+            let endpoint = net.endpoint();
+            let runtime = Runtime::builder()
+                .stepped()
+                .build()
+                .expect("a stepped runtime starts no threads");
+            let config = NodeConfig::new("sim").insecure_plaintext("simulation");
+            let node = sim::start_node(config, &endpoint).expect("a simulated node starts");
+            node.accept_migrations::<Mover, _>("sim.Mover/1", runtime.default_group(), |e| {
+                e.accept::<Mark>()
+            })
+            .expect("migrations accepted");
+            let sink = runtime.spawn(Sink { target: i });
+            let pid = node.export(&sink).accept::<Mark>().build().expect("export");
+            let mover = runtime.spawn(Mover {
+                target: shape.nodes + i,
+                handled: 0,
+            });
+            let first = node
+                .export(&mover)
+                .accept::<Mark>()
+                .build()
+                .expect("export");
+            movers.push(MoverAt {
+                first,
+                node: i,
+                addr: Some(mover),
+                moving: None,
+                lost: false,
+            });
+            let events = node.events();
+            nodes.push(SimNode {
+                endpoint,
+                runtime: Some(runtime),
+                node: Some(node),
+                events,
+                downs: BTreeSet::new(),
+                sink: pid,
+            });
+        }
+        let targets: Vec<Pid> = nodes
+            .iter()
+            .map(|n| n.sink)
+            .chain(movers.iter().map(|m| m.first))
+            .collect();
+        let to = (0..shape.nodes)
+            .map(|o| {
+                targets
+                    .iter()
+                    .enumerate()
+                    .map(|(t, pid)| {
+                        let node = nodes[o].node.as_ref()?;
+                        (t != o).then(|| node.remote::<Mark>(*pid))
+                    })
+                    .collect()
+            })
+            .collect();
+        World {
+            shape,
+            rng: seed ^ 0x9E37_79B9_7F4A_7C15,
+            net,
+            nodes,
+            to,
+            movers,
+            next_seq: BTreeMap::new(),
+            accepted: BTreeMap::new(),
+            accepted_marks: BTreeSet::new(),
+            last: BTreeMap::new(),
+            handled,
+            seen_handled: 0,
+            died_unhandled: 0,
+            keep_trace,
+            outcome: Outcome::default(),
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn note(&mut self, step: usize, line: String) {
+        // FNV-1a over the trace.
+        let mut hash = if self.outcome.trace_hash == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.outcome.trace_hash
+        };
+        for byte in line.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.outcome.trace_hash = hash;
+        if self.keep_trace {
+            match step {
+                usize::MAX => self.outcome.trace.push(format!("       {line}")),
+                step => self.outcome.trace.push(format!("{step:>6} {line}")),
+            }
+        }
+    }
+
+    fn alive(&self, i: usize) -> bool {
+        self.nodes[i].node.is_some()
+    }
+
+    /// Runs the whole simulation.
+    pub fn run(mut self) -> Outcome {
+        for step in 0..self.shape.steps {
+            self.step(step, true);
+            if let Err(what) = self.check() {
+                self.outcome.violation = Some(Violation { step, what });
+                return self.finish(step);
+            }
+        }
+        // To rest: no faults, no posts; rounds of every kind of work, until one does nothing.
+        let mut step = self.shape.steps;
+        loop {
+            let mut did = false;
+            for i in 0..self.shape.nodes {
+                if let Some(node) = &self.nodes[i].node {
+                    sim::tick_node(node, Instant::now() - Duration::from_secs(3600));
+                }
+                while self.turn_on(step, i) {
+                    step += 1;
+                    did = true;
+                }
+                if let Some(node) = &self.nodes[i].node {
+                    did |= !sim::run_node(node).is_idle();
+                }
+            }
+            while self.deliver(step) {
+                step += 1;
+                did = true;
+            }
+            if let Err(what) = self.check() {
+                self.outcome.violation = Some(Violation { step, what });
+                return self.finish(step);
+            }
+            if !did {
+                break;
+            }
+            if step > self.shape.steps * 50 + 1_000_000 {
+                self.outcome.violation = Some(Violation {
+                    step,
+                    what: "the cluster never came to rest".into(),
+                });
+                return self.finish(step);
+            }
+        }
+        if let Err(what) = self.check_at_rest() {
+            self.outcome.violation = Some(Violation { step, what });
+        }
+        self.finish(step)
+    }
+
+    fn finish(mut self, steps: usize) -> Outcome {
+        self.outcome.steps = steps;
+        self.outcome.handled = self.seen_handled as u64;
+        self.outcome.accepted = self.accepted.values().sum();
+        self.outcome.deliveries = self.net.delivered();
+        // Nodes and runtimes go down quietly.
+        for n in &mut self.nodes {
+            drop(n.node.take());
+            drop(n.runtime.take());
+        }
+        self.outcome
+    }
+
+    /// One step; `faults` allows posts and faults. Returns whether anything happened.
+    fn step(&mut self, step: usize, faults: bool) -> bool {
+        let roll = self.below(1000) as u32;
+        if faults && roll < self.shape.faults {
+            self.fault(step);
+            return true;
+        }
+        let kind = self.below(if faults { 40 } else { 30 });
+        let did = match kind {
+            0..=7 => self.deliver(step),
+            8..=13 => self.turn(step),
+            14..=19 => self.background(step),
+            20..=21 => self.tick(step),
+            22..=29 => self.deliver(step),
+            30 if self.shape.migrations => {
+                self.start_migration(step);
+                true
+            }
+            _ => {
+                self.post(step);
+                true
+            }
+        };
+        self.poll_migrations(step) || did
+    }
+
+    /// Starts moving a mover that is not moving to another live node.
+    fn start_migration(&mut self, step: usize) {
+        let m = self.below(self.movers.len());
+        let to = self.below(self.shape.nodes);
+        let mover = &self.movers[m];
+        let from = mover.node;
+        if mover.moving.is_some() || mover.lost || from == to || !self.alive(to) {
+            return;
+        }
+        let (Some(node), Some(addr), Some(target)) = (
+            self.nodes[from].node.as_ref(),
+            mover.addr.as_ref(),
+            self.nodes[to].node.as_ref(),
+        ) else {
+            return;
+        };
+        let migration = sim::migrate(node, addr, target.id(), Duration::from_secs(3600));
+        self.movers[m].moving = Some((from, to, migration));
+        self.note(step, format!("migrate mover {m}: n{from} -> n{to}"));
+    }
+
+    /// Advances every move under way; returns whether one ended.
+    fn poll_migrations(&mut self, step: usize) -> bool {
+        let mut ended = false;
+        for m in 0..self.movers.len() {
+            let Some((from, to, migration)) = self.movers[m].moving.as_mut() else {
+                continue;
+            };
+            let (from, to) = (*from, *to);
+            RUNNING_ON.with(|r| r.set(from));
+            let Some(outcome) = migration.poll() else {
+                continue;
+            };
+            ended = true;
+            let mover = &mut self.movers[m];
+            mover.moving = None;
+            let line = match &outcome {
+                Ok(pid) => {
+                    mover.node = to;
+                    mover.addr = self.nodes[to]
+                        .node
+                        .as_ref()
+                        .and_then(|n| n.local::<Mover>(*pid));
+                    if mover.addr.is_none() {
+                        mover.lost = true;
+                    }
+                    format!("moved mover {m}: n{from} -> n{to} as {pid}")
+                }
+                Err(whirl_dist::MigrateError::Failed { restored_as, why }) => {
+                    mover.addr = self.nodes[from]
+                        .node
+                        .as_ref()
+                        .and_then(|n| n.local::<Mover>(*restored_as));
+                    format!("move of mover {m} failed, restored at n{from}: {why}")
+                }
+                Err(whirl_dist::MigrateError::InDoubt { why, .. }) => {
+                    // It may run at the target (cut off, not dead): that is where it is.
+                    mover.node = to;
+                    mover.addr = None;
+                    mover.lost = true;
+                    format!("move of mover {m} in doubt: {why}")
+                }
+                Err(other) => {
+                    if !matches!(
+                        other,
+                        whirl_dist::MigrateError::Refused { .. }
+                            | whirl_dist::MigrateError::AlreadyMoving
+                            | whirl_dist::MigrateError::SameNode
+                    ) {
+                        mover.lost = true;
+                    }
+                    format!("move of mover {m} did not happen: {other}")
+                }
+            };
+            self.note(step, line);
+        }
+        ended
+    }
+
+    fn post(&mut self, step: usize) {
+        let o = self.below(self.shape.nodes);
+        let d = self.below(2 * self.shape.nodes);
+        if !self.alive(o) || d == o {
+            return;
+        }
+        let seq = {
+            let next = self.next_seq.entry((o, d)).or_insert(1);
+            let seq = *next;
+            *next += 1;
+            seq
+        };
+        self.outcome.posts += 1;
+        let Some(addr) = self.to[o][d].as_ref() else {
+            return;
+        };
+        RUNNING_ON.with(|r| r.set(o));
+        let result = addr.post(Mark { origin: o, seq });
+        let ok = result.is_ok();
+        if ok {
+            *self.accepted.entry(o).or_default() += 1;
+            self.accepted_marks.insert((o, d, seq));
+        }
+        self.note(
+            step,
+            format!(
+                "post n{o} -> {} #{seq}: {}",
+                self.target_name(d),
+                if ok { "ok" } else { "refused" }
+            ),
+        );
+    }
+
+    fn deliver(&mut self, step: usize) -> bool {
+        let choices = self.net.choices();
+        if choices.is_empty() {
+            return false;
+        }
+        let choice = choices[self.below(choices.len())];
+        let what = self.net.deliver(choice);
+        self.note(
+            step,
+            format!("net {} -> {}: {what:?}", choice.from, choice.to),
+        );
+        true
+    }
+
+    fn turn(&mut self, step: usize) -> bool {
+        let i = self.below(self.shape.nodes);
+        self.turn_on(step, i)
+    }
+
+    fn turn_on(&mut self, step: usize, i: usize) -> bool {
+        let mut pick_rng = self.next();
+        let Some(runtime) = &self.nodes[i].runtime else {
+            return false;
+        };
+        RUNNING_ON.with(|r| r.set(i));
+        let handled = runtime.run_one(|n| {
+            pick_rng ^= pick_rng >> 17;
+            (pick_rng % n as u64) as usize
+        });
+        match handled {
+            Some(h) => {
+                self.note(step, format!("turn n{i}: {h} handled"));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn background(&mut self, step: usize) -> bool {
+        let i = self.below(self.shape.nodes);
+        let Some(node) = &self.nodes[i].node else {
+            return false;
+        };
+        let work = sim::run_node(node);
+        if work.is_idle() {
+            return false;
+        }
+        self.note(step, format!("node n{i}: {work:?}"));
+        true
+    }
+
+    fn tick(&mut self, step: usize) -> bool {
+        let i = self.below(self.shape.nodes);
+        let Some(node) = &self.nodes[i].node else {
+            return false;
+        };
+        // Asks are not simulated yet: a tick only sends the acknowledgements due.
+        sim::tick_node(node, Instant::now() - Duration::from_secs(3600));
+        self.note(step, format!("tick n{i}"));
+        false
+    }
+
+    fn fault(&mut self, step: usize) {
+        let n = self.shape.nodes;
+        match self.below(3) {
+            0 => {
+                let a = self.below(n);
+                let b = (a + 1 + self.below(n - 1)) % n;
+                self.net.partition(EndpointId(a), EndpointId(b));
+                self.note(step, format!("FAULT partition n{a} | n{b}"));
+            }
+            1 => {
+                let a = self.below(n);
+                let b = (a + 1 + self.below(n - 1)) % n;
+                self.net.heal(EndpointId(a), EndpointId(b));
+                self.note(step, format!("FAULT heal n{a} + n{b}"));
+            }
+            _ => {
+                let a = self.below(n);
+                // Keep at least two nodes alive.
+                let alive = (0..n).filter(|&i| self.alive(i)).count();
+                if !self.alive(a) || alive <= 2 {
+                    return;
+                }
+                self.kill(a);
+                self.note(step, format!("FAULT kill n{a}"));
+            }
+        }
+        self.outcome.faults += 1;
+    }
+
+    fn kill(&mut self, a: usize) {
+        self.net.kill(self.nodes[a].endpoint.id());
+        // What was delivered into its runtime and not handled dies with it.
+        if let Some(node) = self.nodes[a].node.take() {
+            let delivered = node.counts().delivered;
+            let handled_here = self.record_handled_at(a);
+            self.died_unhandled += delivered.saturating_sub(handled_here);
+            drop(node);
+        }
+        drop(self.nodes[a].runtime.take());
+        for to in &mut self.to[a] {
+            *to = None;
+        }
+        for mover in &mut self.movers {
+            let moving_here = mover
+                .moving
+                .as_ref()
+                .is_some_and(|(from, to, _)| *from == a || *to == a);
+            if mover.node == a || moving_here {
+                mover.lost = true;
+            }
+            if mover.node == a {
+                mover.addr = None;
+            }
+            if let Some((from, to, _)) = &mover.moving {
+                if *from == a {
+                    // Its source died mid-move: the migration goes with the node, and the
+                    // target may have started the mover already; that is the one place it
+                    // can run now.
+                    mover.node = *to;
+                    mover.addr = None;
+                    mover.moving = None;
+                }
+            }
+        }
+    }
+
+    fn record_handled_at(&self, a: usize) -> u64 {
+        let handled = self.handled.lock().expect("record");
+        handled.iter().filter(|h| h.node == a).count() as u64
+    }
+
+    /// The invariants that hold after every step.
+    fn check(&mut self) -> Result<(), String> {
+        let fresh: Vec<HandledMark> = {
+            let handled = self.handled.lock().expect("record");
+            handled[self.seen_handled..].to_vec()
+        };
+        self.seen_handled += fresh.len();
+        for h in fresh {
+            let (t, o, seq) = (h.target, h.origin, h.seq);
+            let name = self.target_name(t);
+            let last = self.last.entry((t, o)).or_insert(0);
+            if seq <= *last {
+                return Err(format!(
+                    "per-sender FIFO: {name} handled n{o}'s mark #{seq} after #{last} (on n{})",
+                    h.node
+                ));
+            }
+            *last = seq;
+            let posted = self.next_seq.get(&(o, t)).copied().unwrap_or(1) - 1;
+            if seq > posted {
+                return Err(format!("{name} handled n{o}'s mark #{seq}, never posted"));
+            }
+            if let Some(m) = t.checked_sub(self.shape.nodes) {
+                let mover = &self.movers[m];
+                let allowed = h.node == mover.node
+                    || mover
+                        .moving
+                        .as_ref()
+                        .is_some_and(|(from, to, _)| h.node == *from || h.node == *to);
+                if !allowed {
+                    return Err(format!(
+                        "one live copy: {name} handled n{o}'s mark #{seq} on n{}, but it is on n{}",
+                        h.node, mover.node
+                    ));
+                }
+            }
+        }
+        for i in 0..self.shape.nodes {
+            let events: Vec<NodeEvent> = self.nodes[i].events.try_iter().collect();
+            for event in events {
+                let line = format!("event at n{i}: {event:?}");
+                self.note(usize::MAX, line);
+                match event {
+                    NodeEvent::Down { node, .. } => {
+                        self.nodes[i].downs.insert(node);
+                    }
+                    NodeEvent::Up(node) if self.nodes[i].downs.contains(&node) => {
+                        return Err(format!("Down is final: n{i} saw {node} Up after Down"));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The accounting, once nothing is left to do.
+    fn check_at_rest(&mut self) -> Result<(), String> {
+        let handled = self.handled.lock().expect("record").clone();
+        let mut report = String::new();
+        for o in 0..self.shape.nodes {
+            let Some(node) = &self.nodes[o].node else {
+                continue;
+            };
+            let counts = node.counts();
+            let accepted = self.accepted.get(&o).copied().unwrap_or(0);
+            let handled_o = handled.iter().filter(|h| h.origin == o).count() as u64;
+            let returned = counts.returned;
+            let in_doubt = counts.in_doubt;
+            let _ = writeln!(
+                report,
+                "n{o}: accepted {accepted}, handled {handled_o}, returned {returned}, in doubt {in_doubt}; {counts:?}"
+            );
+            if handled_o + returned > accepted {
+                return Err(format!(
+                    "more handled or returned than accepted from n{o}\n{report}"
+                ));
+            }
+            let explained = handled_o + returned + in_doubt + self.died_unhandled;
+            let lost_movers: Vec<usize> = (0..self.movers.len())
+                .filter(|&m| self.movers[m].lost)
+                .map(|m| self.shape.nodes + m)
+                .collect();
+            let judged = !self
+                .accepted_marks
+                .iter()
+                .any(|(origin, t, _)| *origin == o && lost_movers.contains(t));
+            if judged && accepted > explained {
+                let got: BTreeSet<(usize, usize, u64)> = handled
+                    .iter()
+                    .map(|h| (h.origin, h.target, h.seq))
+                    .collect();
+                let missing: Vec<String> = self
+                    .accepted_marks
+                    .iter()
+                    .filter(|(origin, _, _)| *origin == o)
+                    .filter(|mark| !got.contains(mark))
+                    .take(10)
+                    .map(|(_, t, seq)| format!("{} #{seq}", self.target_name(*t)))
+                    .collect();
+                return Err(format!(
+                    "silent loss: {} of n{o}'s accepted marks are neither handled, returned, in doubt nor died queued (not handled: {})\n{report}",
+                    accepted - explained,
+                    missing.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn target_name(&self, t: usize) -> String {
+        match t.checked_sub(self.shape.nodes) {
+            None => format!("n{t}'s sink"),
+            Some(m) => format!("mover {m}"),
+        }
+    }
+}
