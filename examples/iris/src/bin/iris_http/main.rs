@@ -57,6 +57,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use whirl_config::{Assembly, Factories, Reloader};
+use whirl_http::Limits;
 
 use config::Users;
 use server::{Options, Server};
@@ -109,6 +110,16 @@ struct Cli {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Longest line of a request head, bytes: a longer request line is answered 414, a
+    /// longer header line 431.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes)]
+    max_header_line_bytes: usize,
+    /// Longest request head (request line and headers), bytes; longer is answered 431.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_head_bytes)]
+    max_head_bytes: usize,
+    /// Most headers in one request; more are answered 431.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_headers)]
+    max_headers: usize,
 }
 
 struct Args {
@@ -178,6 +189,12 @@ fn args(cli: Cli) -> Result<Args, String> {
     options.shed.delay = Duration::from_millis(cli.shed_delay_ms);
     options.shed.close = cli.close_on_503;
     options.sessions.anonymous_idle = Duration::from_secs(cli.anonymous_idle_s);
+    options.limits = Limits {
+        max_line_bytes: cli.max_header_line_bytes,
+        max_head_bytes: cli.max_head_bytes,
+        max_headers: cli.max_headers,
+        ..Limits::default()
+    };
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,

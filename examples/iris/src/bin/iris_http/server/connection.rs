@@ -2,7 +2,9 @@
 //! hands requests to the session's dispatcher, and writes the answers back in request order,
 //! each with the `Date` header. A request that expects `100 Continue` gets it once the answers
 //! before it are written (an interim answer must not overtake them), unless its body arrives
-//! first.
+//! first, and only if its body will be read: a request the server is about to refuse (no
+//! such path, a method the path does not take, a session being shed) gets its final answer
+//! instead, and the connection closes after it, its body unread (RFC 9110 §10.1.1).
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -18,6 +20,7 @@ use super::messages::{
     FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
 };
 use super::site::{Site, RETRY_AFTER_SECS};
+use crate::routes;
 use crate::sessions::{session_token, SESSION_COOKIE};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a
@@ -72,8 +75,10 @@ pub struct HttpConnection {
     eof: bool,
     /// A response that closes the connection has been queued: nothing after it is served.
     closing: bool,
-    /// The stream became undecodable after the requests in `waiting`: answered after them.
-    broken: Option<HttpError>,
+    /// The stream cannot go on after the requests in `waiting` (it became undecodable, a
+    /// request was too slow to arrive, or one is refused before its body is read): this
+    /// answer, which closes the connection, follows theirs.
+    broken: Option<Response>,
     /// When the peer last sent something or was last answered.
     last_activity: Instant,
     /// Since when part of a request has been waiting for the rest.
@@ -139,18 +144,44 @@ impl HttpConnection {
                         // Answered, and the connection closed, once the requests before it
                         // are (see `pump`).
                         self.continue_owed = false;
-                        self.broken = Some(error);
+                        self.broken = Some(Response::from_http_error(&error));
                         return;
                     }
                 }
             }
         }
-        self.continue_owed |= self.decoder.take_continue();
+        if self.decoder.take_continue() {
+            match self.refusal_before_body() {
+                Some(refusal) => {
+                    self.broken = Some(refusal.closing());
+                    return;
+                }
+                None => self.continue_owed = true,
+            }
+        }
         self.partial_since = match (self.decoder.pending(), self.partial_since) {
             (0, _) => None,
             (_, Some(since)) => Some(since),
             (_, None) => Some(self.last_activity),
         };
+    }
+
+    /// The final answer for the request awaiting its body, if it is one the server would
+    /// refuse without reading that body: one the router refuses (400, 404, 405), or any
+    /// while the connection's session is being shed (503).
+    fn refusal_before_body(&self) -> Option<Response> {
+        let head = self.decoder.awaiting_body()?;
+        let route = routes::route(head);
+        if let Some(status) = route.error_status() {
+            let response = Response::error(status);
+            return Some(match route {
+                routes::Route::MethodNotAllowed { allow } => response.with_header("Allow", allow),
+                _ => response,
+            });
+        }
+        self.shed_until
+            .is_some_and(|until| Instant::now() < until)
+            .then(|| self.site.shed.response())
     }
 
     /// Closes a connection idle for too long, and answers 408 to a request that is too slow
@@ -164,7 +195,7 @@ impl HttpConnection {
         if !busy {
             if let Some(since) = self.partial_since {
                 if now.saturating_duration_since(since) >= self.site.request_timeout {
-                    self.broken = Some(HttpError::Timeout);
+                    self.broken = Some(Response::from_http_error(&HttpError::Timeout));
                     self.pump(ctx);
                     return;
                 }
@@ -231,9 +262,9 @@ impl HttpConnection {
             }
         }
         if self.waiting.is_empty() && !self.closing {
-            if let Some(error) = self.broken.take() {
+            if let Some(refusal) = self.broken.take() {
                 let seq = self.enqueue(false, false, None);
-                self.answer(seq, Response::from_http_error(&error));
+                self.answer(seq, refusal);
             }
         }
         self.send_continue();

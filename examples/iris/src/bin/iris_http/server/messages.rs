@@ -173,6 +173,8 @@ pub struct FileBody {
 /// What of a file is sent, read only as far as needed.
 #[derive(Debug, Isolated)]
 pub enum FileContent {
+    /// Nothing: a precondition (`If-Match`, `If-Unmodified-Since`) is false (412).
+    PreconditionFailed,
     /// Nothing: the client's copy is current (304).
     NotModified,
     /// All of it (200).

@@ -70,6 +70,9 @@ pub struct Options {
     pub shed: ShedPolicy,
     /// The session table's limits and expiry.
     pub sessions: SessionLimits,
+    /// How large a request may be (`--max-header-line-bytes`, `--max-head-bytes`,
+    /// `--max-headers`).
+    pub limits: Limits,
 }
 
 impl Options {
@@ -84,6 +87,7 @@ impl Options {
             file_io_process: false,
             shed: ShedPolicy::default(),
             sessions: SessionLimits::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -184,7 +188,7 @@ impl Server {
             root: options.root.clone(),
             store: Store::demo(1000),
             work: options.work,
-            limits: Limits::default(),
+            limits: options.limits,
             idle_timeout: options.idle_timeout,
             request_timeout: options.request_timeout,
             dispatcher_group: dispatcher,

@@ -6,6 +6,7 @@
 mod basic;
 mod overload;
 mod protocol;
+mod refusals;
 mod resilience;
 mod sendfile;
 mod sessions;
