@@ -5,6 +5,12 @@
 //! first, and only if its body will be read: a request the server is about to refuse (no
 //! such path, a method the path does not take, a session being shed) gets its final answer
 //! instead, and the connection closes after it, its body unread (RFC 9110 §10.1.1).
+//!
+//! A client without a session is served on a session of its connection (no cookie, no
+//! entry in the session table) until it asks for a path where sessions start
+//! (`Site::session_paths`): then the session store starts an anonymous session, whose
+//! cookie the answer to that request sets. Static files and 304s never set it. Every answer
+//! passes through `outgoing::seal` (cookie attributes, `Cache-Control`, HSTS).
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -19,9 +25,10 @@ use super::dispatcher::Dispatcher;
 use super::messages::{
     FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
 };
+use super::outgoing;
 use super::site::{Site, RETRY_AFTER_SECS};
 use crate::routes;
-use crate::sessions::{session_token, SESSION_COOKIE};
+use crate::sessions::{session_token, Resolved, Session, SESSION_COOKIE};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a
 /// pipelining client cannot queue unbounded work.
@@ -34,8 +41,9 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// The session a connection is serving now, and its dispatcher.
 #[derive(Isolated)]
 struct Current {
-    /// The cookie value that names it (for a session we just created, the token we set).
-    token: String,
+    /// The cookie value that names it (for a session we just created, the token we set);
+    /// `None` for the connection's own session.
+    token: Option<String>,
     /// The cookie the client presented when the session was resolved, if it named no
     /// session (stale, forged): until the client takes the new cookie, its requests still
     /// carry that one, and must not be resolved again.
@@ -236,17 +244,33 @@ impl HttpConnection {
                 break;
             };
             let token = session_token(request).map(str::to_owned);
+            let start = crate::routes::starts_session(request, &self.site.session_paths);
             let known = match (&self.current, &token) {
-                (Some(_), None) => true, // the same client, before it has our cookie
+                // The same client, before it has our cookie; on the connection's own session
+                // only where no session starts.
+                (Some(current), None) => current.token.is_some() || !start,
                 (Some(current), Some(t)) => {
-                    current.token == *t || current.presented.as_ref() == Some(t)
+                    current.token.as_ref() == Some(t)
+                        || (current.presented.as_ref() == Some(t)
+                            && (current.token.is_some() || !start))
                 }
                 (None, _) => false,
             };
+            if !known && token.is_none() && !start {
+                // Nothing to look up and nothing to start: the connection's own session,
+                // without a trip to the session store.
+                let resolved = Resolved {
+                    session: Session::for_connection(),
+                    new_token: None,
+                };
+                self.adopt(resolved, ctx);
+                continue;
+            }
             if !known {
                 self.resolving = true;
                 let asked = self.site.sessions.post(Resolve {
                     token,
+                    start,
                     conn: ctx.myself().into(),
                     peer: self.peer,
                 });
@@ -275,7 +299,13 @@ impl HttpConnection {
         let Some(current) = self.current.as_mut() else {
             return;
         };
-        let set_cookie = current.set_cookie.take();
+        // A new session's cookie goes on the answer to a request that starts sessions (the
+        // one that started it, or a later one if that one could not carry it): never on a
+        // static file's.
+        let set_cookie = match crate::routes::starts_session(&request, &self.site.session_paths) {
+            true => current.set_cookie.take(),
+            false => None,
+        };
         let dispatcher = current.dispatcher.clone();
         let head_only = request.method == Method::Head;
         let seq = self.enqueue(request.keep_alive, head_only, set_cookie);
@@ -308,8 +338,15 @@ impl HttpConnection {
         }
     }
 
-    fn resolved(&mut self, resolved: crate::sessions::Resolved, ctx: &mut Ctx<Self>) {
+    fn resolved(&mut self, resolved: Resolved, ctx: &mut Ctx<Self>) {
         self.resolving = false;
+        self.adopt(resolved, ctx);
+        self.pump(ctx);
+    }
+
+    /// Serves the requests from the first waiting one on with `resolved`'s session: a
+    /// dispatcher of its own, on behalf of its principal.
+    fn adopt(&mut self, resolved: Resolved, ctx: &mut Ctx<Self>) {
         let session = resolved.session;
         let presented = self
             .waiting
@@ -317,9 +354,9 @@ impl HttpConnection {
             .and_then(|request| session_token(request))
             .map(str::to_owned);
         let token = match (&resolved.new_token, &presented) {
-            (Some(new), _) => new.clone(),
-            (None, Some(presented)) => presented.clone(),
-            (None, None) => String::new(),
+            (Some(new), _) => Some(new.clone()),
+            (None, _) if session.is_connection() => None,
+            (None, presented) => presented.clone(),
         };
         if let Some(old) = self.current.take() {
             let _ = old.dispatcher.post(Retire);
@@ -348,7 +385,6 @@ impl HttpConnection {
             dispatcher,
             set_cookie: resolved.new_token,
         });
-        self.pump(ctx);
     }
 
     /// Records the answer to `seq` and writes every answer that is next in order.
@@ -380,15 +416,20 @@ impl HttpConnection {
                 continue;
             }
             if let Some(token) = done.set_cookie.take() {
-                // Unless the response sets the session itself (a login).
+                // Unless the response sets the session itself (a login), or may not set a
+                // cookie at all (a 304 is a cached answer's confirmation): then the next
+                // answer sets it.
                 let sets_session = response.headers.iter().any(|(name, value)| {
                     name.eq_ignore_ascii_case("set-cookie")
                         && value.starts_with(&format!("{SESSION_COOKIE}="))
                 });
-                if !sets_session {
+                if response.status == 304 {
+                    self.owe_cookie(token);
+                } else if !sets_session {
                     response = response.with_cookie(SESSION_COOKIE, &token);
                 }
             }
+            let response = outgoing::seal(&self.site, response);
             let closes = response.closes_connection(done.keep_alive);
             self.last_activity = Instant::now();
             match done.region.take() {
@@ -413,6 +454,16 @@ impl HttpConnection {
         if self.eof && self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
             self.closing = true;
             let _ = self.socket.post(SocketMsg::Close);
+        }
+    }
+
+    /// Gives back the cookie of the current session an answer could not carry, for the next
+    /// one that starts a session to set.
+    fn owe_cookie(&mut self, token: String) {
+        if let Some(current) = self.current.as_mut() {
+            if current.token.as_ref() == Some(&token) && current.set_cookie.is_none() {
+                current.set_cookie = Some(token);
+            }
         }
     }
 

@@ -64,6 +64,9 @@ pub struct IdleCheck;
 #[derive(Message)]
 pub struct Resolve {
     pub token: Option<String>,
+    /// Start an anonymous session if `token` names none (the request is under a session
+    /// path); otherwise the answer is a connection's session.
+    pub start: bool,
     pub conn: Recipient<SessionResolved>,
     /// The client's address: sessions are bounded per client.
     pub peer: std::net::IpAddr,
