@@ -4,6 +4,7 @@
 //! waits for something to happen poll with a deadline; nothing asserts how long anything took.
 
 mod basic;
+mod cookies;
 mod overload;
 mod protocol;
 mod refusals;
