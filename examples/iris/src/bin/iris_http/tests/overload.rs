@@ -274,3 +274,57 @@ fn the_default_profile_serves_100_connections_without_shedding() {
     server.wait_for_baseline();
     server.stop();
 }
+
+/// A session being shed gets no `100 Continue`: its next request with a body is refused with
+/// a 503 before the body is sent (and the connection closes, the body unread), as admission
+/// control would refuse it once read.
+#[test]
+fn a_shed_session_is_not_invited_to_send_a_body() {
+    let server = TestServer::start_tuned(overload_options(), overload_tuning());
+    let addr = server.addr();
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let mut threads = start_anonymous(addr, 0, 8, &stop, &tally);
+    wait_until("the first wave to be served", || {
+        tally.lock().unwrap().answered() >= 16
+    });
+    threads.extend(start_anonymous(addr, 8, 16, &stop, &tally));
+
+    // New anonymous sessions, one a connection, until one is refused; then at once (the
+    // refusal holds for its `Retry-After`, 2 s), on that connection, a request that expects
+    // `100 Continue`. (A session once admitted stays admitted: session-consistent shedding.)
+    let deadline = Instant::now() + DEADLINE;
+    let (mut probe, refused) = loop {
+        assert!(Instant::now() < deadline, "no new session was shed");
+        let mut probe = Client::connect(addr);
+        let response = probe.get("/resources/5", None);
+        if response.status == 503 {
+            break (probe, response);
+        }
+    };
+    assert!(!refused.closes(), "a 503 keeps the connection");
+    let body = "user=alice&password=wonderland";
+    probe.send(
+        format!(
+            "POST /login HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+             Content-Length: {}\r\nExpect: 100-continue\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    );
+    let answer = probe.try_read_response();
+    stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        thread.join().expect("an anonymous client");
+    }
+    let answer = answer.expect("an answer to the head");
+    assert_eq!(answer.status, 503, "no 100 Continue: {}", answer.text());
+    assert_eq!(answer.header("retry-after"), Some("2"));
+    assert!(
+        answer.closes(),
+        "the body was not read: the connection closes"
+    );
+    probe.assert_closed_by_server();
+    server.wait_for_baseline();
+    server.stop();
+}
