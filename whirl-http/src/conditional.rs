@@ -1,6 +1,16 @@
 //! Conditional and range requests for files (RFC 9110 §13, §14): a file's validators
-//! (`ETag`, `Last-Modified`) and what a GET or HEAD gets given its `If-None-Match`,
-//! `If-Modified-Since`, `Range` and `If-Range`: the whole file, one byte range, 304 or 416.
+//! (`ETag`, `Last-Modified`) and what a GET or HEAD gets given its `If-Match`,
+//! `If-Unmodified-Since`, `If-None-Match`, `If-Modified-Since`, `Range` and `If-Range`: the
+//! whole file, one byte range, 412, 304 or 416.
+//!
+//! The preconditions are evaluated in the order of RFC 9110 §13.2.2, each step reached only
+//! when the one before passed or was absent:
+//!
+//! 1. `If-Match`, if present: false → 412;
+//! 2. else `If-Unmodified-Since`, if present: false → 412;
+//! 3. `If-None-Match`, if present: false → 304 (GET, HEAD) or 412 (other methods);
+//! 4. else `If-Modified-Since`, for GET and HEAD: false → 304;
+//! 5. `Range` (GET alone), honoured only if `If-Range`, when present, names this version.
 //!
 //! Pure decisions on header values and file metadata; reading the file is the caller's job,
 //! so that a 304 or a range never reads more than it sends.
@@ -56,27 +66,36 @@ impl Validators {
 /// The request headers that decide what part of a file is sent, copied out of the request
 /// so that the process reading the file can decide without it. Built by [`Conditions::of`]
 /// (more conditions may be added, hence `#[non_exhaustive]`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Conditions {
+    /// Every `If-Match` value, joined as one list.
+    pub if_match: Option<String>,
+    /// The first `If-Unmodified-Since` value.
+    pub if_unmodified_since: Option<String>,
     /// Every `If-None-Match` value, joined as one list.
     pub if_none_match: Option<String>,
-    /// The first `If-Modified-Since` value.
+    /// The first `If-Modified-Since` value, kept only for GET and HEAD (RFC 9110 §13.1.3:
+    /// other methods ignore it).
     pub if_modified_since: Option<String>,
     /// The `Range` value, kept only for GET (RFC 9110 §14.2: range handling is defined for
     /// GET alone, so a HEAD is answered in full) and only when there is exactly one.
     pub range: Option<String>,
     /// The `If-Range` value.
     pub if_range: Option<String>,
+    /// The method is GET or HEAD: a failed `If-None-Match` is then a 304, else a 412.
+    pub read_only: bool,
 }
 
-isolated!(struct Conditions { if_none_match, if_modified_since, range, if_range });
+isolated!(struct Conditions { if_match, if_unmodified_since, if_none_match, if_modified_since, range, if_range, read_only });
 
-/// What to send for a file. Conditions not handled yet (`If-Match`, `If-Unmodified-Since`)
-/// would add answers such as 412, hence `#[non_exhaustive]`.
+/// What to send for a file. More answers may be added, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Selection {
+    /// 412: `If-Match` or `If-Unmodified-Since` (or, for a method other than GET and HEAD,
+    /// `If-None-Match`) is false.
+    PreconditionFailed,
     /// 304: the client's copy is current.
     NotModified,
     /// 200 with the whole file.
@@ -89,12 +108,28 @@ pub enum Selection {
 
 isolated!(
     enum Selection {
+        PreconditionFailed,
         NotModified,
         Full,
         Partial(range),
         Unsatisfiable,
     }
 );
+
+impl Default for Conditions {
+    /// A GET without conditions: the whole file.
+    fn default() -> Self {
+        Conditions {
+            if_match: None,
+            if_unmodified_since: None,
+            if_none_match: None,
+            if_modified_since: None,
+            range: None,
+            if_range: None,
+            read_only: true,
+        }
+    }
+}
 
 impl Conditions {
     /// The conditions `request` carries. Values that are not UTF-8 are read lossily: they
@@ -110,21 +145,44 @@ impl Conditions {
             (Some(range), None) if request.method == Method::Get => Some(text(range)),
             _ => None,
         };
+        let read_only = matches!(request.method, Method::Get | Method::Head);
         Conditions {
+            if_match: joined("if-match"),
+            if_unmodified_since: request.header("if-unmodified-since").map(text),
             if_none_match: joined("if-none-match"),
-            if_modified_since: request.header("if-modified-since").map(text),
+            if_modified_since: request
+                .header("if-modified-since")
+                .filter(|_| read_only)
+                .map(text),
             range,
             if_range: request.header("if-range").map(text),
+            read_only,
         }
     }
 
     /// What to send from a file of `len` bytes with `validators`, in RFC 9110 §13.2.2's
-    /// order: `If-None-Match`, else `If-Modified-Since`; then `Range` if `If-Range` (when
-    /// present) still names this version.
+    /// order (see the module documentation).
     pub fn select(&self, validators: &Validators, len: u64) -> Selection {
+        if let Some(list) = &self.if_match {
+            if !match_holds(list, validators) {
+                return Selection::PreconditionFailed;
+            }
+        } else if let (Some(since), Some(modified)) = (
+            self.if_unmodified_since.as_deref().and_then(date::parse),
+            validators.last_modified,
+        ) {
+            // RFC 9110 §13.1.4: ignored when the date is not a valid HTTP-date or the
+            // resource has no modification date.
+            if modified > since {
+                return Selection::PreconditionFailed;
+            }
+        }
         if let Some(list) = &self.if_none_match {
             if none_match_fails(list, validators) {
-                return Selection::NotModified;
+                return match self.read_only {
+                    true => Selection::NotModified,
+                    false => Selection::PreconditionFailed,
+                };
             }
         } else if let (Some(since), Some(modified)) = (
             self.if_modified_since.as_deref().and_then(date::parse),
@@ -179,6 +237,15 @@ fn entity_tags(list: &str) -> Vec<EntityTag<'_>> {
         tags.push(EntityTag { weak, opaque });
         rest = after;
     }
+}
+
+/// Whether `If-Match` holds (RFC 9110 §13.1.1): `*` (the file exists), or a tag equal to
+/// ours under the strong comparison (a weak tag never matches).
+fn match_holds(list: &str, validators: &Validators) -> bool {
+    list.trim() == "*"
+        || entity_tags(list)
+            .iter()
+            .any(|tag| !tag.weak && tag.opaque == validators.opaque())
 }
 
 /// Whether `If-None-Match` fails, i.e. the client already has this version: `*`, or a tag
@@ -311,6 +378,122 @@ mod tests {
         assert_eq!(since(LAST_MODIFIED).select(&no_time, LEN), Selection::Full);
     }
 
+    fn matching(list: &str) -> Conditions {
+        Conditions {
+            if_match: Some(list.into()),
+            ..Conditions::default()
+        }
+    }
+
+    fn unmodified_since(date: &str) -> Conditions {
+        Conditions {
+            if_unmodified_since: Some(date.into()),
+            ..Conditions::default()
+        }
+    }
+
+    #[test]
+    fn if_match_uses_the_strong_comparison() {
+        for list in [ETAG, "*", " * ", "\"a\", \"2ebc98a1.5-64\""] {
+            assert_eq!(select(matching(list)), Selection::Full, "{list}");
+        }
+        for list in [
+            "\"other\"",
+            "W/\"2ebc98a1.5-64\"",
+            "",
+            "garbage, \"2ebc98a1.5-64\"",
+        ] {
+            assert_eq!(
+                select(matching(list)),
+                Selection::PreconditionFailed,
+                "{list}"
+            );
+        }
+    }
+
+    #[test]
+    fn if_unmodified_since() {
+        assert_eq!(select(unmodified_since(LAST_MODIFIED)), Selection::Full);
+        assert_eq!(
+            select(unmodified_since("Sun, 06 Nov 1994 08:49:38 GMT")),
+            Selection::Full
+        );
+        assert_eq!(
+            select(unmodified_since("Sun, 06 Nov 1994 08:49:36 GMT")),
+            Selection::PreconditionFailed
+        );
+        // Not a date, or nothing to compare with: ignored.
+        assert_eq!(select(unmodified_since("yesterday")), Selection::Full);
+        let no_time = Validators::new(LEN, None);
+        assert_eq!(
+            unmodified_since("Sun, 06 Nov 1994 08:49:36 GMT").select(&no_time, LEN),
+            Selection::Full
+        );
+    }
+
+    /// RFC 9110 §13.2.2, step by step: each precondition is looked at only when the ones
+    /// before it passed or were absent.
+    #[test]
+    fn preconditions_are_evaluated_in_rfc_9110_order() {
+        let stale = "Sun, 06 Nov 1994 08:49:36 GMT";
+        // 1 before 2: If-Match holds, so a failing If-Unmodified-Since is not evaluated.
+        let both = Conditions {
+            if_unmodified_since: Some(stale.into()),
+            ..matching(ETAG)
+        };
+        assert_eq!(select(both), Selection::Full);
+        // 1 before 3: If-Match fails, so a failing If-None-Match gives 412, not 304.
+        let both = Conditions {
+            if_none_match: Some(ETAG.into()),
+            ..matching("\"other\"")
+        };
+        assert_eq!(select(both), Selection::PreconditionFailed);
+        // 2 before 3.
+        let both = Conditions {
+            if_none_match: Some(ETAG.into()),
+            ..unmodified_since(stale)
+        };
+        assert_eq!(select(both), Selection::PreconditionFailed);
+        // 1 passes, 3 fails: 304.
+        let both = Conditions {
+            if_none_match: Some(ETAG.into()),
+            ..matching(ETAG)
+        };
+        assert_eq!(select(both), Selection::NotModified);
+        // 3 present: If-Modified-Since (4) is not evaluated.
+        let both = Conditions {
+            if_none_match: Some("\"other\"".into()),
+            if_modified_since: Some(LAST_MODIFIED.into()),
+            ..matching(ETAG)
+        };
+        assert_eq!(select(both), Selection::Full);
+        // 3 fails for a method other than GET and HEAD: 412.
+        let write = Conditions {
+            if_none_match: Some("*".into()),
+            read_only: false,
+            ..Conditions::default()
+        };
+        assert_eq!(select(write), Selection::PreconditionFailed);
+        // 412 before a range (5).
+        let ranged_412 = Conditions {
+            range: Some("bytes=0-9".into()),
+            ..matching("\"other\"")
+        };
+        assert_eq!(select(ranged_412), Selection::PreconditionFailed);
+        // All pass: the range is served.
+        let all = Conditions {
+            if_unmodified_since: Some(stale.into()),
+            if_none_match: Some("\"other\"".into()),
+            range: Some("bytes=0-9".into()),
+            if_range: Some(ETAG.into()),
+            ..matching(ETAG)
+        };
+        assert_eq!(
+            select(all),
+            Selection::Partial(ByteRange { first: 0, last: 9 })
+        );
+    }
+
     #[test]
     fn ranges_and_if_range() {
         let part = |first, last| Selection::Partial(ByteRange { first, last });
@@ -357,6 +540,9 @@ mod tests {
             keep_alive: true,
         };
         let headers = [
+            ("If-Match", "\"m\""),
+            ("if-match", "\"n\""),
+            ("If-Unmodified-Since", LAST_MODIFIED),
             ("If-None-Match", "\"a\""),
             ("if-none-match", "\"b\""),
             ("If-Modified-Since", LAST_MODIFIED),
@@ -364,11 +550,18 @@ mod tests {
             ("If-Range", ETAG),
         ];
         let get = Conditions::of(&request(Method::Get, &headers));
+        assert_eq!(get.if_match.as_deref(), Some("\"m\", \"n\""));
+        assert_eq!(get.if_unmodified_since.as_deref(), Some(LAST_MODIFIED));
+        assert!(get.read_only);
         assert_eq!(get.if_none_match.as_deref(), Some("\"a\", \"b\""));
         assert_eq!(get.if_modified_since.as_deref(), Some(LAST_MODIFIED));
         assert_eq!(get.range.as_deref(), Some("bytes=0-1"));
         assert_eq!(get.if_range.as_deref(), Some(ETAG));
         assert_eq!(Conditions::of(&request(Method::Head, &headers)).range, None);
+        let post = Conditions::of(&request(Method::Post, &headers));
+        assert!(!post.read_only);
+        assert_eq!(post.if_modified_since, None, "only GET and HEAD use it");
+        assert_eq!(post.if_match.as_deref(), Some("\"m\", \"n\""));
         let two_ranges = [("Range", "bytes=0-1"), ("Range", "bytes=2-3")];
         assert_eq!(
             Conditions::of(&request(Method::Get, &two_ranges)).range,

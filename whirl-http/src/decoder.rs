@@ -6,6 +6,15 @@
 //! that many bytes arrive without its end, an oversized body as soon as its head is parsed
 //! (with `Content-Length`) or as soon as a chunk would take it past the limit (chunked).
 //!
+//! The head is bounded line by line as it arrives: a request line longer than
+//! `max_line_bytes` is refused with 414 as soon as that many bytes of it are here, a header
+//! line with 431, as is a head longer than `max_head_bytes` or with more than `max_headers`
+//! headers.
+//!
+//! The version is read before the rest (RFC 9112 §2.3): `HTTP/1.x` with a minor version
+//! above 1 is served as HTTP/1.1 (the highest minor version the server implements), and any
+//! major version other than 1 (`HTTP/2.0` on an HTTP/1 connection) is refused with 505.
+//!
 //! The head is also checked for what RFC 9112 makes the server refuse before any body: a
 //! missing (HTTP/1.1) or repeated `Host` (400), `Transfer-Encoding` together with
 //! `Content-Length` or in HTTP/1.0 (400: the framing would be ambiguous, the classic request
@@ -41,9 +50,9 @@ pub struct RequestDecoder {
     /// Bytes of `buf` already consumed by returned requests (compacted on the next feed, so
     /// pipelined requests do not each move the rest of the buffer).
     pos: usize,
-    /// Bytes after `pos` already searched for the end of the head, so a head arriving byte
-    /// by byte is scanned once rather than once per byte.
-    scanned: usize,
+    /// How far the head after `pos` has been searched, so a head arriving byte by byte is
+    /// scanned once rather than once per byte.
+    scan: HeadScan,
     state: State,
     /// A feed was dropped because it would have exceeded `Limits::max_buffered`.
     overfed: bool,
@@ -51,7 +60,19 @@ pub struct RequestDecoder {
     continue_due: bool,
 }
 
-isolated!(struct RequestDecoder { limits, buf, pos, scanned, state, overfed, continue_due });
+isolated!(struct RequestDecoder { limits, buf, pos, scan, state, overfed, continue_due });
+
+/// Progress through a head that has not all arrived: the bytes searched for its end, where
+/// the line being read starts, and how many lines ended before it (none: it is the request
+/// line). Offsets are from the head's first byte.
+#[derive(Debug, Default, Clone, Copy)]
+struct HeadScan {
+    scanned: usize,
+    line_start: usize,
+    lines: usize,
+}
+
+isolated!(struct HeadScan { scanned, line_start, lines });
 
 /// How the body of a request is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,7 +104,7 @@ impl RequestDecoder {
             limits,
             buf: Vec::new(),
             pos: 0,
-            scanned: 0,
+            scan: HeadScan::default(),
             state: State::Head,
             overfed: false,
             continue_due: false,
@@ -120,6 +141,17 @@ impl RequestDecoder {
         std::mem::take(&mut self.continue_due)
     }
 
+    /// The request whose body is still arriving, its body as far as it has been decoded:
+    /// what a server looks at to decide, before inviting the body with `100 Continue`,
+    /// whether it will read it at all (a request it is about to refuse gets its final
+    /// answer instead, RFC 9110 §10.1.1).
+    pub fn awaiting_body(&self) -> Option<&Request> {
+        match &self.state {
+            State::Body { request, .. } | State::Chunked { request, .. } => Some(request),
+            State::Head | State::Poisoned(_) => None,
+        }
+    }
+
     /// Appends `bytes` read from the peer. If they would take the buffer past
     /// [`Limits::max_buffered`] (only possible when the caller feeds more than
     /// [`READ_CHUNK`](crate::READ_CHUNK) at once or skips draining), they are dropped and the stream ends with
@@ -153,7 +185,7 @@ impl RequestDecoder {
             self.state = State::Poisoned(error.clone());
             self.buf = Vec::new();
             self.pos = 0;
-            self.scanned = 0;
+            self.scan = HeadScan::default();
         }
         result
     }
@@ -236,22 +268,15 @@ impl RequestDecoder {
     fn decode_head(&mut self) -> Result<Option<Head>, HttpError> {
         self.skip_empty_lines();
         let rest = &self.buf[self.pos..];
-        let Some(end) = find_head_end(rest, self.scanned) else {
-            if rest.len() > self.limits.max_head_bytes {
-                return Err(HttpError::HeaderTooLarge);
-            }
-            self.scanned = rest.len().saturating_sub(2);
+        let Some(end) = self.scan.advance(rest, &self.limits)? else {
             return Ok(None);
         };
-        if end > self.limits.max_head_bytes {
-            return Err(HttpError::HeaderTooLarge);
-        }
         let (request, consumed) = parse_head(&rest[..end], self.limits.max_headers)?;
         check_host(&request)?;
         let framing = framing(&request, self.limits.max_body_bytes)?;
         let expects_continue = expects_continue(&request)?;
         self.pos += consumed;
-        self.scanned = 0;
+        self.scan = HeadScan::default();
         Ok(Some(Head {
             request,
             framing,
@@ -272,34 +297,87 @@ impl RequestDecoder {
                 return;
             };
             self.pos += skip;
-            self.scanned = self.scanned.saturating_sub(skip);
+            // Only a head's first bytes can be skipped, so nothing of it was scanned yet.
+            self.scan = HeadScan::default();
         }
     }
 }
 
-/// The length of the head (up to and including the empty line) if `buf` holds all of it,
-/// searching from `from` on. Line ends may be CRLF or bare LF, as httparse accepts both.
-fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while i + 1 < buf.len() {
-        if buf[i] == b'\n' {
-            if buf[i + 1] == b'\n' {
-                return Some(i + 2);
+impl HeadScan {
+    /// Searches `head` (the bytes of a head from its first, more of them than last time) on
+    /// from where the last search stopped: the head's length, up to and including its empty
+    /// line, once that has arrived; `None` while it has not; an error as soon as a line or
+    /// the whole is longer than `limits` allow (414 while in the request line, 431 after).
+    /// Line ends may be CRLF or bare LF, as httparse accepts both.
+    fn advance(&mut self, head: &[u8], limits: &Limits) -> Result<Option<usize>, HttpError> {
+        let too_long = |lines: usize| match lines {
+            0 => HttpError::UriTooLong,
+            _ => HttpError::HeaderTooLarge,
+        };
+        while let Some(at) = head[self.scanned..].iter().position(|&b| b == b'\n') {
+            let end = self.scanned + at;
+            self.scanned = end + 1;
+            let line = &head[self.line_start..end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.is_empty() && self.lines > 0 {
+                if self.scanned > limits.max_head_bytes {
+                    return Err(HttpError::HeaderTooLarge);
+                }
+                return Ok(Some(self.scanned));
             }
-            if buf[i + 1] == b'\r' && buf.get(i + 2) == Some(&b'\n') {
-                return Some(i + 3);
+            if line.len() > limits.max_line_bytes {
+                return Err(too_long(self.lines));
             }
+            self.lines += 1;
+            self.line_start = self.scanned;
         }
-        i += 1;
+        self.scanned = head.len();
+        // The line still arriving may end in the CR of its CRLF.
+        let partial = head.len() - self.line_start;
+        if partial > limits.max_line_bytes.saturating_add(1) || head.len() > limits.max_head_bytes {
+            return Err(too_long(self.lines));
+        }
+        Ok(None)
     }
-    None
+}
+
+/// RFC 9112 §2.3: the request line's version, read before httparse (which knows HTTP/1.0
+/// and HTTP/1.1 alone). `HTTP/1.x` with x above 1 comes back as `HTTP/1.1` (a copy of the
+/// head with that one digit changed); another major version is refused with 505. A version
+/// that is not `HTTP/` digit `.` digit is left for httparse to refuse (400).
+fn served_version(head: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, HttpError> {
+    let line_end = head.iter().position(|&b| b == b'\n').unwrap_or(head.len());
+    let line = &head[..line_end];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let version = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
+    let [b'H', b'T', b'T', b'P', b'/', major, b'.', minor] = *version else {
+        return Ok(std::borrow::Cow::Borrowed(head));
+    };
+    if !major.is_ascii_digit() || !minor.is_ascii_digit() {
+        return Ok(std::borrow::Cow::Borrowed(head));
+    }
+    if major != b'1' {
+        return Err(HttpError::VersionNotSupported(
+            String::from_utf8_lossy(version).into_owned(),
+        ));
+    }
+    if minor <= b'1' {
+        return Ok(std::borrow::Cow::Borrowed(head));
+    }
+    // The minor digit is the request line's last byte.
+    let mut served = head.to_vec();
+    if let Some(digit) = served.get_mut(line.len() - 1) {
+        *digit = b'1';
+    }
+    Ok(std::borrow::Cow::Owned(served))
 }
 
 /// Parses a complete head with httparse.
 fn parse_head(head: &[u8], max_headers: usize) -> Result<(Request, usize), HttpError> {
+    let head = served_version(head)?;
     let mut headers = vec![httparse::EMPTY_HEADER; max_headers];
     let mut parsed = httparse::Request::new(&mut headers);
-    let consumed = match parsed.parse(head) {
+    let consumed = match parsed.parse(&head) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             return Err(HttpError::BadRequest("incomplete request head".into()))

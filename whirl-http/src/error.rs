@@ -15,10 +15,19 @@ pub enum HttpError {
     /// `Content-Length`).
     #[error("bad request: {0}")]
     BadRequest(String),
-    /// The head is longer than `Limits::max_head_bytes` or has more than
-    /// `Limits::max_headers` headers.
+    /// The head is longer than `Limits::max_head_bytes`, a header line longer than
+    /// `Limits::max_line_bytes`, or there are more than `Limits::max_headers` headers.
     #[error("request head too large")]
     HeaderTooLarge,
+    /// The request line is longer than `Limits::max_line_bytes` (or, before its end,
+    /// than `Limits::max_head_bytes`): the target is too long (RFC 9110 §15.5.15).
+    #[error("request target too long")]
+    UriTooLong,
+    /// A major version other than 1 (`HTTP/2.0` sent to an HTTP/1 connection, `HTTP/0.9`,
+    /// `HTTP/3.0`): RFC 9110 §15.6.6. A later minor version of HTTP/1 is not this error:
+    /// it is served as HTTP/1.1 (RFC 9112 §2.3).
+    #[error("HTTP version not supported: {0}")]
+    VersionNotSupported(String),
     /// The announced body (or the sum of its chunks so far) is longer than
     /// `Limits::max_body_bytes`.
     #[error("request body too large")]
@@ -46,6 +55,8 @@ isolated!(
     enum HttpError {
         BadRequest(why),
         HeaderTooLarge,
+        UriTooLong,
+        VersionNotSupported(version),
         PayloadTooLarge,
         BufferFull,
         NotImplemented(what),
@@ -60,6 +71,8 @@ impl HttpError {
         match self {
             HttpError::BadRequest(_) => 400,
             HttpError::HeaderTooLarge => 431,
+            HttpError::UriTooLong => 414,
+            HttpError::VersionNotSupported(_) => 505,
             HttpError::PayloadTooLarge | HttpError::BufferFull => 413,
             HttpError::NotImplemented(_) => 501,
             HttpError::ExpectationFailed(_) => 417,
@@ -76,6 +89,11 @@ mod tests {
     fn statuses() {
         assert_eq!(HttpError::BadRequest("x".into()).status(), 400);
         assert_eq!(HttpError::HeaderTooLarge.status(), 431);
+        assert_eq!(HttpError::UriTooLong.status(), 414);
+        assert_eq!(
+            HttpError::VersionNotSupported("HTTP/2.0".into()).status(),
+            505
+        );
         assert_eq!(HttpError::PayloadTooLarge.status(), 413);
         assert_eq!(HttpError::BufferFull.status(), 413);
         assert_eq!(HttpError::NotImplemented("x".into()).status(), 501);

@@ -10,14 +10,15 @@
 //!   It buffers at most [`Limits::max_buffered`] bytes, decodes `Content-Length` and chunked
 //!   bodies, and refuses (with an [`HttpError`] that names the status to answer) what
 //!   RFC 9112 makes a server refuse: ambiguous framing, a missing or repeated `Host`, unknown
-//!   transfer codings and expectations.
+//!   transfer codings and expectations, a request line (414) or head (431) over its
+//!   [`Limits`], a major version other than 1 (505; `HTTP/1.2` is served as HTTP/1.1).
 //! - [`Request`] is one decoded request: [`Method`], target, headers, body, and whether the
 //!   connection stays open after it.
 //! - [`Response`] is a status, headers and a body; [`Response::encode`] writes it with
 //!   `Date`, `Content-Length` and `Connection`, and [`DateCache`] formats the `Date` once a
 //!   second.
 //! - [`Conditions`], [`Validators`], [`Selection`] and [`ByteRange`] decide what a GET or
-//!   HEAD of a file gets: the whole file, one byte range (206), 304 or 416, without reading
+//!   HEAD of a file gets: the whole file, one byte range (206), 304, 412 or 416, without reading
 //!   the file first.
 //!
 //! Not here: TLS, HTTP/2, streamed or chunked responses (bodies are in memory and sent

@@ -193,13 +193,16 @@ pub(crate) fn reason_phrase(status: u16) -> &'static str {
         404 => "Not Found",
         405 => "Method Not Allowed",
         411 => "Length Required",
+        412 => "Precondition Failed",
         413 => "Content Too Large",
+        414 => "URI Too Long",
         416 => "Range Not Satisfiable",
         417 => "Expectation Failed",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
         501 => "Not Implemented",
         503 => "Service Unavailable",
+        505 => "HTTP Version Not Supported",
         _ => "Unknown",
     }
 }
@@ -299,12 +302,15 @@ mod tests {
             (400, "Bad Request"),
             (401, "Unauthorized"),
             (411, "Length Required"),
+            (412, "Precondition Failed"),
             (413, "Content Too Large"),
+            (414, "URI Too Long"),
             (416, "Range Not Satisfiable"),
             (417, "Expectation Failed"),
             (431, "Request Header Fields Too Large"),
             (500, "Internal Server Error"),
             (501, "Not Implemented"),
+            (505, "HTTP Version Not Supported"),
             (999, "Unknown"),
         ] {
             assert_eq!(reason_phrase(code), phrase);

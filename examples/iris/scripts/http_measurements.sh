@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures the iris_http example: throughput with wrk at 1, 64 and 1024 connections, then an
 # overload run at about ten times capacity with three session classes, with and without
-# admission control (loadgen). Prints what the README's tables are made from.
+# admission control (loadgen), in the paper's overload demo (--demo overload). Prints what
+# the README's tables are made from.
 #
 #   bash examples/iris/scripts/http_measurements.sh            # from the repository root
 #   DURATION=30 bash examples/iris/scripts/http_measurements.sh
@@ -53,10 +54,10 @@ LOAD=(--admins 10 --users 40 --anonymous 200 --think-ms 20 --duration-s "$DURATI
 for mode in without with with-retry-after; do
     echo "## loadgen: overload at ~10x capacity, $mode predicates"
     case $mode in
-        without) start --work-us 1000 --no-predicates; extra=() ;;
-        with) start --work-us 1000; extra=() ;;
+        without) start --demo overload --work-us 1000 --no-predicates; extra=() ;;
+        with) start --demo overload --work-us 1000; extra=() ;;
         # Clients that wait the Retry-After of a 503, as well-behaved API clients do.
-        with-retry-after) start --work-us 1000; extra=(--honor-retry-after) ;;
+        with-retry-after) start --demo overload --work-us 1000; extra=(--honor-retry-after) ;;
     esac
     "$LOADGEN" --url "http://127.0.0.1:$PORT" "${LOAD[@]}" "${extra[@]}"
     stop

@@ -3,13 +3,15 @@
 #
 #  1. a 1 KiB file at 1, 64 and 1000 keep-alive connections with no simulated work,
 #     predicates on and off: requests/s, 503s, p99 (nothing should be shed: no overload);
-#  2. real overload: /resources/3 with --work-us 800 (one lookup = one unit of work = 800 us
+#  2. real overload, in the paper's overload demo: /resources/3 with
+#     --demo overload --work-us 800 (one lookup = one unit of work = 800 us
 #     on the one-thread "resources" group). Capacity is measured first (no predicates, 4
 #     connections), then 1000 connections without and with predicates: goodput (non-503
 #     answers per second) as a ratio of that capacity, and p99 (wrk's, over every answer,
 #     503s included, which are held --shed-delay-ms before they are written);
 #  3. memory: the server's VmRSS before, at the peak of a reconnect storm (wrk with
-#     `Connection: close`: every request a new connection and a new anonymous session) and
+#     `Connection: close`: every request a new connection and a new anonymous session, as
+#     /resources is a session path) and
 #     after the idle anonymous sessions have expired.
 #
 #   bash examples/iris/scripts/http_overload.sh             # from the repository root
@@ -83,7 +85,7 @@ done
 
 echo
 echo "## 2. Overload: GET /resources/3 at 800 us of work each, ${DURATION}s after ${WARMUP}s of warm-up"
-start --work-us 800 --no-predicates
+start --demo overload --work-us 800 --no-predicates
 wrk -t1 -c4 -d"${WARMUP}s" "http://127.0.0.1:$PORT/resources/3" >/dev/null
 read -r total non2xx secs p99 < <(measure -t1 -c4 -d"${DURATION}s" "http://127.0.0.1:$PORT/resources/3")
 stop
@@ -92,10 +94,10 @@ printf "capacity (no predicates, 4 connections): %.0f requests/s, p99 %.1f ms\n"
 printf "%-28s %10s %10s %8s %9s\n" "1000 connections" "goodput/s" "/capacity" "503/s" "p99 ms"
 for mode in "without predicates" "with predicates" "with predicates, close on 503" "with predicates, no shed delay"; do
     case $mode in
-        "without predicates") start --work-us 800 --no-predicates ;;
-        "with predicates") start --work-us 800 ;;
-        "with predicates, close on 503") start --work-us 800 --close-on-503 ;;
-        "with predicates, no shed delay") start --work-us 800 --shed-delay-ms 0 ;;
+        "without predicates") start --demo overload --work-us 800 --no-predicates ;;
+        "with predicates") start --demo overload --work-us 800 ;;
+        "with predicates, close on 503") start --demo overload --work-us 800 --close-on-503 ;;
+        "with predicates, no shed delay") start --demo overload --work-us 800 --shed-delay-ms 0 ;;
     esac
     wrk -t2 -c1000 -d"${WARMUP}s" "http://127.0.0.1:$PORT/resources/3" >/dev/null
     read -r total non2xx secs p99 < <(measure -t2 -c1000 -d"${DURATION}s" \
@@ -109,7 +111,7 @@ done
 echo
 echo "## 3. Memory: a ${DURATION}s reconnect storm (Connection: close, 64 connections)"
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$PID/status"; }
-start --work-us 0 --anonymous-idle-s 2
+start --work-us 0 --session-path /resources --anonymous-idle-s 2
 before=$(rss)
 peak=$before
 wrk -t2 -c64 -d"${DURATION}s" -H "Connection: close" "http://127.0.0.1:$PORT/resources/3" \

@@ -125,7 +125,10 @@ impl std::fmt::Debug for HttpConn {
 
 impl HttpConn {
     fn new(socket: Addr<SocketConnection>, config: Config) -> Self {
+        // The console's requests are small: 8 KiB of head (a quarter of the codec's
+        // default), no body.
         let limits = Limits {
+            max_head_bytes: 8 * 1024,
             max_body_bytes: 0,
             ..Limits::default()
         };

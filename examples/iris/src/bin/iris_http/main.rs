@@ -4,12 +4,25 @@
 //!
 //! ```text
 //! cargo run --release -p iris --bin iris_http -- --port 8080 --root examples/iris/iris_root
+//! cargo run --release -p iris --bin iris_http -- --demo overload   # the paper's overload demo
 //! ```
+//!
+//! With no flags it is a static file server with the paper's structure (sessions as
+//! principals, groups, predicates that shed only under overload) and no simulated work;
+//! `--demo overload` is the paper's overload demo (`profile.rs`: 100 µs of simulated work
+//! per unit of request work, so that capacity is small and load can exceed it).
 //!
 //! Options: `--port N` (default 8080), `--bind ADDR` (default 127.0.0.1), `--root DIR` (the
 //! files served under `/files/`, default `examples/iris/iris_root`), `--users FILE` (lines
 //! `name password role`, role `admin` or `user`; default the demo users `admin:secret` and
-//! `alice:wonderland`), `--work-us N` (simulated CPU per unit of request work, default 100),
+//! `alice:wonderland`), `--demo overload` (the overload demo's defaults), `--work-us N`
+//! (simulated CPU per unit of request work: default 0, 100 in the overload demo),
+//! `--session-path PREFIX` (where a client without a session is given an anonymous one, its
+//! cookie set on that answer; repeatable, replaces the default `/resources`; a login always
+//! starts a session, a static file or a 304 never sets one), `--hsts-max-age SECS` (send
+//! `Strict-Transport-Security` over TLS), `--max-header-line-bytes N`, `--max-head-bytes N`,
+//! `--max-headers N` (a request line longer than a line may be is answered 414; a longer
+//! header line, a longer head or more headers, 431; defaults 8 KiB, 32 KiB, 100),
 //! `--no-predicates` (admission control off, for comparison), `--file-io-process` (files
 //! opened and read by an `AsyncFile` process per request, as in the paper, instead of by the
 //! file handler), `--shed-delay-ms N` (how long a 503 is held before it is written, default
@@ -36,12 +49,18 @@
 //! after 10 s is answered 408 and its connection closed.
 //!
 //! Files under `/files/` are served as static file servers serve them: `Date`, `ETag`,
-//! `Last-Modified`, 304 to conditional requests, 206 to a single byte range, percent-encoded
+//! `Last-Modified`, 304 and 412 to conditional requests (RFC 9110 §13.2.2's order), 206 to
+//! a single byte range, percent-encoded
 //! paths decoded (and checked after decoding), a directory's `index.html` for `/dir/` and a
 //! 301 from `/dir` to it. Requests may carry chunked bodies and `Expect: 100-continue`; an
-//! HTTP/1.1 request without exactly one `Host` is refused (400).
+//! HTTP/1.1 request without exactly one `Host` is refused (400); `HTTP/1.2` and later minor
+//! versions are served as HTTP/1.1, other major versions answered 505.
+//!
+//! Cookies are `HttpOnly`, `SameSite=Lax` and, over TLS, `Secure`; an answer that sets one
+//! is `Cache-Control: private`.
 
 mod config;
+mod profile;
 mod routes;
 mod server;
 mod sessions;
@@ -57,8 +76,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use whirl_config::{Assembly, Factories, Reloader};
+use whirl_http::Limits;
 
 use config::Users;
+use profile::Demo;
 use server::{Options, Server};
 
 /// The command line.
@@ -80,9 +101,20 @@ struct Cli {
     /// Users file: `name password role` per line (default: the demo users).
     #[arg(long)]
     users: Option<PathBuf>,
-    /// Simulated work per dynamic request, microseconds.
-    #[arg(long, default_value_t = 100)]
-    work_us: u64,
+    /// A named profile: `overload`, the paper's overload demo (simulated work per request).
+    #[arg(long, value_name = "NAME")]
+    demo: Option<Demo>,
+    /// Simulated CPU per unit of request work, microseconds (default 0; 100 with
+    /// `--demo overload`).
+    #[arg(long)]
+    work_us: Option<u64>,
+    /// Where a client without a session is given an anonymous one (a decoded path prefix;
+    /// repeatable; default /resources). Static files never start one.
+    #[arg(long = "session-path", value_name = "PREFIX", value_parser = session_path)]
+    session_paths: Vec<String>,
+    /// Send `Strict-Transport-Security: max-age=SECS` with every answer over TLS.
+    #[arg(long, value_name = "SECS", requires = "tls_cert")]
+    hsts_max_age: Option<u64>,
     /// Turn admission control off (for comparison).
     #[arg(long)]
     no_predicates: bool,
@@ -109,6 +141,24 @@ struct Cli {
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
     #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
     tls_key: Option<PathBuf>,
+    /// Longest line of a request head, bytes: a longer request line is answered 414, a
+    /// longer header line 431.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes)]
+    max_header_line_bytes: usize,
+    /// Longest request head (request line and headers), bytes; longer is answered 431.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_head_bytes)]
+    max_head_bytes: usize,
+    /// Most headers in one request; more are answered 431.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_headers)]
+    max_headers: usize,
+}
+
+/// A `--session-path`: an absolute path.
+fn session_path(value: &str) -> Result<String, String> {
+    match value.starts_with('/') {
+        true => Ok(value.to_owned()),
+        false => Err(format!("`{value}` is not a path (it must start with `/`)")),
+    }
 }
 
 struct Args {
@@ -168,7 +218,16 @@ fn args(cli: Cli) -> Result<Args, String> {
         None => Users::default_demo(),
     };
     let mut options = Options::new(cli.root, users);
-    options.work = Duration::from_micros(cli.work_us);
+    if let Some(demo) = cli.demo {
+        options = demo.apply(options);
+    }
+    if let Some(work_us) = cli.work_us {
+        options.work = Duration::from_micros(work_us);
+    }
+    if !cli.session_paths.is_empty() {
+        options.session_paths = cli.session_paths;
+    }
+    options.hsts = cli.hsts_max_age.map(Duration::from_secs);
     if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
         let config = whirl::net::tls::server_config(cert, key)
             .map_err(|e| format!("iris_http: TLS: {e}"))?;
@@ -178,6 +237,12 @@ fn args(cli: Cli) -> Result<Args, String> {
     options.shed.delay = Duration::from_millis(cli.shed_delay_ms);
     options.shed.close = cli.close_on_503;
     options.sessions.anonymous_idle = Duration::from_secs(cli.anonymous_idle_s);
+    options.limits = Limits {
+        max_line_bytes: cli.max_header_line_bytes,
+        max_head_bytes: cli.max_head_bytes,
+        max_headers: cli.max_headers,
+        ..Limits::default()
+    };
     Ok(Args {
         bind: SocketAddr::new(cli.bind, cli.port),
         options,
@@ -232,6 +297,7 @@ fn main() -> ExitCode {
         }
     });
     let root = args.options.root.display().to_string();
+    let work = args.options.work;
     let predicates = args.predicates;
     let scheme = match args.options.tls {
         Some(_) => "https",
@@ -251,6 +317,13 @@ fn main() -> ExitCode {
         server.addr
     ));
     say(format_args!("  configuration: {}", args.assembly.origin()));
+    match work.is_zero() {
+        true => say(format_args!("  no simulated work")),
+        false => say(format_args!(
+            "  simulated work: {} us per unit of request work",
+            work.as_micros()
+        )),
+    }
     say(format_args!(
         "  try: curl -i {}{scheme}://{}/files/index.html   (admission control {})",
         if scheme == "https" { "-k " } else { "" },

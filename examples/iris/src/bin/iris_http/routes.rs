@@ -81,6 +81,27 @@ impl Route {
     }
 }
 
+/// Whether `request` starts a session for a client that has none: its decoded path is one
+/// of `prefixes` or under it (whole segments: `/resources` covers `/resources/7`, not
+/// `/resourcesX`), and it is not a static file (a session never starts on one, whatever
+/// the prefixes say). A login starts its own (named) session and needs none of these.
+pub fn starts_session(request: &Request, prefixes: &[String]) -> bool {
+    if prefixes.is_empty() {
+        return false;
+    }
+    if matches!(route(request), Route::File { .. } | Route::Redirect { .. }) {
+        return false;
+    }
+    let Some(path) = origin_path(&request.path).and_then(decode_path) else {
+        return false;
+    };
+    prefixes.iter().any(|prefix| {
+        let prefix = prefix.trim_end_matches('/');
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
+}
+
 /// Routes `request`. `HEAD` goes wherever `GET` does.
 pub fn route(request: &Request) -> Route {
     let Some(target) = origin_path(&request.path) else {
@@ -418,6 +439,36 @@ mod tests {
         assert_eq!(get("http://example.org/status"), Route::Status);
         assert_eq!(get("HTTPS://example.org"), Route::NotFound);
         assert_eq!(get("ftp://example.org/status"), Route::NotFound);
+    }
+
+    #[test]
+    fn sessions_start_under_their_prefixes_and_never_on_files() {
+        let prefixes = ["/resources".to_string(), "/app/".to_string()];
+        let starts = |target: &str| starts_session(&request(Method::Get, target), &prefixes);
+        assert!(starts("/resources"));
+        assert!(starts("/resources/7"));
+        assert!(starts("/resources?limit=3"));
+        assert!(starts("/r%65sources/7"), "decoded before it is compared");
+        assert!(starts("/app/x"));
+        assert!(starts("http://example.org/resources/1"));
+        assert!(!starts("/resourcesX"));
+        assert!(!starts("/status"));
+        assert!(!starts("/login"));
+        assert!(!starts("/files/index.html"));
+        assert!(!starts("/%2e%2e/resources"));
+        // A file never starts one, even under a prefix that covers it.
+        let everything = ["/".to_string()];
+        let get = request(Method::Get, "/files/index.html");
+        assert!(!starts_session(&get, &everything));
+        assert!(!starts_session(
+            &request(Method::Get, "/files"),
+            &everything
+        ));
+        assert!(starts_session(
+            &request(Method::Get, "/status"),
+            &everything
+        ));
+        assert!(!starts_session(&request(Method::Get, "/resources/1"), &[]));
     }
 
     #[test]

@@ -2,9 +2,13 @@
 //! treats every request of a page load alike and ranks administrators above users above
 //! anonymous clients.
 //!
-//! The table is plain data for one process to own. Anonymous clients get a session (and a
-//! cookie) too, otherwise each of their requests would be a new principal and
-//! session-consistent shedding could not keep a page load whole. Three limits keep a flood of
+//! The table is plain data for one process to own. A session starts where the site needs
+//! one: a login starts a named one, and a request under one of the configured session paths
+//! (`/resources` by default) starts an anonymous one for a client that has none, so that
+//! session-consistent shedding keeps a client's work together. Elsewhere (static files
+//! above all) a client without a session is served as a session of its connection
+//! ([`Session::for_connection`]): a principal of its own, with no cookie and no entry in the
+//! table, gone with the connection. Three limits keep a flood of
 //! cookie-less clients (a reconnect storm) from exhausting memory or pushing out logged-in
 //! users ([`SessionLimits`]):
 //!
@@ -19,6 +23,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use whirl_http::Request;
@@ -66,15 +71,44 @@ impl Role {
     }
 }
 
+/// The ids of connection sessions have this bit set; the table's start at 1 and count up,
+/// so the two never meet.
+const CONNECTION_IDS: u64 = 1 << 63;
+
+/// The next connection session's id (below [`CONNECTION_IDS`]).
+static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(0);
+
 /// One session; `id` is the principal id.
 #[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Session {
-    /// Unique for the table's life, starting at 1.
+    /// Unique for the process's life: a table's sessions count from 1, connection sessions
+    /// have the top bit set.
     pub id: u64,
     /// Its role.
     pub role: Role,
     /// The user name for logged-in sessions.
     pub user: Option<String>,
+}
+
+impl Session {
+    /// An anonymous session for one connection of a client without a session, where none
+    /// is started (a static file): its own principal, not in the table, no cookie.
+    pub fn for_connection() -> Session {
+        // Relaxed: the counter only has to hand out distinct values; nothing else is
+        // published through it.
+        let n = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
+        Session {
+            id: CONNECTION_IDS | (n & !CONNECTION_IDS),
+            role: Role::Anonymous,
+            user: None,
+        }
+    }
+
+    /// Whether this is a connection's session ([`Session::for_connection`]), not one of the
+    /// table's.
+    pub fn is_connection(&self) -> bool {
+        self.id & CONNECTION_IDS != 0
+    }
 }
 
 /// The session of a request: an existing one, or a fresh anonymous one whose token the

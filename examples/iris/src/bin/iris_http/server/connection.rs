@@ -2,7 +2,15 @@
 //! hands requests to the session's dispatcher, and writes the answers back in request order,
 //! each with the `Date` header. A request that expects `100 Continue` gets it once the answers
 //! before it are written (an interim answer must not overtake them), unless its body arrives
-//! first.
+//! first, and only if its body will be read: a request the server is about to refuse (no
+//! such path, a method the path does not take, a session being shed) gets its final answer
+//! instead, and the connection closes after it, its body unread (RFC 9110 §10.1.1).
+//!
+//! A client without a session is served on a session of its connection (no cookie, no
+//! entry in the session table) until it asks for a path where sessions start
+//! (`Site::session_paths`): then the session store starts an anonymous session, whose
+//! cookie the answer to that request sets. Static files and 304s never set it. Every answer
+//! passes through `outgoing::seal` (cookie attributes, `Cache-Control`, HSTS).
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
@@ -17,8 +25,10 @@ use super::dispatcher::Dispatcher;
 use super::messages::{
     FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
 };
+use super::outgoing;
 use super::site::{Site, RETRY_AFTER_SECS};
-use crate::sessions::{session_token, SESSION_COOKIE};
+use crate::routes;
+use crate::sessions::{session_token, Resolved, Session, SESSION_COOKIE};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a
 /// pipelining client cannot queue unbounded work.
@@ -31,8 +41,9 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// The session a connection is serving now, and its dispatcher.
 #[derive(Isolated)]
 struct Current {
-    /// The cookie value that names it (for a session we just created, the token we set).
-    token: String,
+    /// The cookie value that names it (for a session we just created, the token we set);
+    /// `None` for the connection's own session.
+    token: Option<String>,
     /// The cookie the client presented when the session was resolved, if it named no
     /// session (stale, forged): until the client takes the new cookie, its requests still
     /// carry that one, and must not be resolved again.
@@ -72,8 +83,10 @@ pub struct HttpConnection {
     eof: bool,
     /// A response that closes the connection has been queued: nothing after it is served.
     closing: bool,
-    /// The stream became undecodable after the requests in `waiting`: answered after them.
-    broken: Option<HttpError>,
+    /// The stream cannot go on after the requests in `waiting` (it became undecodable, a
+    /// request was too slow to arrive, or one is refused before its body is read): this
+    /// answer, which closes the connection, follows theirs.
+    broken: Option<Response>,
     /// When the peer last sent something or was last answered.
     last_activity: Instant,
     /// Since when part of a request has been waiting for the rest.
@@ -139,18 +152,44 @@ impl HttpConnection {
                         // Answered, and the connection closed, once the requests before it
                         // are (see `pump`).
                         self.continue_owed = false;
-                        self.broken = Some(error);
+                        self.broken = Some(Response::from_http_error(&error));
                         return;
                     }
                 }
             }
         }
-        self.continue_owed |= self.decoder.take_continue();
+        if self.decoder.take_continue() {
+            match self.refusal_before_body() {
+                Some(refusal) => {
+                    self.broken = Some(refusal.closing());
+                    return;
+                }
+                None => self.continue_owed = true,
+            }
+        }
         self.partial_since = match (self.decoder.pending(), self.partial_since) {
             (0, _) => None,
             (_, Some(since)) => Some(since),
             (_, None) => Some(self.last_activity),
         };
+    }
+
+    /// The final answer for the request awaiting its body, if it is one the server would
+    /// refuse without reading that body: one the router refuses (400, 404, 405), or any
+    /// while the connection's session is being shed (503).
+    fn refusal_before_body(&self) -> Option<Response> {
+        let head = self.decoder.awaiting_body()?;
+        let route = routes::route(head);
+        if let Some(status) = route.error_status() {
+            let response = Response::error(status);
+            return Some(match route {
+                routes::Route::MethodNotAllowed { allow } => response.with_header("Allow", allow),
+                _ => response,
+            });
+        }
+        self.shed_until
+            .is_some_and(|until| Instant::now() < until)
+            .then(|| self.site.shed.response())
     }
 
     /// Closes a connection idle for too long, and answers 408 to a request that is too slow
@@ -164,7 +203,7 @@ impl HttpConnection {
         if !busy {
             if let Some(since) = self.partial_since {
                 if now.saturating_duration_since(since) >= self.site.request_timeout {
-                    self.broken = Some(HttpError::Timeout);
+                    self.broken = Some(Response::from_http_error(&HttpError::Timeout));
                     self.pump(ctx);
                     return;
                 }
@@ -205,17 +244,33 @@ impl HttpConnection {
                 break;
             };
             let token = session_token(request).map(str::to_owned);
+            let start = crate::routes::starts_session(request, &self.site.session_paths);
             let known = match (&self.current, &token) {
-                (Some(_), None) => true, // the same client, before it has our cookie
+                // The same client, before it has our cookie; on the connection's own session
+                // only where no session starts.
+                (Some(current), None) => current.token.is_some() || !start,
                 (Some(current), Some(t)) => {
-                    current.token == *t || current.presented.as_ref() == Some(t)
+                    current.token.as_ref() == Some(t)
+                        || (current.presented.as_ref() == Some(t)
+                            && (current.token.is_some() || !start))
                 }
                 (None, _) => false,
             };
+            if !known && token.is_none() && !start {
+                // Nothing to look up and nothing to start: the connection's own session,
+                // without a trip to the session store.
+                let resolved = Resolved {
+                    session: Session::for_connection(),
+                    new_token: None,
+                };
+                self.adopt(resolved, ctx);
+                continue;
+            }
             if !known {
                 self.resolving = true;
                 let asked = self.site.sessions.post(Resolve {
                     token,
+                    start,
                     conn: ctx.myself().into(),
                     peer: self.peer,
                 });
@@ -231,9 +286,9 @@ impl HttpConnection {
             }
         }
         if self.waiting.is_empty() && !self.closing {
-            if let Some(error) = self.broken.take() {
+            if let Some(refusal) = self.broken.take() {
                 let seq = self.enqueue(false, false, None);
-                self.answer(seq, Response::from_http_error(&error));
+                self.answer(seq, refusal);
             }
         }
         self.send_continue();
@@ -244,7 +299,13 @@ impl HttpConnection {
         let Some(current) = self.current.as_mut() else {
             return;
         };
-        let set_cookie = current.set_cookie.take();
+        // A new session's cookie goes on the answer to a request that starts sessions (the
+        // one that started it, or a later one if that one could not carry it): never on a
+        // static file's.
+        let set_cookie = match crate::routes::starts_session(&request, &self.site.session_paths) {
+            true => current.set_cookie.take(),
+            false => None,
+        };
         let dispatcher = current.dispatcher.clone();
         let head_only = request.method == Method::Head;
         let seq = self.enqueue(request.keep_alive, head_only, set_cookie);
@@ -277,8 +338,15 @@ impl HttpConnection {
         }
     }
 
-    fn resolved(&mut self, resolved: crate::sessions::Resolved, ctx: &mut Ctx<Self>) {
+    fn resolved(&mut self, resolved: Resolved, ctx: &mut Ctx<Self>) {
         self.resolving = false;
+        self.adopt(resolved, ctx);
+        self.pump(ctx);
+    }
+
+    /// Serves the requests from the first waiting one on with `resolved`'s session: a
+    /// dispatcher of its own, on behalf of its principal.
+    fn adopt(&mut self, resolved: Resolved, ctx: &mut Ctx<Self>) {
         let session = resolved.session;
         let presented = self
             .waiting
@@ -286,9 +354,9 @@ impl HttpConnection {
             .and_then(|request| session_token(request))
             .map(str::to_owned);
         let token = match (&resolved.new_token, &presented) {
-            (Some(new), _) => new.clone(),
-            (None, Some(presented)) => presented.clone(),
-            (None, None) => String::new(),
+            (Some(new), _) => Some(new.clone()),
+            (None, _) if session.is_connection() => None,
+            (None, presented) => presented.clone(),
         };
         if let Some(old) = self.current.take() {
             let _ = old.dispatcher.post(Retire);
@@ -317,7 +385,6 @@ impl HttpConnection {
             dispatcher,
             set_cookie: resolved.new_token,
         });
-        self.pump(ctx);
     }
 
     /// Records the answer to `seq` and writes every answer that is next in order.
@@ -349,15 +416,20 @@ impl HttpConnection {
                 continue;
             }
             if let Some(token) = done.set_cookie.take() {
-                // Unless the response sets the session itself (a login).
+                // Unless the response sets the session itself (a login), or may not set a
+                // cookie at all (a 304 is a cached answer's confirmation): then the next
+                // answer sets it.
                 let sets_session = response.headers.iter().any(|(name, value)| {
                     name.eq_ignore_ascii_case("set-cookie")
                         && value.starts_with(&format!("{SESSION_COOKIE}="))
                 });
-                if !sets_session {
+                if response.status == 304 {
+                    self.owe_cookie(token);
+                } else if !sets_session {
                     response = response.with_cookie(SESSION_COOKIE, &token);
                 }
             }
+            let response = outgoing::seal(&self.site, response);
             let closes = response.closes_connection(done.keep_alive);
             self.last_activity = Instant::now();
             match done.region.take() {
@@ -382,6 +454,16 @@ impl HttpConnection {
         if self.eof && self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
             self.closing = true;
             let _ = self.socket.post(SocketMsg::Close);
+        }
+    }
+
+    /// Gives back the cookie of the current session an answer could not carry, for the next
+    /// one that starts a session to set.
+    fn owe_cookie(&mut self, token: String) {
+        if let Some(current) = self.current.as_mut() {
+            if current.token.as_ref() == Some(&token) && current.set_cookie.is_none() {
+                current.set_cookie = Some(token);
+            }
         }
     }
 

@@ -84,6 +84,7 @@ fn file_response(full: &Path, quality: Quality, body: FileBody) -> (Response, Op
             .with_header("X-Quality", quality)
     };
     let response = match content {
+        FileContent::PreconditionFailed => Response::error(412),
         FileContent::NotModified => with_validators(Response::new(304)),
         FileContent::Full(bytes) => with_content(Response::ok(&content_type(full), bytes)),
         FileContent::Region { region, partial } => {
@@ -274,6 +275,7 @@ fn read_selected(path: &Path, conditions: &Conditions) -> Result<FileBody, FileE
     let total = meta.len();
     let validators = Validators::new(total, meta.modified().ok());
     let content = match conditions.select(&validators, total) {
+        Selection::PreconditionFailed => FileContent::PreconditionFailed,
         Selection::NotModified => FileContent::NotModified,
         Selection::Unsatisfiable => FileContent::Unsatisfiable { total },
         Selection::Full if total > MAX_FILE => return Err(FileError::TooLarge),

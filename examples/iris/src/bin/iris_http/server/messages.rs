@@ -64,6 +64,9 @@ pub struct IdleCheck;
 #[derive(Message)]
 pub struct Resolve {
     pub token: Option<String>,
+    /// Start an anonymous session if `token` names none (the request is under a session
+    /// path); otherwise the answer is a connection's session.
+    pub start: bool,
     pub conn: Recipient<SessionResolved>,
     /// The client's address: sessions are bounded per client.
     pub peer: std::net::IpAddr,
@@ -173,6 +176,8 @@ pub struct FileBody {
 /// What of a file is sent, read only as far as needed.
 #[derive(Debug, Isolated)]
 pub enum FileContent {
+    /// Nothing: a precondition (`If-Match`, `If-Unmodified-Since`) is false (412).
+    PreconditionFailed,
     /// Nothing: the client's copy is current (304).
     NotModified,
     /// All of it (200).

@@ -27,6 +27,7 @@ mod connection;
 mod dispatcher;
 mod handlers;
 mod messages;
+mod outgoing;
 mod session_store;
 mod site;
 
@@ -57,6 +58,7 @@ use crate::store::Store;
 pub struct Options {
     pub root: PathBuf,
     pub users: Users,
+    /// See [`Site::work`].
     pub work: Duration,
     /// See [`Site::idle_timeout`].
     pub idle_timeout: Duration,
@@ -70,20 +72,35 @@ pub struct Options {
     pub shed: ShedPolicy,
     /// The session table's limits and expiry.
     pub sessions: SessionLimits,
+    /// How large a request may be (`--max-header-line-bytes`, `--max-head-bytes`,
+    /// `--max-headers`).
+    pub limits: Limits,
+    /// See [`Site::session_paths`] (`--session-path`).
+    pub session_paths: Vec<String>,
+    /// See [`Site::hsts`] (`--hsts-max-age`).
+    pub hsts: Option<Duration>,
 }
 
+/// Where anonymous sessions start by default: the demo site's dynamic part.
+pub const SESSION_PATHS: [&str; 1] = ["/resources"];
+
 impl Options {
+    /// The static file server iris_http is with no flags: no simulated work, anonymous
+    /// sessions under [`SESSION_PATHS`] only.
     pub fn new(root: PathBuf, users: Users) -> Self {
         Options {
             root,
             users,
-            work: Duration::from_micros(100),
+            work: Duration::ZERO,
             idle_timeout: Duration::from_secs(30),
             request_timeout: Duration::from_secs(10),
             tls: None,
             file_io_process: false,
             shed: ShedPolicy::default(),
             sessions: SessionLimits::default(),
+            limits: Limits::default(),
+            session_paths: SESSION_PATHS.map(String::from).to_vec(),
+            hsts: None,
         }
     }
 }
@@ -184,13 +201,16 @@ impl Server {
             root: options.root.clone(),
             store: Store::demo(1000),
             work: options.work,
-            limits: Limits::default(),
+            limits: options.limits,
             idle_timeout: options.idle_timeout,
             request_timeout: options.request_timeout,
             dispatcher_group: dispatcher,
             sessions,
             file_io_process: options.file_io_process,
             shed: options.shed,
+            session_paths: options.session_paths,
+            tls: options.tls.is_some(),
+            hsts: options.hsts,
         });
         let net = rt.net()?;
         let serve = Serve {

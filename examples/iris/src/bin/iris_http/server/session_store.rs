@@ -12,7 +12,7 @@ use whirl_http::Response;
 
 use super::messages::{Login, Resolve, Respond, SessionResolved, SessionStats, Sweep};
 use crate::config::Users;
-use crate::sessions::{Resolved, Role, Session, SessionLimits, Sessions, SESSION_COOKIE};
+use crate::sessions::{Resolved, Session, SessionLimits, Sessions, SESSION_COOKIE};
 use crate::trim::{give_back_free_memory, TrimAfterBursts};
 
 #[process(group = "sessions")]
@@ -93,7 +93,15 @@ impl SessionStore {
     }
 
     #[handle]
-    fn resolve(&mut self, Resolve { token, conn, peer }: Resolve) {
+    fn resolve(
+        &mut self,
+        Resolve {
+            token,
+            start,
+            conn,
+            peer,
+        }: Resolve,
+    ) {
         let now = Instant::now();
         let known = token
             .as_deref()
@@ -104,6 +112,11 @@ impl SessionStore {
                 session,
                 new_token: None,
             },
+            // Where no session starts: the connection's own, nothing stored.
+            None if !start => Resolved {
+                session: Session::for_connection(),
+                new_token: None,
+            },
             None => match self.sessions.anonymous(peer, now) {
                 Ok((token, session)) => {
                     self.trim.created();
@@ -112,17 +125,12 @@ impl SessionStore {
                         new_token: Some(token),
                     }
                 }
-                // No token can be made (the OS random source failed): serve this request as
-                // anonymous without a session, rather than hand out a guessable one.
+                // No token can be made (the OS random source failed): serve this request on
+                // its connection's session, rather than hand out a guessable token.
                 Err(e) => {
                     eprintln!("iris_http: cannot create a session token: {e}");
                     Resolved {
-                        // Id 0 is no session's (ids start at 1).
-                        session: Session {
-                            id: 0,
-                            role: Role::Anonymous,
-                            user: None,
-                        },
+                        session: Session::for_connection(),
                         new_token: None,
                     }
                 }

@@ -52,7 +52,7 @@ pub struct Site {
     pub root: PathBuf,
     pub store: Store,
     /// Simulated CPU time per unit of work (a resource lookup is 1 unit, a listing 2, a
-    /// low-quality file 1, a high-quality file 8).
+    /// low-quality file 1, a high-quality file 8); zero but in the overload demo.
     pub work: Duration,
     pub limits: Limits,
     /// A keep-alive connection with nothing to do is closed after this long.
@@ -72,4 +72,11 @@ pub struct Site {
     pub file_io_process: bool,
     /// How refusals are answered.
     pub shed: ShedPolicy,
+    /// Where a client without a session is given an anonymous one (decoded path prefixes,
+    /// see `routes::starts_session`); elsewhere it is served on its connection's session.
+    pub session_paths: Vec<String>,
+    /// Answers go over TLS: cookies are `Secure`, and HSTS may be sent.
+    pub tls: bool,
+    /// `Strict-Transport-Security: max-age` sent with every answer over TLS, if set.
+    pub hsts: Option<Duration>,
 }

@@ -7,7 +7,7 @@ fn index_html() -> Vec<u8> {
 }
 
 #[test]
-fn get_a_file_sets_a_session_cookie_once() {
+fn files_are_served_and_a_session_starts_once_where_configured() {
     let server = TestServer::start(demo_options());
     let mut client = server.connect();
     let first = client.get("/files/index.html", None);
@@ -17,13 +17,26 @@ fn get_a_file_sets_a_session_cookie_once() {
         first.header("content-type"),
         Some("text/html; charset=utf-8")
     );
-    let token = first
+    assert_eq!(
+        first.session_cookie(),
+        None,
+        "a static file starts no session"
+    );
+
+    // A session path (`/resources`) starts one.
+    let resource = client.get("/resources/1", None);
+    assert_eq!(resource.status, 200);
+    let token = resource
         .session_cookie()
-        .expect("the first response to a cookie-less client sets a session");
+        .expect("the first answer under a session path sets a session");
     assert_eq!(token.len(), 32, "token {token:?}");
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token:?}");
 
     // A client that sends its cookie back is not given a new one.
+    assert_eq!(
+        client.get("/resources/2", Some(&token)).session_cookie(),
+        None
+    );
     let second = client.get("/files/map.svg", Some(&token));
     assert_eq!(second.status, 200);
     assert_eq!(second.header("content-type"), Some("image/svg+xml"));
@@ -136,7 +149,7 @@ fn pipelined_requests_are_answered_in_order() {
                 );
             }
         }
-        // Only the first answer sets the session.
+        // Only the first answer sets the session (never a file's).
         assert_eq!(response.session_cookie().is_some(), i == 0, "answer {i}");
     }
     // Many more than the connection holds at once (it pauses reading, then resumes).
@@ -178,9 +191,9 @@ fn malformed_requests_are_refused_and_closed() {
     assert!(response.closes());
     client.assert_closed_by_server();
 
-    // More than 64 headers, each small.
+    // More than 100 headers, each small.
     let mut client = server.connect();
-    let many: String = (0..70).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let many: String = (0..100).map(|i| format!("X-H{i}: v\r\n")).collect();
     let response = client
         .exchange(format!("GET /resources/1 HTTP/1.1\r\nHost: localhost\r\n{many}\r\n").as_bytes());
     assert_eq!(response.status, 431);
@@ -305,11 +318,15 @@ fn login_gives_admins_the_status_page() {
         "{stats}"
     );
 
-    // Anonymous: forbidden.
+    // Anonymous: forbidden, on its connection's session or on an anonymous one.
     let mut anonymous = server.connect();
     let response = anonymous.get("/status", None);
     assert_eq!(response.status, 403);
-    let anonymous_token = response.session_cookie().expect("an anonymous session");
+    assert_eq!(response.session_cookie(), None, "/status starts no session");
+    let anonymous_token = anonymous
+        .get("/resources/1", None)
+        .session_cookie()
+        .expect("an anonymous session");
     assert_ne!(anonymous_token, admin);
     assert_eq!(anonymous.get("/status", Some(&anonymous_token)).status, 403);
     assert_eq!(

@@ -4,8 +4,10 @@
 //! waits for something to happen poll with a deadline; nothing asserts how long anything took.
 
 mod basic;
+mod cookies;
 mod overload;
 mod protocol;
+mod refusals;
 mod resilience;
 mod sendfile;
 mod sessions;

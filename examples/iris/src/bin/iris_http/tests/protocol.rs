@@ -1,5 +1,5 @@
 //! HTTP as clients expect it, compared with what nginx and the usual static file servers
-//! do: `Date` and validators, conditional requests (304), byte ranges (206, 416),
+//! do: `Date` and validators, conditional requests (304, 412), byte ranges (206, 416),
 //! percent-encoded paths, directories, `Expect: 100-continue`, chunked request bodies and
 //! the `Host` rule. Each test also checks that the connection stays usable after the answers
 //! that keep it, by sending the next request on it.
@@ -203,6 +203,65 @@ fn conditional_requests_get_304_and_keep_the_connection() {
     let last = client.exchange(get_with("/files/data.txt", "").as_bytes());
     assert_eq!(last.status, 200);
     assert_eq!(last.body, data());
+    drop(client);
+    server.wait_for_baseline();
+    server.stop();
+}
+
+/// `If-Match` and `If-Unmodified-Since` (412 when false), and RFC 9110 §13.2.2's order:
+/// each precondition is evaluated only when the ones before it passed or were absent.
+#[test]
+fn failed_preconditions_get_412_in_rfc_9110_order() {
+    let site = TestSite::new("preconditions");
+    let server = site.start();
+    let etag = site.etag("data.txt");
+    let mut client = server.connect();
+    let before = "Tue, 14 Nov 2023 22:13:19 GMT";
+
+    let failed = [
+        "If-Match: \"other\"\r\n".to_owned(),
+        // The strong comparison: a weak tag never matches.
+        format!("If-Match: W/{etag}\r\n"),
+        format!("If-Unmodified-Since: {before}\r\n"),
+        // If-Match is evaluated first: it fails, so If-None-Match (which would be a 304)
+        // is not looked at.
+        format!("If-Match: \"other\"\r\nIf-None-Match: {etag}\r\n"),
+        format!("If-Unmodified-Since: {before}\r\nIf-Modified-Since: {LAST_MODIFIED}\r\n"),
+        // A failed precondition wins over a range.
+        "If-Match: \"other\"\r\nRange: bytes=0-9\r\n".to_owned(),
+    ];
+    for headers in &failed {
+        let response = client.exchange(get_with("/files/data.txt", headers).as_bytes());
+        assert_eq!(response.status, 412, "{headers:?}");
+        assert_eq!(response.text(), "412 Precondition Failed\n", "{headers:?}");
+        assert_eq!(response.header("connection"), Some("keep-alive"));
+    }
+
+    let full = [
+        format!("If-Match: {etag}\r\n"),
+        "If-Match: *\r\n".to_owned(),
+        format!("If-Match: \"other\", {etag}\r\n"),
+        format!("If-Unmodified-Since: {LAST_MODIFIED}\r\n"),
+        "If-Unmodified-Since: not a date\r\n".to_owned(),
+        // If-Match holds, so If-Unmodified-Since is not evaluated.
+        format!("If-Match: {etag}\r\nIf-Unmodified-Since: {before}\r\n"),
+    ];
+    for headers in &full {
+        let response = client.exchange(get_with("/files/data.txt", headers).as_bytes());
+        assert_eq!(response.status, 200, "{headers:?}");
+        assert_eq!(response.body, data(), "{headers:?}");
+    }
+
+    // Both pass, then If-None-Match fails: 304.
+    let headers = format!("If-Match: {etag}\r\nIf-None-Match: {etag}\r\n");
+    let response = client.exchange(get_with("/files/data.txt", &headers).as_bytes());
+    assert_eq!(response.status, 304);
+    // Both pass, then a range.
+    let headers = format!("If-Unmodified-Since: {LAST_MODIFIED}\r\nRange: bytes=0-9\r\n");
+    let response = client.exchange(get_with("/files/data.txt", &headers).as_bytes());
+    assert_eq!(response.status, 206);
+    assert_eq!(response.body, b"0123456789");
+
     drop(client);
     server.wait_for_baseline();
     server.stop();

@@ -2,7 +2,8 @@
 //! plaintext client on the TLS port, large files (sent with `sendfile(2)` in plain HTTP) read
 //! and encrypted byte-exact, the handshake timeout (a stalled handshake is closed, a
 //! completed one is not), a handshake flood shed by the sockets group's predicate
-//! while a legitimate client is served, and the command line's TLS errors.
+//! while a legitimate client is served, the command line's TLS errors, and what HTTPS adds
+//! to answers: `Secure` cookies and, when configured, HSTS.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -107,6 +108,64 @@ fn https_serves_two_requests_on_one_keep_alive_connection() {
     client.stream.conn.send_close_notify();
     client.stream.flush().expect("the close_notify goes out");
     expect_closed_silently(&mut client.stream, "after close_notify");
+    server.wait_for_baseline();
+    server.stop();
+}
+
+/// Over HTTPS every cookie is `Secure` (a session's and a login's), and with HSTS
+/// configured every answer carries `Strict-Transport-Security`; without it, none does.
+#[test]
+fn https_cookies_are_secure_and_hsts_is_sent_when_configured() {
+    let certificate = Certificate::new();
+    let mut options = demo_options();
+    options.tls = Some(certificate.server());
+    options.hsts = Some(std::time::Duration::from_secs(31_536_000));
+    let server = TestServer::start(options);
+    let mut client = certificate.connect(server.addr());
+    let secure = |response: &super::Response| {
+        let cookie = response.header("set-cookie").expect("a cookie");
+        let attributes: Vec<String> = cookie
+            .split(';')
+            .skip(1)
+            .map(|a| a.trim().to_ascii_lowercase())
+            .collect();
+        assert!(attributes.iter().any(|a| a == "secure"), "{cookie}");
+        assert!(attributes.iter().any(|a| a == "httponly"), "{cookie}");
+        assert!(attributes.iter().any(|a| a == "samesite=lax"), "{cookie}");
+        assert_eq!(response.header("cache-control"), Some("private"));
+    };
+    let started = client.get("/resources/1", None);
+    assert_eq!(started.status, 200);
+    secure(&started);
+    assert_eq!(
+        started.header("strict-transport-security"),
+        Some("max-age=31536000")
+    );
+    let file = client.get("/files/index.html", None);
+    assert_eq!(file.status, 200);
+    assert_eq!(file.header("set-cookie"), None);
+    assert_eq!(
+        file.header("strict-transport-security"),
+        Some("max-age=31536000")
+    );
+    let refused = client.get("/nope", None);
+    assert_eq!(refused.status, 404);
+    assert!(refused.header("strict-transport-security").is_some());
+    let login =
+        client.exchange(super::post_form("/login", "user=admin&password=secret", None).as_bytes());
+    assert_eq!(login.status, 200);
+    secure(&login);
+    drop(client);
+    server.wait_for_baseline();
+    server.stop();
+
+    // No HSTS unless configured.
+    let server = https_server(&certificate);
+    let mut client = certificate.connect(server.addr());
+    let response = client.get("/resources/1", None);
+    secure(&response);
+    assert_eq!(response.header("strict-transport-security"), None);
+    drop(client);
     server.wait_for_baseline();
     server.stop();
 }
