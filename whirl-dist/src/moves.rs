@@ -357,3 +357,53 @@ pub(crate) enum Redirected {
     /// The fence already passed: send it here.
     Send(Pid, Outgoing),
 }
+
+impl std::fmt::Debug for Moves {
+    /// What a simulator's trace shows of the table: which processes are moving or moved,
+    /// each redirect's state and what waits in it, what fences toward which pid.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut moving: Vec<(u64, usize)> = self
+            .moving
+            .iter()
+            .map(|(l, held)| (*l, held.len()))
+            .collect();
+        moving.sort_unstable();
+        let mut moved: Vec<(u64, String)> = self
+            .moved
+            .iter()
+            .map(|(l, to)| (*l, to.to_string()))
+            .collect();
+        moved.sort_unstable();
+        let mut redirects: Vec<String> = self
+            .redirects
+            .iter()
+            .map(|((node, local), r)| match r {
+                Redirect::Done(to) => format!("{local}@{node} done -> {to}"),
+                Redirect::Fencing {
+                    to,
+                    back,
+                    later,
+                    passed,
+                } => format!(
+                    "{local}@{node} fencing -> {to} (back {}, later {}, passed {passed})",
+                    back.len(),
+                    later.len()
+                ),
+            })
+            .collect();
+        redirects.sort_unstable();
+        let mut fencing_to: Vec<String> = self
+            .fencing_to
+            .iter()
+            .map(|(to, (node, local))| format!("{to} behind {local}@{node}"))
+            .collect();
+        fencing_to.sort_unstable();
+        f.debug_struct("Moves")
+            .field("moving", &moving)
+            .field("moved", &moved)
+            .field("redirects", &redirects)
+            .field("fencing_to", &fencing_to)
+            .field("refences", &self.refences)
+            .finish_non_exhaustive()
+    }
+}

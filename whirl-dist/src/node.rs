@@ -1,17 +1,19 @@
-//! A running node: a Zenoh session, its liveliness token, and its membership table.
+//! A running node: a Zenoh session (or another [`Transport`]), its liveliness token, and its
+//! membership table.
 //!
-//! [`Node::start`] opens a Zenoh session in peer mode, declares the token
-//! `whirl/<cluster>/alive/<node-hex>` and subscribes, with history, to
-//! `whirl/<cluster>/alive/*`: the history delivers the nodes already present, then the
-//! subscription delivers every later appearance and withdrawal. See [`crate::membership`] for
-//! how those become [`NodeEvent`]s.
+//! [`Node::start`] opens a Zenoh session in peer mode, watches, with history, the tokens under
+//! `whirl/<cluster>/alive/`: the history delivers the nodes already present, then every later
+//! appearance and withdrawal; and then declares its own token
+//! `whirl/<cluster>/alive/<node-hex>` (after the watcher, so a peer that sees it and posts at
+//! once is already known here). See [`crate::membership`] for how those become
+//! [`NodeEvent`]s.
 //!
 //! It also subscribes to its own mailbox key, `whirl/<cluster>/n/<node-hex>/mbox`: one key per
 //! node, not per process, so a million processes do not mean a million routing entries. See
 //! [`crate::core`] for what happens to the frames that arrive there.
 //!
 //! The API is blocking. Zenoh runs on its own tokio runtime threads; whirl-dist calls it through
-//! Zenoh's [`Wait`] trait, so the calling thread needs no async runtime. The callbacks run on
+//! Zenoh's blocking `Wait` trait, so the calling thread needs no async runtime. The callbacks run on
 //! Zenoh threads; they only take short locks, post into the runtime (which never blocks) and
 //! send into bounded or per-event channels, so they never block Zenoh's I/O.
 
@@ -30,7 +32,7 @@ use serde::Serialize;
 
 use crate::ask::AskEnd;
 use crate::auth::Credentials;
-use crate::core::{Core, SendError};
+use crate::core::{Core, Drive, SendError};
 use crate::dispatch::FactoryResult;
 use crate::export::ExportBuilder;
 use crate::identity::Auth;
@@ -79,15 +81,6 @@ pub struct Node {
     token: Option<Box<dyn Declared>>,
     ticker: Option<JoinHandle<()>>,
     transport: Arc<dyn Transport>,
-}
-
-/// Who runs a node's background work: its own threads, or a simulator that steps it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Drive {
-    /// Writer threads publish the links; a ticker thread acknowledges and times out asks.
-    Threads,
-    /// Nothing runs unless the simulator calls it (`crate::sim`).
-    Stepped,
 }
 
 impl Node {

@@ -134,6 +134,8 @@ pub enum Delivered {
         len: usize,
         /// What it is, if it is a frame of this crate's protocol: its sender and header.
         frame: Option<String>,
+        /// The frame's payload (the message a post or a redirect carries), if it is one.
+        body: Vec<u8>,
     },
     /// A token appeared or went.
     Token {
@@ -318,14 +320,17 @@ impl SimNet {
                     return Delivered::Nothing;
                 };
                 drop(net);
-                let frame = crate::wire::decode(&bytes, usize::MAX)
-                    .ok()
+                let decoded = crate::wire::decode(&bytes, usize::MAX).ok();
+                let frame = decoded
+                    .as_ref()
                     .map(|frame| format!("from {} {:?}", frame.from, frame.header));
+                let body = decoded.map_or_else(Vec::new, |frame| frame.payload.to_vec());
                 on_payload(&bytes);
                 Delivered::Payload {
                     key,
                     len: bytes.len(),
                     frame,
+                    body,
                 }
             }
             Event::Token {
@@ -657,7 +662,7 @@ pub fn start_node(
 ) -> Result<crate::Node, crate::DistError> {
     let (_, pems) = config.to_zenoh()?;
     let transport: Arc<dyn Transport> = Arc::clone(endpoint) as Arc<dyn Transport>;
-    crate::Node::start_with(config, pems, transport, crate::node::Drive::Stepped)
+    crate::Node::start_with(config, pems, transport, crate::core::Drive::Stepped)
 }
 
 /// What [`run_node`] did.
@@ -735,4 +740,11 @@ where
             timeout,
         )),
     }
+}
+
+/// A stepped node's protocol state as text, for a simulator's report of a violation: per
+/// peer, the frames taken and those held for a moving process; the fences not answered yet;
+/// the moves table (processes moving and moved, redirects and what waits in them).
+pub fn describe_node(node: &crate::Node) -> String {
+    node.core.describe_state()
 }

@@ -67,6 +67,15 @@ mod spawn;
 /// One registration of this node: the name, the entry, and the token that publishes it.
 type Registration = (String, RegEntry, Box<dyn Declared>);
 
+/// Who runs a node's background work: its own threads, or a simulator that steps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Drive {
+    /// Writer threads publish the links; a ticker thread acknowledges and times out asks.
+    Threads,
+    /// Nothing runs unless the simulator calls it (`crate::sim`).
+    Stepped,
+}
+
 /// Work deferred off a transport callback ([`Core::defer`]).
 type Deferred = Box<dyn FnOnce() + Send>;
 
@@ -175,7 +184,7 @@ pub(crate) struct Core {
     unnamed: Mutex<HashMap<u64, (NodeId, Vec<String>)>>,
 
     /// Who runs the node's background work (`node.rs`).
-    drive: crate::node::Drive,
+    drive: Drive,
     /// Work deferred off a transport callback, on a stepped node: run by the simulator.
     deferred: Mutex<std::collections::VecDeque<Deferred>>,
 
@@ -194,7 +203,7 @@ impl Core {
         transport: Arc<dyn Transport>,
         auth: Option<Auth>,
         writers: Writers,
-        drive: crate::node::Drive,
+        drive: Drive,
     ) -> Core {
         Core {
             drive,
@@ -253,10 +262,10 @@ impl Core {
             }
         });
         match self.drive {
-            crate::node::Drive::Threads => {
+            Drive::Threads => {
                 std::thread::spawn(work);
             }
-            crate::node::Drive::Stepped => self.deferred.lock().push_back(work),
+            Drive::Stepped => self.deferred.lock().push_back(work),
         }
     }
 
@@ -270,6 +279,23 @@ impl Core {
             work();
             ran += 1;
         }
+    }
+
+    /// The protocol's state, for a simulator's report: frames taken and held per peer, fences
+    /// not answered yet, the moves table.
+    pub(crate) fn describe_state(&self) -> String {
+        let mut inbound: Vec<String> = self
+            .inbound
+            .lock()
+            .iter()
+            .map(|(peer, i)| format!("{peer}: taken {}, held {:?}", i.taken, i.held))
+            .collect();
+        inbound.sort_unstable();
+        format!(
+            "inbound {inbound:?}; fences {:?}; {:?}",
+            self.fences.lock(),
+            self.moves.lock()
+        )
     }
 
     /// Publishes what the links hold, on the calling thread (a stepped node's writers).
@@ -471,7 +497,7 @@ impl Core {
         for (header, payload) in waiting {
             self.undeliverable(header, &payload, BounceReason::Terminated);
         }
-        if self.drive == crate::node::Drive::Stepped {
+        if self.drive == Drive::Stepped {
             // No writer thread will let go of the closed links: this one does.
             self.writers.flush();
         }

@@ -355,8 +355,16 @@ impl Core {
             }
         }
         let refences = self.moves.lock().take_refences();
-        for (node, local) in refences {
-            self.fence(node, local, |_| {});
+        if !refences.is_empty() {
+            // Off this thread: a fence takes the gate of the link to `node` for writing, and
+            // this thread may be inside a send to `node` that holds it for reading (a message
+            // to a pid that moved away from this node comes back here at once, and its
+            // redirect, fence and `FenceDone` with it). The simulator found that deadlock.
+            self.defer(move |core| {
+                for (node, local) in refences {
+                    core.fence(node, local, |_| {});
+                }
+            });
         }
     }
 

@@ -10,7 +10,9 @@
 mod world;
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 
@@ -41,9 +43,50 @@ struct Args {
     /// faults only).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     migrations: bool,
+    /// A seed that runs longer than this many seconds is reported as a hang (a deadlock in
+    /// the code under test) and the run fails.
+    #[arg(long, default_value_t = 60)]
+    hang_secs: u64,
     /// Every how many seeds one is run twice to check that it replays (0: never).
     #[arg(long, default_value_t = 10)]
     replay_every: u64,
+}
+
+/// Fails the run if one seed takes too long: a simulation is one thread, so a seed that
+/// never ends is a deadlock or a livelock in the code under test, and its seed replays it.
+struct Watchdog {
+    /// The seed running now, and a count of seeds started.
+    seed: Arc<AtomicU64>,
+    started: Arc<AtomicU64>,
+}
+
+impl Watchdog {
+    fn start(limit: Duration, replay: impl Fn(u64) -> String + Send + 'static) -> Watchdog {
+        let seed = Arc::new(AtomicU64::new(0));
+        let started = Arc::new(AtomicU64::new(0));
+        let (seen_seed, seen_started) = (Arc::clone(&seed), Arc::clone(&started));
+        std::thread::spawn(move || {
+            let mut last = (u64::MAX, Instant::now());
+            loop {
+                std::thread::sleep(Duration::from_millis(200));
+                let now = seen_started.load(Ordering::Relaxed);
+                if now != last.0 {
+                    last = (now, Instant::now());
+                } else if last.1.elapsed() > limit {
+                    let seed = seen_seed.load(Ordering::Relaxed);
+                    println!("HANG: seed {seed} ran longer than {limit:?} (a deadlock?)");
+                    println!("replay: {}", replay(seed));
+                    std::process::exit(1);
+                }
+            }
+        });
+        Watchdog { seed, started }
+    }
+
+    fn running(&self, seed: u64) {
+        self.seed.store(seed, Ordering::Relaxed);
+        self.started.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 fn main() -> ExitCode {
@@ -58,10 +101,11 @@ fn main() -> ExitCode {
         faults: args.faults,
         migrations: args.migrations,
     };
-    let replay = |seed: u64| {
+    let (nodes, steps, faults, migrations) = (args.nodes, args.steps, args.faults, args.migrations);
+    let replay = move |seed: u64| {
         format!(
             "cargo run --release -p whirl-dist-harness --bin sim -- --seed {seed} --nodes {} --steps {} --faults {} --migrations {}",
-            args.nodes, args.steps, args.faults, args.migrations
+            nodes, steps, faults, migrations
         )
     };
     if let Some(seed) = args.seed {
@@ -87,9 +131,11 @@ fn main() -> ExitCode {
             None => ExitCode::SUCCESS,
         };
     }
+    let watchdog = Watchdog::start(Duration::from_secs(args.hang_secs), replay);
     let start = Instant::now();
     let (mut steps, mut faults, mut posts, mut handled) = (0u64, 0u64, 0u64, 0u64);
     for seed in args.first..args.first + args.seeds {
+        watchdog.running(seed);
         let outcome = World::new(seed, shape, false).run();
         if let Some(v) = &outcome.violation {
             let traced = World::new(seed, shape, true).run();

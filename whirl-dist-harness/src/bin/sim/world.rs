@@ -38,6 +38,8 @@ use whirl_dist::{Node, NodeConfig, NodeEvent, Pid, Remote, RemoteAddr};
 #[derive(Message, Serialize, Deserialize)]
 pub struct Mark {
     origin: usize,
+    /// The target it was posted to (for the trace).
+    target: usize,
     seq: u64,
 }
 
@@ -64,7 +66,7 @@ thread_local! {
     static RUNNING_ON: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
 }
 
-fn record(target: usize, Mark { origin, seq }: Mark) {
+fn record(target: usize, Mark { origin, seq, .. }: Mark) {
     let node = RUNNING_ON.with(std::cell::Cell::get);
     RECORD.with(|r| {
         if let Some(record) = &*r.borrow() {
@@ -178,6 +180,8 @@ pub struct World {
     /// `to[o][t]`: node o's address of target t (sinks, then movers).
     to: Vec<Vec<Option<RemoteAddr<Mark>>>>,
     movers: Vec<MoverAt>,
+    /// Each node's id, for the trace.
+    ids: Vec<whirl_dist::NodeId>,
     /// Next mark number per (origin, target).
     next_seq: BTreeMap<(usize, usize), u64>,
     accepted: BTreeMap<usize, u64>,
@@ -240,6 +244,10 @@ impl World {
                 sink: pid,
             });
         }
+        let ids: Vec<whirl_dist::NodeId> = nodes
+            .iter()
+            .filter_map(|n| n.node.as_ref().map(Node::id))
+            .collect();
         let targets: Vec<Pid> = nodes
             .iter()
             .map(|n| n.sink)
@@ -264,6 +272,7 @@ impl World {
             nodes,
             to,
             movers,
+            ids,
             next_seq: BTreeMap::new(),
             accepted: BTreeMap::new(),
             accepted_marks: BTreeSet::new(),
@@ -333,6 +342,7 @@ impl World {
                 while self.turn_on(step, i) {
                     step += 1;
                     did = true;
+                    did |= self.poll_migrations(step);
                 }
                 if let Some(node) = &self.nodes[i].node {
                     did |= !sim::run_node(node).is_idle();
@@ -341,7 +351,9 @@ impl World {
             while self.deliver(step) {
                 step += 1;
                 did = true;
+                did |= self.poll_migrations(step);
             }
+            did |= self.poll_migrations(step);
             if let Err(what) = self.check() {
                 self.outcome.violation = Some(Violation { step, what });
                 return self.finish(step);
@@ -357,7 +369,16 @@ impl World {
                 return self.finish(step);
             }
         }
-        if let Err(what) = self.check_at_rest() {
+        if let Err(mut what) = self.check_at_rest() {
+            for (i, n) in self.nodes.iter().enumerate() {
+                if let Some(node) = &n.node {
+                    let mut state = sim::describe_node(node);
+                    for (k, id) in self.ids.iter().enumerate() {
+                        state = state.replace(&id.to_string(), &format!("n{k}"));
+                    }
+                    what.push_str(&format!("\nn{i}: {state}"));
+                }
+            }
             self.outcome.violation = Some(Violation { step, what });
         }
         self.finish(step)
@@ -448,7 +469,7 @@ impl World {
                     if mover.addr.is_none() {
                         mover.lost = true;
                     }
-                    format!("moved mover {m}: n{from} -> n{to} as {pid}")
+                    format!("moved mover {m}: n{from} -> n{to} as {}@n{to}", pid.local())
                 }
                 Err(whirl_dist::MigrateError::Failed { restored_as, why }) => {
                     mover.addr = self.nodes[from]
@@ -498,7 +519,11 @@ impl World {
             return;
         };
         RUNNING_ON.with(|r| r.set(o));
-        let result = addr.post(Mark { origin: o, seq });
+        let result = addr.post(Mark {
+            origin: o,
+            target: d,
+            seq,
+        });
         let ok = result.is_ok();
         if ok {
             *self.accepted.entry(o).or_default() += 1;
@@ -521,11 +546,47 @@ impl World {
         }
         let choice = choices[self.below(choices.len())];
         let what = self.net.deliver(choice);
-        self.note(
-            step,
-            format!("net {} -> {}: {what:?}", choice.from, choice.to),
+        let line = format!(
+            "net n{} -> n{}: {}",
+            choice.from.0,
+            choice.to.0,
+            self.describe(what)
         );
+        self.note(step, line);
         true
+    }
+
+    /// A delivery as a trace shows it: frames decoded, node ids as `n0`, `n1`, ..., the mark
+    /// a post or a redirect carries.
+    fn describe(&self, what: sim::Delivered) -> String {
+        let mut text = match what {
+            sim::Delivered::Payload {
+                frame: Some(frame),
+                body,
+                ..
+            } => {
+                let mark = postcard::from_bytes::<Mark>(&body)
+                    .ok()
+                    .filter(|_| frame.contains("Post {") || frame.contains("Redirect {"))
+                    .map(|m| {
+                        format!(
+                            " [n{} -> {} #{}]",
+                            m.origin,
+                            self.target_name(m.target),
+                            m.seq
+                        )
+                    })
+                    .unwrap_or_default();
+                format!("{frame}{mark}")
+            }
+            other => format!("{other:?}"),
+        };
+        for (i, n) in self.ids.iter().enumerate() {
+            text = text
+                .replace(&n.to_string(), &format!("n{i}"))
+                .replace(&n.as_u128().to_string(), &format!("n{i}"));
+        }
+        text
     }
 
     fn turn(&mut self, step: usize) -> bool {
@@ -687,7 +748,10 @@ impl World {
         for i in 0..self.shape.nodes {
             let events: Vec<NodeEvent> = self.nodes[i].events.try_iter().collect();
             for event in events {
-                let line = format!("event at n{i}: {event:?}");
+                let mut line = format!("event at n{i}: {event:?}");
+                for (k, n) in self.ids.iter().enumerate() {
+                    line = line.replace(&n.to_string(), &format!("n{k}"));
+                }
                 self.note(usize::MAX, line);
                 match event {
                     NodeEvent::Down { node, .. } => {
