@@ -25,7 +25,7 @@
 //! pid it uses: those queued before it moved travel with it, ahead of anything it receives at
 //! its new node; the rest follow through the buffer; and nothing sent directly can pass them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::wire::Header;
 use crate::{NodeId, Pid};
@@ -54,6 +54,8 @@ pub(crate) enum Redirect {
         back: VecDeque<Outgoing>,
         later: VecDeque<Outgoing>,
         passed: bool,
+        /// The mark of the last fence sent for it: only the answer to that one passes it.
+        mark: u64,
     },
     /// Sent straight to `to`.
     Done(Pid),
@@ -79,18 +81,18 @@ pub(crate) const MAX_BUFFERED: usize = 65_536;
 #[derive(Default)]
 pub(crate) struct Moves {
     /// Local processes moving now, with the frames held for them.
-    moving: HashMap<u64, Vec<HeldFrame>>,
+    moving: BTreeMap<u64, Vec<HeldFrame>>,
     /// Local processes that moved, and where.
-    moved: HashMap<u64, Pid>,
+    moved: BTreeMap<u64, Pid>,
     /// This node's redirects, by (old node, old local id).
-    redirects: HashMap<(NodeId, u64), Redirect>,
+    redirects: BTreeMap<(NodeId, u64), Redirect>,
     /// The redirects still fencing, by the pid they lead to: a message sent straight to that
     /// pid (its sender found it by name) waits behind them too.
-    fencing_to: HashMap<Pid, (NodeId, u64)>,
+    fencing_to: BTreeMap<Pid, (NodeId, u64)>,
     /// Redirects to fence again (see [`Moves::next_batch`]).
     refences: Vec<(NodeId, u64)>,
     /// How many `Relocated` notices of each peer were followed.
-    relocations: HashMap<NodeId, usize>,
+    relocations: BTreeMap<NodeId, usize>,
 }
 
 impl Moves {
@@ -185,6 +187,7 @@ impl Moves {
                     back,
                     later: VecDeque::new(),
                     passed: false,
+                    mark: 0,
                 };
                 self.redirects.insert((node, local), fencing);
                 self.fencing_to.entry(to).or_insert((node, local));
@@ -218,6 +221,7 @@ impl Moves {
             back: VecDeque::new(),
             later: VecDeque::new(),
             passed: false,
+            mark: 0,
         };
         self.redirects.insert((node, local), fencing);
         self.fencing_to.entry(to).or_insert((node, local));
@@ -227,13 +231,21 @@ impl Moves {
     /// to flush it, batch after batch ([`Moves::next_batch`]); `false` if another thread
     /// flushes it already, or nothing waits. Two flushing at once would send batches side by
     /// side, and direct sends could pass the first.
-    pub(crate) fn begin_flush(&mut self, node: NodeId, local: u64) -> bool {
+    pub(crate) fn begin_flush(&mut self, node: NodeId, local: u64, answered: u64) -> bool {
         match self.redirects.get_mut(&(node, local)) {
-            Some(Redirect::Fencing { passed, .. }) if !*passed => {
+            Some(Redirect::Fencing { passed, mark, .. }) if !*passed && answered >= *mark => {
                 *passed = true;
                 true
             }
             _ => false,
+        }
+    }
+
+    /// A fence with mark `sent` was sent for `(node, local)`: only its answer (or a later
+    /// one's) passes the redirect.
+    pub(crate) fn fenced(&mut self, node: NodeId, local: u64, sent: u64) {
+        if let Some(Redirect::Fencing { mark, .. }) = self.redirects.get_mut(&(node, local)) {
+            *mark = sent;
         }
     }
 
@@ -259,6 +271,7 @@ impl Moves {
             back,
             later,
             passed,
+            ..
         } = entry
         else {
             return None;
@@ -384,8 +397,9 @@ impl std::fmt::Debug for Moves {
                     back,
                     later,
                     passed,
+                    mark,
                 } => format!(
-                    "{local}@{node} fencing -> {to} (back {}, later {}, passed {passed})",
+                    "{local}@{node} fencing -> {to} (back {}, later {}, passed {passed}, mark {mark})",
                     back.len(),
                     later.len()
                 ),

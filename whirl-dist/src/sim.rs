@@ -420,6 +420,17 @@ impl SimNet {
         }
     }
 
+    /// The tokens declared now by live endpoints whose key starts with `prefix`, with their
+    /// declarer: what a simulator checks "one holder per name" against.
+    pub fn tokens(&self, prefix: &str) -> Vec<(EndpointId, String)> {
+        let net = self.net.lock();
+        net.tokens
+            .values()
+            .filter(|(owner, key)| net.endpoints[*owner].alive && key.starts_with(prefix))
+            .map(|(owner, key)| (EndpointId(*owner), key.clone()))
+            .collect()
+    }
+
     /// Whether `a` and `b` can reach each other now.
     pub fn connected(&self, a: EndpointId, b: EndpointId) -> bool {
         self.net.lock().connected(a.0, b.0)
@@ -635,6 +646,11 @@ impl Transport for SimTransport {
             net: Arc::clone(&self.net),
             what: Some(SimDeclared::Watcher(id)),
         }))
+    }
+
+    /// The simulation's clock: one millisecond per event delivered so far.
+    fn wall_clock_ms(&self) -> u64 {
+        self.net.lock().delivered
     }
 
     fn plaintext_node_id(&self) -> Option<u128> {

@@ -118,6 +118,13 @@ pub trait Transport: Send + Sync + 'static {
     fn plaintext_node_id(&self) -> Option<u128> {
         None
     }
+    /// Milliseconds since the Unix epoch, as stamped on registrations: the system's clock,
+    /// or a simulation's (so that a run replays).
+    fn wall_clock_ms(&self) -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
     /// Closes the transport: nothing more is sent or received, and the node's tokens are
     /// withdrawn everywhere.
     fn close(&self) -> Result<(), TransportError>;

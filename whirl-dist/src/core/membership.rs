@@ -120,7 +120,8 @@ impl Core {
                 self.undeliverable(header, &payload, BounceReason::Terminated);
             }
             for old in orphaned {
-                self.on_fence_done(peer, old);
+                // Given up: whatever the mark of the last fence.
+                self.on_fence_done(peer, old, u64::MAX);
             }
         }
         self.relocation_peer_down(peer);

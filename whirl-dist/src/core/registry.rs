@@ -24,9 +24,7 @@ impl Core {
         if pid.node() != self.id || !self.exports.read().contains_key(&pid.local()) {
             return Err(DistError::NotExported(pid));
         }
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
+        let ms = self.transport.wall_clock_ms();
         let entry = RegEntry { ms, pid };
         let signature = match &self.auth {
             Some(auth) => Some(

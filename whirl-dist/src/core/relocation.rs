@@ -82,18 +82,21 @@ impl Core {
                 }
                 !done
             });
+            // In a fixed order, whatever the table's: so a simulated run replays.
+            freed.sort_unstable();
             freed
         };
         for to in freed {
             self.free_names(to);
         }
-        let orphans: Vec<u64> = self
+        let mut orphans: Vec<u64> = self
             .unnamed
             .lock()
             .iter()
             .filter(|(_, (from, _))| *from == peer)
             .map(|(local, _)| *local)
             .collect();
+        orphans.sort_unstable();
         for local in orphans {
             self.register_awaited(local);
         }

@@ -43,6 +43,10 @@ struct Args {
     /// faults only).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     migrations: bool,
+    /// Whether half the marks to a moved process are posted to the pid its registered name
+    /// has at the time (the sender then uses both ways to it).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set)]
+    by_name: bool,
     /// A seed that runs longer than this many seconds is reported as a hang (a deadlock in
     /// the code under test) and the run fails.
     #[arg(long, default_value_t = 60)]
@@ -100,12 +104,19 @@ fn main() -> ExitCode {
         steps: args.steps,
         faults: args.faults,
         migrations: args.migrations,
+        by_name: args.by_name,
     };
-    let (nodes, steps, faults, migrations) = (args.nodes, args.steps, args.faults, args.migrations);
+    let (nodes, steps, faults, migrations, by_name) = (
+        args.nodes,
+        args.steps,
+        args.faults,
+        args.migrations,
+        args.by_name,
+    );
     let replay = move |seed: u64| {
         format!(
-            "cargo run --release -p whirl-dist-harness --bin sim -- --seed {seed} --nodes {} --steps {} --faults {} --migrations {}",
-            nodes, steps, faults, migrations
+            "cargo run --release -p whirl-dist-harness --bin sim -- --seed {seed} --nodes {} --steps {} --faults {} --migrations {} --by-name {}",
+            nodes, steps, faults, migrations, by_name
         )
     };
     if let Some(seed) = args.seed {

@@ -6,7 +6,10 @@
 //! (exported, movable). Both record every `Mark { origin, seq }` they handle, with the node
 //! whose runtime ran the turn. The workload posts marks from every node to every target but
 //! its own sink (to a mover always through its first pid, so the senders follow its moves),
-//! each (origin, target) pair numbering its marks from 1.
+//! each (origin, target) pair numbering its marks from 1. Each mover is registered under a
+//! name (`mover-<i>`); with `--by-name`, half the marks to a mover are posted to the pid the
+//! origin's registry holds for that name now, the others through its first pid, so one
+//! sender uses both ways.
 //!
 //! **Steps.** One of: a post; one network delivery (any link's next event that Zenoh could
 //! deliver next); one turn of one node's runtime; one node's writers and deferred work; one
@@ -18,7 +21,8 @@
 //! **Invariants.** After every step: per-sender FIFO (a target handles the marks of one
 //! origin in increasing order, never one twice, never one not posted); one live copy (a mover
 //! handles marks only on the node it was last moved to, or, while a move is under way, on its
-//! source or its target); Down is final (a node never sees Up a peer it saw Down). At rest,
+//! source or its target); one holder per name (never two registrations of a mover's name at
+//! once, counted on the network's tokens); Down is final (a node never sees Up a peer it saw Down). At rest,
 //! for every origin still alive whose marks could not have died in a moved queue: every mark
 //! it had accepted was handled, bounced back, counted in doubt, or was delivered into a node
 //! that was killed before handling it; and no more were handled or returned than accepted.
@@ -136,6 +140,8 @@ pub struct Shape {
     pub faults: u32,
     /// Whether movers are moved (a step in 40 starts a migration).
     pub migrations: bool,
+    /// Whether half the marks to a mover are posted to the pid its name has now.
+    pub by_name: bool,
 }
 
 /// A violated invariant: what, and at which step.
@@ -227,6 +233,8 @@ impl World {
                 .accept::<Mark>()
                 .build()
                 .expect("export");
+            node.register(&format!("mover-{i}"), first)
+                .expect("a mover's name registers");
             movers.push(MoverAt {
                 first,
                 node: i,
@@ -515,8 +523,32 @@ impl World {
             seq
         };
         self.outcome.posts += 1;
-        let Some(addr) = self.to[o][d].as_ref() else {
+        let by_name = self.shape.by_name && d >= self.shape.nodes && self.next().is_multiple_of(2);
+        let found;
+        let addr = match by_name {
+            // The pid this node's registry holds for the mover's name now (it follows the
+            // mover once every peer fences its old node, `NamesFree`).
+            true => {
+                let name = format!("mover-{}", d - self.shape.nodes);
+                found = self.nodes[o]
+                    .node
+                    .as_ref()
+                    .and_then(|node| node.whereis::<Mark>(&name));
+                found.as_ref()
+            }
+            false => self.to[o][d].as_ref(),
+        };
+        let Some(addr) = addr else {
+            self.note(
+                step,
+                format!("post n{o} -> {} #{seq}: no address", self.target_name(d)),
+            );
             return;
+        };
+        let via = if by_name {
+            format!(" by name, {}", addr.pid())
+        } else {
+            String::new()
         };
         RUNNING_ON.with(|r| r.set(o));
         let result = addr.post(Mark {
@@ -532,7 +564,7 @@ impl World {
         self.note(
             step,
             format!(
-                "post n{o} -> {} #{seq}: {}",
+                "post n{o} -> {}{via} #{seq}: {}",
                 self.target_name(d),
                 if ok { "ok" } else { "refused" }
             ),
@@ -743,6 +775,15 @@ impl World {
                         h.node, mover.node
                     ));
                 }
+            }
+        }
+        for m in 0..self.movers.len() {
+            let holders = self.net.tokens(&format!("whirl/sim/reg/mover-{m}/"));
+            if holders.len() > 1 {
+                return Err(format!(
+                    "one holder per name: mover-{m} is registered {} times: {holders:?}",
+                    holders.len()
+                ));
             }
         }
         for i in 0..self.shape.nodes {

@@ -23,7 +23,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use whirl_http::Request;
@@ -75,9 +74,6 @@ impl Role {
 /// so the two never meet.
 const CONNECTION_IDS: u64 = 1 << 63;
 
-/// The next connection session's id (below [`CONNECTION_IDS`]).
-static NEXT_CONNECTION_ID: AtomicU64 = AtomicU64::new(0);
-
 /// One session; `id` is the principal id.
 #[derive(whirl::Isolated, Debug, Clone, PartialEq, Eq)]
 pub struct Session {
@@ -92,13 +88,11 @@ pub struct Session {
 
 impl Session {
     /// An anonymous session for one connection of a client without a session, where none
-    /// is started (a static file): its own principal, not in the table, no cookie.
-    pub fn for_connection() -> Session {
-        // Relaxed: the counter only has to hand out distinct values; nothing else is
-        // published through it.
-        let n = NEXT_CONNECTION_ID.fetch_add(1, Ordering::Relaxed);
+    /// is started (a static file): its own principal, not in the table, no cookie. Its id is
+    /// the connection process's (unique for the runtime's life), with the top bit set.
+    pub fn for_connection(connection: whirl::ProcessId) -> Session {
         Session {
-            id: CONNECTION_IDS | (n & !CONNECTION_IDS),
+            id: CONNECTION_IDS | (connection.as_u64() & !CONNECTION_IDS),
             role: Role::Anonymous,
             user: None,
         }

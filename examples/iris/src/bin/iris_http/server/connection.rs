@@ -260,7 +260,7 @@ impl HttpConnection {
                 // Nothing to look up and nothing to start: the connection's own session,
                 // without a trip to the session store.
                 let resolved = Resolved {
-                    session: Session::for_connection(),
+                    session: Session::for_connection(ctx.id()),
                     new_token: None,
                 };
                 self.adopt(resolved, ctx);

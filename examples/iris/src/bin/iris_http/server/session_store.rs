@@ -114,7 +114,7 @@ impl SessionStore {
             },
             // Where no session starts: the connection's own, nothing stored.
             None if !start => Resolved {
-                session: Session::for_connection(),
+                session: Session::for_connection(conn.id()),
                 new_token: None,
             },
             None => match self.sessions.anonymous(peer, now) {
@@ -130,7 +130,7 @@ impl SessionStore {
                 Err(e) => {
                     eprintln!("iris_http: cannot create a session token: {e}");
                     Resolved {
-                        session: Session::for_connection(),
+                        session: Session::for_connection(conn.id()),
                         new_token: None,
                     }
                 }
