@@ -54,8 +54,6 @@ pub(crate) enum Redirect {
         back: VecDeque<Outgoing>,
         later: VecDeque<Outgoing>,
         passed: bool,
-        /// The mark of the last fence sent for it: only the answer to that one passes it.
-        mark: u64,
     },
     /// Sent straight to `to`.
     Done(Pid),
@@ -187,7 +185,6 @@ impl Moves {
                     back,
                     later: VecDeque::new(),
                     passed: false,
-                    mark: 0,
                 };
                 self.redirects.insert((node, local), fencing);
                 self.fencing_to.entry(to).or_insert((node, local));
@@ -221,7 +218,6 @@ impl Moves {
             back: VecDeque::new(),
             later: VecDeque::new(),
             passed: false,
-            mark: 0,
         };
         self.redirects.insert((node, local), fencing);
         self.fencing_to.entry(to).or_insert((node, local));
@@ -231,21 +227,13 @@ impl Moves {
     /// to flush it, batch after batch ([`Moves::next_batch`]); `false` if another thread
     /// flushes it already, or nothing waits. Two flushing at once would send batches side by
     /// side, and direct sends could pass the first.
-    pub(crate) fn begin_flush(&mut self, node: NodeId, local: u64, answered: u64) -> bool {
+    pub(crate) fn begin_flush(&mut self, node: NodeId, local: u64) -> bool {
         match self.redirects.get_mut(&(node, local)) {
-            Some(Redirect::Fencing { passed, mark, .. }) if !*passed && answered >= *mark => {
+            Some(Redirect::Fencing { passed, .. }) if !*passed => {
                 *passed = true;
                 true
             }
             _ => false,
-        }
-    }
-
-    /// A fence with mark `sent` was sent for `(node, local)`: only its answer (or a later
-    /// one's) passes the redirect.
-    pub(crate) fn fenced(&mut self, node: NodeId, local: u64, sent: u64) {
-        if let Some(Redirect::Fencing { mark, .. }) = self.redirects.get_mut(&(node, local)) {
-            *mark = sent;
         }
     }
 
@@ -271,7 +259,6 @@ impl Moves {
             back,
             later,
             passed,
-            ..
         } = entry
         else {
             return None;
@@ -397,9 +384,8 @@ impl std::fmt::Debug for Moves {
                     back,
                     later,
                     passed,
-                    mark,
                 } => format!(
-                    "{local}@{node} fencing -> {to} (back {}, later {}, passed {passed}, mark {mark})",
+                    "{local}@{node} fencing -> {to} (back {}, later {}, passed {passed})",
                     back.len(),
                     later.len()
                 ),

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use crate::NodeId;
 
 /// The frame format this build speaks.
-pub(crate) const VERSION: u8 = 4;
+pub(crate) const VERSION: u8 = 3;
 
 /// The version byte of a version notice (frozen).
 const NOTICE: u8 = 0;
@@ -212,10 +212,8 @@ pub(crate) enum Header {
     /// From a sender that got redirects for `old`: answer `FenceDone` once the first `sent`
     /// data frames of mine are answered.
     Fence { old: u64, sent: u64 },
-    /// Every frame the sender sent to `old` before its fence with mark `sent` has been
-    /// answered. The mark says which fence: a sender may fence `old` again (a chain of
-    /// moves), and the answer to an earlier fence must not pass for the later one.
-    FenceDone { old: u64, sent: u64 },
+    /// Every frame the sender sent to `old` before its fence has been answered.
+    FenceDone { old: u64 },
     /// The process this node watches under `mref` moved to (`node`, `local`); the watch
     /// moved with it.
     Moved { mref: u64, node: u128, local: u64 },

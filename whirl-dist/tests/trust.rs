@@ -169,7 +169,7 @@ fn post(to: &RemoteAddr<Deposit>, mut msg: Deposit) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Frames as an attacker writes them (wire.rs, VERSION 4), mirrored here: a test cannot use the
+// Frames as an attacker writes them (wire.rs, VERSION 3), mirrored here: a test cannot use the
 // crate's private encoder, and an attacker would not either.
 // ---------------------------------------------------------------------------------------------
 
@@ -214,9 +214,9 @@ fn tag_of(name: &str) -> u64 {
     })
 }
 
-/// An unsealed version-4 frame: `[4][sender id, LE][header][payload]`.
+/// An unsealed version-3 frame: `[3][sender id, LE][header][payload]`.
 fn frame(from: NodeId, header: &Header, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = vec![4];
+    let mut bytes = vec![3];
     bytes.extend_from_slice(&from.as_u128().to_le_bytes());
     let mut bytes = postcard::to_extend(header, bytes).expect("encode a header");
     bytes.extend_from_slice(payload);

@@ -120,8 +120,7 @@ impl Core {
                 self.undeliverable(header, &payload, BounceReason::Terminated);
             }
             for old in orphaned {
-                // Given up: whatever the mark of the last fence.
-                self.on_fence_done(peer, old, u64::MAX);
+                self.on_fence_done(peer, old);
             }
         }
         self.relocation_peer_down(peer);

@@ -127,13 +127,9 @@ impl Core {
             // no link yet, nothing was sent.
             let link = self.links.read().get(&node).cloned();
             let _gate = link.as_ref().map(|link| link.gate.write());
-            let mut moves = self.moves.lock();
-            match moves.redirected(node, old, to, message) {
-                Redirected::First => {
-                    let sent = link.as_ref().map_or(0, |link| link.enqueued());
-                    moves.fenced(node, old, sent);
-                    Err(sent)
-                }
+            let what = self.moves.lock().redirected(node, old, to, message);
+            match what {
+                Redirected::First => Err(link.as_ref().map_or(0, |link| link.enqueued())),
                 other => Ok(other),
             }
         };
@@ -172,7 +168,7 @@ impl Core {
             done
         };
         if done {
-            let header = Header::FenceDone { old, sent };
+            let header = Header::FenceDone { old };
             self.send_control(from, wire::encode_raw(self.id, &header, &[]));
         }
         // A peer that fences a process that moved follows it.
@@ -185,7 +181,7 @@ impl Core {
         if self.fences.lock().is_empty() {
             return;
         }
-        let passed: Vec<(u64, u64)> = {
+        let passed: Vec<u64> = {
             let inbound = self.inbound.lock();
             let (taken, holding) = inbound
                 .get(&peer)
@@ -199,14 +195,14 @@ impl Core {
             fences.retain(|&(from, old, sent)| {
                 let done = from == peer && taken >= sent;
                 if done {
-                    passed.push((old, sent));
+                    passed.push(old);
                 }
                 !done
             });
             passed
         };
-        for (old, sent) in passed {
-            let header = Header::FenceDone { old, sent };
+        for old in passed {
+            let header = Header::FenceDone { old };
             self.send_control(peer, wire::encode_raw(self.id, &header, &[]));
         }
     }
@@ -347,10 +343,8 @@ impl Core {
 
     /// `from` has taken every frame this node sent before its fence for `old`: the messages
     /// buffered for the process that moved go to where it runs now.
-    /// `sent` is the mark of the fence answered: an answer to an earlier fence of the same
-    /// redirect does not start the flush.
-    pub(super) fn on_fence_done(self: &Arc<Self>, from: NodeId, old: u64, sent: u64) {
-        if !self.moves.lock().begin_flush(from, old, sent) {
+    pub(super) fn on_fence_done(self: &Arc<Self>, from: NodeId, old: u64) {
+        if !self.moves.lock().begin_flush(from, old) {
             return;
         }
         loop {
@@ -386,9 +380,7 @@ impl Core {
             let link = self.links.read().get(&node).cloned();
             let _gate = link.as_ref().map(|link| link.gate.write());
             under_gate(self);
-            let sent = link.as_ref().map_or(0, |link| link.enqueued());
-            self.moves.lock().fenced(node, old, sent);
-            sent
+            link.as_ref().map_or(0, |link| link.enqueued())
         };
         let header = Header::Fence { old, sent };
         self.send_control(node, wire::encode_raw(self.id, &header, &[]));
