@@ -88,9 +88,20 @@ impl Future for AskFuture {
     type Output = AskEnd;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<AskEnd> {
-        let mut state = self.slot.state.lock();
+        self.slot.poll_end(cx, None)
+    }
+}
+
+impl AskSlot {
+    /// The end if it is in (or, past `deadline`, `Timeout`); otherwise `cx`'s waker is kept
+    /// for [`complete`](AskSlot::complete).
+    fn poll_end(&self, cx: &mut Context<'_>, deadline: Option<Instant>) -> Poll<AskEnd> {
+        let mut state = self.state.lock();
         if let Some(end) = state.end.take() {
             return Poll::Ready(end);
+        }
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            return Poll::Ready(AskEnd::Timeout);
         }
         match &state.waker {
             Some(w) if w.will_wake(cx.waker()) => {}
@@ -112,18 +123,10 @@ impl Future for Until {
     type Output = AskEnd;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<AskEnd> {
-        let mut state = self.slot.state.lock();
-        if let Some(end) = state.end.take() {
-            return Poll::Ready(end);
+        let end = self.slot.poll_end(cx, Some(self.deadline));
+        if end.is_ready() {
+            return end;
         }
-        if Instant::now() >= self.deadline {
-            return Poll::Ready(AskEnd::Timeout);
-        }
-        match &state.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => state.waker = Some(cx.waker().clone()),
-        }
-        drop(state);
         WAKE_BY.with(|by| {
             let earliest = by.get().map_or(self.deadline, |d| d.min(self.deadline));
             by.set(Some(earliest));

@@ -89,6 +89,26 @@ fn anonymous_client(addr: SocketAddr, id: usize, stop: &AtomicBool, tally: &Mute
 }
 
 /// Starts `count` anonymous clients numbered from `first`.
+/// Anonymous sessions in two waves: the first saturates the resources group, so sessions
+/// arriving after it find the queue past the anonymous threshold. Returns the stop flag, the
+/// tally and the client threads.
+fn two_waves(
+    addr: SocketAddr,
+) -> (
+    Arc<AtomicBool>,
+    Arc<Mutex<Tally>>,
+    Vec<std::thread::JoinHandle<()>>,
+) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let mut threads = start_anonymous(addr, 0, 8, &stop, &tally);
+    wait_until("the first wave to be served", || {
+        tally.lock().unwrap().answered() >= 16
+    });
+    threads.extend(start_anonymous(addr, 8, 16, &stop, &tally));
+    (stop, tally, threads)
+}
+
 fn start_anonymous(
     addr: SocketAddr,
     first: usize,
@@ -131,15 +151,7 @@ fn under_overload_admins_are_served_and_anonymous_sessions_shed() {
     let mut admin_client = Client::connect(addr);
     assert_eq!(admin_client.get("/status", Some(&admin)).status, 200);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let tally = Arc::new(Mutex::new(Tally::default()));
-    // A first wave saturates the resources group; sessions arriving after it find the queue
-    // past the anonymous threshold.
-    let mut threads = start_anonymous(addr, 0, 8, &stop, &tally);
-    wait_until("the first wave to be served", || {
-        tally.lock().unwrap().answered() >= 16
-    });
-    threads.extend(start_anonymous(addr, 8, 16, &stop, &tally));
+    let (stop, tally, threads) = two_waves(addr);
 
     let mut admin_statuses = Vec::new();
     for i in 0..20 {
@@ -282,13 +294,7 @@ fn the_default_profile_serves_100_connections_without_shedding() {
 fn a_shed_session_is_not_invited_to_send_a_body() {
     let server = TestServer::start_tuned(overload_options(), overload_tuning());
     let addr = server.addr();
-    let stop = Arc::new(AtomicBool::new(false));
-    let tally = Arc::new(Mutex::new(Tally::default()));
-    let mut threads = start_anonymous(addr, 0, 8, &stop, &tally);
-    wait_until("the first wave to be served", || {
-        tally.lock().unwrap().answered() >= 16
-    });
-    threads.extend(start_anonymous(addr, 8, 16, &stop, &tally));
+    let (stop, _tally, threads) = two_waves(addr);
 
     // New anonymous sessions, one a connection, until one is refused; then at once (the
     // refusal holds for its `Retry-After`, 2 s), on that connection, a request that expects
