@@ -272,7 +272,7 @@ where
         }
         Err(Unmoved::NotStarted(why)) => match core.restore(kind, &payload) {
             Ok(new_local) => {
-                core.register_restored(new_local, payload.names.clone());
+                core.restored_here(new_local, payload.names.clone());
                 let restored_as = Pid::new(core.id(), new_local);
                 core.finish_moving(local, restored_as, watchers);
                 Err(MigrateError::Failed { why, restored_as })

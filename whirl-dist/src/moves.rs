@@ -25,7 +25,7 @@
 //! pid it uses: those queued before it moved travel with it, ahead of anything it receives at
 //! its new node; the rest follow through the buffer; and nothing sent directly can pass them.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::wire::Header;
 use crate::{NodeId, Pid};
@@ -54,6 +54,11 @@ pub(crate) enum Redirect {
         back: VecDeque<Outgoing>,
         later: VecDeque<Outgoing>,
         passed: bool,
+        /// Fences sent for it and not answered yet. A node answers one sender's fences for
+        /// one process in the order they were sent (their marks only grow, and the answers
+        /// share a lane), so the buffer is flushed at the answer to the last one: an earlier
+        /// answer says nothing about what was sent on after it (see [`Moves::next_batch`]).
+        fences: u32,
     },
     /// Sent straight to `to`.
     Done(Pid),
@@ -76,6 +81,10 @@ pub(crate) const MAX_RELOCATIONS: usize = 65_536;
 /// window).
 pub(crate) const MAX_BUFFERED: usize = 65_536;
 
+/// Moves of one process followed through at most this many redirects (a chain is as long as
+/// the number of times the process moved while this node sent to it).
+const MAX_CHAIN: usize = 64;
+
 #[derive(Default)]
 pub(crate) struct Moves {
     /// Local processes moving now, with the frames held for them.
@@ -84,9 +93,10 @@ pub(crate) struct Moves {
     moved: BTreeMap<u64, Pid>,
     /// This node's redirects, by (old node, old local id).
     redirects: BTreeMap<(NodeId, u64), Redirect>,
-    /// The redirects still fencing, by the pid they lead to: a message sent straight to that
-    /// pid (its sender found it by name) waits behind them too.
-    fencing_to: BTreeMap<Pid, (NodeId, u64)>,
+    /// Every redirect, by the pid it leads to: so a message to any pid of a process that
+    /// moved several times finds the redirects before that pid too (a pid is made once, on
+    /// one node, for one process: one redirect leads to it).
+    leads_to: BTreeMap<Pid, (NodeId, u64)>,
     /// Redirects to fence again (see [`Moves::next_batch`]).
     refences: Vec<(NodeId, u64)>,
     /// How many `Relocated` notices of each peer were followed.
@@ -132,6 +142,18 @@ impl Moves {
         Some(std::mem::take(held))
     }
 
+    /// Local process `local` of this node (`here`) moved to `to`, and the frames held for it
+    /// were sent back: this node follows it too, as a peer does once its fence passed. So
+    /// a message this node sends to the new pid (found by name) waits behind what it sent
+    /// before to a pid that led to the old one.
+    pub(crate) fn follow_own(&mut self, here: NodeId, local: u64, to: Pid) {
+        let key = (here, local);
+        if !self.redirects.contains_key(&key) {
+            self.redirects.insert(key, Redirect::Done(to));
+        }
+        self.leads_to.entry(to).or_insert(key);
+    }
+
     /// `local` did not move: stops holding; returns the frames held, in order.
     pub(crate) fn abort(&mut self, local: u64) -> Vec<HeldFrame> {
         self.moving.remove(&local).unwrap_or_default()
@@ -144,16 +166,20 @@ impl Moves {
 
     /// Where a message of this node to `(node, local)` goes now. `buffer` is the message,
     /// kept if a fence is pending.
+    ///
+    /// A process may have moved several times (t0 → t1 → t2), and its senders may hold any of
+    /// its pids. Whichever one is used, the message takes the place it would have taken at
+    /// the first of the chain's redirects still fencing: if a redirect fences toward the pid,
+    /// it waits there (messages sent earlier to an older pid may wait there too); otherwise it
+    /// follows the done redirects from the pid on, and waits at the first one that fences, or
+    /// goes to where the chain ends.
     pub(crate) fn route(
         &mut self,
         node: NodeId,
         local: u64,
         buffer: impl FnOnce() -> Outgoing,
     ) -> Option<Route> {
-        let key = match self.redirects.contains_key(&(node, local)) {
-            true => (node, local),
-            false => *self.fencing_to.get(&Pid::new(node, local))?,
-        };
+        let key = self.first_fencing(Pid::new(node, local))?;
         match self.redirects.get_mut(&key)? {
             Redirect::Done(to) => Some(Route::To(*to)),
             Redirect::Fencing { back, later, .. } if back.len() + later.len() >= MAX_BUFFERED => {
@@ -163,6 +189,66 @@ impl Moves {
                 later.push_back(buffer());
                 Some(Route::Buffered)
             }
+        }
+    }
+
+    /// The redirect a message to `pid` waits at or goes through (see [`Moves::route`]): the
+    /// first redirect still fencing in the chain through `pid` (up the chain from it first,
+    /// then down), else the last done one down from it (`None`: `pid` has no redirect).
+    fn first_fencing(&self, pid: Pid) -> Option<(NodeId, u64)> {
+        self.fencing_upstream(pid)
+            .or_else(|| match self.downstream(pid) {
+                Downstream::Fencing(key) | Downstream::Done(key) => Some(key),
+                Downstream::None => None,
+            })
+    }
+
+    /// The first redirect still fencing up the chain toward `pid` (done ones are passed
+    /// through: a process may have moved on since a sender's fence toward it).
+    fn fencing_upstream(&self, pid: Pid) -> Option<(NodeId, u64)> {
+        let mut first = None;
+        let mut at = pid;
+        for _ in 0..MAX_CHAIN {
+            let Some(&key) = self.leads_to.get(&at) else {
+                break;
+            };
+            if let Some(Redirect::Fencing { .. }) = self.redirects.get(&key) {
+                first = Some(key);
+            }
+            at = Pid::new(key.0, key.1);
+        }
+        first
+    }
+
+    /// Down the chain from `pid`, through the done redirects: the first one fencing, or the
+    /// last one done.
+    fn downstream(&self, pid: Pid) -> Downstream {
+        let mut found = Downstream::None;
+        let mut at = (pid.node(), pid.local());
+        for _ in 0..MAX_CHAIN {
+            match self.redirects.get(&at) {
+                Some(Redirect::Done(to)) => {
+                    found = Downstream::Done(at);
+                    at = (to.node(), to.local());
+                }
+                Some(Redirect::Fencing { .. }) => return Downstream::Fencing(at),
+                None => break,
+            }
+        }
+        found
+    }
+
+    /// Where a message that goes on to `to` is sent: past the redirects from `to` that are
+    /// done, to the pid where the chain ends or where one still fences (the message then comes
+    /// back into that one's buffer, behind what its old node still sends back).
+    fn past_done(&self, to: Pid) -> Pid {
+        match self.downstream(to) {
+            Downstream::Done(key) => match self.redirects.get(&key) {
+                Some(Redirect::Done(end)) => *end,
+                _ => to,
+            },
+            Downstream::Fencing(key) => Pid::new(key.0, key.1),
+            Downstream::None => to,
         }
     }
 
@@ -185,27 +271,43 @@ impl Moves {
                     back,
                     later: VecDeque::new(),
                     passed: false,
+                    fences: 1,
                 };
                 self.redirects.insert((node, local), fencing);
-                self.fencing_to.entry(to).or_insert((node, local));
+                self.leads_to.entry(to).or_insert((node, local));
                 Redirected::First
             }
             Some(Redirect::Fencing { back, .. }) => {
                 back.push_back(message);
                 Redirected::Buffered
             }
-            Some(Redirect::Done(to)) => Redirected::Send(*to, message),
+            Some(Redirect::Done(_)) => {
+                // Late (sent after its fence): it goes where a new message would.
+                let at = self.first_fencing(Pid::new(node, local));
+                match at.and_then(|key| self.redirects.get_mut(&key)) {
+                    Some(Redirect::Fencing { later, .. }) => {
+                        later.push_back(message);
+                        Redirected::Buffered
+                    }
+                    Some(Redirect::Done(end)) => Redirected::Send(*end, message),
+                    None => Redirected::Send(to, message),
+                }
+            }
         }
     }
 
     /// `(node, local)` moved to `to`, as its node told: its messages start waiting for the
     /// fence (as at a first redirect, with nothing back yet), unless they already follow it.
+    /// The fence the caller sends next is counted as awaited.
     ///
     /// A node's notices are its word: at most [`MAX_RELOCATIONS`] of them are followed per
     /// peer, so a peer that makes them up cannot grow this table without bound (a real one
     /// past that still redirects; a sender that finds the new pid by name may then pass).
     pub(crate) fn relocated(&mut self, node: NodeId, local: u64, to: Pid) {
-        if self.redirects.contains_key(&(node, local)) {
+        if let Some(redirect) = self.redirects.get_mut(&(node, local)) {
+            if let Redirect::Fencing { fences, .. } = redirect {
+                *fences += 1;
+            }
             return;
         }
         let followed = self.relocations.entry(node).or_default();
@@ -218,18 +320,27 @@ impl Moves {
             back: VecDeque::new(),
             later: VecDeque::new(),
             passed: false,
+            fences: 1,
         };
         self.redirects.insert((node, local), fencing);
-        self.fencing_to.entry(to).or_insert((node, local));
+        self.leads_to.entry(to).or_insert((node, local));
     }
 
-    /// The fence for `(node, local)` passed (or was given up): `true` if the caller is the one
-    /// to flush it, batch after batch ([`Moves::next_batch`]); `false` if another thread
-    /// flushes it already, or nothing waits. Two flushing at once would send batches side by
-    /// side, and direct sends could pass the first.
-    pub(crate) fn begin_flush(&mut self, node: NodeId, local: u64) -> bool {
+    /// A fence for `(node, local)` was answered (`given_up`: or can no longer be, its node is
+    /// Down): `true` if that was the last one awaited and the caller is the one to flush it,
+    /// batch after batch ([`Moves::next_batch`]); `false` if a later fence is still awaited,
+    /// another thread flushes it already, or nothing waits. Two flushing at once would send
+    /// batches side by side, and direct sends could pass the first.
+    pub(crate) fn begin_flush(&mut self, node: NodeId, local: u64, given_up: bool) -> bool {
         match self.redirects.get_mut(&(node, local)) {
-            Some(Redirect::Fencing { passed, .. }) if !*passed => {
+            Some(Redirect::Fencing { passed, fences, .. }) => {
+                *fences = match given_up {
+                    true => 0,
+                    false => fences.saturating_sub(1),
+                };
+                if *fences > 0 || *passed {
+                    return false;
+                }
                 *passed = true;
                 true
             }
@@ -243,47 +354,56 @@ impl Moves {
     /// for the next, so none overtakes it.
     ///
     /// A process that moved twice (s → t → u) has two redirects here, the second away from the
-    /// first's target. The second is not done while the first still fences: messages the
+    /// first's target. The second sends nothing while the first still fences: messages the
     /// first sends on to `t` come back from `t`'s node redirected, and must not be passed by
-    /// messages sent to `u` directly. It waits instead, and once the first is done it is to be
-    /// fenced again (returned by [`Moves::take_refences`]), so everything sent on to `t`
-    /// comes back first.
+    /// anything sent to `u`. It waits instead, and once the first is done it is to be fenced
+    /// again (returned by [`Moves::take_refences`]), so everything sent on to `t` comes back
+    /// before it is flushed.
     pub(crate) fn next_batch(
         &mut self,
         node: NodeId,
         local: u64,
     ) -> Option<(Pid, VecDeque<Outgoing>)> {
-        let entry = self.redirects.get_mut(&(node, local))?;
-        let Redirect::Fencing {
-            to,
-            back,
-            later,
-            passed,
-        } = entry
+        let upstream = self.fencing_upstream(Pid::new(node, local)).is_some();
+        let Some(Redirect::Fencing { to, passed, .. }) = self.redirects.get_mut(&(node, local))
         else {
             return None;
         };
+        if upstream {
+            // What leads here still fences: wait to be fenced again.
+            *passed = false;
+            return None;
+        }
         let to = *to;
+        let send_to = self.past_done(to);
+        let Some(entry) = self.redirects.get_mut(&(node, local)) else {
+            return None;
+        };
+        let Redirect::Fencing { back, later, .. } = entry else {
+            return None;
+        };
         if back.is_empty() && later.is_empty() {
-            if self.fencing_to.contains_key(&Pid::new(node, local)) {
-                // What leads here still fences: wait to be fenced again.
-                *passed = false;
-                return None;
-            }
             *entry = Redirect::Done(to);
-            if self.fencing_to.get(&to) == Some(&(node, local)) {
-                self.fencing_to.remove(&to);
-            }
-            if let Some(Redirect::Fencing { passed: false, .. }) =
-                self.redirects.get(&(to.node(), to.local()))
-            {
-                self.refences.push((to.node(), to.local()));
+            // The first redirect still fencing down the chain was waiting for this one: it
+            // is fenced again, so what this one sent on comes back first.
+            if let Downstream::Fencing(next) = self.downstream(to) {
+                if let Some(Redirect::Fencing {
+                    passed: false,
+                    fences,
+                    ..
+                }) = self.redirects.get_mut(&next)
+                {
+                    // Counted now: an answer to an earlier fence that comes before this one
+                    // is sent must not flush it.
+                    *fences += 1;
+                    self.refences.push(next);
+                }
             }
             return None;
         }
         let mut batch = std::mem::take(back);
         batch.append(later);
-        Some((to, batch))
+        Some((send_to, batch))
     }
 
     /// Redirects to fence again, now that what led to them is done (see
@@ -292,21 +412,29 @@ impl Moves {
         std::mem::take(&mut self.refences)
     }
 
-    /// `node` is Down. Redirects to processes that moved there are dropped, and what waited
-    /// for them is returned to be given back to its senders (`.0`). Redirects away from it
-    /// stay (the processes live on where they went); a fence it can no longer answer is
-    /// given up: its old local id is returned (`.1`), for what waited for it to be sent on, in
-    /// order, batch after batch as after a `FenceDone` ([`Moves::next_batch`]; until then,
-    /// later messages wait behind it). The messages still on their way back from it are lost
-    /// with it.
+    /// `node` is Down. Redirects to processes that moved there and ended there are dropped,
+    /// and what waited for them is returned to be given back to its senders (`.0`); those to
+    /// processes that moved on from there stay (what is known of the chain still leads to
+    /// them). Redirects away from it stay (the processes live on where they went); a fence it
+    /// can no longer answer is given up: its old local id is returned (`.1`), for what waited
+    /// for it to be sent on, in order, batch after batch as after a `FenceDone`
+    /// ([`Moves::next_batch`]; until then, later messages wait behind it). The messages still
+    /// on their way back from it are lost with it.
     pub(crate) fn node_down(&mut self, node: NodeId) -> (Vec<Outgoing>, Vec<u64>) {
         let (mut stranded, mut orphaned) = (Vec::new(), Vec::new());
+        let moved_on: BTreeSet<(NodeId, u64)> = self
+            .redirects
+            .keys()
+            .filter(|key| key.0 == node)
+            .copied()
+            .collect();
+        let ended_there = |to: &Pid| to.node() == node && !moved_on.contains(&(node, to.local()));
         self.redirects
             .retain(|&(from, local), redirect| match redirect {
-                Redirect::Done(to) => to.node() != node,
+                Redirect::Done(to) => !ended_there(to),
                 Redirect::Fencing {
                     to, back, later, ..
-                } if to.node() == node => {
+                } if ended_there(to) => {
                     stranded.extend(back.drain(..));
                     stranded.extend(later.drain(..));
                     false
@@ -317,11 +445,10 @@ impl Moves {
                 }
                 Redirect::Fencing { .. } => true,
             });
-        self.moved.retain(|_, to| to.node() != node);
+        self.moved.retain(|_, to| !ended_there(to));
         self.relocations.remove(&node);
         let redirects = &self.redirects;
-        self.fencing_to
-            .retain(|_, key| matches!(redirects.get(key), Some(Redirect::Fencing { .. })));
+        self.leads_to.retain(|_, key| redirects.contains_key(key));
         (stranded, orphaned)
     }
 }
@@ -339,6 +466,16 @@ impl Moves {
         }
         waiting
     }
+}
+
+/// What lies down a chain of redirects (see [`Moves::first_fencing`]).
+enum Downstream {
+    /// A redirect that still fences.
+    Fencing((NodeId, u64)),
+    /// The last of the done redirects: where it leads has none.
+    Done((NodeId, u64)),
+    /// The pid has no redirect.
+    None,
 }
 
 /// A process that moved away from this node, and the peers not yet following it
@@ -384,25 +521,26 @@ impl std::fmt::Debug for Moves {
                     back,
                     later,
                     passed,
+                    fences,
                 } => format!(
-                    "{local}@{node} fencing -> {to} (back {}, later {}, passed {passed})",
+                    "{local}@{node} fencing -> {to} (back {}, later {}, passed {passed}, fences {fences})",
                     back.len(),
                     later.len()
                 ),
             })
             .collect();
         redirects.sort_unstable();
-        let mut fencing_to: Vec<String> = self
-            .fencing_to
+        let mut leads_to: Vec<String> = self
+            .leads_to
             .iter()
-            .map(|(to, (node, local))| format!("{to} behind {local}@{node}"))
+            .map(|(to, (node, local))| format!("{local}@{node} -> {to}"))
             .collect();
-        fencing_to.sort_unstable();
+        leads_to.sort_unstable();
         f.debug_struct("Moves")
             .field("moving", &moving)
             .field("moved", &moved)
             .field("redirects", &redirects)
-            .field("fencing_to", &fencing_to)
+            .field("leads_to", &leads_to)
             .field("refences", &self.refences)
             .finish_non_exhaustive()
     }

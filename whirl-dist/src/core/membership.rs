@@ -120,7 +120,7 @@ impl Core {
                 self.undeliverable(header, &payload, BounceReason::Terminated);
             }
             for old in orphaned {
-                self.on_fence_done(peer, old);
+                self.on_fence_done(peer, old, true);
             }
         }
         self.relocation_peer_down(peer);

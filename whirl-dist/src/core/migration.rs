@@ -99,13 +99,13 @@ impl Core {
                 self.release_held(frame.from, frame.index);
             }
         }
+        self.any_moves.store(true, Relaxed);
+        self.moves.lock().follow_own(self.id, local, to);
         // Fences that waited for these frames to come back may pass now.
         self.recheck_fences();
         // Every peer follows it before anyone here hears of the move (which could lead a
-        // sender to the new pid).
-        if to.node() != self.id {
-            self.relocate(local, to);
-        }
+        // sender to the new pid), restored here under a new local id included.
+        self.relocate(local, to);
         for w in watchers {
             let header = Header::Moved {
                 mref: w.mref,

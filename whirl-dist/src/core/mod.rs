@@ -319,15 +319,18 @@ impl Core {
         format!("{}n/{node}/mbox", self.root)
     }
 
+    /// Whether `peer` is Down for good.
+    pub(crate) fn is_quarantined(&self, peer: NodeId) -> bool {
+        self.members.lock().membership.state(peer) == Some(MemberState::Quarantined)
+    }
+
     /// The link to `peer`, opened on first use; `None` if the peer is quarantined or this
     /// node is closing.
     pub(crate) fn link_to(&self, peer: NodeId) -> Option<Arc<Link>> {
         if let Some(link) = self.links.read().get(&peer) {
             return Some(Arc::clone(link));
         }
-        if self.closing.load(Relaxed)
-            || self.members.lock().membership.state(peer) == Some(MemberState::Quarantined)
-        {
+        if self.closing.load(Relaxed) || self.is_quarantined(peer) {
             return None;
         }
         let mut links = self.links.write();

@@ -118,7 +118,7 @@ impl Core {
                 self.redirected(frame.from, old, to, (header, frame.payload.to_vec()));
             }
             Header::Fence { old, sent } => self.on_fence(frame.from, old, sent),
-            Header::FenceDone { old } => self.on_fence_done(frame.from, old),
+            Header::FenceDone { old } => self.on_fence_done(frame.from, old, false),
             Header::Moved { mref, node, local } => self.on_moved(mref, Pid::from_wire(node, local)),
             Header::Relocated { old, node, local } => {
                 self.on_relocated(frame.from, old, Pid::from_wire(node, local))

@@ -343,8 +343,11 @@ impl Core {
 
     /// `from` has taken every frame this node sent before its fence for `old`: the messages
     /// buffered for the process that moved go to where it runs now.
-    pub(super) fn on_fence_done(self: &Arc<Self>, from: NodeId, old: u64) {
-        if !self.moves.lock().begin_flush(from, old) {
+    ///
+    /// `given_up`: `from` is Down, so the fences it did not answer never will be; what
+    /// came back from it is sent on.
+    pub(super) fn on_fence_done(self: &Arc<Self>, from: NodeId, old: u64, given_up: bool) {
+        if !self.moves.lock().begin_flush(from, old, given_up) {
             return;
         }
         loop {
@@ -362,7 +365,12 @@ impl Core {
             // redirect, fence and `FenceDone` with it). The simulator found that deadlock.
             self.defer(move |core| {
                 for (node, local) in refences {
-                    core.fence(node, local, |_| {});
+                    // A node that is Down answers nothing: its fence is given up, as at its
+                    // Down (which gives up the fences sent before it).
+                    match core.is_quarantined(node) {
+                        true => core.on_fence_done(node, local, true),
+                        false => core.fence(node, local, |_| {}),
+                    }
                 }
             });
         }

@@ -146,20 +146,12 @@ impl Core {
         });
     }
 
-    /// Registers `names` for local process `local`, if it still runs. Off this thread:
-    /// registering declares liveliness tokens, which is not done from inside a Zenoh callback.
-    pub(crate) fn register_restored(self: &Arc<Self>, local: u64, names: Vec<String>) {
-        if names.is_empty() || !self.exports.read().contains_key(&local) {
-            return;
-        }
-        let pid = Pid::new(self.id, local);
-        self.defer(move |core| {
-            for name in names {
-                if let Err(error) = core.register(&name, pid) {
-                    tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");
-                }
-            }
-        });
+    /// Local process `local` was restored here after a migration that failed (as `local`,
+    /// a new pid): its names wait, as for a process that moved here, until every peer
+    /// follows its old pid (`relocate`, from `finish_moving`); a sender that finds it by name
+    /// then waits behind what it sent to the old one.
+    pub(crate) fn restored_here(&self, local: u64, names: Vec<String>) {
+        self.await_names(self.id, local, names);
     }
 
     /// Node `from` says its process `old` moved to `to`: follow it from now on (this node's

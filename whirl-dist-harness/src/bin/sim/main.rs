@@ -51,6 +51,10 @@ struct Args {
     /// the code under test) and the run fails.
     #[arg(long, default_value_t = 60)]
     hang_secs: u64,
+    /// With `--seed`: show this node's protocol state (0-based) in the trace each time it
+    /// changes.
+    #[arg(long)]
+    watch: Option<usize>,
     /// Every how many seeds one is run twice to check that it replays (0: never).
     #[arg(long, default_value_t = 10)]
     replay_every: u64,
@@ -105,6 +109,7 @@ fn main() -> ExitCode {
         faults: args.faults,
         migrations: args.migrations,
         by_name: args.by_name,
+        watch: args.watch,
     };
     let (nodes, steps, faults, migrations, by_name) = (
         args.nodes,

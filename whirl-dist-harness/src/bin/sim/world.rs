@@ -142,6 +142,8 @@ pub struct Shape {
     pub migrations: bool,
     /// Whether half the marks to a mover are posted to the pid its name has now.
     pub by_name: bool,
+    /// A node whose protocol state the trace shows each time it changes.
+    pub watch: Option<usize>,
 }
 
 /// A violated invariant: what, and at which step.
@@ -200,6 +202,8 @@ pub struct World {
     /// Marks delivered into a killed node's runtime and not handled there.
     died_unhandled: u64,
     keep_trace: bool,
+    /// The watched node's protocol state as the trace last showed it.
+    watched: String,
     outcome: Outcome,
 }
 
@@ -289,6 +293,7 @@ impl World {
             seen_handled: 0,
             died_unhandled: 0,
             keep_trace,
+            watched: String::new(),
             outcome: Outcome::default(),
         }
     }
@@ -326,6 +331,30 @@ impl World {
         }
     }
 
+    /// Shows the watched node's protocol state in the trace if it changed (`--watch`).
+    fn show_watched(&mut self, step: usize) {
+        let Some(node) = self
+            .shape
+            .watch
+            .and_then(|i| self.nodes.get(i)?.node.as_ref())
+        else {
+            return;
+        };
+        if !self.keep_trace {
+            return;
+        }
+        let mut state = sim::describe_node(node);
+        for (k, id) in self.ids.iter().enumerate() {
+            state = state.replace(&id.to_string(), &format!("n{k}"));
+        }
+        if state != self.watched {
+            self.outcome
+                .trace
+                .push(format!("{step:>6} watched: {state}"));
+            self.watched = state;
+        }
+    }
+
     fn alive(&self, i: usize) -> bool {
         self.nodes[i].node.is_some()
     }
@@ -334,6 +363,7 @@ impl World {
     pub fn run(mut self) -> Outcome {
         for step in 0..self.shape.steps {
             self.step(step, true);
+            self.show_watched(step);
             if let Err(what) = self.check() {
                 self.outcome.violation = Some(Violation { step, what });
                 return self.finish(step);
