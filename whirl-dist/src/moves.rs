@@ -148,9 +148,7 @@ impl Moves {
     /// before to a pid that led to the old one.
     pub(crate) fn follow_own(&mut self, here: NodeId, local: u64, to: Pid) {
         let key = (here, local);
-        if !self.redirects.contains_key(&key) {
-            self.redirects.insert(key, Redirect::Done(to));
-        }
+        self.redirects.entry(key).or_insert(Redirect::Done(to));
         self.leads_to.entry(to).or_insert(key);
     }
 
@@ -376,9 +374,7 @@ impl Moves {
         }
         let to = *to;
         let send_to = self.past_done(to);
-        let Some(entry) = self.redirects.get_mut(&(node, local)) else {
-            return None;
-        };
+        let entry = self.redirects.get_mut(&(node, local))?;
         let Redirect::Fencing { back, later, .. } = entry else {
             return None;
         };
