@@ -174,9 +174,9 @@ where
         principal: Option<&whirl::Principal>,
         timeout: Option<Duration>,
     ) -> Result<M::Reply, RemoteCallError<M>> {
-        let deadline = deadline(timeout);
-        let slot = self.start_ask(msg, principal, deadline)?;
-        finish_ask(slot.wait(deadline))
+        let slot = self.start_ask(msg, principal, deadline(self.core.now(), timeout))?;
+        // This thread waits on the system's clock (the node's may be a simulation's).
+        finish_ask(slot.wait(deadline(Instant::now(), timeout)))
     }
 
     fn ask_for(
@@ -186,7 +186,7 @@ where
         timeout: Option<Duration>,
     ) -> RemoteAsk<M> {
         RemoteAsk {
-            state: match self.start_ask(msg, principal, deadline(timeout)) {
+            state: match self.start_ask(msg, principal, deadline(self.core.now(), timeout)) {
                 Ok(slot) => AskState::Waiting(AskFuture { slot }),
                 Err(e) => AskState::Refused(e),
             },
@@ -194,10 +194,9 @@ where
     }
 }
 
-/// When a request with `timeout` gives up (`None`: a year from now, which is never in
-/// practice, and keeps the node's deadline sweep one comparison).
-fn deadline(timeout: Option<Duration>) -> Instant {
-    let now = Instant::now();
+/// When a request made `now` with `timeout` gives up (`None`: a year from now, which is never
+/// in practice, and keeps the node's deadline sweep one comparison).
+fn deadline(now: Instant, timeout: Option<Duration>) -> Instant {
     let forever = Duration::from_secs(365 * 86_400);
     now.checked_add(timeout.unwrap_or(forever))
         .unwrap_or(now + forever)

@@ -93,14 +93,14 @@ impl Future for AskFuture {
 }
 
 impl AskSlot {
-    /// The end if it is in (or, past `deadline`, `Timeout`); otherwise `cx`'s waker is kept
+    /// The end if it is in (or, past `deadline`, a deadline and the time now, `Timeout`); otherwise `cx`'s waker is kept
     /// for [`complete`](AskSlot::complete).
-    fn poll_end(&self, cx: &mut Context<'_>, deadline: Option<Instant>) -> Poll<AskEnd> {
+    fn poll_end(&self, cx: &mut Context<'_>, deadline: Option<(Instant, Instant)>) -> Poll<AskEnd> {
         let mut state = self.state.lock();
         if let Some(end) = state.end.take() {
             return Poll::Ready(end);
         }
-        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+        if deadline.is_some_and(|(deadline, now)| now >= deadline) {
             return Poll::Ready(AskEnd::Timeout);
         }
         match &state.waker {
@@ -117,13 +117,17 @@ impl AskSlot {
 pub(crate) struct Until {
     pub(crate) slot: Arc<AskSlot>,
     pub(crate) deadline: Instant,
+    /// The clock the deadline is on (the node's).
+    pub(crate) clock: Arc<dyn whirl::time::Clock>,
 }
 
 impl Future for Until {
     type Output = AskEnd;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<AskEnd> {
-        let end = self.slot.poll_end(cx, Some(self.deadline));
+        let end = self
+            .slot
+            .poll_end(cx, Some((self.deadline, self.clock.now())));
         if end.is_ready() {
             return end;
         }

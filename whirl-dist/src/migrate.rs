@@ -42,7 +42,7 @@
 
 use std::any::TypeId;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -356,7 +356,7 @@ async fn probe(core: &Arc<Core>, to: NodeId, kind: u64, timeout: Duration) -> Re
     let link = core
         .link_to(to)
         .ok_or_else(|| "the target node is down".to_owned())?;
-    let deadline = Instant::now() + timeout;
+    let deadline = core.now() + timeout;
     let slot = core
         .start_request(
             Some(&link),
@@ -366,7 +366,13 @@ async fn probe(core: &Arc<Core>, to: NodeId, kind: u64, timeout: Duration) -> Re
             deadline,
         )
         .map_err(send_error)?;
-    match (Until { slot, deadline }).await {
+    match (Until {
+        slot,
+        deadline,
+        clock: core.clock(),
+    })
+    .await
+    {
         AskEnd::Answered(_) => Ok(()),
         AskEnd::Failed(why) => Err(format!("the target refused: {why}")),
         AskEnd::Bounced(reason, _) => Err(format!("the target refused: {reason}")),
@@ -394,7 +400,7 @@ async fn transfer(
     // One holder at a time: the target registers the names once the process runs there
     // (or this node again, if it is restored here).
     core.withdraw_names(local);
-    let deadline = Instant::now() + ANSWER_WAIT;
+    let deadline = core.now() + ANSWER_WAIT;
     let slot = core
         .start_request(
             Some(&link),
@@ -404,7 +410,13 @@ async fn transfer(
             deadline,
         )
         .map_err(|e| Unmoved::NotStarted(send_error(e)))?;
-    match (Until { slot, deadline }).await {
+    match (Until {
+        slot,
+        deadline,
+        clock: core.clock(),
+    })
+    .await
+    {
         AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
             .map_err(|_| Unmoved::InDoubt("the target's answer did not decode".to_owned())),
         AskEnd::Failed(why) => Err(Unmoved::NotStarted(format!(

@@ -25,7 +25,7 @@ use crossbeam_channel::Receiver;
 use whirl::request::Sender as _;
 use whirl::Process;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -434,7 +434,7 @@ impl Node {
         };
         let principal = principal.map(WirePrincipal::of);
         let tag = tag_of(factory);
-        let deadline = Instant::now() + timeout;
+        let deadline = self.core.now() + timeout;
         let slot = self
             .core
             .start_request(

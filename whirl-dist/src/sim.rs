@@ -13,6 +13,10 @@
 //!   priority queued before it (hellos and tokens, then control, then data);
 //! * links are independent: anything on one may arrive before anything on another.
 //!
+//! Time: the nodes read their deadlines (asks, probes, migrations) on the network's clock,
+//! which moves only when the simulator [advances](SimNet::advance) it, so a timeout fires at
+//! the same step of every replay.
+//!
 //! Faults: [`partition`](SimNet::partition) cuts the links between two endpoints (what was
 //! queued on them is lost, and each side sees the other's tokens go, as when Zenoh's lease
 //! expires), [`heal`](SimNet::heal) restores them (tokens are announced again),
@@ -230,6 +234,8 @@ impl Net {
 #[derive(Clone)]
 pub struct SimNet {
     net: Arc<Mutex<Net>>,
+    /// The nodes' clock: it moves only when the simulator advances it.
+    clock: whirl::time::ManualClock,
 }
 
 impl fmt::Debug for SimNet {
@@ -250,7 +256,20 @@ impl SimNet {
                 ids: Some(fastrand::Rng::with_seed(seed ^ 0x1d5)),
                 ..Net::default()
             })),
+            clock: whirl::time::ManualClock::new(),
         }
+    }
+
+    /// Moves the nodes' clock forward (deadlines of asks, probes and migrations are read on
+    /// it): time passes only when the simulator says.
+    pub fn advance(&self, by: std::time::Duration) {
+        self.clock.advance(by);
+    }
+
+    /// Now, on the nodes' clock (for [`tick_node`]).
+    pub fn now(&self) -> std::time::Instant {
+        use whirl::time::Clock;
+        self.clock.now()
     }
 
     /// A new endpoint, connected to every live one.
@@ -280,6 +299,7 @@ impl SimNet {
         Arc::new(SimTransport {
             net: Arc::clone(&self.net),
             ep,
+            clock: self.clock.clone(),
         })
     }
 
@@ -475,6 +495,7 @@ fn watchers_of(net: &Net, ep: usize, key: &str) -> Vec<Arc<OnToken>> {
 pub struct SimTransport {
     net: Arc<Mutex<Net>>,
     ep: usize,
+    clock: whirl::time::ManualClock,
 }
 
 impl SimTransport {
@@ -568,6 +589,11 @@ fn put(net: &Mutex<Net>, from: usize, key: &str, payload: Vec<u8>, class: Class)
 }
 
 impl Transport for SimTransport {
+    /// The simulation's clock ([`SimNet::advance`]).
+    fn clock(&self) -> Arc<dyn whirl::time::Clock> {
+        Arc::new(self.clock.clone())
+    }
+
     fn publisher(&self, key: &str, class: Class) -> Result<Box<dyn Publisher>, TransportError> {
         Ok(Box::new(SimPublisher {
             net: Arc::clone(&self.net),
@@ -663,6 +689,7 @@ impl Transport for SimTransport {
     fn close(&self) -> Result<(), TransportError> {
         SimNet {
             net: Arc::clone(&self.net),
+            clock: self.clock.clone(),
         }
         .kill(EndpointId(self.ep));
         Ok(())

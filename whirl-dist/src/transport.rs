@@ -125,6 +125,12 @@ pub trait Transport: Send + Sync + 'static {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
+    /// The monotonic clock the node reads its deadlines on (asks, probes, acknowledgements):
+    /// the system's, or a simulation's, which moves only when the simulator says (so that
+    /// timeouts fire at the same step of every replay).
+    fn clock(&self) -> Arc<dyn whirl::time::Clock> {
+        Arc::new(whirl::time::SystemClock)
+    }
     /// Closes the transport: nothing more is sent or received, and the node's tokens are
     /// withdrawn everywhere.
     fn close(&self) -> Result<(), TransportError>;

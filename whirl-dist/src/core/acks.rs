@@ -85,7 +85,7 @@ impl Core {
                 if core.closing.load(Relaxed) {
                     return;
                 }
-                core.tick(Instant::now());
+                core.tick(core.now());
             })
     }
 

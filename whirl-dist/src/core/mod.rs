@@ -194,6 +194,8 @@ pub(crate) struct Core {
     policy_tags: Option<FxHashSet<u64>>,
     /// A TLS node's identity and handshakes (`None` on a plaintext node).
     auth: Option<Auth>,
+    /// The clock deadlines are read on (the transport's: see `Transport::clock`).
+    clock: Arc<dyn whirl::time::Clock>,
 }
 
 impl Core {
@@ -206,6 +208,7 @@ impl Core {
         drive: Drive,
     ) -> Core {
         Core {
+            clock: transport.clock(),
             drive,
             deferred: Mutex::new(std::collections::VecDeque::new()),
             id,
@@ -317,6 +320,16 @@ impl Core {
     /// The mailbox key of `node`.
     pub(crate) fn mailbox_key(&self, node: NodeId) -> String {
         format!("{}n/{node}/mbox", self.root)
+    }
+
+    /// Now, on the node's clock (`Transport::clock`).
+    pub(crate) fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// The node's clock, for what waits on it.
+    pub(crate) fn clock(&self) -> Arc<dyn whirl::time::Clock> {
+        Arc::clone(&self.clock)
     }
 
     /// Whether `peer` is Down for good.

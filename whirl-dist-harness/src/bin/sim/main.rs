@@ -51,6 +51,10 @@ struct Args {
     /// the code under test) and the run fails.
     #[arg(long, default_value_t = 60)]
     hang_secs: u64,
+    /// Whether faults include partitions between two nodes (and heals); kills and pauses are
+    /// injected either way.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    partitions: bool,
     /// With `--seed`: show this node's protocol state (0-based) in the trace each time it
     /// changes.
     #[arg(long)]
@@ -110,18 +114,20 @@ fn main() -> ExitCode {
         migrations: args.migrations,
         by_name: args.by_name,
         watch: args.watch,
+        partitions: args.partitions,
     };
-    let (nodes, steps, faults, migrations, by_name) = (
+    let (nodes, steps, faults, migrations, by_name, partitions) = (
         args.nodes,
         args.steps,
         args.faults,
         args.migrations,
         args.by_name,
+        args.partitions,
     );
     let replay = move |seed: u64| {
         format!(
-            "cargo run --release -p whirl-dist-harness --bin sim -- --seed {seed} --nodes {} --steps {} --faults {} --migrations {} --by-name {}",
-            nodes, steps, faults, migrations, by_name
+            "cargo run --release -p whirl-dist-harness --bin sim -- --seed {seed} --nodes {} --steps {} --faults {} --migrations {} --by-name {} --partitions {}",
+            nodes, steps, faults, migrations, by_name, partitions
         )
     };
     if let Some(seed) = args.seed {
