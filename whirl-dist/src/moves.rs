@@ -441,7 +441,8 @@ impl Moves {
                 }
                 Redirect::Fencing { .. } => true,
             });
-        self.moved.retain(|_, to| !ended_there(to));
+        // Local processes that moved there stay `moved`: a sender (or a watcher) that still
+        // reaches that node is sent there; one that does not finds it Down itself.
         self.relocations.remove(&node);
         let redirects = &self.redirects;
         self.leads_to.retain(|_, key| redirects.contains_key(key));

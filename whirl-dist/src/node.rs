@@ -30,16 +30,15 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::ask::AskEnd;
 use crate::auth::Credentials;
-use crate::core::{Core, Drive, SendError};
+use crate::core::{Core, Drive};
 use crate::dispatch::FactoryResult;
 use crate::export::ExportBuilder;
 use crate::identity::Auth;
 use crate::link::{Writers, DEFAULT_WRITERS};
-use crate::remote::{tag_of, Remote};
+use crate::remote::Remote;
 use crate::spawn::FactoryCtx;
-use crate::wire::{self, Header, WirePrincipal};
+use crate::wire;
 use crate::{
     DistCounts, DistError, MemberState, MonitorRef, NodeConfig, NodeEvent, NodeId, NodeStats, Pid,
     RemoteAddr, RemoteDown, RemoteExit, SpawnRemoteError, Spawned,
@@ -428,44 +427,8 @@ impl Node {
         principal: Option<&whirl::Principal>,
         timeout: Duration,
     ) -> Result<Pid, SpawnRemoteError> {
-        let link = match node == self.id() {
-            true => None,
-            false => Some(self.core.link_to(node).ok_or(SpawnRemoteError::NodeDown)?),
-        };
-        let principal = principal.map(WirePrincipal::of);
-        let tag = tag_of(factory);
-        let deadline = self.core.now() + timeout;
-        let slot = self
-            .core
-            .start_request(
-                link.as_deref(),
-                node,
-                |req| Header::Spawn {
-                    req,
-                    factory: tag,
-                    principal,
-                },
-                args,
-                deadline,
-            )
-            .map_err(|e| match e {
-                SendError::Full => SpawnRemoteError::Rejected,
-                SendError::Down => SpawnRemoteError::NodeDown,
-                SendError::Encode(e) => SpawnRemoteError::Encode(e.to_string()),
-                SendError::TooLarge { size, limit } => {
-                    SpawnRemoteError::Encode(format!("{size} bytes, over the limit of {limit}"))
-                }
-            })?;
-        match slot.wait(deadline) {
-            AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
-                .map(|local| Pid::new(node, local))
-                .map_err(|_| SpawnRemoteError::Failed("the answer did not decode".to_owned())),
-            AskEnd::Bounced(reason, _) => Err(crate::spawn::bounced(reason, factory)),
-            AskEnd::Failed(why) => Err(SpawnRemoteError::Failed(why)),
-            AskEnd::NoReply => Err(SpawnRemoteError::Failed("no answer".to_owned())),
-            AskEnd::Timeout => Err(SpawnRemoteError::Timeout),
-            AskEnd::NodeDown => Err(SpawnRemoteError::NodeDown),
-        }
+        let spawning = crate::spawn::start(&self.core, node, factory, args, principal, timeout)?;
+        crate::ask::block_on(spawning)
     }
 
     /// What the distribution layer has counted so far (see [`DistCounts`]).

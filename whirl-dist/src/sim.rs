@@ -785,6 +785,48 @@ where
     }
 }
 
+/// A remote spawn a simulator drives: [`Node::spawn_on`](crate::Node::spawn_on) as a state
+/// machine that advances only when polled.
+pub struct Spawn {
+    future: std::pin::Pin<Box<dyn std::future::Future<Output = SpawnResult>>>,
+}
+
+/// How a simulated spawn ended: the new pid, or why not.
+pub type SpawnResult = Result<crate::Pid, crate::SpawnRemoteError>;
+
+impl fmt::Debug for Spawn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Spawn")
+    }
+}
+
+impl Spawn {
+    /// Advances the spawn as far as it can go now; its outcome once it has one.
+    pub fn poll(&mut self) -> Option<SpawnResult> {
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        match self.future.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(outcome) => Some(outcome),
+            std::task::Poll::Pending => None,
+        }
+    }
+}
+
+/// Sends a spawn request from `node` to node `to`'s factory `factory`, as
+/// [`Node::spawn_on`](crate::Node::spawn_on) does (the request is sent now, or refused now);
+/// its answer is awaited when the spawn is [polled](Spawn::poll).
+pub fn spawn_on<A: serde::Serialize + ?Sized>(
+    node: &crate::Node,
+    to: crate::NodeId,
+    factory: &str,
+    args: &A,
+    timeout: std::time::Duration,
+) -> Result<Spawn, crate::SpawnRemoteError> {
+    let future = crate::spawn::start(&node.core, to, factory, args, None, timeout)?;
+    Ok(Spawn {
+        future: Box::pin(future),
+    })
+}
+
 /// A stepped node's protocol state as text, for a simulator's report of a violation: per
 /// peer, the frames taken and those held for a moving process; the fences not answered yet;
 /// the moves table (processes moving and moved, redirects and what waits in them).

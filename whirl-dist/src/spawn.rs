@@ -10,14 +10,19 @@
 //! process serves the same principal there: its group's predicates and scheduler see it.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
+use serde::Serialize;
 use whirl::{Addr, Principal, Process};
 
-use crate::core::Core;
+use crate::ask::{AskEnd, Until};
+use crate::core::{Core, SendError};
 use crate::export::ExportBuilder;
-use crate::wire::BounceReason;
-use crate::Pid;
+use crate::remote::tag_of;
+use crate::wire::{self, BounceReason, Header, WirePrincipal};
+use crate::{NodeId, Pid};
 
 /// What a factory gets besides its arguments: the principal the caller spawns for, and the
 /// node to export the new process with.
@@ -115,4 +120,64 @@ pub(crate) fn bounced(reason: BounceReason, factory: &str) -> SpawnRemoteError {
         BounceReason::Unauthorised => SpawnRemoteError::Unauthorised(factory.to_owned()),
         other => SpawnRemoteError::Failed(other.to_string()),
     }
+}
+
+/// Sends a spawn request to `node` (as [`Node::spawn_on`](crate::Node::spawn_on)); the
+/// future ends with the new pid, or why not, by `timeout` on the node's clock at the latest.
+/// A thread blocks on it; a simulator polls it.
+pub(crate) fn start<A: Serialize + ?Sized>(
+    core: &Arc<Core>,
+    node: NodeId,
+    factory: &str,
+    args: &A,
+    principal: Option<&Principal>,
+    timeout: Duration,
+) -> Result<impl Future<Output = Result<Pid, SpawnRemoteError>> + 'static, SpawnRemoteError> {
+    let link = match node == core.id() {
+        true => None,
+        false => Some(core.link_to(node).ok_or(SpawnRemoteError::NodeDown)?),
+    };
+    let principal = principal.map(WirePrincipal::of);
+    let tag = tag_of(factory);
+    let deadline = core.now() + timeout;
+    let slot = core
+        .start_request(
+            link.as_deref(),
+            node,
+            |req| Header::Spawn {
+                req,
+                factory: tag,
+                principal,
+            },
+            args,
+            deadline,
+        )
+        .map_err(|e| match e {
+            SendError::Full => SpawnRemoteError::Rejected,
+            SendError::Down => SpawnRemoteError::NodeDown,
+            SendError::Encode(e) => SpawnRemoteError::Encode(e.to_string()),
+            SendError::TooLarge { size, limit } => {
+                SpawnRemoteError::Encode(format!("{size} bytes, over the limit of {limit}"))
+            }
+        })?;
+    let (until, factory) = (
+        Until {
+            slot,
+            deadline,
+            clock: core.clock(),
+        },
+        factory.to_owned(),
+    );
+    Ok(async move {
+        match until.await {
+            AskEnd::Answered(bytes) => wire::decode_payload::<u64>(&bytes)
+                .map(|local| Pid::new(node, local))
+                .map_err(|_| SpawnRemoteError::Failed("the answer did not decode".to_owned())),
+            AskEnd::Bounced(reason, _) => Err(bounced(reason, &factory)),
+            AskEnd::Failed(why) => Err(SpawnRemoteError::Failed(why)),
+            AskEnd::NoReply => Err(SpawnRemoteError::Failed("no answer".to_owned())),
+            AskEnd::Timeout => Err(SpawnRemoteError::Timeout),
+            AskEnd::NodeDown => Err(SpawnRemoteError::NodeDown),
+        }
+    })
 }

@@ -127,8 +127,13 @@ impl Watches {
         self.mine.remove(&mref).map(|m| (m.pid, m.notify))
     }
 
-    /// A peer watches local process `local`; `false` if the peer holds too many watches.
+    /// A peer watches local process `local`; `false` if the peer holds too many watches. A
+    /// watch already held (a watcher that followed a move re-sends its monitor to the new
+    /// node, which may have adopted it with the process) is kept once.
     pub(crate) fn add_theirs(&mut self, local: u64, watch: Theirs) -> bool {
+        if self.by_ref.get(&(watch.node, watch.mref)) == Some(&local) {
+            return true;
+        }
         let held = self.per_peer.entry(watch.node).or_default();
         if *held >= MAX_WATCHES_PER_PEER {
             self.refused += 1;
@@ -180,22 +185,25 @@ impl Watches {
 
     /// `node` is Down: its watches on this node go, and this node's watches on it end.
     pub(crate) fn lost(&mut self, node: NodeId) -> Lost {
-        let refs: Vec<u64> = self
+        // In reference order, whatever the tables' order: so a simulated run replays.
+        let mut refs: Vec<u64> = self
             .mine
             .iter()
             .filter(|(_, m)| m.pid.node() == node)
             .map(|(r, _)| *r)
             .collect();
+        refs.sort_unstable();
         let notify = refs
             .iter()
             .filter_map(|r| self.mine.remove(r).map(|m| (*r, m.pid, m.notify)))
             .collect();
-        let theirs: Vec<u64> = self
+        let mut theirs: Vec<u64> = self
             .by_ref
             .keys()
             .filter(|(n, _)| *n == node)
             .map(|(_, mref)| *mref)
             .collect();
+        theirs.sort_unstable();
         let mut kill = Vec::new();
         for mref in theirs {
             if let Some((local, true)) = self.remove_theirs(node, mref) {

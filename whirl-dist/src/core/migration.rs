@@ -89,7 +89,7 @@ impl Core {
 
     /// Local process `local` runs as `to` now: its held frames and later ones are
     /// redirected, its watchers told, its names here withdrawn (the new node registers them).
-    pub(crate) fn finish_moving(self: &Arc<Self>, local: u64, to: Pid, watchers: Vec<Theirs>) {
+    pub(crate) fn finish_moving(self: &Arc<Self>, local: u64, to: Pid, mut watchers: Vec<Theirs>) {
         self.exports.write().remove(&local);
         loop {
             let held = self.moves.lock().finish(local, to);
@@ -99,6 +99,10 @@ impl Core {
                 self.release_held(frame.from, frame.index);
             }
         }
+        // Watches placed since the process was handed over did not travel with it: they are
+        // told too, and follow it (`on_moved`). Taken once it is no longer moving: a monitor
+        // that comes later is answered `Moved` (`on_monitor`).
+        watchers.extend(self.watches.lock().ended(local));
         self.any_moves.store(true, Relaxed);
         self.moves.lock().follow_own(self.id, local, to);
         // Fences that waited for these frames to come back may pass now.
@@ -219,7 +223,8 @@ impl Core {
         exit: RemoteExit,
     ) {
         self.abort_moving(local);
-        for w in watchers {
+        let late = self.watches.lock().ended(local);
+        for w in watchers.into_iter().chain(late) {
             let header = Header::Down {
                 mref: w.mref,
                 reason: exit.clone(),
@@ -230,10 +235,25 @@ impl Core {
     }
 
     /// A process this node watches through `mref` moved to `to`: the watch follows it.
-    pub(super) fn on_moved(&self, mref: u64, to: Pid) {
+    ///
+    /// The monitor is sent again where it runs now: the new node adopted the watches that
+    /// travelled with the process and keeps this one once, but a watch placed while it was
+    /// moving, or on its old pid after it left, is known there only this way.
+    pub(super) fn on_moved(self: &Arc<Self>, mref: u64, to: Pid) {
         let from = self.watches.lock().retarget(mref, to);
-        if let Some(from) = from {
+        let Some(from) = from else { return };
+        if from != to {
             self.announce_move(from, to);
         }
+        // Where this node cannot send (Down, or never seen Up), it cannot watch.
+        if to.node() != self.id && self.link_to(to.node()).is_none() {
+            return self.end_mine(mref, RemoteExit::NoConnection);
+        }
+        let header = Header::Monitor {
+            target: to.local(),
+            mref,
+            link: self.link_watches.lock().contains_key(&mref),
+        };
+        self.send_control(to.node(), wire::encode_raw(self.id, &header, &[]));
     }
 }

@@ -24,7 +24,7 @@
 //! into the runtime (which never blocks) and queues answers on the peer's bounded control lane.
 //!
 //! Lock order, where two are held at once: `members`, then `links`, then `inbound`; `watches`,
-//! then `exports`; `inbound`, then `moves` and `fences`; `unnamed`, then `tokens`.
+//! then `exports` and `moves`; `inbound`, then `moves` and `fences`; `unnamed`, then `tokens`.
 
 use std::collections::{BTreeSet, HashMap};
 

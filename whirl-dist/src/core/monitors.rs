@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::Core;
 use crate::watches::{MonitorRef, Notify, Theirs};
 use crate::wire::{self, Header, RemoteExit};
-use crate::{MemberState, NodeId, Pid};
+use crate::{NodeId, Pid};
 
 impl Core {
     /// Watches `pid`; `notify` runs once when it ends (or cannot be reached).
@@ -20,10 +20,10 @@ impl Core {
         let mref = self.watches.lock().watch(pid, notify);
         let monitor = MonitorRef { pid, mref };
         // Inserted before the check: a Down racing with this either finds the watch or is
-        // seen here as quarantine.
-        if pid.node() != self.id
-            && self.members.lock().membership.state(pid.node()) == Some(MemberState::Quarantined)
-        {
+        // seen here as quarantine. A node this one cannot send to (Down, or never seen Up)
+        // cannot be watched: the monitor fires at once, as Erlang's does for an unreachable
+        // node.
+        if pid.node() != self.id && self.link_to(pid.node()).is_none() {
             self.end_mine(mref, RemoteExit::NoConnection);
             return monitor;
         }
@@ -89,8 +89,10 @@ impl Core {
         let added = {
             // The export is checked under the watch lock: `process_ended` withdraws the
             // export before it takes this lock, so a watch added here is always told.
+            // A process moving now is watched here until it runs elsewhere (its move then
+            // tells the watcher where, `finish_moving`).
             let mut watches = self.watches.lock();
-            self.exports.read().contains_key(&target)
+            (self.exports.read().contains_key(&target) || self.moves.lock().is_moving(target))
                 && watches.add_theirs(
                     target,
                     Theirs {
@@ -100,13 +102,22 @@ impl Core {
                     },
                 )
         };
-        if !added {
-            let header = Header::Down {
+        if added {
+            return;
+        }
+        // A process that moved away: the watcher follows it (and monitors it where it runs).
+        let header = match self.moves.lock().moved_to(target) {
+            Some(to) => Header::Moved {
+                mref,
+                node: to.node().as_u128(),
+                local: to.local(),
+            },
+            None => Header::Down {
                 mref,
                 reason: RemoteExit::NoProcess,
-            };
-            self.send_control(from, wire::encode_raw(self.id, &header, &[]));
-        }
+            },
+        };
+        self.send_control(from, wire::encode_raw(self.id, &header, &[]));
     }
 
     pub(super) fn on_exit(&self, from: NodeId, mref: u64, reason: RemoteExit) {

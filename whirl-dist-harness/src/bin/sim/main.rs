@@ -7,6 +7,7 @@
 //! cargo run --release -p whirl-dist-harness --bin sim -- --seed 17       # one seed, its trace
 //! ```
 
+mod workloads;
 mod world;
 
 use std::process::ExitCode;

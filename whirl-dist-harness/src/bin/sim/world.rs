@@ -36,7 +36,9 @@ use serde::{Deserialize, Serialize};
 use whirl::prelude::*;
 use whirl::Addr;
 use whirl_dist::sim::{self, EndpointId, SimNet, SimTransport};
-use whirl_dist::{Node, NodeConfig, NodeEvent, Pid, Remote, RemoteAddr};
+use whirl_dist::{Node, NodeConfig, NodeEvent, Peers, Pid, Policy, Remote, RemoteAddr};
+
+use crate::workloads::{self, Churn, Monitors, Spawns, View};
 
 /// A numbered message from one node to another's sink.
 #[derive(Message, Serialize, Deserialize)]
@@ -68,6 +70,21 @@ thread_local! {
     /// turns of a stepped runtime run on the simulator's thread.
     static RECORD: std::cell::RefCell<Option<Handled>> = const { std::cell::RefCell::new(None) };
     static RUNNING_ON: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+    /// The marks given back to their senders' bounce handlers: (origin, target, seq).
+    static RETURNED: std::cell::RefCell<Vec<(usize, usize, u64)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An address of `pid` at `node` for marks, whose bounces are recorded.
+fn mark_addr(node: &Node, pid: Pid) -> RemoteAddr<Mark> {
+    node.remote::<Mark>(pid).on_bounce(|back| {
+        let Mark {
+            origin,
+            target,
+            seq,
+        } = back.msg;
+        RETURNED.with(|r| r.borrow_mut().push((origin, target, seq)));
+    })
 }
 
 fn record(target: usize, Mark { origin, seq, .. }: Mark) {
@@ -88,8 +105,8 @@ fn record(target: usize, Mark { origin, seq, .. }: Mark) {
 
 /// A target that stays on its node: target number = its node.
 #[process]
-struct Sink {
-    target: usize,
+pub struct Sink {
+    pub target: usize,
 }
 
 #[process]
@@ -181,6 +198,8 @@ struct SimNode {
     events: crossbeam_channel::Receiver<NodeEvent>,
     /// Peers seen Down here.
     downs: BTreeSet<whirl_dist::NodeId>,
+    /// The peers it has seen Up.
+    ups: BTreeSet<whirl_dist::NodeId>,
     sink: Pid,
 }
 
@@ -209,6 +228,14 @@ pub struct World {
     keep_trace: bool,
     /// The watched node's protocol state as the trace last showed it.
     watched: String,
+    /// Marks a node took from a peer it had seen Down (none of them may be handled):
+    /// (node, origin, target, seq).
+    after_down: BTreeSet<(usize, usize, usize, u64)>,
+    monitors: Monitors,
+    churn: Churn,
+    spawns: Spawns,
+    /// Per node: how many processes its factory made.
+    made: Vec<Arc<Mutex<u64>>>,
     outcome: Outcome,
 }
 
@@ -217,20 +244,27 @@ impl World {
         let net = SimNet::new(seed);
         let handled: Handled = Arc::new(Mutex::new(Vec::new()));
         RECORD.with(|r| *r.borrow_mut() = Some(Arc::clone(&handled)));
+        RETURNED.with(|r| r.borrow_mut().clear());
         let mut nodes = Vec::new();
         let mut movers = Vec::new();
+        let mut factories = Vec::new();
         for i in 0..shape.nodes {
             let endpoint = net.endpoint();
             let runtime = Runtime::builder()
                 .stepped()
                 .build()
                 .expect("a stepped runtime starts no threads");
-            let config = NodeConfig::new("sim").insecure_plaintext("simulation");
+            let config = NodeConfig::new("sim")
+                .insecure_plaintext("simulation")
+                .policy(Policy::new().allow_factory(workloads::FACTORY, Peers::Any));
             let node = sim::start_node(config, &endpoint).expect("a simulated node starts");
             node.accept_migrations::<Mover, _>("sim.Mover/1", runtime.default_group(), |e| {
                 e.accept::<Mark>()
             })
             .expect("migrations accepted");
+            let made = Arc::new(Mutex::new(0));
+            workloads::add_factory(&node, &runtime, Arc::clone(&made));
+            factories.push(made);
             let sink = runtime.spawn(Sink { target: i });
             let pid = node.export(&sink).accept::<Mark>().build().expect("export");
             let mover = runtime.spawn(Mover {
@@ -259,6 +293,7 @@ impl World {
                 node: Some(node),
                 events,
                 downs: BTreeSet::new(),
+                ups: BTreeSet::new(),
                 sink: pid,
             });
         }
@@ -278,7 +313,7 @@ impl World {
                     .enumerate()
                     .map(|(t, pid)| {
                         let node = nodes[o].node.as_ref()?;
-                        (t != o).then(|| node.remote::<Mark>(*pid))
+                        (t != o).then(|| mark_addr(node, *pid))
                     })
                     .collect()
             })
@@ -300,6 +335,11 @@ impl World {
             died_unhandled: 0,
             keep_trace,
             watched: String::new(),
+            after_down: BTreeSet::new(),
+            monitors: Monitors::default(),
+            churn: Churn::default(),
+            spawns: Spawns::default(),
+            made: factories,
             outcome: Outcome::default(),
         }
     }
@@ -358,6 +398,33 @@ impl World {
                 .trace
                 .push(format!("{step:>6} watched: {state}"));
             self.watched = state;
+        }
+    }
+
+    /// One step of the other workloads (`workloads.rs`): a monitor placed, a churn name
+    /// registered or unregistered, or a spawn started.
+    fn other_work(&mut self, step: usize) {
+        let n = self.shape.nodes;
+        let (kind, a) = (self.below(3), self.below(n));
+        // Another node (a spawn on itself crosses no network).
+        let b = (a + 1 + self.below(n - 1)) % n;
+        let m = self.below(self.movers.len());
+        let by_name = self.next().is_multiple_of(2);
+        let timeout = match self.below(3) {
+            0 => Duration::from_millis(1 + self.below(30) as u64),
+            _ => Duration::from_secs(10),
+        };
+        if self.paused(a, step) {
+            return;
+        }
+        let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, step);
+        let line = match kind {
+            0 => self.monitors.place(&view, a, m, by_name),
+            1 => self.churn.toggle(&view, a),
+            _ => self.spawns.start(&view, a, b, timeout),
+        };
+        if let Some(line) = line {
+            self.note(step, line);
         }
     }
 
@@ -470,6 +537,10 @@ impl World {
                 self.start_migration(step);
                 true
             }
+            31 => {
+                self.other_work(step);
+                true
+            }
             _ => {
                 self.post(step);
                 true
@@ -566,6 +637,14 @@ impl World {
             };
             self.note(step, line);
         }
+        let lines = {
+            let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, step);
+            self.spawns.poll(&view)
+        };
+        ended |= !lines.is_empty();
+        for line in lines {
+            self.note(step, line);
+        }
         ended
     }
 
@@ -592,7 +671,7 @@ impl World {
                 found = self.nodes[o]
                     .node
                     .as_ref()
-                    .and_then(|node| node.whereis::<Mark>(&name));
+                    .and_then(|node| Some(mark_addr(node, node.whereis::<Mark>(&name)?.pid())));
                 found.as_ref()
             }
             false => self.to[o][d].as_ref(),
@@ -637,7 +716,24 @@ impl World {
             return false;
         }
         let choice = choices[self.below(choices.len())];
+        let (from, to) = (choice.from.0, choice.to.0);
+        let from_down = self.nodes[to].downs.contains(&self.ids[from]);
         let what = self.net.deliver(choice);
+        if from_down {
+            // A post from a peer this node saw Down: it must not be handled.
+            if let sim::Delivered::Payload {
+                frame: Some(frame),
+                body,
+                ..
+            } = &what
+            {
+                let mark = postcard::from_bytes::<Mark>(body).ok();
+                if let Some(mark) = mark.filter(|m| frame.contains("Post {") && m.origin == from) {
+                    self.after_down
+                        .insert((to, mark.origin, mark.target, mark.seq));
+                }
+            }
+        }
         let line = format!(
             "net n{} -> n{}: {}",
             choice.from.0,
@@ -838,6 +934,12 @@ impl World {
                 ));
             }
             *last = seq;
+            if self.after_down.contains(&(h.node, o, t, seq)) {
+                return Err(format!(
+                    "no frame from a quarantined incarnation is handled: n{} handled n{o}'s mark #{seq} to {name}, taken after it saw n{o} Down",
+                    h.node
+                ));
+            }
             let posted = self.next_seq.get(&(o, t)).copied().unwrap_or(1) - 1;
             if seq > posted {
                 return Err(format!("{name} handled n{o}'s mark #{seq}, never posted"));
@@ -878,6 +980,9 @@ impl World {
                     NodeEvent::Down { node, .. } => {
                         self.nodes[i].downs.insert(node);
                     }
+                    NodeEvent::Up(node) if !self.nodes[i].downs.contains(&node) => {
+                        self.nodes[i].ups.insert(node);
+                    }
                     NodeEvent::Up(node) if self.nodes[i].downs.contains(&node) => {
                         return Err(format!("Down is final: n{i} saw {node} Up after Down"));
                     }
@@ -885,11 +990,25 @@ impl World {
                 }
             }
         }
+        let lines = {
+            let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, usize::MAX);
+            self.churn.check(&view)?;
+            self.monitors.check(&view)?
+        };
+        for line in lines {
+            self.note(usize::MAX, line);
+        }
         Ok(())
     }
 
     /// The accounting, once nothing is left to do.
     fn check_at_rest(&mut self) -> Result<(), String> {
+        {
+            let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, usize::MAX);
+            self.monitors.check_at_rest(&view)?;
+            self.churn.check_at_rest(&view)?;
+            self.spawns.check_at_rest(&view, &self.made)?;
+        }
         let handled = self.handled.lock().expect("record").clone();
         let mut report = String::new();
         for o in 0..self.shape.nodes {
@@ -899,7 +1018,7 @@ impl World {
             let counts = node.counts();
             let accepted = self.accepted.get(&o).copied().unwrap_or(0);
             let handled_o = handled.iter().filter(|h| h.origin == o).count() as u64;
-            let returned = counts.returned;
+            let returned = RETURNED.with(|r| r.borrow().iter().filter(|m| m.0 == o).count()) as u64;
             let in_doubt = counts.in_doubt;
             let _ = writeln!(
                 report,
@@ -947,5 +1066,26 @@ impl World {
             None => format!("n{t}'s sink"),
             Some(m) => format!("mover {m}"),
         }
+    }
+}
+
+/// What the workloads see of the cluster at `step` (from the world's parts, so that a
+/// workload borrowed mutably can be given it).
+fn view_of<'a>(
+    nodes: &'a [SimNode],
+    ids: &'a [whirl_dist::NodeId],
+    movers: &[MoverAt],
+    net: &'a SimNet,
+    step: usize,
+) -> View<'a> {
+    View {
+        nodes: nodes.iter().map(|n| n.node.as_ref()).collect(),
+        ids,
+        downs: nodes.iter().map(|n| &n.downs).collect(),
+        ups: nodes.iter().map(|n| &n.ups).collect(),
+        movers: movers.iter().map(|m| (m.first, m.node, m.lost)).collect(),
+        sinks: nodes.iter().map(|n| n.sink).collect(),
+        paused: nodes.iter().map(|n| step < n.paused_until).collect(),
+        net,
     }
 }
