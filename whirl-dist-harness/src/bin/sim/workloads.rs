@@ -11,6 +11,10 @@
 //!   any other reason only for a mover that may have died (so a watch follows every move).
 //!   At rest, a monitor of a mover whose node was killed or that the watcher cannot reach
 //!   has fired.
+//! * **Links.** A node spawns a process of its own and links it to a mover. The linked
+//!   process is killed only for a reason (its node lost a peer, or the mover may have died),
+//!   and at rest it is dead if the mover is out of its node's reach. (A link's other
+//!   direction, a local failure killing the mover, is not exercised: movers live on.)
 //! * **Registry churn.** Each node registers and unregisters a name of its own (`churn-<i>`,
 //!   for its sink). Never two registrations at once; at rest, every live node that has not
 //!   seen the owner Down agrees with the owner on whether it is registered.
@@ -79,6 +83,102 @@ pub fn add_factory(node: &Node, runtime: &Runtime, made: Arc<Mutex<u64>>) {
         ctx.export(&sink).accept::<Mark>().build().into()
     })
     .expect("the factory is added once");
+}
+
+struct LinkRec {
+    node: usize,
+    mover: usize,
+    local: whirl::Addr<Sink>,
+    /// Whether its death was seen (and judged) already.
+    dead: bool,
+    /// Whether its node has not reached every node at some point since the link was made
+    /// (its link may then have fired).
+    excused: bool,
+}
+
+/// Local processes linked to movers.
+#[derive(Default)]
+pub struct Links {
+    links: Vec<LinkRec>,
+}
+
+/// Links made in one run, at most.
+const MAX_LINKS: usize = 20;
+
+impl Links {
+    /// Node `w` spawns a process in `runtime` and links it to mover `m` (by the pid its name
+    /// has at `w`, or its first pid).
+    pub fn make(
+        &mut self,
+        view: &View<'_>,
+        runtime: Option<&Runtime>,
+        w: usize,
+        m: usize,
+        by_name: bool,
+    ) -> Option<String> {
+        let (node, runtime) = (view.nodes[w]?, runtime?);
+        if self.links.len() >= MAX_LINKS {
+            return None;
+        }
+        let named = by_name
+            .then(|| node.whereis_all(&format!("mover-{m}")).first().copied())
+            .flatten();
+        let pid = named.unwrap_or(view.movers[m].0);
+        let local = runtime.spawn(Sink { target: usize::MAX });
+        node.link(&local, pid);
+        self.links.push(LinkRec {
+            node: w,
+            mover: m,
+            local,
+            dead: false,
+            excused: !view.lost_none(w),
+        });
+        Some(format!(
+            "link #{}: a process of n{w} linked to mover {m} as {pid}",
+            self.links.len() - 1
+        ))
+    }
+
+    /// After every step: a linked process that died, died for a reason.
+    pub fn check(&mut self, view: &View<'_>) -> Result<Vec<String>, String> {
+        let mut lines = Vec::new();
+        for (index, rec) in self.links.iter_mut().enumerate() {
+            if view.nodes[rec.node].is_none() {
+                continue;
+            }
+            rec.excused |= !view.lost_none(rec.node);
+            if rec.dead || !rec.local.is_terminated() {
+                continue;
+            }
+            rec.dead = true;
+            let (_, _, lost) = view.movers[rec.mover];
+            if !lost && !rec.excused {
+                return Err(format!(
+                    "link #{index} (n{} to mover {}) killed its process, but the mover lives and n{} has reached every node since",
+                    rec.node, rec.mover, rec.node
+                ));
+            }
+            lines.push(format!("link #{index} at n{} killed its process", rec.node));
+        }
+        Ok(lines)
+    }
+
+    /// At rest: a process linked to a mover out of its node's reach is dead.
+    pub fn check_at_rest(&self, view: &View<'_>) -> Result<(), String> {
+        for (index, rec) in self.links.iter().enumerate() {
+            let (_, at, lost) = view.movers[rec.mover];
+            if view.nodes[rec.node].is_none() || lost {
+                continue;
+            }
+            if !view.reaches(rec.node, at) && !rec.local.is_terminated() {
+                return Err(format!(
+                    "link #{index} (n{} to mover {}) left its process alive, but the mover's node n{at} is gone for it",
+                    rec.node, rec.mover
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 struct MonitorRec {

@@ -38,7 +38,7 @@ use whirl::Addr;
 use whirl_dist::sim::{self, EndpointId, SimNet, SimTransport};
 use whirl_dist::{Node, NodeConfig, NodeEvent, Peers, Pid, Policy, Remote, RemoteAddr};
 
-use crate::workloads::{self, Churn, Monitors, Spawns, View};
+use crate::workloads::{self, Churn, Links, Monitors, Spawns, View};
 
 /// A numbered message from one node to another's sink.
 #[derive(Message, Serialize, Deserialize)]
@@ -232,6 +232,7 @@ pub struct World {
     /// (node, origin, target, seq).
     after_down: BTreeSet<(usize, usize, usize, u64)>,
     monitors: Monitors,
+    links: Links,
     churn: Churn,
     spawns: Spawns,
     /// Per node: how many processes its factory made.
@@ -337,6 +338,7 @@ impl World {
             watched: String::new(),
             after_down: BTreeSet::new(),
             monitors: Monitors::default(),
+            links: Links::default(),
             churn: Churn::default(),
             spawns: Spawns::default(),
             made: factories,
@@ -402,10 +404,10 @@ impl World {
     }
 
     /// One step of the other workloads (`workloads.rs`): a monitor placed, a churn name
-    /// registered or unregistered, or a spawn started.
+    /// registered or unregistered, a spawn started, or a link made.
     fn other_work(&mut self, step: usize) {
         let n = self.shape.nodes;
-        let (kind, a) = (self.below(3), self.below(n));
+        let (kind, a) = (self.below(4), self.below(n));
         // Another node (a spawn on itself crosses no network).
         let b = (a + 1 + self.below(n - 1)) % n;
         let m = self.below(self.movers.len());
@@ -421,7 +423,11 @@ impl World {
         let line = match kind {
             0 => self.monitors.place(&view, a, m, by_name),
             1 => self.churn.toggle(&view, a),
-            _ => self.spawns.start(&view, a, b, timeout),
+            2 => self.spawns.start(&view, a, b, timeout),
+            _ => {
+                let runtime = self.nodes[a].runtime.as_ref();
+                self.links.make(&view, runtime, a, m, by_name)
+            }
         };
         if let Some(line) = line {
             self.note(step, line);
@@ -876,13 +882,14 @@ impl World {
 
     fn kill(&mut self, a: usize) {
         self.net.kill(self.nodes[a].endpoint.id());
-        // What was delivered into its runtime and not handled dies with it.
-        if let Some(node) = self.nodes[a].node.take() {
-            let delivered = node.counts().delivered;
-            let handled_here = self.record_handled_at(a);
-            self.died_unhandled += delivered.saturating_sub(handled_here);
-            drop(node);
-        }
+        // What waited in its runtime's mailboxes dies with it (marks, and nothing else is
+        // posted to its processes but what the workloads never judge).
+        let queued = self.nodes[a]
+            .runtime
+            .as_ref()
+            .map_or(0, |runtime| runtime.counts().queued());
+        self.died_unhandled += queued;
+        drop(self.nodes[a].node.take());
         drop(self.nodes[a].runtime.take());
         for to in &mut self.to[a] {
             *to = None;
@@ -909,11 +916,6 @@ impl World {
                 }
             }
         }
-    }
-
-    fn record_handled_at(&self, a: usize) -> u64 {
-        let handled = self.handled.lock().expect("record");
-        handled.iter().filter(|h| h.node == a).count() as u64
     }
 
     /// The invariants that hold after every step.
@@ -990,10 +992,23 @@ impl World {
                 }
             }
         }
+        // A mover killed through a link (a node linked to it went Down): gone, as Erlang's.
+        for m in 0..self.movers.len() {
+            let mover = &mut self.movers[m];
+            let killed = mover.moving.is_none()
+                && !mover.lost
+                && mover.addr.as_ref().is_some_and(Addr::is_terminated);
+            if killed {
+                mover.lost = true;
+                self.note(usize::MAX, format!("mover {m} was killed (linked)"));
+            }
+        }
         let lines = {
             let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, usize::MAX);
             self.churn.check(&view)?;
-            self.monitors.check(&view)?
+            let mut lines = self.monitors.check(&view)?;
+            lines.extend(self.links.check(&view)?);
+            lines
         };
         for line in lines {
             self.note(usize::MAX, line);
@@ -1006,6 +1021,7 @@ impl World {
         {
             let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, usize::MAX);
             self.monitors.check_at_rest(&view)?;
+            self.links.check_at_rest(&view)?;
             self.churn.check_at_rest(&view)?;
             self.spawns.check_at_rest(&view, &self.made)?;
         }
@@ -1083,7 +1099,16 @@ fn view_of<'a>(
         ids,
         downs: nodes.iter().map(|n| &n.downs).collect(),
         ups: nodes.iter().map(|n| &n.ups).collect(),
-        movers: movers.iter().map(|m| (m.first, m.node, m.lost)).collect(),
+        // A mover whose source copy ended during a move may have been killed (through a link)
+        // rather than handed over: it may have died, as far as watches can tell.
+        movers: movers
+            .iter()
+            .map(|m| {
+                let ended_moving =
+                    m.moving.is_some() && m.addr.as_ref().is_some_and(Addr::is_terminated);
+                (m.first, m.node, m.lost || ended_moving)
+            })
+            .collect(),
         sinks: nodes.iter().map(|n| n.sink).collect(),
         paused: nodes.iter().map(|n| step < n.paused_until).collect(),
         net,
