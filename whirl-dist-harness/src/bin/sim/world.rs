@@ -148,6 +148,13 @@ struct MoverAt {
     lost: bool,
 }
 
+/// A hot deploy: a new node joined, every mover on `old` moves to it, then `old` shuts down.
+struct Deploy {
+    old: usize,
+    new: usize,
+    stopped: bool,
+}
+
 /// How a run is shaped.
 #[derive(Clone, Copy, Debug)]
 pub struct Shape {
@@ -237,6 +244,9 @@ pub struct World {
     spawns: Spawns,
     /// Per node: how many processes its factory made.
     made: Vec<Arc<Mutex<u64>>>,
+    /// The step a hot deploy starts at, in runs that have one; the deploy under way.
+    deploy_at: Option<usize>,
+    deploy: Option<Deploy>,
     outcome: Outcome,
 }
 
@@ -250,24 +260,11 @@ impl World {
         let mut movers = Vec::new();
         let mut factories = Vec::new();
         for i in 0..shape.nodes {
-            let endpoint = net.endpoint();
-            let runtime = Runtime::builder()
-                .stepped()
-                .build()
-                .expect("a stepped runtime starts no threads");
-            let config = NodeConfig::new("sim")
-                .insecure_plaintext("simulation")
-                .policy(Policy::new().allow_factory(workloads::FACTORY, Peers::Any));
-            let node = sim::start_node(config, &endpoint).expect("a simulated node starts");
-            node.accept_migrations::<Mover, _>("sim.Mover/1", runtime.default_group(), |e| {
-                e.accept::<Mark>()
-            })
-            .expect("migrations accepted");
-            let made = Arc::new(Mutex::new(0));
-            workloads::add_factory(&node, &runtime, Arc::clone(&made));
+            let (sim_node, made) = start_sim_node(&net, i);
             factories.push(made);
-            let sink = runtime.spawn(Sink { target: i });
-            let pid = node.export(&sink).accept::<Mark>().build().expect("export");
+            let (Some(node), Some(runtime)) = (&sim_node.node, &sim_node.runtime) else {
+                unreachable!("a node just started runs");
+            };
             let mover = runtime.spawn(Mover {
                 target: shape.nodes + i,
                 handled: 0,
@@ -286,17 +283,7 @@ impl World {
                 moving: None,
                 lost: false,
             });
-            let events = node.events();
-            nodes.push(SimNode {
-                endpoint,
-                paused_until: 0,
-                runtime: Some(runtime),
-                node: Some(node),
-                events,
-                downs: BTreeSet::new(),
-                ups: BTreeSet::new(),
-                sink: pid,
-            });
+            nodes.push(sim_node);
         }
         let ids: Vec<whirl_dist::NodeId> = nodes
             .iter()
@@ -342,6 +329,8 @@ impl World {
             churn: Churn::default(),
             spawns: Spawns::default(),
             made: factories,
+            deploy_at: None,
+            deploy: None,
             outcome: Outcome::default(),
         }
     }
@@ -376,6 +365,92 @@ impl World {
                 usize::MAX => self.outcome.trace.push(format!("       {line}")),
                 step => self.outcome.trace.push(format!("{step:>6} {line}")),
             }
+        }
+    }
+
+    /// Starts a hot deploy: a new node joins the cluster (it accepts movers and posts marks
+    /// like the others) and every mover on a live node moves to it (`advance_deploy`).
+    fn start_deploy(&mut self, step: usize) {
+        let live: Vec<usize> = (0..self.shape.nodes).filter(|&i| self.alive(i)).collect();
+        if live.len() < 2 {
+            return;
+        }
+        let old = live[self.below(live.len())];
+        let new = self.nodes.len();
+        // Its sink is no target (nothing is posted to it).
+        let (sim_node, made) = start_sim_node(&self.net, usize::MAX);
+        let Some(node) = &sim_node.node else { return };
+        let targets: Vec<Pid> = (0..self.shape.nodes)
+            .map(|i| self.nodes[i].sink)
+            .chain(self.movers.iter().map(|m| m.first))
+            .collect();
+        self.to.push(
+            targets
+                .iter()
+                .map(|pid| Some(mark_addr(node, *pid)))
+                .collect(),
+        );
+        self.ids.push(node.id());
+        self.nodes.push(sim_node);
+        self.made.push(made);
+        self.deploy = Some(Deploy {
+            old,
+            new,
+            stopped: false,
+        });
+        self.note(
+            step,
+            format!("DEPLOY n{new} starts; every mover on n{old} moves to it, then n{old} stops"),
+        );
+    }
+
+    /// Moves the movers still on the deploy's old node to the new one; once none is left
+    /// there, runs the old node's work out and shuts it down.
+    fn advance_deploy(&mut self, step: usize) {
+        let Some(Deploy {
+            old,
+            new,
+            stopped: false,
+        }) = self.deploy
+        else {
+            return;
+        };
+        if !self.alive(old) || !self.alive(new) {
+            self.deploy = None;
+            return;
+        }
+        let mut remaining = false;
+        for m in 0..self.movers.len() {
+            let mover = &self.movers[m];
+            let arriving = mover.moving.as_ref().is_some_and(|(_, to, _)| *to == old);
+            if mover.lost || (mover.node != old && !arriving) {
+                continue;
+            }
+            remaining = true;
+            if mover.moving.is_none() && !self.paused(old, step) {
+                self.begin_move(step, m, new, Duration::from_secs(10));
+            }
+        }
+        if remaining {
+            return;
+        }
+        // Every mover left: the old node's work is run out, then it shuts down.
+        while self.turn_on(step, old) {}
+        if let Some(node) = &self.nodes[old].node {
+            sim::run_node(node);
+        }
+        let queued = self.nodes[old]
+            .runtime
+            .as_ref()
+            .map_or(0, |runtime| runtime.counts().queued());
+        let result = self.nodes[old].node.take().map(Node::shutdown);
+        self.note(
+            step,
+            format!("DEPLOY n{old} shut down ({queued} marks queued): {result:?}"),
+        );
+        self.gone(old);
+        if let Some(deploy) = &mut self.deploy {
+            deploy.stopped = true;
         }
     }
 
@@ -444,8 +519,16 @@ impl World {
 
     /// Runs the whole simulation.
     pub fn run(mut self) -> Outcome {
+        // Half the runs deploy: at a step in the middle of the run.
+        if self.next().is_multiple_of(2) {
+            self.deploy_at = Some(self.shape.steps / 5 + self.below(self.shape.steps / 2 + 1));
+        }
         for step in 0..self.shape.steps {
             self.step(step, true);
+            if self.deploy_at == Some(step) {
+                self.start_deploy(step);
+            }
+            self.advance_deploy(step);
             self.show_watched(step);
             if let Err(what) = self.check() {
                 self.outcome.violation = Some(Violation { step, what });
@@ -460,7 +543,7 @@ impl World {
         loop {
             let mut did = false;
             self.net.advance(Duration::from_millis(5));
-            for i in 0..self.shape.nodes {
+            for i in 0..self.nodes.len() {
                 if let Some(node) = &self.nodes[i].node {
                     sim::tick_node(node, self.net.now());
                 }
@@ -558,13 +641,23 @@ impl World {
     /// Starts moving a mover that is not moving to another live node.
     fn start_migration(&mut self, step: usize) {
         let m = self.below(self.movers.len());
-        let to = self.below(self.shape.nodes);
+        let to = self.below(self.nodes.len());
         // One in three with a timeout shorter than a round trip may be (the third bug of
         // issue 34: a migration that timed out on its source must not leave two copies).
         let timeout = match self.below(3) {
             0 => Duration::from_millis(1 + self.below(30) as u64),
             _ => Duration::from_secs(10),
         };
+        // Nothing moves onto a node being emptied for a deploy.
+        if self.deploy.as_ref().is_some_and(|d| d.old == to) {
+            return;
+        }
+        self.begin_move(step, m, to, timeout);
+    }
+
+    /// Starts moving mover `m` to node `to`, unless it is moving, lost, there already, or
+    /// `to` is gone.
+    fn begin_move(&mut self, step: usize, m: usize, to: usize, timeout: Duration) {
         let mover = &self.movers[m];
         let from = mover.node;
         if mover.moving.is_some() || mover.lost || from == to || !self.alive(to) {
@@ -655,9 +748,11 @@ impl World {
     }
 
     fn post(&mut self, step: usize) {
-        let o = self.below(self.shape.nodes);
+        let o = self.below(self.nodes.len());
         let d = self.below(2 * self.shape.nodes);
-        if !self.alive(o) || d == o || self.paused(o, step) {
+        // Not to its own sink (a deployed node has none).
+        let own_sink = d == o && d < self.shape.nodes;
+        if !self.alive(o) || own_sink || self.paused(o, step) {
             return;
         }
         let seq = {
@@ -784,7 +879,7 @@ impl World {
     }
 
     fn turn(&mut self, step: usize) -> bool {
-        let i = self.below(self.shape.nodes);
+        let i = self.below(self.nodes.len());
         self.turn_on(step, i)
     }
 
@@ -811,7 +906,7 @@ impl World {
     }
 
     fn background(&mut self, step: usize) -> bool {
-        let i = self.below(self.shape.nodes);
+        let i = self.below(self.nodes.len());
         if self.paused(i, step) {
             return false;
         }
@@ -827,7 +922,7 @@ impl World {
     }
 
     fn tick(&mut self, step: usize) -> bool {
-        let i = self.below(self.shape.nodes);
+        let i = self.below(self.nodes.len());
         if self.paused(i, step) {
             return false;
         }
@@ -841,7 +936,7 @@ impl World {
     }
 
     fn fault(&mut self, step: usize) {
-        let n = self.shape.nodes;
+        let n = self.nodes.len();
         let kind = match self.shape.partitions {
             true => self.below(4),
             // Kills and pauses only.
@@ -882,6 +977,11 @@ impl World {
 
     fn kill(&mut self, a: usize) {
         self.net.kill(self.nodes[a].endpoint.id());
+        self.gone(a);
+    }
+
+    /// Node `a` is gone (killed, or shut down): what it held is judged as lost with it.
+    fn gone(&mut self, a: usize) {
         // What waited in its runtime's mailboxes dies with it (marks, and nothing else is
         // posted to its processes but what the workloads never judge).
         let queued = self.nodes[a]
@@ -970,7 +1070,7 @@ impl World {
                 ));
             }
         }
-        for i in 0..self.shape.nodes {
+        for i in 0..self.nodes.len() {
             let events: Vec<NodeEvent> = self.nodes[i].events.try_iter().collect();
             for event in events {
                 let mut line = format!("event at n{i}: {event:?}");
@@ -1027,7 +1127,7 @@ impl World {
         }
         let handled = self.handled.lock().expect("record").clone();
         let mut report = String::new();
-        for o in 0..self.shape.nodes {
+        for o in 0..self.nodes.len() {
             let Some(node) = &self.nodes[o].node else {
                 continue;
             };
@@ -1113,4 +1213,39 @@ fn view_of<'a>(
         paused: nodes.iter().map(|n| step < n.paused_until).collect(),
         net,
     }
+}
+
+/// Starts a node on `net` with a stepped runtime, the simulation's policy, migrations of
+/// movers accepted, the spawn workload's factory (and its count), and its sink (target
+/// number `sink`).
+fn start_sim_node(net: &SimNet, sink: usize) -> (SimNode, Arc<Mutex<u64>>) {
+    let endpoint = net.endpoint();
+    let runtime = Runtime::builder()
+        .stepped()
+        .build()
+        .expect("a stepped runtime starts no threads");
+    let config = NodeConfig::new("sim")
+        .insecure_plaintext("simulation")
+        .policy(Policy::new().allow_factory(workloads::FACTORY, Peers::Any));
+    let node = sim::start_node(config, &endpoint).expect("a simulated node starts");
+    node.accept_migrations::<Mover, _>("sim.Mover/1", runtime.default_group(), |e| {
+        e.accept::<Mark>()
+    })
+    .expect("migrations accepted");
+    let made = Arc::new(Mutex::new(0));
+    workloads::add_factory(&node, &runtime, Arc::clone(&made));
+    let sink = runtime.spawn(Sink { target: sink });
+    let sink = node.export(&sink).accept::<Mark>().build().expect("export");
+    let events = node.events();
+    let sim_node = SimNode {
+        endpoint,
+        paused_until: 0,
+        runtime: Some(runtime),
+        node: Some(node),
+        events,
+        downs: BTreeSet::new(),
+        ups: BTreeSet::new(),
+        sink,
+    };
+    (sim_node, made)
 }
