@@ -423,11 +423,14 @@ impl World {
         for m in 0..self.movers.len() {
             let mover = &self.movers[m];
             let arriving = mover.moving.as_ref().is_some_and(|(_, to, _)| *to == old);
-            if mover.lost || (mover.node != old && !arriving) {
+            // One that may have died stays behind (it goes down with the node), unless a move
+            // of it is still under way.
+            let settled_lost = mover.lost && mover.moving.is_none();
+            if settled_lost || (mover.node != old && !arriving) {
                 continue;
             }
             remaining = true;
-            if mover.moving.is_none() && !self.paused(old, step) {
+            if mover.moving.is_none() && !mover.lost && !self.paused(old, step) {
                 self.begin_move(step, m, new, Duration::from_secs(10));
             }
         }
