@@ -44,11 +44,11 @@
 //!
 //! **Moving processes.** [`Node::migrate`] moves a process to another node with its state, its
 //! queue, its names and its watchers; senders holding its old pid follow it, and so do those
-//! that find its new pid by name, each sender's messages still in order (except, for now, a
-//! sender that uses both the old pid and the name of a process that moved more than once:
-//! an open bug, in whirl-dist's README); at most one copy of
-//! it ever runs, whatever the time limit or a crash ([`Node::accept_migrations`] says which
-//! process types may move and how to export them where they land). Hot deployment is a node of
+//! that find its new pid by name, each sender's messages still in order, however many times it
+//! moved (the one edge: a sender cut off from the old node as the process moved, that uses
+//! both an old pid and the name, in whirl-dist's README); at most one copy of it ever runs,
+//! whatever the time limit or a crash ([`Node::accept_migrations`] says which process types
+//! may move and how to export them where they land). A monitor follows the process too. Hot deployment is a node of
 //! the new version, a migration per process, and the old node's shutdown.
 //!
 //! ```no_run

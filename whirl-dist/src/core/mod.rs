@@ -151,6 +151,9 @@ pub(crate) struct Core {
     next_req: AtomicU64,
     routes: RwLock<FxHashMap<u64, RouteFn>>,
     next_route: AtomicU64,
+    /// The stamp of this node's last registration: each one's is later (a name registered,
+    /// withdrawn and registered again within a millisecond gets a token of its own).
+    last_stamp: AtomicU64,
     inbound: Mutex<FxHashMap<NodeId, Inbound>>,
     /// The nodes Up now: frames are read only from these (and from this node). A frame from
     /// anyone else is refused before anything is allocated for its sender, so a stranger
@@ -231,6 +234,7 @@ impl Core {
             next_req: AtomicU64::new(1),
             routes: RwLock::new(FxHashMap::default()),
             next_route: AtomicU64::new(1),
+            last_stamp: AtomicU64::new(0),
             inbound: Mutex::new(FxHashMap::default()),
             up: RwLock::new(FxHashSet::default()),
             watches: Mutex::new(Watches::default()),

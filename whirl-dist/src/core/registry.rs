@@ -6,6 +6,8 @@
 //! ([`crate::registry`]), so a lookup never goes to the network. A node's names vanish with
 //! its tokens, so with the node.
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use crate::transport::Presence;
 
 use super::{Core, Registration};
@@ -24,7 +26,12 @@ impl Core {
         if pid.node() != self.id || !self.exports.read().contains_key(&pid.local()) {
             return Err(DistError::NotExported(pid));
         }
-        let ms = self.transport.wall_clock_ms();
+        let now = self.transport.wall_clock_ms();
+        let ms = match self.last_stamp.fetch_update(Relaxed, Relaxed, |last| {
+            Some(now.max(last.saturating_add(1)))
+        }) {
+            Ok(last) | Err(last) => now.max(last.saturating_add(1)),
+        };
         let entry = RegEntry { ms, pid };
         let signature = match &self.auth {
             Some(auth) => Some(
@@ -111,11 +118,12 @@ impl Core {
             return;
         };
         match presence {
+            // This node's own registrations are listed by `register` and removed by
+            // `unregister` (or the process's end): its tokens' news only echo that; any other
+            // token naming this node is someone else's forgery (the other nodes count it: it
+            // is unsigned, or signed by another key).
+            _ if entry.pid.node() == self.id => {}
             Presence::Gone => self.registry.lock().remove(&name, entry),
-            // This node's own registrations are listed by `register`; any other token naming
-            // this node is someone else's forgery (the other nodes count it: it is unsigned,
-            // or signed by another key).
-            Presence::Present if entry.pid.node() == self.id => {}
             Presence::Present if self.auth.is_none() => self.list(name, entry),
             Presence::Present => match signature {
                 Some(signature) => self.signed_registration(name, entry, &signature),
