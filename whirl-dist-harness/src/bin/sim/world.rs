@@ -1151,8 +1151,7 @@ impl World {
             let handled_o = handled.iter().filter(|h| h.origin == o).count() as u64;
             // Given back to a bounce handler, or given back after the address that posted it
             // was dropped (only posts have handlers: every such one is a mark).
-            let returned = RETURNED.with(|r| r.borrow().iter().filter(|m| m.0 == o).count())
-                as u64
+            let returned = RETURNED.with(|r| r.borrow().iter().filter(|m| m.0 == o).count()) as u64
                 + counts.returned_unrouted;
             let in_doubt = counts.in_doubt;
             let _ = writeln!(
