@@ -256,6 +256,10 @@ impl Core {
                 let Some(link) = self.link_for(pid.node()) else {
                     return Some(Err(SendError::Down));
                 };
+                // The send holds the gate of the link it goes on, as every send does (a fence
+                // on that link counts it). Recursive: this thread may hold it already (or the
+                // first link's), and a fence waiting for it must not make it wait.
+                let _gate = link.as_ref().map(|link| link.gate.read_recursive());
                 if let (Header::Ask { .. }, Some(link)) = (&retargeted, &link) {
                     if !link.begin_ask() {
                         bump(&self.counts.refused);
@@ -295,16 +299,19 @@ impl Core {
                 self.on_frame(&wire::encode_raw(self.id, &header, &payload));
                 Ok(())
             }
-            Some(link) => link
-                .take_credit()
-                .map_err(|_| BounceReason::Rejected)
-                .and_then(|()| {
-                    link.send_data(wire::encode_raw(self.id, &header, &payload))
-                        .map_err(|_| {
-                            link.return_credit(&self.counts);
-                            BounceReason::Rejected
-                        })
-                }),
+            Some(link) => {
+                // As every send (see `reroute`); released before a bounce handler runs.
+                let _gate = link.gate.read_recursive();
+                link.take_credit()
+                    .map_err(|_| BounceReason::Rejected)
+                    .and_then(|()| {
+                        link.send_data(wire::encode_raw(self.id, &header, &payload))
+                            .map_err(|_| {
+                                link.return_credit(&self.counts);
+                                BounceReason::Rejected
+                            })
+                    })
+            }
         };
         match sent {
             Ok(()) => {
