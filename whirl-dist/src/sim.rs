@@ -127,6 +127,14 @@ pub struct Choice {
     priority: usize,
 }
 
+impl Choice {
+    /// The queue of its link it delivers from: 0 for hellos and tokens, 1 for control frames,
+    /// 2 for data (a higher priority may overtake a lower one).
+    pub fn priority(&self) -> usize {
+        self.priority
+    }
+}
+
 /// What [`SimNet::deliver`] delivered, for a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Delivered {

@@ -168,13 +168,9 @@ const PROCESS_FRAME: u8 = 3;
 /// The data queue of a link (hellos and tokens are 0, control frames 1).
 const DATA: usize = 2;
 
-/// Which of its link's queues `choice` delivers from. `Choice` keeps its priority private;
-/// its `Debug` shows it.
+/// Which of its link's queues `choice` delivers from.
 fn queue(choice: &Choice) -> usize {
-    let text = format!("{choice:?}");
-    (0..=DATA)
-        .find(|p| text.contains(&format!("priority: {p}")))
-        .unwrap_or(DATA)
+    choice.priority()
 }
 
 /// splitmix64.
