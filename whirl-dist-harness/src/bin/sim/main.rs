@@ -7,6 +7,7 @@
 //! cargo run --release -p whirl-dist-harness --bin sim -- --seed 17       # one seed, its trace
 //! ```
 
+mod targets;
 mod workloads;
 mod world;
 

@@ -32,7 +32,7 @@ use whirl::Runtime;
 use whirl_dist::sim::{self, SimNet};
 use whirl_dist::{Node, NodeId, Pid, RemoteExit, SpawnRemoteError};
 
-use crate::world::{Mark, Sink};
+use crate::targets::{Mark, Sink};
 
 /// What the workloads may see of the cluster.
 pub struct View<'a> {
