@@ -64,7 +64,10 @@
 //! A file that is not right is an error, never a panic, and the error says where: every
 //! [`ConfigError`] from a file displays as `FILE:LINE:COLUMN: what was expected` — syntax,
 //! wrong types, unknown keys (every table refuses them), unknown groups, unknown process
-//! types, values the runtime refuses.
+//! types, values the runtime refuses, and values that would silently mean something else or
+//! make a group refuse every message (`threads = 0`, `budget = 0`, `queue_length.max = 0`,
+//! `cost_budget.budget = 0`, `token_bucket.depth = 0`, `priority_thresholds.max = 0` at every
+//! priority).
 //!
 //! ```
 //! use whirl_config::Assembly;

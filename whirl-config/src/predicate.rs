@@ -59,18 +59,39 @@ fn thresholds(max: u64, at_least: &[(u8, u64)]) -> PriorityThresholds {
         })
 }
 
+/// The error for a predicate whose values make its group refuse every message: accepted,
+/// such a file would shed everything without a word (a sockets group refusing every TLS
+/// handshake).
+fn admits_nothing(predicate: &str, what: &str) -> String {
+    format!(
+        "`{predicate}` with {what} refuses every message: give it at least 1, or remove the predicate to admit everything"
+    )
+}
+
 /// Builds `spec`; `Err` says what is wrong with a value the predicate refuses.
 pub(crate) fn build(spec: &PredicateSpec) -> Result<(Built, Tuning), String> {
     Ok(match spec {
         PredicateSpec::QueueLength { max } => {
+            if *max == 0 {
+                return Err(admits_nothing("queue_length", "max = 0"));
+            }
             let p = Arc::new(QueueLength::max(*max));
             (p.clone() as Built, Tuning::QueueLength(p))
         }
         PredicateSpec::PriorityThresholds { max, at_least } => {
+            if *max == 0 && at_least.iter().all(|&(_, level)| level == 0) {
+                return Err(admits_nothing(
+                    "priority_thresholds",
+                    "max = 0 at every priority",
+                ));
+            }
             let p = Arc::new(thresholds(*max, at_least));
             (p.clone() as Built, Tuning::Priority(p))
         }
         PredicateSpec::CostBudget { budget } => {
+            if *budget == 0 {
+                return Err(admits_nothing("cost_budget", "budget = 0"));
+            }
             let p = Arc::new(CostBudget::new(*budget));
             (p.clone() as Built, Tuning::CostBudget(p))
         }
@@ -81,6 +102,9 @@ pub(crate) fn build(spec: &PredicateSpec) -> Result<(Built, Tuning), String> {
         } => {
             if !(rate.is_finite() && *rate > 0.0) {
                 return Err(format!("expected a positive rate, found {rate}"));
+            }
+            if *depth == 0 {
+                return Err(admits_nothing("token_bucket", "depth = 0"));
             }
             let p = Arc::new(TokenBucket::new(*rate, *depth).charge_cost(*charge_cost));
             (p.clone() as Built, Tuning::TokenBucket(p))

@@ -34,7 +34,9 @@ pub(crate) struct FileSpec {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RuntimeSpec {
+    #[serde(default, deserialize_with = "at_least_one_thread")]
     pub threads: Option<usize>,
+    #[serde(default, deserialize_with = "at_least_one_message")]
     pub budget: Option<usize>,
     pub slow_turn_threshold: Option<Dur>,
 }
@@ -44,6 +46,7 @@ pub(crate) struct RuntimeSpec {
 #[serde(deny_unknown_fields)]
 pub(crate) struct GroupSpec {
     pub threads: Option<Spanned<Threads>>,
+    #[serde(default, deserialize_with = "at_least_one_message")]
     pub budget: Option<usize>,
     pub slow_turn_threshold: Option<Dur>,
     pub lifo_slot: Option<bool>,
@@ -52,6 +55,24 @@ pub(crate) struct GroupSpec {
     pub controller: Option<Spanned<ControllerSpec>>,
     pub batching: Option<Spanned<SedaBatchingSpec>>,
     pub cpu_budget: Option<Spanned<CpuBudgetSpec>>,
+}
+
+/// `threads = N` of `[runtime]`: at least 1 (0 would silently mean 1).
+fn at_least_one_thread<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    match usize::deserialize(d)? {
+        0 => Err(de::Error::custom("expected at least 1 thread, found 0")),
+        n => Ok(Some(n)),
+    }
+}
+
+/// `budget = N`: at least 1 message per turn (0 would silently mean 1).
+fn at_least_one_message<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    match usize::deserialize(d)? {
+        0 => Err(de::Error::custom(
+            "expected a budget of at least 1 message per turn, found 0",
+        )),
+        n => Ok(Some(n)),
+    }
 }
 
 /// A group's threads: `4` or `{ min = 1, max = 4 }`.

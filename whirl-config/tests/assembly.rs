@@ -225,6 +225,42 @@ fn refused_values_name_line_and_column() {
     assert!(err.to_string().contains("child entry"), "{err}");
 }
 
+/// Values that would make a group refuse every message, or that silently mean something
+/// else (0 threads, a budget of 0), are refused where they are written.
+#[test]
+fn values_that_change_meaning_or_refuse_everything_are_refused() {
+    let err = error("[runtime]\nthreads = 0\n");
+    assert!(matches!(err, ConfigError::Syntax { .. }), "{err:?}");
+    assert_eq!(at(&err), (2, 11), "{err}");
+    assert!(err.to_string().contains("at least 1 thread"), "{err}");
+    let err = error("[runtime]\nbudget = 0\n");
+    assert_eq!(at(&err), (2, 10), "{err}");
+    let err = error("[groups.web]\nthreads = 1\nbudget = 0\n");
+    assert_eq!(at(&err), (3, 10), "{err}");
+    let err = error("[groups.web]\nthreads = 0\n");
+    assert_eq!(at(&err), (2, 11), "{err}");
+    for predicate in [
+        "{ queue_length = { max = 0 } }",
+        "{ cost_budget = { budget = 0 } }",
+        "{ token_bucket = { rate = 10.0, depth = 0 } }",
+        "{ priority_thresholds = { max = 0 } }",
+        "{ overload = { target = \"1s\", inner = { queue_length = { max = 0 } } } }",
+    ] {
+        let err = error(&format!(
+            "[groups.sockets]\nthreads = 1\npredicate = {predicate}\n"
+        ));
+        assert!(matches!(err, ConfigError::Invalid { .. }), "{err:?}");
+        assert_eq!(at(&err), (3, 13), "{predicate}: {err}");
+        assert!(err.to_string().contains("refuses every message"), "{err}");
+    }
+    // A threshold of 0 for the lowest priority only is a choice, not a mistake.
+    Assembly::parse(
+        "[groups.web]\npredicate = { priority_thresholds = { max = 0, at_least = [[1, 8]] } }\n",
+        "ok.toml",
+    )
+    .expect("anonymous refused, users admitted");
+}
+
 #[test]
 fn unknown_groups_name_line_and_column() {
     let text = "[groups.web]\nthreads = 1\n[supervisors.app]\nchildren = [\n  { id = \"c\", process = \"counter\", group = \"wbe\" },\n]\n";
