@@ -37,13 +37,16 @@
 //!
 //! With TLS, each connection's handshake runs in its socket process, in the "sockets" group,
 //! on behalf of the client address's principal, and is offered to that group's predicate
-//! first (`iris.toml`: a queue-length threshold): a flood of handshakes is refused like any
-//! overload, each refused connection closed before any cryptography, and counted.
+//! first (`iris.toml`: a burst is queued while the group keeps its 1 s response-time target,
+//! and past it new handshakes beyond a queue of 256 are refused): a flood of handshakes is
+//! refused like any overload, each refused connection closed before any cryptography, and
+//! counted.
 //!
 //! The configuration is watched while the server runs: edited predicate thresholds and
 //! budgets, and controller parameters, apply within a second without a restart; what needs a
 //! restart is said on stderr. A file with an error is refused with its line and column
-//! (`error: FILE:LINE:COLUMN: what was expected`) and exit status 2.
+//! (`error: FILE:LINE:COLUMN: what was expected`) and exit status 2, as is one that lacks a
+//! group the server needs (`error: FILE: the configuration defines no group ...`).
 //!
 //! Idle keep-alive connections are closed after 30 s; a request that has not fully arrived
 //! after 10 s is answered 408 and its connection closed.
@@ -296,6 +299,10 @@ fn main() -> ExitCode {
             }
         }
     });
+    let file = args.watch.as_ref().map_or_else(
+        || "iris.toml (built in)".to_owned(),
+        |path| path.display().to_string(),
+    );
     let root = args.options.root.display().to_string();
     let work = args.options.work;
     let predicates = args.predicates;
@@ -305,6 +312,11 @@ fn main() -> ExitCode {
     };
     let server = match Server::start(&rt, args.bind, args.options) {
         Ok(server) => server,
+        // A group the server needs that the file does not define: the file's fault.
+        Err(e @ server::StartError::MissingGroup(_)) => {
+            eprintln!("error: {file}: {e}");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("iris_http: cannot start on {}: {e}", args.bind);
             return ExitCode::FAILURE;
