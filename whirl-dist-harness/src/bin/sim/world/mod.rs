@@ -34,19 +34,19 @@
 //! handled or returned than accepted.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use whirl::prelude::*;
 use whirl::Addr;
-use whirl_dist::sim::{self, EndpointId, SimNet, SimTransport};
-use whirl_dist::{Node, NodeConfig, NodeEvent, Peers, Pid, Policy, RemoteAddr};
+use whirl_dist::sim::{self, SimNet, SimTransport};
+use whirl_dist::{Node, NodeEvent, Pid, RemoteAddr};
 
-use crate::targets::{
-    mark_addr, Handled, HandledMark, Mark, Mover, Sink, RECORD, RETURNED, RUNNING_ON,
-};
-use crate::workloads::{self, Churn, Links, Monitors, Spawns, View};
+use crate::targets::{mark_addr, Handled, Mark, Mover, RECORD, RETURNED, RUNNING_ON};
+use crate::workloads::{Churn, Links, Monitors, Spawns, View};
+
+mod invariants;
+mod node_lifecycle;
 
 /// Where a mover is, as far as the simulator knows.
 struct MoverAt {
@@ -174,7 +174,7 @@ impl World {
         let mut movers = Vec::new();
         let mut factories = Vec::new();
         for i in 0..shape.nodes {
-            let (sim_node, made) = start_sim_node(&net, i);
+            let (sim_node, made) = World::start_sim_node(&net, i);
             factories.push(made);
             let (Some(node), Some(runtime)) = (&sim_node.node, &sim_node.runtime) else {
                 unreachable!("a node just started runs");
@@ -279,95 +279,6 @@ impl World {
                 usize::MAX => self.outcome.trace.push(format!("       {line}")),
                 step => self.outcome.trace.push(format!("{step:>6} {line}")),
             }
-        }
-    }
-
-    /// Starts a hot deploy: a new node joins the cluster (it accepts movers and posts marks
-    /// like the others) and every mover on a live node moves to it (`advance_deploy`).
-    fn start_deploy(&mut self, step: usize) {
-        let live: Vec<usize> = (0..self.shape.nodes).filter(|&i| self.alive(i)).collect();
-        if live.len() < 2 {
-            return;
-        }
-        let old = live[self.below(live.len())];
-        let new = self.nodes.len();
-        // Its sink is no target (nothing is posted to it).
-        let (sim_node, made) = start_sim_node(&self.net, usize::MAX);
-        let Some(node) = &sim_node.node else { return };
-        let targets: Vec<Pid> = (0..self.shape.nodes)
-            .map(|i| self.nodes[i].sink)
-            .chain(self.movers.iter().map(|m| m.first))
-            .collect();
-        self.to.push(
-            targets
-                .iter()
-                .map(|pid| Some(mark_addr(node, *pid)))
-                .collect(),
-        );
-        self.ids.push(node.id());
-        self.nodes.push(sim_node);
-        self.made.push(made);
-        self.deploy = Some(Deploy {
-            old,
-            new,
-            stopped: false,
-        });
-        self.note(
-            step,
-            format!("DEPLOY n{new} starts; every mover on n{old} moves to it, then n{old} stops"),
-        );
-    }
-
-    /// Moves the movers still on the deploy's old node to the new one; once none is left
-    /// there, runs the old node's work out and shuts it down.
-    fn advance_deploy(&mut self, step: usize) {
-        let Some(Deploy {
-            old,
-            new,
-            stopped: false,
-        }) = self.deploy
-        else {
-            return;
-        };
-        if !self.alive(old) || !self.alive(new) {
-            self.deploy = None;
-            return;
-        }
-        let mut remaining = false;
-        for m in 0..self.movers.len() {
-            let mover = &self.movers[m];
-            let arriving = mover.moving.as_ref().is_some_and(|(_, to, _)| *to == old);
-            // One that may have died stays behind (it goes down with the node), unless a move
-            // of it is still under way.
-            let settled_lost = mover.lost && mover.moving.is_none();
-            if settled_lost || (mover.node != old && !arriving) {
-                continue;
-            }
-            remaining = true;
-            if mover.moving.is_none() && !mover.lost && !self.paused(old, step) {
-                self.begin_move(step, m, new, Duration::from_secs(10));
-            }
-        }
-        if remaining {
-            return;
-        }
-        // Every mover left: the old node's work is run out, then it shuts down.
-        while self.turn_on(step, old) {}
-        if let Some(node) = &self.nodes[old].node {
-            sim::run_node(node);
-        }
-        let queued = self.nodes[old]
-            .runtime
-            .as_ref()
-            .map_or(0, |runtime| runtime.counts().queued());
-        let result = self.nodes[old].node.take().map(Node::shutdown);
-        self.note(
-            step,
-            format!("DEPLOY n{old} shut down ({queued} marks queued): {result:?}"),
-        );
-        self.gone(old);
-        if let Some(deploy) = &mut self.deploy {
-            deploy.stopped = true;
         }
     }
 
@@ -858,251 +769,6 @@ impl World {
         false
     }
 
-    fn fault(&mut self, step: usize) {
-        let n = self.nodes.len();
-        let kind = match self.shape.partitions {
-            true => self.below(4),
-            // Kills and pauses only.
-            false => 2 + self.below(2),
-        };
-        match kind {
-            3 => {
-                let a = self.below(n);
-                let steps = 20 + self.below(200);
-                self.nodes[a].paused_until = step + steps;
-                self.note(step, format!("FAULT pause n{a} for {steps} steps"));
-            }
-            0 => {
-                let a = self.below(n);
-                let b = (a + 1 + self.below(n - 1)) % n;
-                self.net.partition(EndpointId(a), EndpointId(b));
-                self.note(step, format!("FAULT partition n{a} | n{b}"));
-            }
-            1 => {
-                let a = self.below(n);
-                let b = (a + 1 + self.below(n - 1)) % n;
-                self.net.heal(EndpointId(a), EndpointId(b));
-                self.note(step, format!("FAULT heal n{a} + n{b}"));
-            }
-            _ => {
-                let a = self.below(n);
-                // Keep at least two nodes alive.
-                let alive = (0..n).filter(|&i| self.alive(i)).count();
-                if !self.alive(a) || alive <= 2 {
-                    return;
-                }
-                self.kill(a);
-                self.note(step, format!("FAULT kill n{a}"));
-            }
-        }
-        self.outcome.faults += 1;
-    }
-
-    fn kill(&mut self, a: usize) {
-        self.net.kill(self.nodes[a].endpoint.id());
-        self.gone(a);
-    }
-
-    /// Node `a` is gone (killed, or shut down): what it held is judged as lost with it.
-    fn gone(&mut self, a: usize) {
-        // What waited in its runtime's mailboxes dies with it (marks, and nothing else is
-        // posted to its processes but what the workloads never judge).
-        let queued = self.nodes[a]
-            .runtime
-            .as_ref()
-            .map_or(0, |runtime| runtime.counts().queued());
-        self.died_unhandled += queued;
-        drop(self.nodes[a].node.take());
-        drop(self.nodes[a].runtime.take());
-        for to in &mut self.to[a] {
-            *to = None;
-        }
-        for mover in &mut self.movers {
-            let moving_here = mover
-                .moving
-                .as_ref()
-                .is_some_and(|(from, to, _)| *from == a || *to == a);
-            if mover.node == a || moving_here {
-                mover.lost = true;
-            }
-            if mover.node == a {
-                mover.addr = None;
-            }
-            if let Some((from, to, _)) = &mover.moving {
-                if *from == a {
-                    // Its source died mid-move: the migration goes with the node, and the
-                    // target may have started the mover already; that is the one place it
-                    // can run now.
-                    mover.node = *to;
-                    mover.addr = None;
-                    mover.moving = None;
-                }
-            }
-        }
-    }
-
-    /// The invariants that hold after every step.
-    fn check(&mut self) -> Result<(), String> {
-        let fresh: Vec<HandledMark> = {
-            let handled = self.handled.lock().expect("record");
-            handled[self.seen_handled..].to_vec()
-        };
-        self.seen_handled += fresh.len();
-        for h in fresh {
-            let (t, o, seq) = (h.target, h.origin, h.seq);
-            let name = self.target_name(t);
-            let last = self.last.entry((t, o)).or_insert(0);
-            if seq <= *last {
-                return Err(format!(
-                    "per-sender FIFO: {name} handled n{o}'s mark #{seq} after #{last} (on n{})",
-                    h.node
-                ));
-            }
-            *last = seq;
-            if self.after_down.contains(&(h.node, o, t, seq)) {
-                return Err(format!(
-                    "no frame from a quarantined incarnation is handled: n{} handled n{o}'s mark #{seq} to {name}, taken after it saw n{o} Down",
-                    h.node
-                ));
-            }
-            let posted = self.next_seq.get(&(o, t)).copied().unwrap_or(1) - 1;
-            if seq > posted {
-                return Err(format!("{name} handled n{o}'s mark #{seq}, never posted"));
-            }
-            if let Some(m) = t.checked_sub(self.shape.nodes) {
-                let mover = &self.movers[m];
-                let allowed = h.node == mover.node
-                    || mover
-                        .moving
-                        .as_ref()
-                        .is_some_and(|(from, to, _)| h.node == *from || h.node == *to);
-                if !allowed {
-                    return Err(format!(
-                        "one live copy: {name} handled n{o}'s mark #{seq} on n{}, but it is on n{}",
-                        h.node, mover.node
-                    ));
-                }
-            }
-        }
-        for m in 0..self.movers.len() {
-            let holders = self.net.tokens(&format!("whirl/sim/reg/mover-{m}/"));
-            if holders.len() > 1 {
-                return Err(format!(
-                    "one holder per name: mover-{m} is registered {} times: {holders:?}",
-                    holders.len()
-                ));
-            }
-        }
-        for i in 0..self.nodes.len() {
-            let events: Vec<NodeEvent> = self.nodes[i].events.try_iter().collect();
-            for event in events {
-                let mut line = format!("event at n{i}: {event:?}");
-                for (k, n) in self.ids.iter().enumerate() {
-                    line = line.replace(&n.to_string(), &format!("n{k}"));
-                }
-                self.note(usize::MAX, line);
-                match event {
-                    NodeEvent::Down { node, .. } => {
-                        self.nodes[i].downs.insert(node);
-                    }
-                    NodeEvent::Up(node) if !self.nodes[i].downs.contains(&node) => {
-                        self.nodes[i].ups.insert(node);
-                    }
-                    NodeEvent::Up(node) if self.nodes[i].downs.contains(&node) => {
-                        return Err(format!("Down is final: n{i} saw {node} Up after Down"));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        // A mover killed through a link (a node linked to it went Down): gone, as Erlang's.
-        for m in 0..self.movers.len() {
-            let mover = &mut self.movers[m];
-            let killed = mover.moving.is_none()
-                && !mover.lost
-                && mover.addr.as_ref().is_some_and(Addr::is_terminated);
-            if killed {
-                mover.lost = true;
-                self.note(usize::MAX, format!("mover {m} was killed (linked)"));
-            }
-        }
-        let lines = {
-            let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, usize::MAX);
-            self.churn.check(&view)?;
-            let mut lines = self.monitors.check(&view)?;
-            lines.extend(self.links.check(&view)?);
-            lines
-        };
-        for line in lines {
-            self.note(usize::MAX, line);
-        }
-        Ok(())
-    }
-
-    /// The accounting, once nothing is left to do.
-    fn check_at_rest(&mut self) -> Result<(), String> {
-        {
-            let view = view_of(&self.nodes, &self.ids, &self.movers, &self.net, usize::MAX);
-            self.monitors.check_at_rest(&view)?;
-            self.links.check_at_rest(&view)?;
-            self.churn.check_at_rest(&view)?;
-            self.spawns.check_at_rest(&view, &self.made)?;
-        }
-        let handled = self.handled.lock().expect("record").clone();
-        let mut report = String::new();
-        for o in 0..self.nodes.len() {
-            let Some(node) = &self.nodes[o].node else {
-                continue;
-            };
-            let counts = node.counts();
-            let accepted = self.accepted.get(&o).copied().unwrap_or(0);
-            let handled_o = handled.iter().filter(|h| h.origin == o).count() as u64;
-            // Given back to a bounce handler, or given back after the address that posted it
-            // was dropped (only posts have handlers: every such one is a mark).
-            let returned = RETURNED.with(|r| r.borrow().iter().filter(|m| m.0 == o).count()) as u64
-                + counts.returned_unrouted;
-            let in_doubt = counts.in_doubt;
-            let _ = writeln!(
-                report,
-                "n{o}: accepted {accepted}, handled {handled_o}, returned {returned}, in doubt {in_doubt}; {counts:?}"
-            );
-            if handled_o + returned > accepted {
-                return Err(format!(
-                    "more handled or returned than accepted from n{o}\n{report}"
-                ));
-            }
-            let explained = handled_o + returned + in_doubt + self.died_unhandled;
-            let lost_movers: Vec<usize> = (0..self.movers.len())
-                .filter(|&m| self.movers[m].lost)
-                .map(|m| self.shape.nodes + m)
-                .collect();
-            let judged = !self
-                .accepted_marks
-                .iter()
-                .any(|(origin, t, _)| *origin == o && lost_movers.contains(t));
-            if judged && accepted > explained {
-                let got: BTreeSet<(usize, usize, u64)> = handled
-                    .iter()
-                    .map(|h| (h.origin, h.target, h.seq))
-                    .collect();
-                let missing: Vec<String> = self
-                    .accepted_marks
-                    .iter()
-                    .filter(|(origin, _, _)| *origin == o)
-                    .filter(|mark| !got.contains(mark))
-                    .take(10)
-                    .map(|(_, t, seq)| format!("{} #{seq}", self.target_name(*t)))
-                    .collect();
-                return Err(format!(
-                    "silent loss: {} of n{o}'s accepted marks are neither handled, returned, in doubt nor died queued (not handled: {})\n{report}",
-                    accepted - explained,
-                    missing.join(", ")
-                ));
-            }
-        }
-        Ok(())
-    }
-
     fn target_name(&self, t: usize) -> String {
         match t.checked_sub(self.shape.nodes) {
             None => format!("n{t}'s sink"),
@@ -1139,39 +805,4 @@ fn view_of<'a>(
         paused: nodes.iter().map(|n| step < n.paused_until).collect(),
         net,
     }
-}
-
-/// Starts a node on `net` with a stepped runtime, the simulation's policy, migrations of
-/// movers accepted, the spawn workload's factory (and its count), and its sink (target
-/// number `sink`).
-fn start_sim_node(net: &SimNet, sink: usize) -> (SimNode, Arc<Mutex<u64>>) {
-    let endpoint = net.endpoint();
-    let runtime = Runtime::builder()
-        .stepped()
-        .build()
-        .expect("a stepped runtime starts no threads");
-    let config = NodeConfig::new("sim")
-        .insecure_plaintext("simulation")
-        .policy(Policy::new().allow_factory(workloads::FACTORY, Peers::Any));
-    let node = sim::start_node(config, &endpoint).expect("a simulated node starts");
-    node.accept_migrations::<Mover, _>("sim.Mover/1", runtime.default_group(), |e| {
-        e.accept::<Mark>()
-    })
-    .expect("migrations accepted");
-    let made = Arc::new(Mutex::new(0));
-    workloads::add_factory(&node, &runtime, Arc::clone(&made));
-    let sink = runtime.spawn(Sink { target: sink });
-    let sink = node.export(&sink).accept::<Mark>().build().expect("export");
-    let events = node.events();
-    let sim_node = SimNode {
-        endpoint,
-        paused_until: 0,
-        runtime: Some(runtime),
-        node: Some(node),
-        events,
-        downs: BTreeSet::new(),
-        ups: BTreeSet::new(),
-        sink,
-    };
-    (sim_node, made)
 }
