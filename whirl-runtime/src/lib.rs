@@ -22,7 +22,7 @@
 //! | 6 | `admission` | message predicates: `Offer`, `Completion`, the library, combinators | `control`, `principal`, `lifecycle`, `time` |
 //! | 5 | `control` | counters, statistics, concurrency controllers | `principal`, `lifecycle`, `isolation` |
 //! | 4 | `principal` | `Principal`, its builder, `Estimate`, `MessageType` | `isolation` |
-//! | 3 | `lifecycle` | `ProcessId`, `ExitReason`, `Failure`, `Down`, dead letters, the failure hook | `isolation` |
+//! | 3 | `lifecycle` | `ProcessId`, `ExitReason`, `Failure`, `Down`, dead letters, the failure hook, what reaches stderr without a subscriber | `isolation` |
 //! | 2 | `time` | clocks (`Clock`, `ManualClock`, `CoarseClock`) and timers | `isolation` |
 //! | 1 | `isolation` | `Isolated`, `Message`, `SharesState`, `SharedClient` | nothing |
 //! | 0 | `sync` | the std or loom primitives the lock-free code is written against | nothing |

@@ -65,7 +65,11 @@ use parking_lot::Mutex;
 use super::pool::Slot;
 use super::probe::Running;
 use crate::control::{SlowTurn, RECENT_SLOW_TURNS};
+use crate::lifecycle::quiet::Quiet;
 use crate::lifecycle::{wall_clock, ProcessId};
+
+/// Slow turns, printed to standard error when no `tracing` subscriber is installed.
+static SLOW_TURNS: Quiet = Quiet::new("slow turns");
 
 /// A group's slow-turn threshold unless its builder says otherwise.
 pub(crate) const DEFAULT_SLOW_TURN_THRESHOLD: Duration = Duration::from_millis(100);
@@ -169,6 +173,15 @@ impl Watchdog {
                 threshold_ms = millis(threshold),
                 "slow turn: a handler held a worker longer than the group's threshold",
             );
+            SLOW_TURNS.print(|| {
+                format!(
+                    "slow turn: process {} in group `{group}` held a worker {} ms handling {} (threshold {} ms)",
+                    running.process,
+                    millis(running.for_how_long),
+                    running.message.unwrap_or("unknown"),
+                    millis(threshold)
+                )
+            });
             {
                 let mut recent = self.recent.lock();
                 if recent.len() == RECENT_SLOW_TURNS {

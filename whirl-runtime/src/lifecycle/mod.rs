@@ -8,6 +8,7 @@
 //! * `failures.rs`: the application's hook for failures and abandoned processes.
 //! * [`Unanswered`] (`unanswered.rs`): why a request got no answer, said where the runtime
 //!   drops requests.
+//! * `quiet.rs`: what reaches standard error without a `tracing` subscriber, rate-limited.
 //!
 //! Layer 1: uses `isolation` only.
 
@@ -15,6 +16,7 @@ mod dead_letter;
 mod exit;
 pub(crate) mod failures;
 mod id;
+pub(crate) mod quiet;
 mod unanswered;
 
 pub(crate) use dead_letter::{default_sink, wall_clock};

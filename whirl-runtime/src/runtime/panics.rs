@@ -10,7 +10,8 @@
 //! * a panic on a whirl worker, inside a turn, becomes one `tracing` error event with the
 //!   process id, the group, the message type being handled, the panic's location and message;
 //! * the previous hook (the default prints to stderr) still runs for the first
-//!   [`BURST`] such panics, and then for at most one every [`QUIET`]; the panics it skips are
+//!   five such panics, and then for at most one every ten seconds
+//!   (`lifecycle/quiet.rs`); the panics it skips are
 //!   counted, and the next one printed says how many were not;
 //! * a panic anywhere else (user threads, the runtime's own threads outside a turn) goes to
 //!   the previous hook unchanged.
@@ -20,16 +21,12 @@
 
 use std::panic::PanicHookInfo;
 use std::sync::Once;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use crate::group::current_turn;
-
-/// Handler panics printed in full before the limit applies.
-pub(crate) const BURST: u32 = 5;
-/// After the burst, at most one handler panic is printed in this long.
-pub(crate) const QUIET: Duration = Duration::from_secs(10);
+use crate::lifecycle::quiet::{Limiter, Print};
 
 static INSTALL: Once = Once::new();
 static LIMITER: Mutex<Limiter> = Mutex::new(Limiter::new());
@@ -76,67 +73,4 @@ fn payload_text(info: &PanicHookInfo<'_>) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "non-string panic payload".to_owned())
-}
-
-/// Whether to print a panic.
-#[derive(Debug, PartialEq, Eq)]
-enum Print {
-    /// Print it; `skipped` panics were not printed since the last one that was.
-    Yes {
-        skipped: u64,
-    },
-    No,
-}
-
-/// The first [`BURST`] panics, then one per [`QUIET`].
-struct Limiter {
-    printed: u32,
-    last: Option<Instant>,
-    skipped: u64,
-}
-
-impl Limiter {
-    const fn new() -> Limiter {
-        Limiter {
-            printed: 0,
-            last: None,
-            skipped: 0,
-        }
-    }
-
-    fn admit(&mut self, now: Instant) -> Print {
-        let quiet_enough = self
-            .last
-            .is_none_or(|last| now.saturating_duration_since(last) >= QUIET);
-        if self.printed < BURST || quiet_enough {
-            self.printed = self.printed.saturating_add(1);
-            self.last = Some(now);
-            Print::Yes {
-                skipped: std::mem::take(&mut self.skipped),
-            }
-        } else {
-            self.skipped += 1;
-            Print::No
-        }
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_burst_then_one_per_quiet_period_with_the_skipped_counted() {
-        let mut limiter = Limiter::new();
-        let t0 = Instant::now();
-        for _ in 0..BURST {
-            assert_eq!(limiter.admit(t0), Print::Yes { skipped: 0 });
-        }
-        for _ in 0..100 {
-            assert_eq!(limiter.admit(t0 + Duration::from_secs(1)), Print::No);
-        }
-        assert_eq!(limiter.admit(t0 + QUIET), Print::Yes { skipped: 100 });
-        assert_eq!(limiter.admit(t0 + QUIET), Print::No);
-        assert_eq!(limiter.admit(t0 + QUIET + QUIET), Print::Yes { skipped: 1 });
-    }
 }

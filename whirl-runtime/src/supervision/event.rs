@@ -7,6 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::lifecycle::quiet::Quiet;
 use crate::lifecycle::{ExitReason, ProcessId};
 
 /// Where a supervisor's events go (see
@@ -99,18 +100,34 @@ pub enum EventKind {
     },
 }
 
+/// Restarts, printed to standard error when no `tracing` subscriber is installed.
+static RESTARTS: Quiet = Quiet::new("restarts");
+/// A supervisor's warnings (giving up, a child that would not stop), likewise.
+static WARNINGS: Quiet = Quiet::new("supervisor warnings");
+
 /// Logs `event` and hands it to `sink`; a panicking sink is contained and logged.
+///
+/// Restarts are `INFO`; a supervisor giving up, a backoff exhausted and a shutdown that
+/// timed out are `WARN`. A supervisor that fails is a failing process, reported once by the
+/// failure hook (`lifecycle/failures.rs`), so its `Terminated` event is `DEBUG` here. Without
+/// a subscriber, restarts and warnings reach standard error as failures do, rate-limited
+/// (`lifecycle/quiet.rs`).
 pub(super) fn emit(sink: Option<&EventSink>, event: SupervisorEvent) {
+    let supervisor = &event.supervisor;
     match &event.kind {
         EventKind::IntensityExceeded { .. }
         | EventKind::BackoffExhausted { .. }
         | EventKind::ShutdownTimedOut { .. } => {
-            tracing::warn!(supervisor = %event.supervisor, kind = ?event.kind, "supervisor")
+            tracing::warn!(supervisor = %supervisor, kind = ?event.kind, "supervisor");
+            WARNINGS.print(|| format!("supervisor `{supervisor}`: {:?}", event.kind));
         }
-        EventKind::Terminated {
-            reason: ExitReason::Failed(f),
-        } => tracing::error!(supervisor = %event.supervisor, failure = %f, "supervisor failed"),
-        kind => tracing::debug!(supervisor = %event.supervisor, ?kind, "supervisor"),
+        EventKind::ChildRestarted { id, pid, restarts } => {
+            tracing::info!(supervisor = %supervisor, child = %id, process = %pid, restarts, "child restarted");
+            RESTARTS.print(|| {
+                format!("supervisor `{supervisor}` restarted child `{id}` as {pid} (restart {restarts})")
+            });
+        }
+        kind => tracing::debug!(supervisor = %supervisor, ?kind, "supervisor"),
     }
     // Labelled by supervisor, not by child: a simple-one-for-one supervisor's children are
     // named by process id, one series each.
