@@ -746,24 +746,21 @@ pub fn tick_node(node: &crate::Node, now: std::time::Instant) {
     node.core.tick(now);
 }
 
-/// A migration a simulator drives: [`Node::migrate`](crate::Node::migrate) as a state
-/// machine that advances only when polled, between the simulator's steps.
-pub struct Migration {
-    future: std::pin::Pin<Box<dyn std::future::Future<Output = MigrationResult>>>,
+/// A future a simulator drives: it advances only when [polled](Polled::poll), between the
+/// simulator's steps, and says its outcome once it has one.
+pub struct Polled<T> {
+    future: std::pin::Pin<Box<dyn std::future::Future<Output = T>>>,
 }
 
-/// How a simulated migration ended: the new pid, or why not.
-pub type MigrationResult = Result<crate::Pid, crate::MigrateError>;
-
-impl fmt::Debug for Migration {
+impl<T> fmt::Debug for Polled<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Migration")
+        f.write_str("Polled")
     }
 }
 
-impl Migration {
-    /// Advances the migration as far as it can go now; its outcome once it has one.
-    pub fn poll(&mut self) -> Option<MigrationResult> {
+impl<T> Polled<T> {
+    /// Advances it as far as it can go now; its outcome once it has one.
+    pub fn poll(&mut self) -> Option<T> {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         match self.future.as_mut().poll(&mut cx) {
             std::task::Poll::Ready(outcome) => Some(outcome),
@@ -772,8 +769,15 @@ impl Migration {
     }
 }
 
+/// A migration a simulator drives: [`Node::migrate`](crate::Node::migrate) as a state
+/// machine that advances only when polled.
+pub type Migration = Polled<MigrationResult>;
+
+/// How a simulated migration ended: the new pid, or why not.
+pub type MigrationResult = Result<crate::Pid, crate::MigrateError>;
+
 /// Starts moving `addr` from `node` to node `to`, as [`Node::migrate`](crate::Node::migrate)
-/// does; nothing happens until the migration is [polled](Migration::poll).
+/// does; nothing happens until the migration is [polled](Polled::poll).
 pub fn migrate<P>(
     node: &crate::Node,
     addr: &whirl::Addr<P>,
@@ -783,7 +787,7 @@ pub fn migrate<P>(
 where
     P: whirl::Process + serde::Serialize + serde::de::DeserializeOwned,
 {
-    Migration {
+    Polled {
         future: Box::pin(crate::migrate::migration(
             Arc::clone(&node.core),
             addr.clone(),
@@ -795,33 +799,14 @@ where
 
 /// A remote spawn a simulator drives: [`Node::spawn_on`](crate::Node::spawn_on) as a state
 /// machine that advances only when polled.
-pub struct Spawn {
-    future: std::pin::Pin<Box<dyn std::future::Future<Output = SpawnResult>>>,
-}
+pub type Spawn = Polled<SpawnResult>;
 
 /// How a simulated spawn ended: the new pid, or why not.
 pub type SpawnResult = Result<crate::Pid, crate::SpawnRemoteError>;
 
-impl fmt::Debug for Spawn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Spawn")
-    }
-}
-
-impl Spawn {
-    /// Advances the spawn as far as it can go now; its outcome once it has one.
-    pub fn poll(&mut self) -> Option<SpawnResult> {
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        match self.future.as_mut().poll(&mut cx) {
-            std::task::Poll::Ready(outcome) => Some(outcome),
-            std::task::Poll::Pending => None,
-        }
-    }
-}
-
 /// Sends a spawn request from `node` to node `to`'s factory `factory`, as
 /// [`Node::spawn_on`](crate::Node::spawn_on) does (the request is sent now, or refused now);
-/// its answer is awaited when the spawn is [polled](Spawn::poll).
+/// its answer is awaited when the spawn is [polled](Polled::poll).
 pub fn spawn_on<A: serde::Serialize + ?Sized>(
     node: &crate::Node,
     to: crate::NodeId,
@@ -830,7 +815,7 @@ pub fn spawn_on<A: serde::Serialize + ?Sized>(
     timeout: std::time::Duration,
 ) -> Result<Spawn, crate::SpawnRemoteError> {
     let future = crate::spawn::start(&node.core, to, factory, args, None, timeout)?;
-    Ok(Spawn {
+    Ok(Polled {
         future: Box::pin(future),
     })
 }

@@ -62,6 +62,15 @@ impl View<'_> {
             && (a == b || (self.ups[a].contains(id) && !self.downs[a].contains(id)))
     }
 
+    /// The pid `node` reaches mover `m` by: the one its name has there (`by_name`, if
+    /// registered), else its first pid.
+    fn mover_pid(&self, node: &Node, m: usize, by_name: bool) -> Pid {
+        let named = by_name
+            .then(|| node.whereis_all(&format!("mover-{m}")).first().copied())
+            .flatten();
+        named.unwrap_or(self.movers[m].0)
+    }
+
     /// Whether node `a` has lost no node: it saw every other one Up and none Down.
     fn lost_none(&self, a: usize) -> bool {
         self.downs[a].is_empty() && self.ups[a].len() + 1 >= self.ids.len()
@@ -120,10 +129,7 @@ impl Links {
         if self.links.len() >= MAX_LINKS {
             return None;
         }
-        let named = by_name
-            .then(|| node.whereis_all(&format!("mover-{m}")).first().copied())
-            .flatten();
-        let pid = named.unwrap_or(view.movers[m].0);
+        let pid = view.mover_pid(node, m, by_name);
         let local = runtime.spawn(Sink { target: usize::MAX });
         node.link(&local, pid);
         self.links.push(LinkRec {
@@ -204,10 +210,7 @@ impl Monitors {
         if self.placed.len() >= MAX_MONITORS {
             return None;
         }
-        let named = by_name
-            .then(|| node.whereis_all(&format!("mover-{m}")).first().copied())
-            .flatten();
-        let pid = named.unwrap_or(view.movers[m].0);
+        let pid = view.mover_pid(node, m, by_name);
         let index = self.placed.len();
         let fired = Arc::clone(&self.fired);
         node.monitor_with(pid, move |reason| {
@@ -391,7 +394,7 @@ impl Spawns {
             if view.nodes[rec.from].is_none() || view.paused[rec.from] {
                 continue;
             }
-            let Some(outcome) = rec.spawn.as_mut().and_then(sim::Spawn::poll) else {
+            let Some(outcome) = rec.spawn.as_mut().and_then(sim::Polled::poll) else {
                 continue;
             };
             rec.spawn = None;
