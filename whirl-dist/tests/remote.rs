@@ -588,7 +588,7 @@ fn hostile_frames_are_counted_and_harmless() {
 }
 
 /// The frame format's version (`wire::VERSION`).
-const V: u8 = 3;
+const V: u8 = 4;
 
 /// The header of an acknowledgement, as postcard encodes it (variant 2, then a varint).
 fn postcard_ack() -> Vec<u8> {
