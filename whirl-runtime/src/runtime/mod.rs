@@ -6,7 +6,7 @@
 //! * `metrics.rs`: recording the statistics through the `metrics` facade (feature `metrics`):
 //!   `Runtime::record_metrics`, `Runtime::export_metrics` and its `MetricsExporter`.
 //! * `shutdown.rs`: what a shutdown reports ([`ShutdownReport`], [`AbandonedProcess`]).
-//! * `signal.rs`: shutting down on SIGINT/SIGTERM.
+//! * `signal.rs`: shutting down on SIGINT/SIGTERM, reloading on SIGHUP.
 //!
 //! Layer 9, the top: uses every layer below.
 
