@@ -25,6 +25,7 @@
 
 mod connection;
 mod dispatcher;
+pub mod drain;
 mod handlers;
 mod messages;
 mod outgoing;
@@ -40,7 +41,8 @@ use std::time::Duration;
 use whirl::net::tls::{self, TlsAcceptError, TlsConfig};
 use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
 use whirl::prelude::*;
-use whirl::GroupError;
+use whirl::routing::ProcessGroups;
+use whirl::{GroupError, SharedClient};
 use whirl_http::Limits;
 
 pub use connection::HttpConnection;
@@ -50,6 +52,8 @@ use session_store::SessionStore;
 use site::{ShedPolicy, Site};
 
 use crate::config::Users;
+use crate::ops::access_log::Sink;
+use crate::ops::Ops;
 use crate::sessions::SessionLimits;
 use crate::store::Store;
 
@@ -79,6 +83,8 @@ pub struct Options {
     pub session_paths: Vec<String>,
     /// See [`Site::hsts`] (`--hsts-max-age`).
     pub hsts: Option<Duration>,
+    /// Where the access log's lines go (`--access-log`), if anywhere.
+    pub access_log: Option<Sink>,
 }
 
 /// Where anonymous sessions start by default: the demo site's dynamic part.
@@ -101,6 +107,7 @@ impl Options {
             limits: Limits::default(),
             session_paths: SESSION_PATHS.map(String::from).to_vec(),
             hsts: None,
+            access_log: None,
         }
     }
 }
@@ -145,11 +152,7 @@ impl Accept for Serve {
                 }
             }
         };
-        ctx.spawn(HttpConnection::new(
-            Arc::clone(&self.site),
-            socket,
-            peer.ip(),
-        ));
+        ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket, peer));
         Ok(())
     }
 }
@@ -158,6 +161,10 @@ impl Accept for Serve {
 pub struct Server {
     pub addr: SocketAddr,
     acceptor: Addr<Acceptor>,
+    /// Its metrics, access log and phase.
+    ops: Arc<Ops>,
+    /// The runtime's process groups (connections join one, to be told of a drain).
+    process_groups: ProcessGroups,
 }
 
 /// Why the server could not start.
@@ -197,6 +204,7 @@ impl Server {
         let sockets = group("sockets")?;
         let dispatcher = group("dispatcher")?;
         let sessions = rt.spawn(SessionStore::new(options.users.clone(), options.sessions));
+        let ops = Arc::new(Ops::new(rt, options.access_log.clone()));
         let site = Arc::new(Site {
             root: options.root.clone(),
             store: Store::demo(1000),
@@ -211,6 +219,11 @@ impl Server {
             session_paths: options.session_paths,
             tls: options.tls.is_some(),
             hsts: options.hsts,
+            ops: SharedClient::new(
+                Arc::clone(&ops),
+                "iris_http's metrics (atomics), the access log's channel sender, and the drain \
+                 phase (an atomic): each synchronises itself, and none holds a process's state",
+            ),
         });
         let net = rt.net()?;
         let serve = Serve {
@@ -220,11 +233,21 @@ impl Server {
         };
         let (acceptor, addr) = Acceptor::bind(bind, net, serve)?;
         let acceptor = rt.spawn(acceptor);
-        Ok(Server { addr, acceptor })
+        Ok(Server {
+            addr,
+            acceptor,
+            ops,
+            process_groups: rt.process_groups(),
+        })
     }
 
     /// Stops accepting connections (those open are served until they close).
     pub fn stop_accepting(&self) {
         let _ = self.acceptor.post(AcceptorMsg::Stop);
+    }
+
+    /// Its metrics, access log and phase.
+    pub fn ops(&self) -> &Arc<Ops> {
+        &self.ops
     }
 }

@@ -474,7 +474,7 @@ fn the_command_line_names_a_bad_key_file() {
         let mut argv: Vec<&std::ffi::OsStr> = vec!["iris_http".as_ref(), "--root".as_ref()];
         argv.push(root.as_os_str());
         argv.extend_from_slice(extra);
-        <crate::Cli as clap::Parser>::try_parse_from(argv)
+        <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
     };
     // The certificate given as the key: no private key in it.
     let cli = parse(&[
@@ -484,7 +484,7 @@ fn the_command_line_names_a_bad_key_file() {
         certificate.cert().as_os_str(),
     ])
     .expect("the arguments parse");
-    let Err(problem) = crate::args(cli) else {
+    let Err(problem) = crate::cli::args(cli) else {
         panic!("a certificate file accepted as a key");
     };
     assert!(
@@ -504,6 +504,6 @@ fn the_command_line_names_a_bad_key_file() {
         certificate.key().as_os_str(),
     ])
     .expect("the arguments parse");
-    let args = crate::args(cli).unwrap_or_else(|e| panic!("{e}"));
+    let args = crate::cli::args(cli).unwrap_or_else(|e| panic!("{e}"));
     assert!(args.options.tls.is_some());
 }
