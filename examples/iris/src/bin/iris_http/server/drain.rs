@@ -34,7 +34,7 @@ use crate::ops::Phase;
 /// The process group every connection joins, to be told of the drain.
 pub const CONNECTIONS: &str = "iris_http connections";
 /// How long a connection with nothing to answer may stay quiet, once draining, before it
-/// is closed (see the module documentation).
+/// is closed (see the module documentation): `Options::drain_grace`'s default.
 pub const IDLE_GRACE: Duration = Duration::from_secs(1);
 /// After the deadline, how long the connections have to write their 503s and close.
 pub const FLUSH: Duration = Duration::from_secs(2);

@@ -85,6 +85,8 @@ pub struct Options {
     pub hsts: Option<Duration>,
     /// Where the access log's lines go (`--access-log`), if anywhere.
     pub access_log: Option<Sink>,
+    /// See [`Site::drain_grace`].
+    pub drain_grace: Duration,
 }
 
 /// Where anonymous sessions start by default: the demo site's dynamic part.
@@ -108,6 +110,7 @@ impl Options {
             session_paths: SESSION_PATHS.map(String::from).to_vec(),
             hsts: None,
             access_log: None,
+            drain_grace: drain::IDLE_GRACE,
         }
     }
 }
@@ -219,6 +222,7 @@ impl Server {
             session_paths: options.session_paths,
             tls: options.tls.is_some(),
             hsts: options.hsts,
+            drain_grace: options.drain_grace,
             ops: SharedClient::new(
                 Arc::clone(&ops),
                 "iris_http's metrics (atomics), the access log's channel sender, and the drain \

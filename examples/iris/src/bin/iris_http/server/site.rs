@@ -82,6 +82,9 @@ pub struct Site {
     pub tls: bool,
     /// `Strict-Transport-Security: max-age` sent with every answer over TLS, if set.
     pub hsts: Option<Duration>,
+    /// Once draining, how long a connection with nothing to answer may stay quiet before it
+    /// is closed (`server/drain.rs`).
+    pub drain_grace: Duration,
     /// Metrics, the access log, the drain's phase: shared with the server.
     pub ops: SharedClient<Arc<Ops>>,
 }

@@ -5,6 +5,7 @@
 
 mod basic;
 mod cookies;
+mod drain;
 mod overload;
 mod protocol;
 mod refusals;

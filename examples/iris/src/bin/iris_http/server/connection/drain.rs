@@ -1,6 +1,6 @@
 //! A connection's part in the drain (`server/drain.rs` runs it and states its rules): from
 //! [`Drain::Begin`] on, every answer closes the connection, and a connection with nothing to
-//! answer closes once quiet for `IDLE_GRACE`; at [`Drain::Deadline`], what it still owes an
+//! answer closes once quiet for `Site::drain_grace` (`IDLE_GRACE` unless a test says); at [`Drain::Deadline`], what it still owes an
 //! answer is answered 503 with `Retry-After`, and it closes.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use whirl_http::Response;
 use super::record::{Requested, Served};
 use super::HttpConnection;
 use crate::ops::Phase;
-use crate::server::drain::{Drain, CONNECTIONS, IDLE_GRACE};
+use crate::server::drain::{Drain, CONNECTIONS};
 use crate::server::site::RETRY_AFTER_SECS;
 
 impl HttpConnection {
@@ -42,7 +42,7 @@ impl HttpConnection {
     /// How long the connection may stay quiet with nothing to answer.
     pub(super) fn idle_limit(&self) -> Duration {
         match self.draining {
-            true => self.site.idle_timeout.min(IDLE_GRACE),
+            true => self.site.idle_timeout.min(self.site.drain_grace),
             false => self.site.idle_timeout,
         }
     }
