@@ -84,6 +84,8 @@ pub use process::{
     Addr, Answers, CallError, Ctx, HandOverError, HandedOver, Handles, PostError, Process,
     Recipient, ReplyTo, SpawnError, SpawnRefusal, Spawner, Watch,
 };
+#[cfg(feature = "prometheus")]
+pub use runtime::prometheus;
 #[cfg(feature = "metrics")]
 pub use runtime::MetricsExporter;
 pub use runtime::{AbandonedProcess, Runtime, RuntimeBuilder, RuntimeObserver, ShutdownReport};

@@ -169,6 +169,22 @@ fn the_console_serves_the_page_the_snapshot_events_and_metrics() {
         body(&metrics).contains("whirl_group_handled_total{group=\"observed\"} 100"),
         "{metrics}"
     );
+    // The classic text format for curl and promtool; OpenMetrics for a scraper that asks.
+    assert!(
+        metrics.contains("Content-Type: text/plain; version=0.0.4"),
+        "{metrics}"
+    );
+    assert!(body(&metrics).contains("# TYPE whirl_group_handled_total counter"));
+    assert!(body(&metrics).contains("# TYPE whirl_group_handling_seconds histogram"));
+    let asked = "GET /metrics HTTP/1.1\r\nHost: test\r\nAccept: application/openmetrics-text;\
+                 version=1.0.0,text/plain;version=0.0.4;q=0.5\r\nConnection: close\r\n\r\n";
+    let open = exchange(addr, asked.as_bytes(), |_| false);
+    assert!(
+        open.contains("Content-Type: application/openmetrics-text; version=1.0.0"),
+        "{open}"
+    );
+    assert!(body(&open).contains("# TYPE whirl_group_handled counter"));
+    assert!(body(&open).ends_with("# EOF\n"), "{open}");
 
     let echo = get(addr, "/api/echo/a/b?x=1");
     assert_eq!(status(&echo), 200);

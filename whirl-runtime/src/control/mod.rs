@@ -6,6 +6,10 @@
 //! * Concurrency controllers (`controller/`): what sizes a group's worker pool and run budget
 //!   ([`ConcurrencyController`] and the library: [`AdaptiveConcurrency`],
 //!   [`FixedConcurrency`], [`SedaThreadPool`], [`SedaBatching`]).
+//! * Latencies (`latency.rs`): a histogram with its exact sum, and the [`LatencySummary`] a
+//!   snapshot reports.
+//! * The process's use of the machine (`usage.rs`, feature `prometheus`): `ProcessUsage`, what
+//!   `/proc/self` says.
 //! * `sampling.rs`: what the controller thread remembers between two samples.
 //!
 //! Layer 3: uses `principal` (statistics per principal) and nothing above. The controller
@@ -13,8 +17,11 @@
 
 mod controller;
 mod counters;
+mod latency;
 mod sampling;
 mod stats;
+#[cfg(feature = "prometheus")]
+mod usage;
 
 pub use controller::{
     AdaptiveConcurrency, Adjustment, ConcurrencyController, ControllerState, Controls,
@@ -22,9 +29,12 @@ pub use controller::{
 };
 pub use counters::MessageCounts;
 pub(crate) use counters::{Counters, Event};
+pub use latency::{LatencySummary, LATENCY_BUCKETS};
 pub(crate) use sampling::{mean, Entry, Reading};
 pub(crate) use stats::{merge, LocalStats, Rejections, SlotStats, RECENT_SLOW_TURNS, SAMPLE_EVERY};
 pub use stats::{
-    CpuBudgetStats, GroupStats, LatencySummary, PrincipalCounts, RuntimeStats, SlowTurn,
-    LATENCY_BUCKETS, MAX_REJECTED_PRINCIPALS,
+    ClassCounts, CpuBudgetStats, GroupStats, PrincipalCounts, RuntimeStats, SlowTurn,
+    MAX_REJECTED_PRINCIPALS,
 };
+#[cfg(feature = "prometheus")]
+pub use usage::ProcessUsage;

@@ -32,16 +32,15 @@
 //! are exact once the group is idle).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, SystemTime};
 
-use hdrhistogram::Histogram;
 use parking_lot::Mutex;
 
 use super::controller::ControllerState;
 use super::counters::MessageCounts;
+use super::latency::{micros, nanos, LatencySummary, Measured};
 use crate::lifecycle::{DeadLetterRecord, ProcessId};
 use crate::principal::Principal;
 
@@ -57,96 +56,6 @@ pub(crate) const SAMPLE_EVERY: u32 = 64;
 const PUBLISH_EVERY: u32 = 32;
 /// Longest a busy worker keeps its statistics to itself.
 const PUBLISH_INTERVAL: Duration = Duration::from_millis(50);
-/// Histograms hold microseconds, up to an hour, to two significant digits.
-const HISTOGRAM_MAX_MICROS: u64 = 3_600_000_000;
-const HISTOGRAM_SIGFIG: u8 = 2;
-
-fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_MICROS, HISTOGRAM_SIGFIG)
-        .expect("constant histogram bounds are valid")
-}
-
-fn micros(d: Duration) -> u64 {
-    u64::try_from(d.as_micros())
-        .unwrap_or(u64::MAX)
-        .clamp(1, HISTOGRAM_MAX_MICROS)
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The upper bounds of [`LatencySummary::buckets`]: 100 µs to 10 s, in the 1, 2.5, 5 steps
-/// Prometheus histograms use.
-pub const LATENCY_BUCKETS: [Duration; 16] = [
-    Duration::from_micros(100),
-    Duration::from_micros(250),
-    Duration::from_micros(500),
-    Duration::from_millis(1),
-    Duration::from_micros(2_500),
-    Duration::from_millis(5),
-    Duration::from_millis(10),
-    Duration::from_millis(25),
-    Duration::from_millis(50),
-    Duration::from_millis(100),
-    Duration::from_millis(250),
-    Duration::from_millis(500),
-    Duration::from_secs(1),
-    Duration::from_millis(2_500),
-    Duration::from_secs(5),
-    Duration::from_secs(10),
-];
-
-/// Percentiles of a latency distribution, and its cumulative counts at fixed bounds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[non_exhaustive]
-pub struct LatencySummary {
-    /// Measurements behind the figures (sampled: see the [module docs](crate::control)).
-    pub samples: u64,
-    /// Mean.
-    pub mean: Duration,
-    /// Median.
-    pub p50: Duration,
-    /// 90th percentile.
-    pub p90: Duration,
-    /// 99th percentile.
-    pub p99: Duration,
-    /// Largest.
-    pub max: Duration,
-    /// Measurements at most each bound of [`LATENCY_BUCKETS`] (cumulative, as a Prometheus
-    /// histogram's buckets; exact to the histograms' two significant digits).
-    pub buckets: [u64; LATENCY_BUCKETS.len()],
-}
-
-impl LatencySummary {
-    fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return LatencySummary::default();
-        }
-        let at = |q: f64| Duration::from_micros(h.value_at_quantile(q));
-        LatencySummary {
-            samples: h.len(),
-            mean: Duration::from_micros(h.mean() as u64),
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
-            max: Duration::from_micros(h.max()),
-            buckets: LATENCY_BUCKETS.map(|bound| h.count_between(0, micros(bound))),
-        }
-    }
-}
-
-impl fmt::Display for LatencySummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "p50 {:?} p90 {:?} p99 {:?} max {:?} ({} samples)",
-            self.p50, self.p90, self.p99, self.max, self.samples
-        )
-    }
-}
-
 /// What a group's processes did for one principal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -187,6 +96,54 @@ impl PrincipalCounts {
     }
 }
 
+/// What a group's processes did for the principals of one class and priority: exact totals
+/// since the group was built (unlike [`PrincipalCounts`], nothing is forgotten), and bounded
+/// in number by the classes and priorities a program uses, not by its sessions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub struct ClassCounts {
+    /// The principals' class.
+    pub class: u16,
+    /// Their priority.
+    pub priority: u8,
+    /// Messages handled for them in this group.
+    pub handled: u64,
+    /// Messages for them that this group's predicate rejected.
+    pub rejected: u64,
+    /// Time spent in this group's handlers for them.
+    pub handling_time: Duration,
+}
+
+impl ClassCounts {
+    fn add(&mut self, other: &PrincipalCounts) {
+        self.class = other.class;
+        self.priority = other.priority;
+        self.handled += other.handled;
+        self.rejected += other.rejected;
+        self.handling_time += other.handling_time;
+    }
+}
+
+/// The key of a [`ClassCounts`].
+type ClassKey = (u16, u8);
+
+fn fold_class(classes: &mut HashMap<ClassKey, ClassCounts>, counts: &PrincipalCounts) {
+    classes
+        .entry((counts.class, counts.priority))
+        .or_default()
+        .add(counts);
+}
+
+fn merge_class(classes: &mut HashMap<ClassKey, ClassCounts>, counts: &ClassCounts) {
+    let entry = classes.entry((counts.class, counts.priority)).or_default();
+    entry.class = counts.class;
+    entry.priority = counts.priority;
+    entry.handled += counts.handled;
+    entry.rejected += counts.rejected;
+    entry.handling_time += counts.handling_time;
+}
+
 /// A turn the group's watchdog found holding its worker longer than the group's threshold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
@@ -207,12 +164,17 @@ pub struct SlowTurn {
 #[derive(Default)]
 pub(crate) struct Rejections {
     by_principal: Mutex<HashMap<u64, PrincipalCounts>>,
+    /// Every rejection, by class and priority.
+    by_class: Mutex<HashMap<ClassKey, ClassCounts>>,
 }
 
 impl Rejections {
     /// Counts one message of `principal` rejected.
     pub(crate) fn record(&self, principal: &Principal) {
         principal.record_rejected();
+        let mut one = PrincipalCounts::zero(principal);
+        one.rejected = 1;
+        fold_class(&mut self.by_class.lock(), &one);
         let mut by = self.by_principal.lock();
         if let Some(counts) = by.get_mut(&principal.id()) {
             counts.rejected += 1;
@@ -272,6 +234,8 @@ pub struct GroupStats {
     pub controllers: Vec<ControllerState>,
     /// Per-principal counts, busiest (handled plus rejected) first.
     pub principals: Vec<PrincipalCounts>,
+    /// Counts per class and priority of principal, exact, ordered by class then priority.
+    pub classes: Vec<ClassCounts>,
     /// The last slow turns the watchdog found (at most 32), oldest first.
     pub recent_slow_turns: Vec<SlowTurn>,
     /// Processes the group's automatic-grouping rule moved to another group
@@ -333,16 +297,16 @@ pub(crate) const RECENT_WINDOW: Duration = Duration::from_secs(1);
 /// Latencies published since `since` (time since the group's epoch).
 struct Window {
     since: Duration,
-    queue_latency: Histogram<u64>,
-    handling: Histogram<u64>,
+    queue_latency: Measured,
+    handling: Measured,
 }
 
 impl Window {
     fn new() -> Self {
         Window {
             since: Duration::ZERO,
-            queue_latency: new_histogram(),
-            handling: new_histogram(),
+            queue_latency: Measured::new(),
+            handling: Measured::new(),
         }
     }
 
@@ -355,10 +319,12 @@ impl Window {
 
 /// Statistics a worker has published: merged across workers by readers.
 pub(crate) struct Published {
-    pub(crate) queue_latency: Histogram<u64>,
-    pub(crate) handling: Histogram<u64>,
-    pub(crate) lock_wait: Histogram<u64>,
+    queue_latency: Measured,
+    handling: Measured,
+    lock_wait: Measured,
     pub(crate) principals: HashMap<u64, PrincipalCounts>,
+    /// What `principals` holds and forgets, by class and priority, never forgotten.
+    classes: HashMap<ClassKey, ClassCounts>,
     /// Recent latencies: the window in progress and the one before it.
     current: Window,
     previous: Window,
@@ -367,10 +333,11 @@ pub(crate) struct Published {
 impl Published {
     fn new() -> Self {
         Published {
-            queue_latency: new_histogram(),
-            handling: new_histogram(),
-            lock_wait: new_histogram(),
+            queue_latency: Measured::new(),
+            handling: Measured::new(),
+            lock_wait: Measured::new(),
             principals: HashMap::new(),
+            classes: HashMap::new(),
             current: Window::new(),
             previous: Window::new(),
         }
@@ -442,11 +409,10 @@ impl SlotStats {
 /// would cost more than the recording).
 pub(crate) struct LocalStats {
     /// Microseconds.
-    queue_latency: Vec<u64>,
-    /// (microseconds per message, messages) per timed turn.
-    handling: Vec<(u64, u64)>,
-    /// Microseconds.
-    lock_wait: Vec<u64>,
+    queue_latency: Vec<Duration>,
+    /// (microseconds per message, messages, the turn's nanoseconds) per timed turn.
+    handling: Vec<(u64, u64, u64)>,
+    lock_wait: Vec<Duration>,
     principals: HashMap<u64, PrincipalCounts>,
     queue_latency_micros: u64,
     lock_wait_nanos: u64,
@@ -471,14 +437,13 @@ impl LocalStats {
 
     /// A message of a sampled turn waited `latency` in its inbox.
     pub(crate) fn record_queue_latency(&mut self, latency: Duration) {
-        let us = micros(latency);
-        self.queue_latency.push(us);
-        self.queue_latency_micros += us;
+        self.queue_latency.push(latency);
+        self.queue_latency_micros += micros(latency);
     }
 
     /// A handler waited `wait` for a lock.
     pub(crate) fn record_lock_wait(&mut self, wait: Duration) {
-        self.lock_wait.push(micros(wait));
+        self.lock_wait.push(wait);
         self.lock_wait_nanos += nanos(wait);
     }
 
@@ -493,7 +458,8 @@ impl LocalStats {
     ) -> bool {
         if handled > 0 {
             let per_message = elapsed / u32::try_from(handled).unwrap_or(u32::MAX);
-            self.handling.push((micros(per_message), handled));
+            self.handling
+                .push((micros(per_message), handled, nanos(elapsed)));
         }
         self.sampled_since_publish += 1;
         let last = *self.last_publish.get_or_insert(now);
@@ -527,18 +493,20 @@ impl LocalStats {
             let mut p = slot.published.lock();
             p.rotate(now);
             let p = &mut *p;
-            for us in self.queue_latency.drain(..) {
-                let _ = p.queue_latency.record(us);
-                let _ = p.current.queue_latency.record(us);
+            for d in self.queue_latency.drain(..) {
+                let (us, ns) = (micros(d), nanos(d));
+                p.queue_latency.record(us, 1, ns);
+                p.current.queue_latency.record(us, 1, ns);
             }
-            for (us, n) in self.handling.drain(..) {
-                let _ = p.handling.record_n(us, n);
-                let _ = p.current.handling.record_n(us, n);
+            for (us, n, ns) in self.handling.drain(..) {
+                p.handling.record(us, n, ns);
+                p.current.handling.record(us, n, ns);
             }
-            for us in self.lock_wait.drain(..) {
-                let _ = p.lock_wait.record(us);
+            for d in self.lock_wait.drain(..) {
+                p.lock_wait.record(micros(d), 1, nanos(d));
             }
             for (id, counts) in self.principals.drain() {
+                fold_class(&mut p.classes, &counts);
                 p.principals
                     .entry(id)
                     .and_modify(|entry| entry.add(&counts))
@@ -598,6 +566,7 @@ pub(crate) struct Merged {
     pub(crate) recent_handling: LatencySummary,
     pub(crate) lock_wait: LatencySummary,
     pub(crate) principals: Vec<PrincipalCounts>,
+    pub(crate) classes: Vec<ClassCounts>,
 }
 
 /// Merges the slots' publications and the group's rejections, as of `now` (time since the
@@ -617,9 +586,9 @@ pub(crate) fn merge<'a>(
     let mut recent = Window::new();
     for slot in slots {
         let p = slot.published.lock();
-        let _ = all.queue_latency.add(&p.queue_latency);
-        let _ = all.handling.add(&p.handling);
-        let _ = all.lock_wait.add(&p.lock_wait);
+        all.queue_latency.add(&p.queue_latency);
+        all.handling.add(&p.handling);
+        all.lock_wait.add(&p.lock_wait);
         let age = now.saturating_sub(p.current.since);
         let windows = match age {
             _ if age < RECENT_WINDOW => [Some(&p.current), Some(&p.previous)],
@@ -627,16 +596,24 @@ pub(crate) fn merge<'a>(
             _ => [None, None],
         };
         for w in windows.into_iter().flatten() {
-            let _ = recent.queue_latency.add(&w.queue_latency);
-            let _ = recent.handling.add(&w.handling);
+            recent.queue_latency.add(&w.queue_latency);
+            recent.handling.add(&w.handling);
         }
         for counts in p.principals.values() {
             fold(&mut all.principals, counts);
+        }
+        for counts in p.classes.values() {
+            merge_class(&mut all.classes, counts);
         }
     }
     for counts in rejections.by_principal.lock().values() {
         fold(&mut all.principals, counts);
     }
+    for counts in rejections.by_class.lock().values() {
+        merge_class(&mut all.classes, counts);
+    }
+    let mut classes: Vec<_> = all.classes.into_values().collect();
+    classes.sort_by_key(|c| (c.class, c.priority));
     let mut principals: Vec<_> = all.principals.into_values().collect();
     principals.sort_by(|a, b| {
         (b.handled + b.rejected)
@@ -644,18 +621,20 @@ pub(crate) fn merge<'a>(
             .then(a.id.cmp(&b.id))
     });
     Merged {
-        queue_latency: LatencySummary::of(&all.queue_latency),
-        handling: LatencySummary::of(&all.handling),
-        recent_queue_latency: LatencySummary::of(&recent.queue_latency),
-        recent_handling: LatencySummary::of(&recent.handling),
-        lock_wait: LatencySummary::of(&all.lock_wait),
+        queue_latency: all.queue_latency.summary(),
+        handling: all.handling.summary(),
+        recent_queue_latency: recent.queue_latency.summary(),
+        recent_handling: recent.handling.summary(),
+        lock_wait: all.lock_wait.summary(),
         principals,
+        classes,
     }
 }
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::control::LATENCY_BUCKETS;
 
     #[test]
     fn a_slot_keeps_counts_for_its_busiest_principals_only() {
@@ -678,6 +657,37 @@ mod tests {
             MAX_SLOT_PRINCIPALS / 2,
             "under the bound: kept"
         );
+    }
+
+    #[test]
+    fn class_counts_stay_exact_when_principals_are_forgotten() {
+        let slot = SlotStats::new();
+        let rejections = Rejections::default();
+        let now = Duration::from_millis(1);
+        let sessions = MAX_REJECTED_PRINCIPALS as u64 + 1000;
+        for id in 0..sessions {
+            let class = u16::from(id % 2 == 0);
+            let p = Principal::builder(id)
+                .class(class)
+                .build()
+                .expect("a valid principal");
+            let mut local = LocalStats::new();
+            local.record_turn(2, Duration::from_micros(10), Some(&p), now);
+            local.publish(&slot, now);
+            rejections.record(&p);
+        }
+        let merged = merge(std::iter::once(&slot), &rejections, now);
+        assert!(
+            merged.principals.len() < sessions as usize,
+            "sessions were forgotten"
+        );
+        let totals: Vec<_> = merged
+            .classes
+            .iter()
+            .map(|c| (c.class, c.handled, c.rejected))
+            .collect();
+        let half = sessions / 2;
+        assert_eq!(totals, [(0, 2 * half, half), (1, 2 * half, half)]);
     }
 
     #[test]

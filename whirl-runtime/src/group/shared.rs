@@ -263,6 +263,7 @@ impl GroupShared {
                 .map(|c| c.controller().describe())
                 .collect(),
             principals: merged.principals,
+            classes: merged.classes,
             recent_slow_turns: self.watchdog.recent(),
             auto_moved: self.placement.moved(),
             cpu_budget: self.cpu_budget.as_ref().map(|c| c.stats()),

@@ -11,52 +11,20 @@
 //! thread records into the *global* recorder (`metrics::set_global_recorder`): a recorder set
 //! with `metrics::with_local_recorder` sees only what `record_metrics` records on its thread.
 //!
-//! Every metric is prefixed `whirl_`; `group` is the group's name, `principal` the
-//! principal's id. Counters are set with `Counter::absolute` to the snapshot's total.
+//! What is recorded is listed on [`Runtime::record_metrics`].
 //!
-//! | metric | type | labels | what |
-//! |---|---|---|---|
-//! | `whirl_live_processes` | gauge | | processes alive in the runtime |
-//! | `whirl_group_posted_total` | counter | `group` | messages offered to a process: admitted or rejected |
-//! | `whirl_group_admitted_total` | counter | `group` | messages the predicate admitted (posted − rejected) |
-//! | `whirl_group_rejected_total` | counter | `group` | messages the predicate handed back |
-//! | `whirl_group_handled_total` | counter | `group` | messages a handler finished with |
-//! | `whirl_group_dead_lettered_total` | counter | `group` | messages given to the dead-letter sink |
-//! | `whirl_group_spawned_total` | counter | `group` | processes spawned |
-//! | `whirl_group_terminated_total` | counter | `group` | processes terminated |
-//! | `whirl_group_slow_turns_total` | counter | `group` | turns that held a worker past the slow-turn threshold |
-//! | `whirl_group_queue_length` | gauge | `group` | messages queued now |
-//! | `whirl_group_threads` | gauge | `group` | worker threads now |
-//! | `whirl_group_threads_min`, `whirl_group_threads_max` | gauge | `group` | the range the thread count may move in |
-//! | `whirl_group_blocked_workers` | gauge | `group` | workers in a slow turn now |
-//! | `whirl_group_budget` | gauge | `group` | messages a process handles per turn |
-//! | `whirl_group_admission_active` | gauge | `group` | 1 while the predicate decides admissions, else 0 |
-//! | `whirl_group_controller` | gauge | `group`, `controller` | 1 for each concurrency controller of the group |
-//! | `whirl_group_queue_wait_seconds` | gauge | `group`, `quantile` | time queued before the handler ran: `quantile` is `0.5`, `0.9`, `0.99` or `1` (the largest) |
-//! | `whirl_group_queue_wait_seconds_count` | counter | `group` | measurements behind those quantiles |
-//! | `whirl_group_queue_wait_seconds_bucket`, `whirl_group_handling_seconds_bucket` | counter | `group`, `le` | measurements at most `le` seconds (cumulative, `le` from `0.0001` to `10` and `+Inf`): the histogram, for `histogram_quantile` |
-//! | `whirl_group_queue_wait_seconds_sum`, `whirl_group_handling_seconds_sum` | gauge | `group` | the measurements' sum (mean times count) |
-//! | `whirl_group_handling_seconds` | gauge | `group`, `quantile` | handler time per message, quantiles as above |
-//! | `whirl_group_handling_seconds_count` | counter | `group` | measurements behind those quantiles |
-//! | `whirl_principal_handled_total` | counter | `group`, `principal` | messages handled for the principal in the group |
-//! | `whirl_principal_rejected_total` | counter | `group`, `principal` | messages for the principal the group's predicate rejected (the first 4,096 principals a group rejects) |
-//! | `whirl_supervisor_restarts_total` | counter | `supervisor` | children restarted by the supervisor's strategy (counted as they happen) |
-//!
-//! Latencies are what the snapshots hold: quantiles of sampled measurements since the group
-//! was built (see [`control`](crate::control)), not the samples themselves, so they are
-//! recorded as gauges in the shape of a Prometheus summary (one series per quantile, plus
-//! `_count`), and as the cumulative buckets of a Prometheus histogram (`_bucket{le}`, `_sum`,
-//! `_count`), counted from the same histograms at fixed bounds ([`LATENCY_BUCKETS`]). A quantile
-//! is recorded once there is a measurement.
-//!
-//! [`LATENCY_BUCKETS`]: crate::control::LATENCY_BUCKETS
+//! Latencies are recorded as quantiles of the recent window only: quantiles over a group's
+//! whole life cannot alert, and the facade cannot carry the histograms the runtime keeps
+//! (it takes observations one by one, not buckets). For real Prometheus histograms
+//! (`_bucket`, an exact `_sum`, `_count`), `process_*` and `whirl_build_info`, use the
+//! `prometheus` feature's collectors (`whirl::prometheus`).
 //!
 //! Not recorded: a controller's state in words ([`ControllerState`](crate::control::ControllerState)
 //! has no numeric fields; what controllers move — threads, budget, admission — is recorded
-//! above). A group's series
-//! are keyed by its name: two groups, or two runtimes in one program, with the same name
-//! record over each other. A principal is one series per group it was served in: fine for
-//! tenants or classes of client, too many for a principal per session.
+//! above). A group's series are keyed by its name: two groups, or two runtimes in one
+//! program, with the same name record over each other. Principals are counted per class and
+//! priority, never one series per principal: a server that makes a principal per session
+//! would otherwise make a series per session.
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
@@ -96,8 +64,9 @@ use std::time::Duration;
 
 use metrics::{counter, describe_counter, describe_gauge, gauge, Label, Unit};
 
+use super::families::{GROUP_COUNTERS, GROUP_GAUGES};
 use super::handle::Runtime;
-use crate::control::{GroupStats, LatencySummary, RuntimeStats, LATENCY_BUCKETS};
+use crate::control::{GroupStats, LatencySummary, RuntimeStats};
 use crate::group::Kernel;
 
 /// The shortest period [`Runtime::export_metrics`] records at.
@@ -109,27 +78,35 @@ impl Runtime {
     /// path. Call it before each scrape, or let [`export_metrics`](Runtime::export_metrics)
     /// call it periodically.
     ///
-    /// Every metric is prefixed `whirl_`; `group` is the group's name, `principal` the
-    /// principal's id; counters are set to the snapshot's totals
-    /// (`metrics::Counter::absolute`):
+    /// Every metric is prefixed `whirl_`; `group` is the group's name. Counters are set with
+    /// `Counter::absolute` to the snapshot's total.
     ///
-    /// | metric | type | labels |
-    /// |---|---|---|
-    /// | `whirl_live_processes` | gauge | |
-    /// | `whirl_group_posted_total` (admitted + rejected), `whirl_group_admitted_total`, `whirl_group_rejected_total`, `whirl_group_handled_total`, `whirl_group_dead_lettered_total` | counter | `group` |
-    /// | `whirl_group_spawned_total`, `whirl_group_terminated_total`, `whirl_group_slow_turns_total` | counter | `group` |
-    /// | `whirl_group_queue_length`, `whirl_group_threads`, `whirl_group_threads_min`, `whirl_group_threads_max`, `whirl_group_blocked_workers`, `whirl_group_budget`, `whirl_group_admission_active` (0 or 1) | gauge | `group` |
-    /// | `whirl_group_controller` (1 per concurrency controller) | gauge | `group`, `controller` |
-    /// | `whirl_group_queue_wait_seconds`, `whirl_group_handling_seconds` | gauge | `group`, `quantile` (`0.5`, `0.9`, `0.99`, `1`) |
-    /// | `whirl_group_queue_wait_seconds_count`, `whirl_group_handling_seconds_count` | counter | `group` |
-    /// | `whirl_group_queue_wait_seconds_bucket`, `whirl_group_handling_seconds_bucket` (cumulative) | counter | `group`, `le` |
-    /// | `whirl_group_queue_wait_seconds_sum`, `whirl_group_handling_seconds_sum` | gauge | `group` |
-    /// | `whirl_principal_handled_total`, `whirl_principal_rejected_total` | counter | `group`, `principal` |
-    /// | `whirl_supervisor_restarts_total` (counted as restarts happen) | counter | `supervisor` |
+    /// | metric | type | labels | what |
+    /// |---|---|---|---|
+    /// | `whirl_live_processes` | gauge | | processes alive in the runtime |
+    /// | `whirl_group_posted_total` | counter | `group` | messages offered to a process: admitted or rejected |
+    /// | `whirl_group_admitted_total` | counter | `group` | messages the predicate admitted (posted − rejected) |
+    /// | `whirl_group_rejected_total` | counter | `group` | messages the predicate handed back |
+    /// | `whirl_group_handled_total` | counter | `group` | messages a handler finished with |
+    /// | `whirl_group_dead_lettered_total` | counter | `group` | messages given to the dead-letter sink |
+    /// | `whirl_group_spawned_total` | counter | `group` | processes spawned |
+    /// | `whirl_group_terminated_total` | counter | `group` | processes terminated |
+    /// | `whirl_group_slow_turns_total` | counter | `group` | turns that held a worker past the slow-turn threshold |
+    /// | `whirl_group_queue_length` | gauge | `group` | messages queued now |
+    /// | `whirl_group_threads` | gauge | `group` | worker threads now |
+    /// | `whirl_group_threads_min`, `whirl_group_threads_max` | gauge | `group` | the range the thread count may move in |
+    /// | `whirl_group_blocked_workers` | gauge | `group` | workers in a slow turn now |
+    /// | `whirl_group_budget` | gauge | `group` | messages a process handles per turn |
+    /// | `whirl_group_admission_active` | gauge | `group` | 1 while the predicate decides admissions, else 0 |
+    /// | `whirl_group_controller` | gauge | `group`, `controller` | 1 for each concurrency controller of the group |
+    /// | `whirl_group_recent_queue_wait_seconds`, `whirl_group_recent_handling_seconds` | gauge | `group`, `stat` | over the last one to two seconds: `stat` is `p50`, `p90`, `p99` or `max` |
+    /// | `whirl_class_handled_total`, `whirl_class_rejected_total` | counter | `group`, `class`, `priority` | messages handled and rejected for the principals of a class and priority |
+    /// | `whirl_supervisor_restarts_total` | counter | `supervisor` | children restarted by the supervisor's strategy (counted as they happen) |
     ///
-    /// Latencies are quantiles of sampled measurements since the group was built (see
-    /// [`control`](crate::control)), so they are gauges shaped like a Prometheus summary, not
-    /// histograms. Groups are told apart by name only: give groups distinct names.
+    ///
+    /// Latencies are quantiles over the last one to two seconds; for real histograms use the
+    /// `prometheus` feature (`whirl::prometheus`). Groups are told apart by name only: give
+    /// groups distinct names.
     pub fn record_metrics(&self) {
         record(&self.stats());
     }
@@ -245,35 +222,11 @@ fn record_group(g: &GroupStats) {
         more.push(Label::new(key, value));
         more
     };
-    let c = &g.counts;
-    for (name, total) in [
-        ("whirl_group_posted_total", c.posted),
-        (
-            "whirl_group_admitted_total",
-            c.posted.saturating_sub(c.rejected),
-        ),
-        ("whirl_group_rejected_total", c.rejected),
-        ("whirl_group_handled_total", c.handled),
-        ("whirl_group_dead_lettered_total", c.dead_lettered),
-        ("whirl_group_spawned_total", c.spawned),
-        ("whirl_group_terminated_total", c.terminated),
-        ("whirl_group_slow_turns_total", g.slow_turns),
-    ] {
-        counter!(name, labels.iter()).absolute(total);
+    for (name, _, count) in GROUP_COUNTERS {
+        counter!(format!("{name}_total"), labels.iter()).absolute(count(g));
     }
-    for (name, value) in [
-        ("whirl_group_queue_length", g.queue_length as f64),
-        ("whirl_group_threads", g.threads as f64),
-        ("whirl_group_threads_min", g.thread_range.0 as f64),
-        ("whirl_group_threads_max", g.thread_range.1 as f64),
-        ("whirl_group_blocked_workers", g.blocked_workers as f64),
-        ("whirl_group_budget", g.budget as f64),
-        (
-            "whirl_group_admission_active",
-            f64::from(u8::from(g.admission_active)),
-        ),
-    ] {
-        gauge!(name, labels.iter()).set(value);
+    for (name, _, level) in GROUP_GAUGES {
+        gauge!(name, labels.iter()).set(level(g));
     }
     for controller in &g.controllers {
         gauge!(
@@ -282,172 +235,81 @@ fn record_group(g: &GroupStats) {
         )
         .set(1.0);
     }
-    summary(
-        [
-            "whirl_group_queue_wait_seconds",
-            "whirl_group_queue_wait_seconds_count",
-            "whirl_group_queue_wait_seconds_bucket",
-            "whirl_group_queue_wait_seconds_sum",
-        ],
+    recent(
+        "whirl_group_recent_queue_wait_seconds",
         &labels,
-        &g.queue_latency,
+        &g.recent_queue_latency,
     );
-    summary(
-        [
-            "whirl_group_handling_seconds",
-            "whirl_group_handling_seconds_count",
-            "whirl_group_handling_seconds_bucket",
-            "whirl_group_handling_seconds_sum",
-        ],
+    recent(
+        "whirl_group_recent_handling_seconds",
         &labels,
-        &g.handling_time,
+        &g.recent_handling_time,
     );
-    for p in &g.principals {
-        let labels = with("principal", p.id.to_string());
-        counter!("whirl_principal_handled_total", labels.iter()).absolute(p.handled);
-        counter!("whirl_principal_rejected_total", labels.iter()).absolute(p.rejected);
+    for c in &g.classes {
+        let mut labels = with("class", c.class.to_string());
+        labels.push(Label::new("priority", c.priority.to_string()));
+        counter!("whirl_class_handled_total", labels.iter()).absolute(c.handled);
+        counter!("whirl_class_rejected_total", labels.iter()).absolute(c.rejected);
     }
 }
 
-/// `name{quantile}` gauges and a `count` counter, the shape of a Prometheus summary; and the
-/// `bucket{le}` counters and `sum` gauge that, with the same count, make a Prometheus
-/// histogram.
-fn summary([name, count, bucket, sum]: [&'static str; 4], labels: &[Label], s: &LatencySummary) {
-    counter!(count, labels.iter()).absolute(s.samples);
-    let bounds = LATENCY_BUCKETS.iter().map(|b| b.as_secs_f64().to_string());
-    for (le, n) in bounds
-        .zip(s.buckets)
-        .chain(std::iter::once(("+Inf".to_owned(), s.samples)))
-    {
-        let mut with_le = labels.to_vec();
-        with_le.push(Label::new("le", le));
-        counter!(bucket, with_le).absolute(n);
-    }
-    gauge!(sum, labels.iter()).set(s.mean.as_secs_f64() * s.samples as f64);
+/// `name{stat}` gauges of a latency over the last one to two seconds, once there is a
+/// measurement in that window.
+fn recent(name: &'static str, labels: &[Label], s: &LatencySummary) {
     if s.samples == 0 {
         return;
     }
-    for (quantile, value) in [
-        ("0.5", s.p50),
-        ("0.9", s.p90),
-        ("0.99", s.p99),
-        ("1", s.max),
+    for (stat, value) in [
+        ("p50", s.p50),
+        ("p90", s.p90),
+        ("p99", s.p99),
+        ("max", s.max),
     ] {
-        let mut with_quantile = labels.to_vec();
-        with_quantile.push(Label::new("quantile", quantile));
-        gauge!(name, with_quantile).set(value.as_secs_f64());
+        let mut with_stat = labels.to_vec();
+        with_stat.push(Label::new("stat", stat));
+        gauge!(name, with_stat).set(value.as_secs_f64());
     }
 }
 
 /// Descriptions and units, for exporters that publish them (Prometheus's `# HELP`).
 fn describe() {
     describe_gauge!("whirl_live_processes", "Processes alive in the runtime.");
+    for (name, help, _) in GROUP_COUNTERS {
+        describe_counter!(format!("{name}_total"), help);
+    }
+    for (name, help, _) in GROUP_GAUGES {
+        describe_gauge!(name, help);
+    }
+    describe_gauge!(
+        "whirl_group_controller",
+        "1 for each concurrency controller of the group."
+    );
     for (name, what) in [
         (
-            "whirl_group_posted_total",
-            "Messages offered to a process of the group: admitted or rejected.",
+            "whirl_group_recent_queue_wait_seconds",
+            "Queue wait over the last one to two seconds: p50, p90, p99 and max.",
         ),
         (
-            "whirl_group_admitted_total",
-            "Messages the group's predicate admitted.",
+            "whirl_group_recent_handling_seconds",
+            "Handler time per message over the last one to two seconds: p50, p90, p99 and max.",
+        ),
+    ] {
+        describe_gauge!(name, Unit::Seconds, what);
+    }
+    for (name, what) in [
+        (
+            "whirl_class_handled_total",
+            "Messages handled in the group for the principals of a class and priority.",
         ),
         (
-            "whirl_group_rejected_total",
-            "Messages the group's predicate handed back to their senders.",
+            "whirl_class_rejected_total",
+            "Messages for the principals of a class and priority the group's predicate rejected.",
         ),
         (
-            "whirl_group_handled_total",
-            "Messages a handler of the group finished with.",
-        ),
-        (
-            "whirl_group_dead_lettered_total",
-            "Messages left to terminated processes, given to the dead-letter sink.",
-        ),
-        (
-            "whirl_group_spawned_total",
-            "Processes spawned in the group.",
-        ),
-        (
-            "whirl_group_terminated_total",
-            "Processes of the group terminated.",
-        ),
-        (
-            "whirl_group_slow_turns_total",
-            "Turns that held a worker longer than the group's slow-turn threshold.",
-        ),
-        (
-            "whirl_group_queue_wait_seconds_count",
-            "Queue waits measured (sampled turns).",
-        ),
-        (
-            "whirl_group_handling_seconds_count",
-            "Handling times measured (sampled turns).",
-        ),
-        (
-            "whirl_group_queue_wait_seconds_bucket",
-            "Queue waits measured at most `le` seconds (cumulative).",
-        ),
-        (
-            "whirl_group_handling_seconds_bucket",
-            "Handling times measured at most `le` seconds (cumulative).",
-        ),
-        (
-            "whirl_principal_handled_total",
-            "Messages handled for the principal in the group.",
-        ),
-        (
-            "whirl_principal_rejected_total",
-            "Messages for the principal the group's predicate rejected.",
+            "whirl_supervisor_restarts_total",
+            "Children restarted by the supervisor's strategy.",
         ),
     ] {
         describe_counter!(name, what);
     }
-    for (name, what) in [
-        (
-            "whirl_group_queue_length",
-            "Messages queued in the group now.",
-        ),
-        ("whirl_group_threads", "Worker threads of the group now."),
-        (
-            "whirl_group_threads_min",
-            "The least worker threads the group may have.",
-        ),
-        (
-            "whirl_group_threads_max",
-            "The most worker threads the group may have.",
-        ),
-        (
-            "whirl_group_blocked_workers",
-            "Workers of the group in a slow turn now.",
-        ),
-        (
-            "whirl_group_budget",
-            "Messages a process of the group handles per turn.",
-        ),
-        (
-            "whirl_group_admission_active",
-            "1 while the group's predicate decides admissions, else 0.",
-        ),
-        (
-            "whirl_group_controller",
-            "1 for each concurrency controller of the group.",
-        ),
-    ] {
-        describe_gauge!(name, what);
-    }
-    describe_gauge!(
-        "whirl_group_queue_wait_seconds",
-        Unit::Seconds,
-        "Time messages waited in an inbox before their handler ran, quantiles since the group \
-         was built."
-    );
-    describe_gauge!(
-        "whirl_group_handling_seconds",
-        Unit::Seconds,
-        "Handler time per message, quantiles since the group was built."
-    );
-    describe_counter!(
-        "whirl_supervisor_restarts_total",
-        "Children restarted by the supervisor's strategy."
-    );
 }

@@ -129,6 +129,10 @@ pub(super) fn emit(sink: Option<&EventSink>, event: SupervisorEvent) {
         }
         kind => tracing::debug!(supervisor = %supervisor, ?kind, "supervisor"),
     }
+    #[cfg(feature = "prometheus")]
+    if let EventKind::ChildRestarted { .. } = event.kind {
+        count_restart(&event.supervisor);
+    }
     // Labelled by supervisor, not by child: a simple-one-for-one supervisor's children are
     // named by process id, one series each.
     #[cfg(feature = "metrics")]
@@ -144,4 +148,33 @@ pub(super) fn emit(sink: Option<&EventSink>, event: SupervisorEvent) {
             tracing::error!(supervisor = %event.supervisor, "supervisor event sink panicked");
         }
     }
+}
+
+/// Supervisors whose restarts [`restart_counts`] keeps (the first this many names seen): a
+/// program that names supervisors after sessions cannot grow the table without bound.
+#[cfg(feature = "prometheus")]
+const MAX_COUNTED_SUPERVISORS: usize = 1024;
+
+/// Restarts so far by supervisor name, for every runtime of the program.
+#[cfg(feature = "prometheus")]
+static RESTART_COUNTS: parking_lot::Mutex<Vec<(Arc<str>, u64)>> =
+    parking_lot::Mutex::new(Vec::new());
+
+#[cfg(feature = "prometheus")]
+fn count_restart(supervisor: &Arc<str>) {
+    let mut counts = RESTART_COUNTS.lock();
+    match counts.iter().position(|(name, _)| name == supervisor) {
+        Some(i) => counts[i].1 += 1,
+        None if counts.len() < MAX_COUNTED_SUPERVISORS => {
+            counts.push((Arc::clone(supervisor), 1));
+        }
+        None => {}
+    }
+}
+
+/// Children restarted so far by each supervisor's strategy, by supervisor name (the first
+/// 1,024 names), in the order they first restarted one (feature `prometheus`).
+#[cfg(feature = "prometheus")]
+pub(crate) fn restart_counts() -> Vec<(Arc<str>, u64)> {
+    RESTART_COUNTS.lock().clone()
 }

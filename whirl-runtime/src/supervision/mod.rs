@@ -198,6 +198,8 @@ mod stop_op;
 
 pub use backoff::Backoff;
 pub use error::SupervisorError;
+#[cfg(feature = "prometheus")]
+pub(crate) use event::restart_counts;
 pub use event::{EventKind, EventSink, SupervisorEvent};
 pub use info::{ChildCounts, ChildInfo};
 pub use kinds::{AutoShutdown, ChildKind, ChildRef, Restart, RestartStrategy, Shutdown};

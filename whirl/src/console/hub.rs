@@ -58,6 +58,7 @@ impl Hub {
                 let body = self.latest.as_ref().map(|p| match wanted {
                     Wanted::Snapshot => Arc::clone(&p.snapshot),
                     Wanted::Metrics => Arc::clone(&p.metrics),
+                    Wanted::OpenMetrics => Arc::clone(&p.open_metrics),
                 });
                 let _ = conn.post(ConnMsg::Fetched(wanted, body));
             }

@@ -13,15 +13,19 @@ pub(crate) struct Published {
     pub(crate) snapshot: Arc<str>,
     /// The `data:` of the `tick` event.
     pub(crate) tick: Arc<str>,
-    /// `/metrics`.
+    /// `/metrics` in the classic Prometheus text format.
     pub(crate) metrics: Arc<str>,
+    /// `/metrics` in OpenMetrics text, for scrapers that ask for it.
+    pub(crate) open_metrics: Arc<str>,
 }
 
 /// What a connection asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Isolated)]
 pub(crate) enum Wanted {
     Snapshot,
+    /// In the classic text format.
     Metrics,
+    OpenMetrics,
 }
 
 /// What the hub is told.

@@ -105,7 +105,7 @@ pub struct ConsoleBuilder<'rt> {
     max_connections: usize,
     supervisors: Vec<SupervisorSource>,
     panels: Vec<Arc<dyn Panel>>,
-    global_recorder: bool,
+    registry: Option<prometheus_client::registry::Registry>,
 }
 
 impl<'rt> ConsoleBuilder<'rt> {
@@ -164,13 +164,12 @@ impl<'rt> ConsoleBuilder<'rt> {
         self
     }
 
-    /// Also installs the console's Prometheus recorder as the process's global `metrics`
-    /// recorder, so `/metrics` shows what is recorded as it happens (supervisor restarts) and
-    /// your own metrics, not only the statistics snapshots. Ignored, with a warning, if a
-    /// global recorder is already installed. Default: off (the console records the snapshots
-    /// into a recorder of its own and leaves the global one to you).
-    pub fn install_global_recorder(mut self, install: bool) -> Self {
-        self.global_recorder = install;
+    /// Serves the metrics registered in `registry` (your own, with `prometheus-client`) at
+    /// `/metrics` too, after the runtime's: the console registers
+    /// [`whirl::prometheus::register`](crate::prometheus::register)'s collectors into it.
+    /// Default: a registry of the runtime's metrics only.
+    pub fn registry(mut self, registry: prometheus_client::registry::Registry) -> Self {
+        self.registry = Some(registry);
         self
     }
 
@@ -218,13 +217,15 @@ impl<'rt> ConsoleBuilder<'rt> {
         };
         let (acceptor, local) = server::bind(self.addr, net, &group, config).map_err(listen)?;
         let acceptor = self.runtime.spawner().group(&group).spawn(acceptor);
+        let mut registry = self.registry.unwrap_or_default();
+        crate::prometheus::register(&mut registry, self.runtime);
         let sampler = Sampler::start(
             self.runtime.observer(),
             hub.clone(),
             self.interval,
             self.supervisors,
             names,
-            self.global_recorder,
+            registry,
         )
         .map_err(ConsoleError::Thread)?;
         Ok(Console {
@@ -257,7 +258,7 @@ impl Console {
             max_connections: 64,
             supervisors: Vec::new(),
             panels: Vec::new(),
-            global_recorder: false,
+            registry: None,
         }
     }
 

@@ -1,5 +1,5 @@
 //! The sampler thread: every interval, a statistics snapshot, the supervision trees and the
-//! Prometheus text, folded into the console's [`Model`] and handed to the hub as immutable
+//! OpenMetrics text of `/metrics`, folded into the console's [`Model`] and handed to the hub as immutable
 //! text. A thread of its own, not a process, because listing a supervisor's children is a
 //! blocking call (with a timeout), which a worker must not make.
 
@@ -10,7 +10,9 @@ use crate::request::Sender as _;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+use prometheus_client::registry::Registry;
+
+use crate::prometheus::Format;
 
 use super::hub::Hub;
 use super::messages::{HubMsg, Published};
@@ -51,13 +53,12 @@ impl Sampler {
         interval: Duration,
         supervisors: Vec<SupervisorSource>,
         panels: Vec<String>,
-        global_recorder: bool,
+        registry: Registry,
     ) -> std::io::Result<Sampler> {
         let (stop, stopped) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("whirl-console".into())
             .spawn(move || {
-                let metrics = Metrics::new(global_recorder);
                 let mut model = Model::new(interval, SystemTime::now(), panels);
                 let started = Instant::now();
                 loop {
@@ -66,12 +67,12 @@ impl Sampler {
                     };
                     let trees = supervisors.iter().map(tree).collect();
                     let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    let prometheus = metrics.render(&stats);
                     model.sample(now_ms, stats, trees);
                     let published = Published {
                         snapshot: Arc::from(model.snapshot_json()),
                         tick: Arc::from(model.tick_json()),
-                        metrics: Arc::from(prometheus),
+                        metrics: render(&registry, Format::Classic),
+                        open_metrics: render(&registry, Format::OpenMetrics),
                     };
                     if hub.post(HubMsg::Publish(published)).is_err() {
                         return;
@@ -97,47 +98,15 @@ impl Sampler {
     }
 }
 
-/// The console's Prometheus recorder: local (snapshots only) or installed globally.
-struct Metrics {
-    handle: PrometheusHandle,
-    /// `None` when the recorder is the global one.
-    local: Option<PrometheusRecorder>,
-}
-
-impl Metrics {
-    fn new(global: bool) -> Self {
-        let recorder = PrometheusBuilder::new().build_recorder();
-        let handle = recorder.handle();
-        if !global {
-            return Metrics {
-                handle,
-                local: Some(recorder),
-            };
+/// The console's `/metrics`: the registry encoded in `format`.
+fn render(registry: &Registry, format: Format) -> Arc<str> {
+    match crate::prometheus::encode(registry, format) {
+        Ok(text) => Arc::from(text),
+        Err(e) => {
+            // Only a collector's own error can fail the encoding.
+            tracing::warn!(error = %e, "a metrics collector failed: /metrics is empty");
+            Arc::from("")
         }
-        match metrics::set_global_recorder(recorder) {
-            Ok(()) => Metrics {
-                handle,
-                local: None,
-            },
-            Err(refused) => {
-                tracing::warn!(
-                    "a global metrics recorder is already installed: the console's /metrics \
-                     shows the runtime's statistics snapshots only"
-                );
-                Metrics {
-                    handle,
-                    local: Some(refused.into_inner()),
-                }
-            }
-        }
-    }
-
-    fn render(&self, stats: &crate::control::RuntimeStats) -> String {
-        match &self.local {
-            Some(recorder) => metrics::with_local_recorder(recorder, || stats.record_metrics()),
-            None => stats.record_metrics(),
-        }
-        self.handle.render()
     }
 }
 

@@ -18,6 +18,7 @@ use crate::net::{
     AcceptError, Acceptor, Net, SocketConnection, SocketEvent, SocketLimits, SocketMsg,
 };
 use crate::prelude::*;
+use crate::prometheus::Format;
 use crate::time::TimerHandle;
 
 /// A connection with nothing in flight is closed after this long.
@@ -221,7 +222,16 @@ impl HttpConn {
             "/app.js" => asset("text/javascript; charset=utf-8", assets::APP_JS),
             "/app.css" => asset("text/css; charset=utf-8", assets::APP_CSS),
             "/api/snapshot" => return self.fetch(Wanted::Snapshot, keep_alive, head_only, ctx),
-            "/metrics" => return self.fetch(Wanted::Metrics, keep_alive, head_only, ctx),
+            "/metrics" => {
+                let accept = request
+                    .header("accept")
+                    .and_then(|a| std::str::from_utf8(a).ok());
+                let wanted = match Format::negotiate(accept) {
+                    Format::OpenMetrics => Wanted::OpenMetrics,
+                    Format::Classic => Wanted::Metrics,
+                };
+                return self.fetch(wanted, keep_alive, head_only, ctx);
+            }
             "/events" if !head_only => return self.stream(ctx),
             path => match path.strip_prefix("/api/") {
                 Some(rest) => self.panel(rest, request.query.as_deref().unwrap_or("")),
@@ -265,10 +275,12 @@ impl HttpConn {
         let response = match (wanted, body) {
             (_, None) => Response::service_unavailable(1),
             (Wanted::Snapshot, Some(body)) => json_owned(200, body.to_string()),
-            (Wanted::Metrics, Some(body)) => Response::ok(
-                "text/plain; version=0.0.4; charset=utf-8",
-                body.as_bytes().to_vec(),
-            ),
+            (Wanted::Metrics, Some(body)) => {
+                Response::ok(Format::Classic.content_type(), body.as_bytes().to_vec())
+            }
+            (Wanted::OpenMetrics, Some(body)) => {
+                Response::ok(Format::OpenMetrics.content_type(), body.as_bytes().to_vec())
+            }
         };
         self.respond(response, waiting.keep_alive, waiting.head_only);
         self.serve(ctx);

@@ -227,8 +227,7 @@ fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
 
     let mut console = Console::builder(&rt)
         .bind(SocketAddr::new(cli.bind, cli.port))
-        .supervisor("app", &app)
-        .install_global_recorder(true);
+        .supervisor("app", &app);
     if let Some(token) = &cli.token {
         console = console.token(token.clone());
     }
