@@ -11,12 +11,14 @@
 //! * `/readyz`: 200 `ready`, then 503 `draining` from the moment a drain begins (a readiness
 //!   probe: the load balancer stops sending new requests while the open connections finish).
 //! * `/metrics`: the registry (see `ops::metrics`) in OpenMetrics text for a scraper that
-//!   accepts it (Prometheus does), else in the Prometheus text format 0.0.4
-//!   (`ops::exposition`).
+//!   accepts it (Prometheus does), else in the classic Prometheus text format 0.0.4
+//!   (`promtool`, `curl`): `whirl::prometheus::Format::negotiate` decides from `Accept`.
 
 use whirl_http::{Method, Request, Response};
 
-use super::{exposition, metrics, Ops};
+use whirl::prometheus::{self, Format};
+
+use super::Ops;
 
 /// One of the endpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,16 +52,14 @@ pub fn answer(endpoint: Endpoint, request: &Request, ops: &Ops) -> Response {
             ..Response::new(503)
         }
         .with_header("Content-Type", text),
-        Endpoint::Metrics => match metrics::encode(&ops.registry) {
-            Ok(text) if exposition::wants_openmetrics(request.header("accept")) => {
-                Response::ok(exposition::OPENMETRICS, text)
+        Endpoint::Metrics => {
+            let accept = request.header("accept").map(String::from_utf8_lossy);
+            let format = Format::negotiate(accept.as_deref());
+            match prometheus::encode(&ops.registry, format) {
+                Ok(text) => Response::ok(format.content_type(), text),
+                Err(_) => Response::error(500),
             }
-            Ok(text) => Response::ok(
-                exposition::PROMETHEUS_TEXT,
-                exposition::to_prometheus_text(&text),
-            ),
-            Err(_) => Response::error(500),
-        },
+        }
     };
     response.with_header("Cache-Control", "no-store")
 }

@@ -17,7 +17,9 @@
 //! | `iris_http_draining` | gauge | 1 once a drain has begun |
 //! | `iris_http_reloads_total{what,result}` | counter | SIGHUP reloads of the configuration and the certificate, `ok` or `failed` |
 //!
-//! [`Metrics::registry`] is the one place the registry is built.
+//! [`Metrics::registry`] is the one place the registry is built: these, and the runtime's
+//! own (`whirl::prometheus::register`: each group's counters, queue and handling-time
+//! histograms, per-class counts, `process_*`, `whirl_build_info`), read at scrape time.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -211,10 +213,11 @@ impl Metrics {
             .inc();
     }
 
-    /// The registry `/metrics` encodes: these metrics under `iris_http_`. Built once, when the
-    /// server starts, on `rt`.
-    pub fn registry(&self, _rt: &Runtime) -> Registry {
+    /// The registry `/metrics` encodes: these metrics under `iris_http_`, and `rt`'s. Built
+    /// once, when the server starts.
+    pub fn registry(&self, rt: &Runtime) -> Registry {
         let mut registry = Registry::default();
+        whirl::prometheus::register(&mut registry, rt);
         let iris = registry.sub_registry_with_prefix("iris_http");
         iris.register(
             "requests",
@@ -262,13 +265,6 @@ impl Metrics {
     }
 }
 
-/// The registry in OpenMetrics 1.0 text (see `ops::exposition` for the older format).
-pub fn encode(registry: &Registry) -> Result<String, std::fmt::Error> {
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, registry)?;
-    Ok(text)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,7 +276,9 @@ mod tests {
         metrics.answered(MethodClass::Other, 405, 80, Duration::from_micros(10));
         metrics.reloaded(Reloadable::Certificate, Outcome::Failed);
         let rt = Runtime::new();
-        let text = encode(&metrics.registry(&rt)).expect("encodes");
+        let registry = metrics.registry(&rt);
+        let text = whirl::prometheus::encode(&registry, whirl::prometheus::Format::OpenMetrics)
+            .expect("encodes");
         rt.shutdown_timeout(Duration::from_secs(1));
         for line in [
             "# TYPE iris_http_requests counter",
@@ -296,6 +294,7 @@ mod tests {
             "iris_http_draining 0",
             "iris_http_connections_open 0",
             "iris_http_requests_in_flight 0",
+            "# TYPE whirl_build info",
             "# EOF",
         ] {
             assert!(

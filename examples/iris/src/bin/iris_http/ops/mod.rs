@@ -3,7 +3,6 @@
 //!
 //! * [`metrics`]: iris_http's counters, gauges and histogram, and the registry `/metrics`
 //!   encodes.
-//! * [`exposition`]: the text formats `/metrics` speaks (OpenMetrics, Prometheus 0.0.4).
 //! * [`access_log`]: one JSON line per answer, written off the request path.
 //! * [`endpoints`]: `/healthz`, `/readyz` and `/metrics`, answered by the connection itself,
 //!   without admission control or a session.
@@ -16,7 +15,6 @@
 pub mod access_log;
 pub mod certs;
 pub mod endpoints;
-pub mod exposition;
 pub mod metrics;
 pub mod reload;
 

@@ -119,6 +119,15 @@ fn probes_are_answered_without_a_session_and_metrics_parse() {
             .map(String::as_str),
         Some("histogram")
     );
+    // The runtime's own, registered beside iris_http's (`whirl::prometheus::register`).
+    assert_eq!(
+        types.get("whirl_build_info").map(String::as_str),
+        Some("gauge")
+    );
+    assert!(sample("whirl_group_handled_total{group=\"http\"}") > 0.0);
+    assert!(samples
+        .keys()
+        .any(|s| s.starts_with("process_resident_memory_bytes")));
     match promtool(&text) {
         Some(out) => assert!(
             out.status.success(),
