@@ -7,7 +7,7 @@
 //! * [`endpoints`]: `/healthz`, `/readyz` and `/metrics`, answered by the connection itself,
 //!   without admission control or a session.
 //! * [`Phase`] (here): serving, draining, or past the drain's deadline. The drain itself is
-//!   the server's (`server/drain.rs`) and each connection's (`server/connection/drain.rs`).
+//!   the server's (`server/drain.rs`) and each connection's (`server/connection.rs`).
 //! * [`reload`] and [`certs`]: what SIGHUP reloads (the configuration file, the certificate).
 //!
 //! [`Ops`] holds one of each, built when the server starts and shared behind an `Arc`.

@@ -14,9 +14,11 @@
 //!
 //! `/healthz`, `/readyz` and `/metrics` are answered here, in order with the rest, without a
 //! session or a dispatcher (`ops::endpoints`). Every answer written is counted and logged
-//! (`record.rs`). A drain changes how a connection ends (`drain.rs`).
+//! (`record.rs`). A drain (`server/drain.rs`) changes how a connection ends: from
+//! [`Drain::Begin`] on, every answer closes the connection, and a connection with nothing to
+//! answer closes once quiet for `Site::drain_grace`; at [`Drain::Deadline`], what it still
+//! owes an answer is answered 503 with `Retry-After`, and it closes.
 
-mod drain;
 mod record;
 
 use std::collections::VecDeque;
@@ -29,13 +31,13 @@ use whirl::prelude::*;
 use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 
 use super::dispatcher::Dispatcher;
-use super::drain::Drain;
+use super::drain::{Drain, CONNECTIONS};
 use super::messages::{
     FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
 };
 use super::outgoing;
 use super::site::{Site, RETRY_AFTER_SECS};
-use crate::ops::endpoints;
+use crate::ops::{endpoints, Phase};
 use crate::routes;
 use crate::sessions::{session_token, Resolved, Session, SESSION_COOKIE};
 use record::{Requested, Served};
@@ -266,7 +268,7 @@ impl HttpConnection {
             requested,
             served,
         });
-        self.count_received();
+        record::received(&self.site.ops);
         seq
     }
 
@@ -486,7 +488,7 @@ impl HttpConnection {
                 break;
             };
             if self.closing {
-                self.count_abandoned(1);
+                record::abandoned(&self.site.ops, 1);
                 continue;
             }
             if let Some(token) = done.set_cookie.take() {
@@ -527,7 +529,8 @@ impl HttpConnection {
                     sent
                 }
             };
-            self.count_answered(done.requested, done.served, response.status, sent);
+            let facts = (done.requested, done.served);
+            record::answered(&self.site.ops, self.remote, facts, response.status, sent);
             if closes {
                 self.closing = true;
                 self.waiting.clear();
@@ -573,6 +576,82 @@ impl HttpConnection {
             self.paused = false;
             let _ = self.socket.post(SocketMsg::Resume);
         }
+    }
+}
+
+/// The connection's part in a drain.
+impl HttpConnection {
+    /// Joins the connections a drain tells; drains at once if one has begun (the phase is
+    /// read after joining, so that a drain is never missed between the two).
+    fn join_drain(&mut self, ctx: &mut Ctx<Self>) {
+        ctx.process_groups()
+            .group::<Drain>(CONNECTIONS)
+            .join(&ctx.myself());
+        match self.site.ops.phase() {
+            Phase::Serving => {}
+            Phase::Draining => self.on_drain(Drain::Begin, ctx),
+            Phase::Deadline => self.on_drain(Drain::Deadline, ctx),
+        }
+    }
+
+    fn on_drain(&mut self, drain: Drain, ctx: &mut Ctx<Self>) {
+        match drain {
+            Drain::Begin => self.start_draining(ctx),
+            Drain::Deadline => {
+                self.start_draining(ctx);
+                self.at_deadline();
+            }
+        }
+    }
+
+    /// How long the connection may stay quiet with nothing to answer.
+    fn idle_limit(&self) -> Duration {
+        match self.draining {
+            true => self.site.idle_timeout.min(self.site.drain_grace),
+            false => self.site.idle_timeout,
+        }
+    }
+
+    fn start_draining(&mut self, ctx: &mut Ctx<Self>) {
+        if self.draining {
+            return;
+        }
+        self.draining = true;
+        if let Some(timer) = self.idle_timer.take() {
+            timer.cancel();
+        }
+        // Closes the connection if it has been quiet long enough, else looks again sooner
+        // than it did (`idle_limit` is shorter now).
+        self.check_idle(ctx);
+    }
+
+    /// Answers 503 what the connection owes an answer, and closes it.
+    fn at_deadline(&mut self) {
+        if self.closing {
+            return;
+        }
+        let refusal = Response::service_unavailable(RETRY_AFTER_SECS).closing();
+        // The first request not answered yet (those answered before it have been written):
+        // its 503 closes the connection, and the rest are not answered.
+        if let Some(seq) = self.in_flight.front().map(|pending| pending.seq) {
+            self.answer(seq, refusal);
+            return;
+        }
+        let owed = !self.waiting.is_empty()
+            || self.resolving
+            || self.partial_since.is_some()
+            || self.broken.is_some();
+        if owed {
+            let requested = match self.waiting.front() {
+                Some(request) => self.requested(request),
+                None => Requested::none(),
+            };
+            let seq = self.enqueue(false, false, None, (requested, Served::default()));
+            self.answer(seq, refusal);
+            return;
+        }
+        self.closing = true;
+        let _ = self.socket.post(SocketMsg::Close);
     }
 }
 
@@ -647,7 +726,7 @@ impl HttpConnection {
 
     #[terminated]
     fn closed(&mut self, _: &ExitReason) {
-        self.count_abandoned(self.in_flight.len());
+        record::abandoned(&self.site.ops, self.in_flight.len());
         if let Some(timer) = self.idle_timer.take() {
             timer.cancel();
         }

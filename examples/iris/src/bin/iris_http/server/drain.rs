@@ -1,13 +1,13 @@
 //! The drain (SIGTERM, SIGINT): the server stops taking work and lets what it has finish,
 //! within a deadline, without a connection ever closing on a request it has not answered.
 //!
-//! [`Server::drain`] runs it, from the thread that got the signal:
+//! [`Drainer::run`] runs it (`Server::drain`), from the thread that got the signal:
 //!
 //! 1. Readiness goes false (`/readyz` answers 503): load balancers stop sending.
 //! 2. The acceptor stops: the listening socket is closed, new connections are refused.
 //! 3. Every connection is told [`Drain::Begin`] (they all joined the process group
 //!    [`CONNECTIONS`] when they started; one accepted after this sees the phase instead).
-//!    From then on, a connection's next answer carries `Connection: close` and the
+//!    From then on (`HttpConnection`'s drain methods), a connection's next answer carries `Connection: close` and the
 //!    connection closes after it; requests in flight are answered first. A connection with
 //!    nothing to answer is closed once it has been quiet for [`IDLE_GRACE`] (at once if it
 //!    has been already): closing one that has just been answered would race with the
@@ -23,13 +23,14 @@
 //! The caller then shuts the runtime down: what still runs (a handler still busy with a
 //! request already answered 503) is stopped.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use whirl::net::{Acceptor, AcceptorMsg};
 use whirl::prelude::*;
-use whirl::routing::ProcessGroup;
+use whirl::routing::ProcessGroups;
 
-use super::Server;
-use crate::ops::Phase;
+use crate::ops::{Ops, Phase};
 
 /// The process group every connection joins, to be told of the drain.
 pub const CONNECTIONS: &str = "iris_http connections";
@@ -62,15 +63,22 @@ pub struct DrainReport {
     pub took: Duration,
 }
 
-impl Server {
+/// What a drain needs of a server: its phase and counts, its acceptor, its connections.
+pub struct Drainer {
+    pub ops: Arc<Ops>,
+    pub acceptor: Addr<Acceptor>,
+    pub process_groups: ProcessGroups,
+}
+
+impl Drainer {
     /// Drains the server (see the module documentation): returns once every connection has
     /// closed, or `timeout` and then [`FLUSH`] have passed.
-    pub fn drain(&self, timeout: Duration) -> DrainReport {
+    pub fn run(&self, timeout: Duration) -> DrainReport {
         let began = Instant::now();
         let deadline = began + timeout;
         self.ops.advance(Phase::Draining);
         self.stop_accepting();
-        let connections = self.connections();
+        let connections = self.process_groups.group::<Drain>(CONNECTIONS);
         let _ = connections.post_all(Drain::Begin);
         let at_deadline = self.wait_for_connections(deadline);
         let mut left = at_deadline;
@@ -86,6 +94,11 @@ impl Server {
         }
     }
 
+    /// Closes the listening socket: new connections are refused.
+    pub fn stop_accepting(&self) {
+        let _ = self.acceptor.post(AcceptorMsg::Stop);
+    }
+
     /// Waits until the acceptor has stopped and no connection is open, or `until`; returns
     /// how many are open.
     fn wait_for_connections(&self, until: Instant) -> usize {
@@ -99,9 +112,5 @@ impl Server {
             }
             std::thread::sleep(POLL);
         }
-    }
-
-    fn connections(&self) -> ProcessGroup<Drain> {
-        self.process_groups.group::<Drain>(CONNECTIONS)
     }
 }

@@ -39,13 +39,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use whirl::net::tls::{self, TlsAcceptError, TlsConfig};
-use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
+use whirl::net::{Accept, AcceptError, Acceptor, SocketConnection};
 use whirl::prelude::*;
-use whirl::routing::ProcessGroups;
 use whirl::{GroupError, SharedClient};
 use whirl_http::Limits;
 
 pub use connection::HttpConnection;
+use drain::{DrainReport, Drainer};
 #[cfg(test)]
 pub use handlers::SENDFILE_MIN;
 use session_store::SessionStore;
@@ -163,11 +163,9 @@ impl Accept for Serve {
 /// A running server.
 pub struct Server {
     pub addr: SocketAddr,
-    acceptor: Addr<Acceptor>,
     /// Its metrics, access log and phase.
     ops: Arc<Ops>,
-    /// The runtime's process groups (connections join one, to be told of a drain).
-    process_groups: ProcessGroups,
+    drainer: Drainer,
 }
 
 /// Why the server could not start.
@@ -237,21 +235,29 @@ impl Server {
         };
         let (acceptor, addr) = Acceptor::bind(bind, net, serve)?;
         let acceptor = rt.spawn(acceptor);
-        Ok(Server {
-            addr,
+        let drainer = Drainer {
+            ops: Arc::clone(&ops),
             acceptor,
-            ops,
             process_groups: rt.process_groups(),
-        })
+        };
+        Ok(Server { addr, ops, drainer })
     }
 
-    /// Stops accepting connections (those open are served until they close).
+    /// Stops accepting connections (those open are served until they close); a drain's
+    /// second step, alone.
+    #[cfg(test)]
     pub fn stop_accepting(&self) {
-        let _ = self.acceptor.post(AcceptorMsg::Stop);
+        self.drainer.stop_accepting();
     }
 
     /// Its metrics, access log and phase.
     pub fn ops(&self) -> &Arc<Ops> {
         &self.ops
+    }
+
+    /// Drains the server (`drain.rs`): returns once every connection has closed, or
+    /// `timeout` and then `drain::FLUSH` have passed.
+    pub fn drain(&self, timeout: Duration) -> DrainReport {
+        self.drainer.run(timeout)
     }
 }

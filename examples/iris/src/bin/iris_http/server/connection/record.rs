@@ -5,18 +5,19 @@
 //! itself travels on to a dispatcher; the strings the access log needs are copied only when
 //! there is an access log.
 
+use std::net::SocketAddr;
 use std::time::{Instant, SystemTime};
 
 use whirl::prelude::*;
 use whirl_http::{Method, Request};
 
-use super::HttpConnection;
 use crate::ops::access_log::Record;
 use crate::ops::metrics::MethodClass;
+use crate::ops::Ops;
 
 /// What the metrics and the access log need of a request, taken when it was received.
 #[derive(Isolated)]
-pub(super) struct Requested {
+pub struct Requested {
     method: MethodClass,
     received: Instant,
     /// For the access log only (`None` without one, and for an answer to no request).
@@ -34,14 +35,14 @@ struct Logged {
 
 /// Who served a request: the session's principal and user name.
 #[derive(Isolated, Clone, Default)]
-pub(super) struct Served {
-    pub(super) principal: Option<u64>,
-    pub(super) user: Option<String>,
+pub struct Served {
+    pub principal: Option<u64>,
+    pub user: Option<String>,
 }
 
 impl Requested {
     /// The facts of `request`, received now; the strings too if `log`.
-    pub(super) fn of(request: &Request, log: bool) -> Requested {
+    pub fn of(request: &Request, log: bool) -> Requested {
         let logged = log.then(|| Logged {
             method: match &request.method {
                 Method::Get => "GET".to_owned(),
@@ -65,7 +66,7 @@ impl Requested {
 
     /// An answer to bytes that were no request (malformed, too large, too slow), or to no
     /// request at all.
-    pub(super) fn none() -> Requested {
+    pub fn none() -> Requested {
         Requested {
             method: MethodClass::Other,
             received: Instant::now(),
@@ -74,49 +75,47 @@ impl Requested {
     }
 }
 
-impl HttpConnection {
-    /// A request entered the connection's answer order.
-    pub(super) fn count_received(&self) {
-        self.site.ops.metrics.in_flight.inc();
-    }
+/// A request entered a connection's answer order.
+pub fn received(ops: &Ops) {
+    ops.metrics.in_flight.inc();
+}
 
-    /// The answer to `requested`, served by `served`, was written: `status`, `bytes` of it.
-    pub(super) fn count_answered(
-        &self,
-        requested: Requested,
-        served: Served,
-        status: u16,
-        bytes: u64,
-    ) {
-        let ops = &self.site.ops;
-        let took = requested.received.elapsed();
-        ops.metrics.in_flight.dec();
-        ops.metrics.answered(requested.method, status, bytes, took);
-        let Some(sink) = &ops.access_log else {
-            return;
-        };
-        let (method, path, query, user_agent) = match requested.logged {
-            Some(l) => (Some(l.method), Some(l.path), l.query, l.user_agent),
-            None => (None, None, None, None),
-        };
-        sink.log(Record {
-            time: SystemTime::now(),
-            remote: self.remote,
-            method,
-            path,
-            query,
-            status,
-            bytes,
-            duration: took,
-            principal: served.principal,
-            user: served.user,
-            user_agent,
-        });
-    }
+/// The answer to `requested`, from `remote`, served by `served`, was written: `status`,
+/// `bytes` of it.
+pub fn answered(
+    ops: &Ops,
+    remote: SocketAddr,
+    (requested, served): (Requested, Served),
+    status: u16,
+    bytes: u64,
+) {
+    let took = requested.received.elapsed();
+    ops.metrics.in_flight.dec();
+    ops.metrics.answered(requested.method, status, bytes, took);
+    let Some(sink) = &ops.access_log else {
+        return;
+    };
+    let (method, path, query, user_agent) = match requested.logged {
+        Some(l) => (Some(l.method), Some(l.path), l.query, l.user_agent),
+        None => (None, None, None, None),
+    };
+    sink.log(Record {
+        time: SystemTime::now(),
+        remote,
+        method,
+        path,
+        query,
+        status,
+        bytes,
+        duration: took,
+        principal: served.principal,
+        user: served.user,
+        user_agent,
+    });
+}
 
-    /// `count` requests will not be answered (the connection closed first).
-    pub(super) fn count_abandoned(&self, count: usize) {
-        let count = i64::try_from(count).unwrap_or(i64::MAX);
-        self.site.ops.metrics.in_flight.dec_by(count);
-    }
+/// `count` requests of a connection will not be answered (it closed first).
+pub fn abandoned(ops: &Ops, count: usize) {
+    let count = i64::try_from(count).unwrap_or(i64::MAX);
+    ops.metrics.in_flight.dec_by(count);
 }
