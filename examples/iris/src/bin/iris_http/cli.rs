@@ -66,10 +66,12 @@ pub struct Cli {
     #[arg(long, default_value_t = 10)]
     anonymous_idle_s: u64,
     /// The assembly file: groups, predicates, schedulers, controllers (default: the
-    /// `iris.toml` shipped with iris_http).
+    /// `iris.toml` shipped with iris_http). Watched for changes (unless --no-watch) and read
+    /// again on SIGHUP; changes apply live, what needs a restart is said on stderr.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
+    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key. Read
+    /// again, with the key, on SIGHUP: new handshakes use them, open connections keep theirs.
     #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
     tls_cert: Option<PathBuf>,
     /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
