@@ -659,11 +659,13 @@ impl HttpConnection {
 impl HttpConnection {
     #[started]
     fn attach(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        self.join_drain(ctx);
-        self.arm_idle_check(ctx);
         self.socket
             .post(SocketMsg::Attach(ctx.myself().into()))
-            .map_err(|_| Failure::new("the socket closed before the connection started"))
+            .map_err(|_| Failure::new("the socket closed before the connection started"))?;
+        self.arm_idle_check(ctx);
+        // After the socket has its owner: a drain under way may close it at once.
+        self.join_drain(ctx);
+        Ok(())
     }
 
     #[handle]

@@ -85,7 +85,7 @@ fn a_drain_answers_what_is_in_flight_and_closes_each_connection_after_its_next_a
 
 #[test]
 fn at_the_deadline_what_is_still_queued_is_answered_503_and_every_connection_closes() {
-    let server = slow_server(Duration::from_secs(2), Duration::from_secs(60));
+    let server = slow_server(Duration::from_secs(4), Duration::from_secs(60));
     // Half a request: answered at the deadline too (it will never be served).
     let mut partial = server.connect();
     partial.send(b"GET /resources/3 HTTP/1.1\r\nHost: localhost\r\n");
@@ -132,5 +132,21 @@ fn without_a_grace_a_quiet_connection_is_closed_when_the_drain_begins() {
         drain.join().expect("the drain")
     });
     assert_eq!((report.at_deadline, report.left), (0, 0), "{report:?}");
+    server.stop();
+}
+
+/// A connection the acceptor took after the drain began (before the listener closed) learns
+/// of it from the phase when it starts: its first answer closes it.
+#[test]
+fn a_connection_accepted_once_draining_is_answered_once_with_connection_close() {
+    let server = slow_server(Duration::ZERO, Duration::from_secs(60));
+    // The phase alone, the listener still open: what a connection accepted between the
+    // drain's first step and its second sees.
+    server.server.ops().advance(Phase::Draining);
+    let mut late = server.connect();
+    let response = late.get("/files/index.html", None);
+    assert_eq!(response.status, 200);
+    assert!(response.closes(), "{:?}", response.headers);
+    late.assert_closed_by_server();
     server.stop();
 }
