@@ -145,6 +145,7 @@ impl<M: Remote> Deliver<M> for RemoteAddr<M> {
             tag: TagOf::<M>::TAG,
             route: self.route.as_ref().map(|r| r.id()),
             principal: principal.map(WirePrincipal::of),
+            trace: crate::trace::current(),
         };
         let link = self.link();
         self.core
@@ -211,6 +212,7 @@ impl<M: Request> RemoteAddr<M> {
     ) -> Result<Arc<AskSlot>, RemoteCallError<M>> {
         let (to, tag) = (self.pid.local(), TagOf::<M>::TAG);
         let principal = principal.map(WirePrincipal::of);
+        let trace = crate::trace::current();
         let link = self.link();
         self.core
             .start_request(
@@ -221,6 +223,7 @@ impl<M: Request> RemoteAddr<M> {
                     tag,
                     req,
                     principal,
+                    trace,
                 },
                 &msg,
                 deadline,

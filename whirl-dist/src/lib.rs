@@ -51,6 +51,13 @@
 //! may move and how to export them where they land). A monitor follows the process too. Hot deployment is a node of
 //! the new version, a migration per process, and the old node's shutdown.
 //!
+//! **Traces.** A message sent across nodes from inside a span is handled in the runtime's
+//! message spans (target `whirl::message` at `DEBUG`; see `whirl`'s "Observing" docs) under a
+//! `remote` span naming the sending node. With feature `opentelemetry`, the frame carries the
+//! sender's OpenTelemetry span context (25 bytes) and the `remote` span is its child, so a
+//! request is one trace across nodes when both export through `tracing-opentelemetry`; the
+//! context only parents spans, it grants nothing.
+//!
 //! ```no_run
 //! use std::time::Duration;
 //! use serde::{Deserialize, Serialize};
@@ -147,6 +154,7 @@ mod remote;
 mod security;
 pub mod sim;
 mod spawn;
+mod trace;
 pub mod transport;
 mod watches;
 mod wire;

@@ -21,10 +21,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::trace::WireTrace;
 use crate::NodeId;
 
 /// The frame format this build speaks.
-pub(crate) const VERSION: u8 = 3;
+pub(crate) const VERSION: u8 = 4;
 
 /// The version byte of a version notice (frozen).
 const NOTICE: u8 = 0;
@@ -148,6 +149,8 @@ pub(crate) enum Header {
         tag: u64,
         route: Option<u64>,
         principal: Option<WirePrincipal>,
+        /// The sender's trace context (`trace.rs`).
+        trace: Option<WireTrace>,
     },
     /// An asked message for process `to`; the answer comes back as `Reply { req }`.
     Ask {
@@ -155,6 +158,8 @@ pub(crate) enum Header {
         tag: u64,
         req: u64,
         principal: Option<WirePrincipal>,
+        /// The sender's trace context (`trace.rs`).
+        trace: Option<WireTrace>,
     },
     /// The receiver has taken `received` data frames (posts and asks) from this sender so
     /// far, in total: the sender's credit window refills by the difference.
@@ -460,6 +465,11 @@ mod tests {
                 class: 1,
                 utility: 0.5,
             }),
+            trace: Some(WireTrace {
+                trace_id: [7; 16],
+                span_id: [9; 8],
+                flags: 1,
+            }),
         };
         let bytes = encode(me(), &header, &("hello", 5u32)).unwrap();
         let frame = decode(&bytes, LIMIT).unwrap();
@@ -484,6 +494,7 @@ mod tests {
                     class: 1,
                     utility,
                 }),
+                trace: None,
             };
             let bytes = encode(me(), &header, &()).unwrap();
             assert_eq!(
@@ -569,7 +580,7 @@ mod tests {
         #[test]
         fn mutated_frames_never_panic(to in any::<u64>(), tag in any::<u64>(), req in any::<u64>(),
                                       at in any::<prop::sample::Index>(), byte in any::<u8>()) {
-            let header = Header::Ask { to, tag, req, principal: None };
+            let header = Header::Ask { to, tag, req, principal: None, trace: None };
             let mut bytes = encode(me(), &header, &"payload").unwrap();
             let i = at.index(bytes.len());
             bytes[i] = byte;

@@ -169,7 +169,7 @@ fn post(to: &RemoteAddr<Deposit>, mut msg: Deposit) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Frames as an attacker writes them (wire.rs, VERSION 3), mirrored here: a test cannot use the
+// Frames as an attacker writes them (wire.rs, VERSION 4), mirrored here: a test cannot use the
 // crate's private encoder, and an attacker would not either.
 // ---------------------------------------------------------------------------------------------
 
@@ -189,12 +189,14 @@ enum Header {
         tag: u64,
         route: Option<u64>,
         principal: Option<Principal>,
+        trace: Option<Trace>,
     },
     Ask {
         to: u64,
         tag: u64,
         req: u64,
         principal: Option<Principal>,
+        trace: Option<Trace>,
     },
     Ack {
         received: u64,
@@ -207,6 +209,14 @@ enum Header {
     },
 }
 
+/// A trace context, as `trace.rs` sends it.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq)]
+struct Trace {
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
+    flags: u8,
+}
+
 /// A message type's wire tag: 64-bit FNV-1a of its stable name (as `remote.rs` computes it).
 fn tag_of(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
@@ -214,9 +224,9 @@ fn tag_of(name: &str) -> u64 {
     })
 }
 
-/// An unsealed version-3 frame: `[3][sender id, LE][header][payload]`.
+/// An unsealed version-4 frame: `[4][sender id, LE][header][payload]`.
 fn frame(from: NodeId, header: &Header, payload: &[u8]) -> Vec<u8> {
-    let mut bytes = vec![3];
+    let mut bytes = vec![4];
     bytes.extend_from_slice(&from.as_u128().to_le_bytes());
     let mut bytes = postcard::to_extend(header, bytes).expect("encode a header");
     bytes.extend_from_slice(payload);
@@ -230,6 +240,7 @@ fn post_frame(from: NodeId, to: u64, seq: u64) -> Vec<u8> {
         tag: tag_of(Deposit::TAG),
         route: None,
         principal: None,
+        trace: None,
     };
     let payload = postcard::to_stdvec(&Deposit { seq, cents: 1 }).expect("encode");
     frame(from, &header, &payload)

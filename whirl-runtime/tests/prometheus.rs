@@ -158,13 +158,17 @@ fn histograms_are_real_and_their_sums_only_grow() {
     let mut last_sum = 0.0;
     let mut last_count = 0.0;
     let mut last_buckets = Vec::new();
+    let mut handled = 0.0;
     for round in 1..=4u64 {
-        for i in 0..200 {
-            worker.post(Work(i % 50 * round)).expect("no predicate");
-        }
-        rt.block_until_idle();
-        // Workers publish what they measured when they run out of work.
+        // Turns are sampled (the first of each worker in a millisecond, one in 64 besides):
+        // post batches, a few milliseconds apart, until this round has measurements.
         wait_until("the round's measurements to be published", || {
+            for i in 0..200 {
+                worker.post(Work(i % 50 * round)).expect("no predicate");
+            }
+            handled += 200.0;
+            rt.block_until_idle();
+            std::thread::sleep(Duration::from_millis(2));
             Scrape::of(&registry).value("whirl_group_handling_seconds_count", "group=\"prom-work\"")
                 > last_count
         });

@@ -1,10 +1,9 @@
-//! `tracing` spans: one per turn (process, its type, its message type, group, principal), and
-//! around spawn, supervision decisions and shutdown. The cost without a subscriber is measured
+//! `tracing` spans: one per turn (process, its type, its message type, group, principal), one
+//! per message, and around spawn, supervision decisions and shutdown; ids spelt `<n>`. The cost without a subscriber is measured
 //! by the benchmarks, not here.
 
 mod common;
 
-use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
 use common::capture::{FieldText, Fields};
@@ -17,7 +16,6 @@ use whirl::supervision::{ChildSpec, Supervisor, SupervisorSpec};
 #[derive(Clone, Default)]
 struct Spans {
     seen: Arc<Mutex<Vec<(&'static str, Fields)>>>,
-    next: Arc<AtomicU64>,
 }
 
 impl Subscriber for Spans {
@@ -28,14 +26,21 @@ impl Subscriber for Spans {
     fn new_span(&self, span: &Attributes<'_>) -> Id {
         let mut fields = Fields::new();
         span.record(&mut FieldText(&mut fields));
-        self.seen
-            .lock()
-            .unwrap()
-            .push((span.metadata().name(), fields));
-        Id::from_u64(self.next.fetch_add(1, SeqCst) + 1)
+        let mut seen = self.seen.lock().unwrap();
+        seen.push((span.metadata().name(), fields));
+        // The span's id is its place in `seen`, plus one.
+        Id::from_u64(seen.len() as u64)
     }
 
-    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        let mut seen = self.seen.lock().unwrap();
+        if let Some((_, fields)) = usize::try_from(span.into_u64() - 1)
+            .ok()
+            .and_then(|i| seen.get_mut(i))
+        {
+            values.record(&mut FieldText(fields));
+        }
+    }
 
     fn record_follows_from(&self, _: &Id, _: &Id) {}
 
@@ -98,16 +103,23 @@ fn turns_spawns_supervision_and_shutdown_have_spans() {
     let turn = named("turn")
         .find(|(_, f)| f.get("group").map(String::as_str) == Some("jobs"))
         .expect("a turn span in the jobs group");
-    assert_eq!(turn.1["process"], job.id().as_u64().to_string());
+    assert_eq!(turn.1["process"], job.id().to_string());
     assert!(turn.1["process_type"].ends_with("Job"), "{:?}", turn.1);
     assert_eq!(turn.1["principal"], "42");
     let spawn = named("spawn")
-        .find(|(_, f)| f["process"] == job.id().as_u64().to_string())
+        .find(|(_, f)| f["process"] == job.id().to_string())
         .expect("a spawn span for the job");
     assert_eq!(spawn.1["group"], "jobs");
     let decision = named("supervision").next().expect("a supervision span");
     assert_eq!(decision.1["supervisor"], "sup");
-    assert_eq!(decision.1["child"], child.id().as_u64().to_string());
+    assert_eq!(decision.1["child"], child.id().to_string());
     assert_eq!(decision.1["reason"], "failed: crash");
     assert!(named("shutdown").next().is_some());
+    // A span per message (`whirl::message` at DEBUG: this subscriber wants everything),
+    // naming the message's type once the handler said which it handles.
+    let message = named("message")
+        .find(|(_, f)| f.get("process") == Some(&job.id().to_string()))
+        .expect("a message span for the job");
+    assert_eq!(message.1["group"], "jobs");
+    assert!(message.1["message"].ends_with("Work"), "{:?}", message.1);
 }

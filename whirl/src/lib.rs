@@ -10,11 +10,14 @@
 //!
 //! # Features
 //!
+//! * `prometheus`: Prometheus exposition through `prometheus-client` (`whirl::prometheus`): collectors
+//!   read at scrape time, with real histograms, per class of principal counts, `process_*` and
+//!   `whirl_build_info`, in OpenMetrics or the classic text format. Off by default.
 //! * `metrics`: the statistics recorded through the [`metrics`](https://docs.rs/metrics)
-//!   facade (`Runtime::record_metrics`, or `Runtime::export_metrics` on a thread of its own),
-//!   for Prometheus and other exporters: per group message counters, queue length, threads,
-//!   latency quantiles, per principal handled counts, supervisor restarts, all named
-//!   `whirl_*`. Read from the snapshots, never on the message path. Off by default.
+//!   facade (`Runtime::record_metrics`, or `Runtime::export_metrics` on a thread of its own):
+//!   per group message counters, queue length, threads, recent latency quantiles, per class
+//!   of principal counts, supervisor restarts, all named `whirl_*`. Read from the snapshots,
+//!   never on the message path. Off by default.
 //! * `net`: non-blocking sockets as processes ([`net`]: an `Acceptor` and `SocketConnection`
 //!   on a poller thread per runtime, mio underneath). Off by default.
 //! * `tls`: TLS server connections on the socket layer with rustls (ring provider):
@@ -810,6 +813,7 @@
 #![doc = include_str!("../tutorial/backplane.md")]
 #![doc = include_str!("../tutorial/routers.md")]
 #![cfg_attr(feature = "tls", doc = include_str!("../tutorial/tls.md"))]
+#![cfg_attr(feature = "prometheus", doc = include_str!("../tutorial/observing.md"))]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 extern crate self as whirl;
 

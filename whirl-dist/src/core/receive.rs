@@ -59,13 +59,23 @@ impl Core {
                 tag,
                 route,
                 principal,
-            } => self.on_post(&frame, seq, to, tag, route, principal),
+                trace,
+            } => {
+                let span = crate::trace::remote_span(frame.from, trace);
+                let _inside = span.as_ref().map(tracing::Span::enter);
+                self.on_post(&frame, seq, to, tag, route, principal)
+            }
             Header::Ask {
                 to,
                 tag,
                 req,
                 principal,
-            } => self.on_ask(&frame, seq, to, tag, req, principal),
+                trace,
+            } => {
+                let span = crate::trace::remote_span(frame.from, trace);
+                let _inside = span.as_ref().map(tracing::Span::enter);
+                self.on_ask(&frame, seq, to, tag, req, principal)
+            }
             Header::Ack { received } => self.on_ack(frame.from, received),
             Header::Bounce {
                 route, reason, seq, ..
@@ -114,6 +124,7 @@ impl Core {
                     tag,
                     route,
                     principal,
+                    trace: None,
                 };
                 self.redirected(frame.from, old, to, (header, frame.payload.to_vec()));
             }

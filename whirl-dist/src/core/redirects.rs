@@ -88,6 +88,7 @@ impl Core {
                 tag,
                 route,
                 principal,
+                ..
             } => Header::Redirect {
                 old,
                 tag,
@@ -102,6 +103,7 @@ impl Core {
                 tag,
                 req,
                 principal,
+                ..
             } => Header::Reply {
                 req,
                 outcome: Outcome::Redirected {
@@ -427,6 +429,7 @@ impl Core {
                 tag,
                 req,
                 principal,
+                trace: None,
             };
             self.redirected(frame.from, old, to, (header, frame.payload.to_vec()));
         }
@@ -440,23 +443,27 @@ fn retarget(header: &Header, to: u64) -> Header {
             tag,
             route,
             principal,
+            trace,
             ..
         } => Header::Post {
             to,
             tag,
             route,
             principal,
+            trace,
         },
         Header::Ask {
             tag,
             req,
             principal,
+            trace,
             ..
         } => Header::Ask {
             to,
             tag,
             req,
             principal,
+            trace,
         },
         ref other => other.clone(),
     }

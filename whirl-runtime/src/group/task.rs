@@ -70,6 +70,8 @@ pub(crate) struct Recorder {
     /// entered and exited by hand: the guard type is not `Send`, and a recorder moves to its
     /// worker's thread when the worker starts.
     turn_span: RefCell<Option<tracing::Span>>,
+    /// The span of a message whose handler failed this turn (`keep_failed_span`).
+    failed_span: RefCell<Option<tracing::Span>>,
 }
 
 impl Recorder {
@@ -80,6 +82,7 @@ impl Recorder {
             stats: RefCell::new(LocalStats::new()),
             spans: Cell::new(tracing::level_enabled!(tracing::Level::TRACE)),
             turn_span: RefCell::new(None),
+            failed_span: RefCell::new(None),
         }
     }
 
@@ -97,6 +100,21 @@ impl Recorder {
             span.with_subscriber(|(id, dispatch)| dispatch.enter(id));
             *slot = Some(span);
         }
+    }
+
+    /// Keeps the span of a message whose handler failed, for the turn's end
+    /// ([`Recorder::take_failed_span`]).
+    #[cold]
+    pub(crate) fn keep_failed_span(&self, span: tracing::Span) {
+        if let Ok(mut slot) = self.failed_span.try_borrow_mut() {
+            *slot = Some(span);
+        }
+    }
+
+    /// The span [`Recorder::keep_failed_span`] kept, if any.
+    #[cold]
+    pub(crate) fn take_failed_span(&self) -> Option<tracing::Span> {
+        self.failed_span.try_borrow_mut().ok()?.take()
     }
 
     /// Leaves and closes the turn's span, if one is open.

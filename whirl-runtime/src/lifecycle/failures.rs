@@ -118,9 +118,33 @@ fn default_hook(failure: &FailureReport) {
         eprintln!("whirl: {failure}");
         return;
     }
+    // Structured: the fields are fields, and the event lands in the span of the message
+    // whose handler failed (the turn reports inside it; see `process/trace.rs`).
     match failure {
-        FailureReport::ShutdownAbandoned { .. } => tracing::warn!("{failure}"),
-        _ => tracing::error!("{failure}"),
+        FailureReport::ProcessFailed { id, group, failure } => tracing::error!(
+            process = %id,
+            group = %group,
+            kind = ?failure.kind(),
+            failure = %failure,
+            "process failed",
+        ),
+        FailureReport::HandlerCancelled {
+            id,
+            group,
+            message_type,
+            pending_for,
+            reason,
+        } => tracing::warn!(
+            process = %id,
+            group = %group,
+            message_type,
+            pending_ms = u64::try_from(pending_for.as_millis()).unwrap_or(u64::MAX),
+            reason = %reason,
+            "async handler cancelled: the process terminated while it was pending",
+        ),
+        FailureReport::ShutdownAbandoned { report } => {
+            tracing::warn!(report = %report, "shutdown abandoned processes")
+        }
     }
 }
 

@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 
 use super::mailbox::{AfterPush, Mailbox};
 use super::model::{Body, Control, OnStarted, Process, ProcessCell, Rare, Watcher};
+use super::trace::Envelope;
 use crate::control::Event;
 use crate::group::{observe, GroupShared, Task};
 use crate::lifecycle::{DeadLetter, Down, ExitReason, ProcessId, QueuedMessage};
@@ -94,7 +95,7 @@ impl<P: Process> ProcessCell<P> {
     #[inline]
     pub(crate) fn deliver(self: &Arc<Self>, msg: P::Message, meta: u32) {
         self.group.counters.add(Event::Posted, 1);
-        let after = self.mailbox.push(msg, meta);
+        let after = self.mailbox.push(Envelope::here(msg), meta);
         self.after_token_attempt(after);
     }
 
@@ -115,7 +116,7 @@ impl<P: Process> ProcessCell<P> {
         self.group.counters.add(Event::Posted, 1);
         let level = u16::from(priority) + 1;
         let mut raised = false;
-        let after = self.mailbox.push_then(msg, meta, || {
+        let after = self.mailbox.push_then(Envelope::here(msg), meta, || {
             raised = self.rare().inherited.fetch_max(level, SeqCst) < level;
         });
         let held_elsewhere = after == AfterPush::Nothing;
@@ -358,7 +359,7 @@ impl<P: Process> ProcessCell<P> {
                 kernel.dead_letter(DeadLetter::new(
                     self.id,
                     reason.clone(),
-                    P::__dead_letter(msg),
+                    P::__dead_letter(msg.msg),
                 ));
             })
         };
@@ -378,7 +379,7 @@ impl<P: Process> ProcessCell<P> {
                 if meta != observe::UNOBSERVED && self.group.observes() {
                     observe::dead_lettered(&self.group, self.principal.as_ref(), meta);
                 }
-                queued.push(QueuedMessage::new(P::__dead_letter(msg)));
+                queued.push(QueuedMessage::new(P::__dead_letter(msg.msg)));
             })
         };
         let count = queued.len() as u64;

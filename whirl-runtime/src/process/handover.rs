@@ -179,7 +179,7 @@ impl<P: Process> ProcessCell<P> {
                     // hears of it as of a dead letter.
                     observe::dead_lettered(&self.group, self.principal.as_ref(), meta);
                 }
-                queued.push(QueuedMessage::new(P::__dead_letter(msg)));
+                queued.push(QueuedMessage::new(P::__dead_letter(msg.msg)));
             })
         };
         let reason = ExitReason::Normal;

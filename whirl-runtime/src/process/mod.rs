@@ -14,6 +14,7 @@
 //! * `addr.rs`: [`Addr`] and [`Recipient`], the local addresses.
 //! * `turn.rs`: running a turn and terminating; where a cell becomes a group's task.
 //! * `spawn.rs`: creating processes and placing them in groups.
+//! * `trace.rs`: the span a message was posted from, carried to the span it is handled in.
 //! * `ctx.rs`: what a handler can do.
 //! * `handover.rs`, `relocate.rs`: a process leaving the runtime (migration), or moving to
 //!   another group of it.
@@ -32,6 +33,7 @@ mod relocate;
 mod reply;
 mod request;
 mod spawn;
+mod trace;
 mod turn;
 mod watch;
 

@@ -24,6 +24,7 @@ use parking_lot::Mutex;
 
 use super::mailbox::Mailbox;
 use super::reply::ReplyTo;
+use super::trace::Envelope;
 use crate::group::{GroupShared, Recorder, TurnProbe};
 use crate::isolation::Message;
 use crate::lifecycle::{Down, ExitReason, Failure, ProcessId};
@@ -334,7 +335,7 @@ pub(super) struct Rare {
 /// neighbours, but costs up to 64 bytes per process (I6).
 #[repr(C)]
 pub(crate) struct ProcessCell<P: Process> {
-    pub(crate) mailbox: Mailbox<P::Message>,
+    pub(crate) mailbox: Mailbox<Envelope<P::Message>>,
     pub(crate) group: Arc<GroupShared>,
     pub(crate) principal: Option<Principal>,
     pub(super) id: ProcessId,

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use super::addr::Addr;
 use super::mailbox::AfterPush;
 use super::model::{Ctx, Process, ProcessCell};
+use super::trace::Envelope;
 use crate::control::Event;
 use crate::group::{observe, Group, GroupShared, MoveError, Task};
 
@@ -284,14 +285,14 @@ impl<P: Process> ProcessCell<P> {
     /// Passes a message that was admitted here on to the cell the process moved to: `moved`
     /// here, `posted` there, no admission check (it was accepted once, and refusing it now
     /// would have nobody to give it back to).
-    fn pass_on(&self, next: &Arc<ProcessCell<P>>, msg: P::Message, meta: u32) {
+    fn pass_on(&self, next: &Arc<ProcessCell<P>>, msg: Envelope<P::Message>, meta: u32) {
         let after = self.hand_on(next, msg, meta);
         next.after_token_attempt(after);
     }
 
     /// [`pass_on`](Self::pass_on) up to the push: what to do about `next`'s token is left to
     /// the caller.
-    fn hand_on(&self, next: &ProcessCell<P>, msg: P::Message, meta: u32) -> AfterPush {
+    fn hand_on(&self, next: &ProcessCell<P>, msg: Envelope<P::Message>, meta: u32) -> AfterPush {
         if meta != observe::UNOBSERVED && self.group.observes() {
             // It leaves this group unhandled: a predicate counting what is in flight hears of
             // it as of a dead letter.

@@ -127,7 +127,7 @@ fn start<P: Process>(
     let id = kernel.next_process_id();
     let _span = tracing::debug_span!(
         "spawn",
-        process = id.as_u64(),
+        process = %id,
         process_type = std::any::type_name::<P>(),
         group = %group.name,
         principal = principal.as_ref().map(Principal::id),

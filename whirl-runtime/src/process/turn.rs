@@ -14,6 +14,7 @@ use std::time::Instant;
 use super::inbox::Cursor;
 use super::mailbox::{AfterRelease, Mailbox, Suspend};
 use super::model::{Body, Ctx, PendingHandler, Process, ProcessCell, Suspended, Watcher};
+use super::trace::{message_spans, Envelope, SentFrom};
 use crate::control::Event;
 use crate::group::{observe, GroupShared, Kernel, MoveError, Recorder, Runnable, Task, TurnProbe};
 use crate::lifecycle::failures::{self, FailureReport};
@@ -68,7 +69,7 @@ struct Turn<'t, 'c, P: Process, const SAMPLED: bool> {
     /// touches it until we release it or park the process (I9).
     body: *mut Body<P>,
     /// The inbox, read as its only consumer (we hold the token).
-    inbox: &'t mut Cursor<'c, P::Message>,
+    inbox: &'t mut Cursor<'c, Envelope<P::Message>>,
     /// The cursor's tail re-reads seen so far: a new one is a chance to look for a kill.
     refreshes: u32,
     recorder: &'t Recorder,
@@ -110,7 +111,7 @@ impl<'t, 'c, P: Process, const SAMPLED: bool> Turn<'t, 'c, P, SAMPLED> {
     fn begin(
         ctx: &'t mut Ctx<P>,
         cell: &'c ProcessCell<P>,
-        inbox: &'t mut Cursor<'c, P::Message>,
+        inbox: &'t mut Cursor<'c, Envelope<P::Message>>,
         exit: &'t mut Option<ExitReason>,
         recorder: &'t Recorder,
     ) -> Self {
@@ -281,12 +282,19 @@ impl<'t, 'c, P: Process, const SAMPLED: bool> Turn<'t, 'c, P, SAMPLED> {
     /// Runs the handler of one message, panics contained, and counts it done; `Break` if it
     /// is an async handler that suspended.
     #[inline(always)]
-    fn handle_one(&mut self, msg: P::Message, meta: u32) -> ControlFlow<()> {
+    fn handle_one(&mut self, envelope: Envelope<P::Message>, meta: u32) -> ControlFlow<()> {
+        let Envelope { msg, from } = envelope;
+        let span = message_spans().then(|| message_span::<P>(self.cell, from));
+        let entered = span.as_ref().map(tracing::Span::enter);
         // SAFETY: the token is ours (I9); no future is pending, so nothing else borrows the
         // state; the reference ends with the handler.
         *self.exit = invoke(unsafe { &mut (*self.body).state }, self.ctx, |p, ctx| {
             p.handle(msg, ctx)
         });
+        drop(entered);
+        if let Some(span) = span {
+            self.handled_in(span);
+        }
         if let Some(handler) = self
             .ctx
             .pending
@@ -310,6 +318,19 @@ impl<'t, 'c, P: Process, const SAMPLED: bool> Turn<'t, 'c, P, SAMPLED> {
         }
         self.done(meta);
         ControlFlow::Continue(())
+    }
+
+    /// A message was handled in `span`: names its type, and keeps the span of a handler that
+    /// failed for the turn's end, where the failure is reported inside it.
+    #[cold]
+    #[inline(never)]
+    fn handled_in(&self, span: tracing::Span) {
+        if let Some(message) = self.probe.read().and_then(|running| running.message) {
+            span.record("message", message);
+        }
+        if self.exit.is_some() {
+            self.recorder.keep_failed_span(span);
+        }
     }
 
     /// Polls the future an async handler just made, at once: a handler that does not wait
@@ -474,6 +495,9 @@ impl<P: Process> ProcessCell<P> {
         }
         let outcome = turn.end();
         drop(inbox);
+        // A handler that failed: its termination is reported inside its message's span.
+        let failed = exit.as_ref().and_then(|_| recorder.take_failed_span());
+        let _inside = failed.as_ref().map(tracing::Span::enter);
         ctx.into_cell().after_turn(exit, outcome)
     }
 
@@ -641,14 +665,7 @@ impl<P: Process> ProcessCell<P> {
             );
             return;
         }
-        tracing::warn!(
-            process = %self.id,
-            group = %self.group.name,
-            message_type = message(),
-            pending_ms = pending_for.as_millis() as u64,
-            %reason,
-            "async handler cancelled: the process terminated while it was pending",
-        );
+        // One event: the failure hook's (by default a structured `WARN`).
         failures::report(FailureReport::HandlerCancelled {
             id: self.id,
             group: self.group.name.clone(),
@@ -665,13 +682,43 @@ impl<P: Process> ProcessCell<P> {
 fn open_turn_span<P: Process>(recorder: &Recorder, cell: &ProcessCell<P>) {
     let span = tracing::trace_span!(
         "turn",
-        process = cell.id.as_u64(),
+        process = %cell.id,
         process_type = std::any::type_name::<P>(),
         messages = std::any::type_name::<P::Message>(),
         group = %cell.group.name,
         principal = cell.principal.as_ref().map(Principal::id),
     );
     recorder.open_turn_span(span);
+}
+
+/// The span a message is handled in (see `trace.rs`): a child of the span it was posted from,
+/// or of the current one (the turn's, at `TRACE`) if it was posted outside any.
+#[cold]
+#[inline(never)]
+fn message_span<P: Process>(cell: &ProcessCell<P>, from: SentFrom) -> tracing::Span {
+    let parent = from.into_span();
+    let principal = cell.principal.as_ref().map(Principal::id);
+    match &parent {
+        Some(parent) => tracing::debug_span!(
+            target: "whirl::message",
+            parent: parent,
+            "message",
+            process = %cell.id,
+            process_type = std::any::type_name::<P>(),
+            group = %cell.group.name,
+            principal,
+            message = tracing::field::Empty,
+        ),
+        None => tracing::debug_span!(
+            target: "whirl::message",
+            "message",
+            process = %cell.id,
+            process_type = std::any::type_name::<P>(),
+            group = %cell.group.name,
+            principal,
+            message = tracing::field::Empty,
+        ),
+    }
 }
 
 /// Runs a handler or hook with panics contained; returns the exit it asked for, if any.

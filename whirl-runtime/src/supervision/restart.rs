@@ -25,7 +25,7 @@ impl<A: 'static> Supervisor<A> {
         let _span = tracing::debug_span!(
             "supervision",
             supervisor = %self.name,
-            child = down.id.as_u64(),
+            child = %down.id,
             reason = %down.reason,
         )
         .entered();
