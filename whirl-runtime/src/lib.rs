@@ -149,7 +149,10 @@ pub mod failures {
 #[cfg(unix)]
 pub mod signal {
     //! Shutting down on SIGINT or SIGTERM ([`wait_for_signal`],
-    //! [`Runtime::shutdown_on_signal`](crate::Runtime::shutdown_on_signal)).
+    //! [`Runtime::shutdown_on_signal`](crate::Runtime::shutdown_on_signal)), and reloading on
+    //! SIGHUP ([`ServiceSignals`]).
 
-    pub use crate::runtime::signal::{wait_for_signal, ShutdownSignal};
+    pub use crate::runtime::signal::{
+        wait_for_signal, ServiceSignal, ServiceSignals, ShutdownSignal,
+    };
 }

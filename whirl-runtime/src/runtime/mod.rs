@@ -11,7 +11,7 @@
 //! * `prometheus.rs`: Prometheus exposition through `prometheus-client` (feature `prometheus`):
 //!   collectors read at scrape time, re-exported as `whirl::prometheus`.
 //! * `shutdown.rs`: what a shutdown reports ([`ShutdownReport`], [`AbandonedProcess`]).
-//! * `signal.rs`: shutting down on SIGINT/SIGTERM.
+//! * `signal.rs`: shutting down on SIGINT/SIGTERM, reloading on SIGHUP.
 //!
 //! Layer 9, the top: uses every layer below.
 

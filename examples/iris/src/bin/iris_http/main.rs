@@ -32,8 +32,27 @@
 //! their predicates, schedulers and controllers, assembled by `whirl-config`; default the
 //! `iris.toml` shipped beside this file), `--tls-cert CERT.pem --tls-key KEY.pem` (serve
 //! HTTPS: the certificate chain, leaf first, and its private key, both PEM; both or neither;
-//! a file that cannot be used is refused with what is wrong with it and exit status 2).
-//! Ctrl-C shuts down gracefully.
+//! a file that cannot be used is refused with what is wrong with it and exit status 2),
+//! `--access-log PATH` (one JSON line per answer; `-` for stdout), `--drain-timeout D`
+//! (default `10s`), `--no-watch` (apply configuration changes on SIGHUP only),
+//! `--check-config` (check everything above and exit: 0 and `iris_http: configuration OK`,
+//! or 2 and the error, at `FILE:LINE:COLUMN` for the configuration file).
+//!
+//! Operated like nginx (`ops/`, `server/drain.rs`):
+//!
+//! * `/healthz` (200 while the process serves), `/readyz` (503 once draining) and `/metrics`
+//!   (Prometheus' text exposition: requests by method and status class, in flight,
+//!   connections, bytes, durations, access-log drops, the drain, reloads), answered without
+//!   admission control or a session.
+//! * SIGTERM or SIGINT drains: readiness goes false, the listener closes, requests in flight
+//!   are answered, each connection's next answer carries `Connection: close`, quiet
+//!   connections are closed; at `--drain-timeout`, what is still waiting is answered 503 with
+//!   `Retry-After`, and the server stops. No connection is closed on a request it has not
+//!   answered.
+//! * SIGHUP reloads the configuration file (what needs a restart is said on stderr) and the
+//!   TLS certificate and key (new handshakes use them; open connections keep theirs),
+//!   without dropping a connection; a file that fails keeps the last good one, says why on
+//!   stderr, and counts in `/metrics`.
 //!
 //! With TLS, each connection's handshake runs in its socket process, in the "sockets" group,
 //! on behalf of the client address's principal, and is offered to that group's predicate
@@ -62,7 +81,9 @@
 //! Cookies are `HttpOnly`, `SameSite=Lax` and, over TLS, `Secure`; an answer that sets one
 //! is `Cache-Control: private`.
 
+mod cli;
 mod config;
+mod ops;
 mod profile;
 mod routes;
 mod server;
@@ -72,197 +93,96 @@ mod store;
 mod tests;
 mod trim;
 
-use std::net::{IpAddr, SocketAddr};
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use whirl_config::{Assembly, Factories, Reloader};
-use whirl_http::Limits;
+use whirl::signal::{ServiceSignal, ServiceSignals, ShutdownSignal};
+use whirl::Runtime;
+use whirl_config::{Assembled, Factories, Reloader};
 
-use config::Users;
-use profile::Demo;
-use server::{Options, Server};
+use cli::{Args, Cli};
+use ops::access_log::{self, Writer};
+use ops::reload::{self, ConfigFile, Reload};
+use server::Server;
 
-/// The command line.
-#[derive(clap::Parser, Debug)]
-#[command(
-    name = "iris_http",
-    about = "The Whirlwind paper's IRIS server, on whirl."
-)]
-struct Cli {
-    /// TCP port to listen on.
-    #[arg(long, default_value_t = 8080)]
-    port: u16,
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1")]
-    bind: IpAddr,
-    /// Directory of the static files served under /files.
-    #[arg(long, default_value = "examples/iris/iris_root")]
-    root: PathBuf,
-    /// Users file: `name password role` per line (default: the demo users).
-    #[arg(long)]
-    users: Option<PathBuf>,
-    /// A named profile: `overload`, the paper's overload demo (simulated work per request).
-    #[arg(long, value_name = "NAME")]
-    demo: Option<Demo>,
-    /// Simulated CPU per unit of request work, microseconds (default 0; 100 with
-    /// `--demo overload`).
-    #[arg(long)]
-    work_us: Option<u64>,
-    /// Where a client without a session is given an anonymous one (a decoded path prefix;
-    /// repeatable; default /resources). Static files never start one.
-    #[arg(long = "session-path", value_name = "PREFIX", value_parser = session_path)]
-    session_paths: Vec<String>,
-    /// Send `Strict-Transport-Security: max-age=SECS` with every answer over TLS.
-    #[arg(long, value_name = "SECS", requires = "tls_cert")]
-    hsts_max_age: Option<u64>,
-    /// Turn admission control off (for comparison).
-    #[arg(long)]
-    no_predicates: bool,
-    /// Open and read files in an `AsyncFile` process per request (the paper's design)
-    /// instead of in the file handler.
-    #[arg(long)]
-    file_io_process: bool,
-    /// Milliseconds a refused request's 503 is held before it is written.
-    #[arg(long, default_value_t = 50)]
-    shed_delay_ms: u64,
-    /// Close the connection after a 503 (by default it stays open).
-    #[arg(long)]
-    close_on_503: bool,
-    /// Seconds an anonymous session may stay unused before it is dropped.
-    #[arg(long, default_value_t = 10)]
-    anonymous_idle_s: u64,
-    /// The assembly file: groups, predicates, schedulers, controllers (default: the
-    /// `iris.toml` shipped with iris_http).
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// Serve HTTPS with this certificate chain (PEM, leaf first); needs --tls-key.
-    #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM: PKCS#8, PKCS#1 or SEC1).
-    #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// Longest line of a request head, bytes: a longer request line is answered 414, a
-    /// longer header line 431.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes)]
-    max_header_line_bytes: usize,
-    /// Longest request head (request line and headers), bytes; longer is answered 431.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_head_bytes)]
-    max_head_bytes: usize,
-    /// Most headers in one request; more are answered 431.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_headers)]
-    max_headers: usize,
-}
+#[cfg(test)]
+pub(crate) use cli::BUILT_IN;
 
-/// A `--session-path`: an absolute path.
-fn session_path(value: &str) -> Result<String, String> {
-    match value.starts_with('/') {
-        true => Ok(value.to_owned()),
-        false => Err(format!("`{value}` is not a path (it must start with `/`)")),
-    }
-}
-
-struct Args {
-    bind: SocketAddr,
-    options: Options,
-    /// Admission control on (the paper's design) or off (`--no-predicates`).
-    predicates: bool,
-    assembly: Assembly,
-    /// The file to watch for changes (none for the built-in copy).
-    watch: Option<PathBuf>,
-}
-
-/// The shipped configuration, where the sources are (so that edits to it are picked up).
-const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/bin/iris_http/iris.toml");
-/// The same file, compiled in: the fallback when the binary runs away from its sources.
-pub(crate) const BUILT_IN: &str = include_str!("iris.toml");
-
-/// The assembly: `--config FILE`, else the shipped file (beside the sources, or beside the
-/// executable), else the built-in copy; and the file to watch.
-fn assembly(config: Option<&Path>) -> Result<(Assembly, Option<PathBuf>), String> {
-    let error = |e: whirl_config::ConfigError| format!("error: {e}");
-    if let Some(path) = config {
-        return Ok((Assembly::from_file(path).map_err(error)?, Some(path.into())));
-    }
-    let beside_exe = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.join("iris.toml")));
-    let found = [Some(PathBuf::from(SHIPPED)), beside_exe]
-        .into_iter()
-        .flatten()
-        .find(|path| path.is_file());
-    match found {
-        Some(path) => Ok((Assembly::from_file(&path).map_err(error)?, Some(path))),
-        None => Ok((
-            Assembly::parse(BUILT_IN, "iris.toml (built in)").map_err(error)?,
-            None,
-        )),
-    }
-}
-
-/// The validated arguments, or what is wrong with them (the message to print: configuration
-/// errors as `error: FILE:LINE:COLUMN: ...`).
-fn args(cli: Cli) -> Result<Args, String> {
-    if !cli.root.is_dir() {
-        return Err(format!(
-            "iris_http: --root {}: not a directory",
-            cli.root.display()
-        ));
-    }
-    let (assembly, watch) = assembly(cli.config.as_deref())?;
-    let assembly = match cli.no_predicates {
-        true => assembly.without_predicates(),
-        false => assembly,
-    };
-    let users = match &cli.users {
-        Some(path) => Users::load(path).map_err(|e| format!("iris_http: {e}"))?,
-        None => Users::default_demo(),
-    };
-    let mut options = Options::new(cli.root, users);
-    if let Some(demo) = cli.demo {
-        options = demo.apply(options);
-    }
-    if let Some(work_us) = cli.work_us {
-        options.work = Duration::from_micros(work_us);
-    }
-    if !cli.session_paths.is_empty() {
-        options.session_paths = cli.session_paths;
-    }
-    options.hsts = cli.hsts_max_age.map(Duration::from_secs);
-    if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
-        let config = whirl::net::tls::server_config(cert, key)
-            .map_err(|e| format!("iris_http: TLS: {e}"))?;
-        options.tls = Some(config);
-    }
-    options.file_io_process = cli.file_io_process;
-    options.shed.delay = Duration::from_millis(cli.shed_delay_ms);
-    options.shed.close = cli.close_on_503;
-    options.sessions.anonymous_idle = Duration::from_secs(cli.anonymous_idle_s);
-    options.limits = Limits {
-        max_line_bytes: cli.max_header_line_bytes,
-        max_head_bytes: cli.max_head_bytes,
-        max_headers: cli.max_headers,
-        ..Limits::default()
-    };
-    Ok(Args {
-        bind: SocketAddr::new(cli.bind, cli.port),
-        options,
-        predicates: !cli.no_predicates,
-        assembly,
-        watch,
-    })
-}
+/// How long the runtime has to stop once the drain is over (handlers still busy with
+/// requests already answered 503).
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
-    let args = match args(<Cli as clap::Parser>::parse()) {
+    let cli = <Cli as clap::Parser>::parse();
+    if cli.check_config {
+        return check_config(cli);
+    }
+    // Before anything else: from now on a SIGHUP reloads instead of killing the process.
+    let mut signals = match ServiceSignals::install() {
+        Ok(signals) => signals,
+        Err(e) => {
+            eprintln!("iris_http: cannot install signal handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut args = match cli::args(cli) {
         Ok(args) => args,
         Err(problem) => {
             eprintln!("{problem}");
             return ExitCode::from(2);
         }
     };
+    let log_writer = match &args.access_log {
+        Some(path) => match Writer::open(path, access_log::CAPACITY) {
+            Ok((writer, sink)) => {
+                args.options.access_log = Some(sink);
+                Some(writer)
+            }
+            Err(e) => {
+                eprintln!("iris_http: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let (rt, assembled, server) = match start(&args) {
+        Ok(started) => started,
+        Err(code) => return code,
+    };
+    let reloader = watch(&args, &assembled);
+    let reload = Reload {
+        config: args.file.clone().map(|path| ConfigFile {
+            path,
+            assembled: Arc::clone(&assembled),
+            predicates: args.predicates,
+        }),
+        cert: args.certs.clone(),
+        metrics: server.ops().metrics.clone(),
+    };
+    let signal = loop {
+        match signals.wait() {
+            ServiceSignal::Reload => {
+                eprintln!("iris_http: SIGHUP: reloading");
+                let outcomes = reload.run();
+                eprintln!("iris_http: SIGHUP: {}", outcomes.summary());
+            }
+            ServiceSignal::Shutdown(signal) => break signal,
+            // Signals a later whirl adds.
+            _ => {}
+        }
+    };
+    drop(reloader);
+    stop(rt, server, signal, args.drain_timeout);
+    if let Some(writer) = log_writer {
+        writer.finish();
+    }
+    ExitCode::SUCCESS
+}
+
+/// Builds the runtime and the groups, starts the server and says where it serves; or the
+/// exit code, the problem said on stderr.
+fn start(args: &Args) -> Result<(Runtime, Arc<Assembled>, Server), ExitCode> {
     let built = args
         .assembly
         .runtime()
@@ -271,64 +191,38 @@ fn main() -> ExitCode {
         Ok(built) => built,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
     };
-    let assembled = Arc::new(assembled);
-    let reloader = args.watch.as_ref().and_then(|path| {
-        let watched = path.display().to_string();
-        let report =
-            move |outcome: Result<whirl_config::Reloaded, whirl_config::ConfigError>| match outcome
-            {
-                Ok(reloaded) => {
-                    for path in &reloaded.applied {
-                        eprintln!("iris_http: {watched}: applied {path}");
-                    }
-                    for restart in &reloaded.needs_restart {
-                        eprintln!("iris_http: {restart}");
-                    }
-                }
-                Err(e) => eprintln!("iris_http: error: {e} (the last good configuration stays)"),
-            };
-        let every = Duration::from_secs(1);
-        match Reloader::watch(Arc::clone(&assembled), path, &args.assembly, every, report) {
-            Ok(reloader) => Some(reloader),
-            Err(e) => {
-                eprintln!("iris_http: cannot watch {}: {e}", path.display());
-                None
-            }
-        }
-    });
-    let file = args.watch.as_ref().map_or_else(
+    let file = args.file.as_ref().map_or_else(
         || "iris.toml (built in)".to_owned(),
         |path| path.display().to_string(),
     );
-    let root = args.options.root.display().to_string();
-    let work = args.options.work;
-    let predicates = args.predicates;
     let scheme = match args.options.tls {
         Some(_) => "https",
         None => "http",
     };
-    let server = match Server::start(&rt, args.bind, args.options) {
+    let server = match Server::start(&rt, args.bind, args.options.clone()) {
         Ok(server) => server,
         // A group the server needs that the file does not define: the file's fault.
         Err(e @ server::StartError::MissingGroup(_)) => {
             eprintln!("error: {file}: {e}");
-            return ExitCode::from(2);
+            return Err(ExitCode::from(2));
         }
         Err(e) => {
             eprintln!("iris_http: cannot start on {}: {e}", args.bind);
-            return ExitCode::FAILURE;
+            return Err(ExitCode::FAILURE);
         }
     };
     // `say`, not `println!`: a server whose stdout was closed (its reader went away) keeps
     // serving instead of panicking on the broken pipe.
     say(format_args!(
-        "iris_http serving {root} at {scheme}://{}/",
+        "iris_http serving {} at {scheme}://{}/",
+        args.options.root.display(),
         server.addr
     ));
     say(format_args!("  configuration: {}", args.assembly.origin()));
+    let work = args.options.work;
     match work.is_zero() {
         true => say(format_args!("  no simulated work")),
         false => say(format_args!(
@@ -340,22 +234,87 @@ fn main() -> ExitCode {
         "  try: curl -i {}{scheme}://{}/files/index.html   (admission control {})",
         if scheme == "https" { "-k " } else { "" },
         server.addr,
-        if predicates { "on" } else { "off" }
+        if args.predicates { "on" } else { "off" }
     ));
-    say(format_args!("  Ctrl-C (or SIGTERM) stops"));
-    match whirl::signal::wait_for_signal() {
-        Ok(signal) => say(format_args!("iris_http: {signal}, shutting down")),
-        Err(e) => eprintln!("iris_http: cannot wait for signals ({e}); shutting down"),
+    say(format_args!(
+        "  /healthz, /readyz, /metrics; SIGHUP reloads; Ctrl-C (or SIGTERM) drains and stops"
+    ));
+    Ok((rt, Arc::new(assembled), server))
+}
+
+/// Watches the configuration file, unless there is none or `--no-watch`.
+fn watch(args: &Args, assembled: &Arc<Assembled>) -> Option<Reloader> {
+    let path = args.file.as_ref().filter(|_| args.watch)?;
+    let watched = path.display().to_string();
+    let report = move |outcome| reload::report_config(&watched, &outcome);
+    let every = Duration::from_secs(1);
+    match Reloader::watch(Arc::clone(assembled), path, &args.assembly, every, report) {
+        Ok(reloader) => Some(reloader),
+        Err(e) => {
+            eprintln!("iris_http: cannot watch {}: {e}", path.display());
+            None
+        }
     }
-    drop(reloader);
-    server.stop_accepting();
-    let report = rt.shutdown_timeout(Duration::from_secs(5));
-    if !report.drained {
-        eprintln!("iris_http: connections still open after 5 s were closed");
+}
+
+/// Drains the server, then shuts the runtime down, saying how it went.
+fn stop(rt: Runtime, server: Server, signal: ShutdownSignal, drain_timeout: Duration) {
+    say(format_args!(
+        "iris_http: {signal}, draining (up to {})",
+        humantime::format_duration(drain_timeout)
+    ));
+    let drained = server.drain(drain_timeout);
+    match drained.at_deadline {
+        0 => say(format_args!(
+            "iris_http: drained in {} ms",
+            drained.took.as_millis()
+        )),
+        open => eprintln!(
+            "iris_http: {open} connection(s) still open at the drain's deadline: what they \
+             had queued was answered 503"
+        ),
     }
+    if drained.left > 0 {
+        eprintln!(
+            "iris_http: {} connection(s) still open after the deadline are closed now",
+            drained.left
+        );
+    }
+    drop(server);
+    let report = rt.shutdown_timeout(STOP_GRACE);
     if !report.abandoned.is_empty() {
         eprintln!("iris_http: {report}");
     }
+    say(format_args!("iris_http: stopped"));
+}
+
+/// `--check-config`: everything a start checks, and building the groups on a runtime that
+/// is shut down at once; exit status 0 and one line, or 2 and the problem.
+fn check_config(cli: Cli) -> ExitCode {
+    let args = match cli::args(cli) {
+        Ok(args) => args,
+        Err(problem) => {
+            eprintln!("{problem}");
+            return ExitCode::from(2);
+        }
+    };
+    let origin = args.assembly.origin().to_owned();
+    let names: Vec<&str> = args.assembly.group_names().collect();
+    if let Some(missing) = server::GROUPS.iter().find(|name| !names.contains(name)) {
+        let e = server::StartError::MissingGroup(missing);
+        eprintln!("error: {origin}: {e}");
+        return ExitCode::from(2);
+    }
+    let built = args.assembly.runtime().and_then(|rt| {
+        let built = args.assembly.build(&rt, &Factories::new()).map(drop);
+        rt.shutdown_timeout(Duration::from_secs(1));
+        built
+    });
+    if let Err(e) = built {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    say(format_args!("iris_http: configuration OK: {origin}"));
     ExitCode::SUCCESS
 }
 

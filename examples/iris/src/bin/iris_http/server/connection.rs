@@ -11,9 +11,18 @@
 //! (`Site::session_paths`): then the session store starts an anonymous session, whose
 //! cookie the answer to that request sets. Static files and 304s never set it. Every answer
 //! passes through `outgoing::seal` (cookie attributes, `Cache-Control`, HSTS).
+//!
+//! `/healthz`, `/readyz` and `/metrics` are answered here, in order with the rest, without a
+//! session or a dispatcher (`ops::endpoints`). Every answer written is counted and logged
+//! (`record.rs`). A drain (`server/drain.rs`) changes how a connection ends: from
+//! [`Drain::Begin`] on, every answer closes the connection, and a connection with nothing to
+//! answer closes once quiet for `Site::drain_grace`; at [`Drain::Deadline`], what it still
+//! owes an answer is answered 503 with `Retry-After`, and it closes.
+
+mod record;
 
 use std::collections::VecDeque;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,13 +31,16 @@ use whirl::prelude::*;
 use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response, READ_CHUNK};
 
 use super::dispatcher::Dispatcher;
+use super::drain::{Drain, CONNECTIONS};
 use super::messages::{
     FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
 };
 use super::outgoing;
 use super::site::{Site, RETRY_AFTER_SECS};
+use crate::ops::{endpoints, Phase};
 use crate::routes;
 use crate::sessions::{session_token, Resolved, Session, SESSION_COOKIE};
+use record::{Requested, Served};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a
 /// pipelining client cannot queue unbounded work.
@@ -51,6 +63,8 @@ struct Current {
     dispatcher: Addr<Dispatcher>,
     /// The token to set on the next response (a session created for this client).
     set_cookie: Option<String>,
+    /// Its principal and user, for the access log.
+    served: Served,
 }
 
 /// A request answered or awaiting its answer, in request order.
@@ -63,6 +77,9 @@ struct Pending {
     response: Option<Response>,
     /// The body of `response`, when it is a file region the socket sends.
     region: Option<FileRegion>,
+    /// What the metrics and the access log record of the request.
+    requested: Requested,
+    served: Served,
 }
 
 #[process(group = "http")]
@@ -71,6 +88,10 @@ pub struct HttpConnection {
     socket: Addr<SocketConnection>,
     /// The client's address.
     peer: IpAddr,
+    /// The client's address and port.
+    remote: SocketAddr,
+    /// A drain has begun: the next answer closes the connection (`drain.rs`).
+    draining: bool,
     decoder: RequestDecoder,
     /// Decoded, waiting for their session or for room in flight.
     waiting: VecDeque<Request>,
@@ -107,12 +128,16 @@ pub struct HttpConnection {
 }
 
 impl HttpConnection {
-    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>, peer: IpAddr) -> Self {
+    /// A connection over `socket` from `remote`; counted open from now until it is dropped.
+    pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>, remote: SocketAddr) -> Self {
+        site.ops.metrics.connections.inc();
         HttpConnection {
             decoder: RequestDecoder::new(site.limits),
             site,
             socket,
-            peer,
+            peer: remote.ip(),
+            remote,
+            draining: false,
             waiting: VecDeque::new(),
             in_flight: VecDeque::new(),
             next_seq: 0,
@@ -207,7 +232,7 @@ impl HttpConnection {
                     self.pump(ctx);
                     return;
                 }
-            } else if now.saturating_duration_since(self.last_activity) >= self.site.idle_timeout {
+            } else if now.saturating_duration_since(self.last_activity) >= self.idle_limit() {
                 self.closing = true;
                 let _ = self.socket.post(SocketMsg::Close);
                 return;
@@ -217,13 +242,20 @@ impl HttpConnection {
     }
 
     fn arm_idle_check(&mut self, ctx: &mut Ctx<Self>) {
-        let every = (self.site.idle_timeout.min(self.site.request_timeout) / 2)
-            .max(Duration::from_millis(10));
+        let every =
+            (self.idle_limit().min(self.site.request_timeout) / 2).max(Duration::from_millis(10));
         self.idle_timer = Some(ctx.post_after(every, IdleCheck));
     }
 
-    /// Reserves the next place in the answer order.
-    fn enqueue(&mut self, keep_alive: bool, head_only: bool, set_cookie: Option<String>) -> u64 {
+    /// Reserves the next place in the answer order, for a request `requested`, served by
+    /// `served`.
+    fn enqueue(
+        &mut self,
+        keep_alive: bool,
+        head_only: bool,
+        set_cookie: Option<String>,
+        (requested, served): (Requested, Served),
+    ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.in_flight.push_back(Pending {
@@ -233,8 +265,30 @@ impl HttpConnection {
             set_cookie,
             response: None,
             region: None,
+            requested,
+            served,
         });
+        record::received(&self.site.ops);
         seq
+    }
+
+    /// What the metrics and the access log take of `request`.
+    fn requested(&self, request: &Request) -> Requested {
+        Requested::of(request, self.site.ops.access_log.is_some())
+    }
+
+    /// Answers `request`, for one of the operational endpoints, here and now.
+    fn serve_endpoint(&mut self, endpoint: endpoints::Endpoint, request: Request) {
+        let requested = self.requested(&request);
+        let head_only = request.method == Method::Head;
+        let seq = self.enqueue(
+            request.keep_alive,
+            head_only,
+            None,
+            (requested, Served::default()),
+        );
+        let response = endpoints::answer(endpoint, &request, &self.site.ops);
+        self.answer(seq, response);
     }
 
     /// Starts what can be started: resolves sessions, dispatches requests.
@@ -243,6 +297,12 @@ impl HttpConnection {
             let Some(request) = self.waiting.front() else {
                 break;
             };
+            if let Some(endpoint) = endpoints::endpoint(request) {
+                if let Some(request) = self.waiting.pop_front() {
+                    self.serve_endpoint(endpoint, request);
+                }
+                continue;
+            }
             let token = session_token(request).map(str::to_owned);
             let start = crate::routes::starts_session(request, &self.site.session_paths);
             let known = match (&self.current, &token) {
@@ -276,7 +336,11 @@ impl HttpConnection {
                 });
                 if asked.is_err() {
                     self.resolving = false;
-                    let seq = self.enqueue(false, false, None);
+                    let requested = match self.waiting.front() {
+                        Some(request) => self.requested(request),
+                        None => Requested::none(),
+                    };
+                    let seq = self.enqueue(false, false, None, (requested, Served::default()));
                     self.answer(seq, Response::error(500).closing());
                 }
                 break;
@@ -287,7 +351,7 @@ impl HttpConnection {
         }
         if self.waiting.is_empty() && !self.closing {
             if let Some(refusal) = self.broken.take() {
-                let seq = self.enqueue(false, false, None);
+                let seq = self.enqueue(false, false, None, (Requested::none(), Served::default()));
                 self.answer(seq, refusal);
             }
         }
@@ -307,8 +371,15 @@ impl HttpConnection {
             false => None,
         };
         let dispatcher = current.dispatcher.clone();
+        let served = current.served.clone();
         let head_only = request.method == Method::Head;
-        let seq = self.enqueue(request.keep_alive, head_only, set_cookie);
+        let requested = self.requested(&request);
+        let seq = self.enqueue(
+            request.keep_alive,
+            head_only,
+            set_cookie,
+            (requested, served),
+        );
         if self.shed_until.is_some_and(|until| Instant::now() < until) {
             let response = self.site.shed.response();
             self.shed(seq, response, ctx);
@@ -384,6 +455,10 @@ impl HttpConnection {
             presented,
             dispatcher,
             set_cookie: resolved.new_token,
+            served: Served {
+                principal: Some(session.id),
+                user: session.user.clone(),
+            },
         });
     }
 
@@ -413,6 +488,7 @@ impl HttpConnection {
                 break;
             };
             if self.closing {
+                record::abandoned(&self.site.ops, 1);
                 continue;
             }
             if let Some(token) = done.set_cookie.take() {
@@ -429,22 +505,32 @@ impl HttpConnection {
                     response = response.with_cookie(SESSION_COOKIE, &token);
                 }
             }
-            let response = outgoing::seal(&self.site, response);
+            let mut response = outgoing::seal(&self.site, response);
+            if self.draining {
+                response.close = true;
+            }
             let closes = response.closes_connection(done.keep_alive);
             self.last_activity = Instant::now();
-            match done.region.take() {
+            let sent = match done.region.take() {
                 None => {
                     let bytes = response.encode(self.date.now(), done.keep_alive, done.head_only);
+                    let sent = bytes.len() as u64;
                     let _ = self.socket.post(SocketMsg::Write(bytes));
+                    sent
                 }
                 Some(FileRegion { file, offset, len }) => {
                     let head = response.encode_head(self.date.now(), done.keep_alive, len);
+                    let mut sent = head.len() as u64;
                     let _ = self.socket.post(SocketMsg::Write(head));
                     if !done.head_only {
+                        sent += len;
                         let _ = self.socket.post(SocketMsg::SendFile { file, offset, len });
                     }
+                    sent
                 }
-            }
+            };
+            let facts = (done.requested, done.served);
+            record::answered(&self.site.ops, self.remote, facts, response.status, sent);
             if closes {
                 self.closing = true;
                 self.waiting.clear();
@@ -493,14 +579,93 @@ impl HttpConnection {
     }
 }
 
+/// The connection's part in a drain.
+impl HttpConnection {
+    /// Joins the connections a drain tells; drains at once if one has begun (the phase is
+    /// read after joining, so that a drain is never missed between the two).
+    fn join_drain(&mut self, ctx: &mut Ctx<Self>) {
+        ctx.process_groups()
+            .group::<Drain>(CONNECTIONS)
+            .join(&ctx.myself());
+        match self.site.ops.phase() {
+            Phase::Serving => {}
+            Phase::Draining => self.on_drain(Drain::Begin, ctx),
+            Phase::Deadline => self.on_drain(Drain::Deadline, ctx),
+        }
+    }
+
+    fn on_drain(&mut self, drain: Drain, ctx: &mut Ctx<Self>) {
+        match drain {
+            Drain::Begin => self.start_draining(ctx),
+            Drain::Deadline => {
+                self.start_draining(ctx);
+                self.at_deadline();
+            }
+        }
+    }
+
+    /// How long the connection may stay quiet with nothing to answer.
+    fn idle_limit(&self) -> Duration {
+        match self.draining {
+            true => self.site.idle_timeout.min(self.site.drain_grace),
+            false => self.site.idle_timeout,
+        }
+    }
+
+    fn start_draining(&mut self, ctx: &mut Ctx<Self>) {
+        if self.draining {
+            return;
+        }
+        self.draining = true;
+        if let Some(timer) = self.idle_timer.take() {
+            timer.cancel();
+        }
+        // Closes the connection if it has been quiet long enough, else looks again sooner
+        // than it did (`idle_limit` is shorter now).
+        self.check_idle(ctx);
+    }
+
+    /// Answers 503 what the connection owes an answer, and closes it.
+    fn at_deadline(&mut self) {
+        if self.closing {
+            return;
+        }
+        let refusal = Response::service_unavailable(RETRY_AFTER_SECS).closing();
+        // The first request not answered yet (those answered before it have been written):
+        // its 503 closes the connection, and the rest are not answered.
+        if let Some(seq) = self.in_flight.front().map(|pending| pending.seq) {
+            self.answer(seq, refusal);
+            return;
+        }
+        let owed = !self.waiting.is_empty()
+            || self.resolving
+            || self.partial_since.is_some()
+            || self.broken.is_some();
+        if owed {
+            let requested = match self.waiting.front() {
+                Some(request) => self.requested(request),
+                None => Requested::none(),
+            };
+            let seq = self.enqueue(false, false, None, (requested, Served::default()));
+            self.answer(seq, refusal);
+            return;
+        }
+        self.closing = true;
+        let _ = self.socket.post(SocketMsg::Close);
+    }
+}
+
 #[process]
 impl HttpConnection {
     #[started]
     fn attach(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        self.arm_idle_check(ctx);
         self.socket
             .post(SocketMsg::Attach(ctx.myself().into()))
-            .map_err(|_| Failure::new("the socket closed before the connection started"))
+            .map_err(|_| Failure::new("the socket closed before the connection started"))?;
+        self.arm_idle_check(ctx);
+        // After the socket has its owner: a drain under way may close it at once.
+        self.join_drain(ctx);
+        Ok(())
     }
 
     #[handle]
@@ -556,8 +721,14 @@ impl HttpConnection {
         self.pump(ctx);
     }
 
+    #[handle]
+    fn drain(&mut self, msg: Drain, ctx: &mut Ctx<Self>) {
+        self.on_drain(msg, ctx);
+    }
+
     #[terminated]
     fn closed(&mut self, _: &ExitReason) {
+        record::abandoned(&self.site.ops, self.in_flight.len());
         if let Some(timer) = self.idle_timer.take() {
             timer.cancel();
         }
@@ -565,5 +736,11 @@ impl HttpConnection {
             let _ = current.dispatcher.post(Retire);
         }
         let _ = self.socket.post(SocketMsg::Close);
+    }
+}
+
+impl Drop for HttpConnection {
+    fn drop(&mut self) {
+        self.site.ops.metrics.connections.dec();
     }
 }

@@ -25,6 +25,7 @@
 
 mod connection;
 mod dispatcher;
+pub mod drain;
 mod handlers;
 mod messages;
 mod outgoing;
@@ -38,18 +39,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use whirl::net::tls::{self, TlsAcceptError, TlsConfig};
-use whirl::net::{Accept, AcceptError, Acceptor, AcceptorMsg, SocketConnection};
+use whirl::net::{Accept, AcceptError, Acceptor, SocketConnection};
 use whirl::prelude::*;
-use whirl::GroupError;
+use whirl::{GroupError, SharedClient};
 use whirl_http::Limits;
 
 pub use connection::HttpConnection;
+use drain::{DrainReport, Drainer};
 #[cfg(test)]
 pub use handlers::SENDFILE_MIN;
 use session_store::SessionStore;
 use site::{ShedPolicy, Site};
 
 use crate::config::Users;
+use crate::ops::access_log::Sink;
+use crate::ops::Ops;
 use crate::sessions::SessionLimits;
 use crate::store::Store;
 
@@ -79,6 +83,10 @@ pub struct Options {
     pub session_paths: Vec<String>,
     /// See [`Site::hsts`] (`--hsts-max-age`).
     pub hsts: Option<Duration>,
+    /// Where the access log's lines go (`--access-log`), if anywhere.
+    pub access_log: Option<Sink>,
+    /// See [`Site::drain_grace`].
+    pub drain_grace: Duration,
 }
 
 /// Where anonymous sessions start by default: the demo site's dynamic part.
@@ -101,6 +109,8 @@ impl Options {
             limits: Limits::default(),
             session_paths: SESSION_PATHS.map(String::from).to_vec(),
             hsts: None,
+            access_log: None,
+            drain_grace: drain::IDLE_GRACE,
         }
     }
 }
@@ -145,11 +155,7 @@ impl Accept for Serve {
                 }
             }
         };
-        ctx.spawn(HttpConnection::new(
-            Arc::clone(&self.site),
-            socket,
-            peer.ip(),
-        ));
+        ctx.spawn(HttpConnection::new(Arc::clone(&self.site), socket, peer));
         Ok(())
     }
 }
@@ -157,7 +163,9 @@ impl Accept for Serve {
 /// A running server.
 pub struct Server {
     pub addr: SocketAddr,
-    acceptor: Addr<Acceptor>,
+    /// Its metrics, access log and phase.
+    ops: Arc<Ops>,
+    drainer: Drainer,
 }
 
 /// Why the server could not start.
@@ -197,6 +205,7 @@ impl Server {
         let sockets = group("sockets")?;
         let dispatcher = group("dispatcher")?;
         let sessions = rt.spawn(SessionStore::new(options.users.clone(), options.sessions));
+        let ops = Arc::new(Ops::new(rt, options.access_log.clone()));
         let site = Arc::new(Site {
             root: options.root.clone(),
             store: Store::demo(1000),
@@ -211,6 +220,12 @@ impl Server {
             session_paths: options.session_paths,
             tls: options.tls.is_some(),
             hsts: options.hsts,
+            drain_grace: options.drain_grace,
+            ops: SharedClient::new(
+                Arc::clone(&ops),
+                "iris_http's metrics (atomics), the access log's channel sender, and the drain \
+                 phase (an atomic): each synchronises itself, and none holds a process's state",
+            ),
         });
         let net = rt.net()?;
         let serve = Serve {
@@ -220,11 +235,29 @@ impl Server {
         };
         let (acceptor, addr) = Acceptor::bind(bind, net, serve)?;
         let acceptor = rt.spawn(acceptor);
-        Ok(Server { addr, acceptor })
+        let drainer = Drainer {
+            ops: Arc::clone(&ops),
+            acceptor,
+            process_groups: rt.process_groups(),
+        };
+        Ok(Server { addr, ops, drainer })
     }
 
-    /// Stops accepting connections (those open are served until they close).
+    /// Stops accepting connections (those open are served until they close); a drain's
+    /// second step, alone.
+    #[cfg(test)]
     pub fn stop_accepting(&self) {
-        let _ = self.acceptor.post(AcceptorMsg::Stop);
+        self.drainer.stop_accepting();
+    }
+
+    /// Its metrics, access log and phase.
+    pub fn ops(&self) -> &Arc<Ops> {
+        &self.ops
+    }
+
+    /// Drains the server (`drain.rs`): returns once every connection has closed, or
+    /// `timeout` and then `drain::FLUSH` have passed.
+    pub fn drain(&self, timeout: Duration) -> DrainReport {
+        self.drainer.run(timeout)
     }
 }

@@ -3,12 +3,15 @@
 //! names no process but the session store it addresses.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use whirl::prelude::*;
+use whirl::SharedClient;
 use whirl_http::{Limits, Response};
 
 use super::session_store::SessionStore;
+use crate::ops::Ops;
 use crate::store::Store;
 
 /// What a 503 asks the client to wait, seconds.
@@ -79,4 +82,9 @@ pub struct Site {
     pub tls: bool,
     /// `Strict-Transport-Security: max-age` sent with every answer over TLS, if set.
     pub hsts: Option<Duration>,
+    /// Once draining, how long a connection with nothing to answer may stay quiet before it
+    /// is closed (`server/drain.rs`).
+    pub drain_grace: Duration,
+    /// Metrics, the access log, the drain's phase: shared with the server.
+    pub ops: SharedClient<Arc<Ops>>,
 }

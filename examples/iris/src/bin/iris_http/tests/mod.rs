@@ -5,6 +5,8 @@
 
 mod basic;
 mod cookies;
+mod drain;
+mod ops;
 mod overload;
 mod protocol;
 mod refusals;

@@ -16,6 +16,9 @@ use whirl::net::tls::{self as whirl_tls, TlsConfig};
 use whirl_config::Assembly;
 
 use super::{demo_options, wait_until, Client, Options, TempRoot, TestServer, Users, IO_TIMEOUT};
+use crate::ops::certs::ReloadableCert;
+use crate::ops::metrics::{Outcome, ReloadLabels, Reloadable};
+use crate::ops::reload::Reload;
 
 /// A self-signed certificate for `localhost` in PEM files, and a client configuration that
 /// trusts it.
@@ -51,27 +54,44 @@ impl Certificate {
     }
 
     fn client_config(&self) -> Arc<ClientConfig> {
-        let mut roots = RootCertStore::empty();
-        roots.add(self.der.clone()).expect("a trusted root");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .expect("protocol versions")
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Arc::new(config)
+        client_config_trusting(&[self])
     }
 
     /// A TLS client connection to `addr` (the handshake happens on first use).
     fn connect(&self, addr: SocketAddr) -> Client<StreamOwned<ClientConnection, TcpStream>> {
-        let tcp = TcpStream::connect(addr).expect("connect to the server");
-        tcp.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        tcp.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
-        let name = ServerName::try_from("localhost").expect("a server name");
-        let conn = ClientConnection::new(self.client_config(), name).expect("a client");
-        Client::over(StreamOwned::new(conn, tcp))
+        connect_with(addr, self.client_config())
     }
+}
+
+/// A client configuration that trusts each of `certificates`, and never resumes a session
+/// (each connection's handshake shows the server's certificate of the moment).
+fn client_config_trusting(certificates: &[&Certificate]) -> Arc<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    for certificate in certificates {
+        roots.add(certificate.der.clone()).expect("a trusted root");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.resumption = rustls::client::Resumption::disabled();
+    Arc::new(config)
+}
+
+/// A TLS client connection to `addr` with `config` (the handshake happens on first use).
+fn connect_with(
+    addr: SocketAddr,
+    config: Arc<ClientConfig>,
+) -> Client<StreamOwned<ClientConnection, TcpStream>> {
+    let tcp = TcpStream::connect(addr).expect("connect to the server");
+    tcp.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    tcp.set_write_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    let name = ServerName::try_from("localhost").expect("a server name");
+    let conn = ClientConnection::new(config, name).expect("a client");
+    Client::over(StreamOwned::new(conn, tcp))
 }
 
 /// Reads until the server closes the connection (a reset counts as closed), failing on any
@@ -474,7 +494,7 @@ fn the_command_line_names_a_bad_key_file() {
         let mut argv: Vec<&std::ffi::OsStr> = vec!["iris_http".as_ref(), "--root".as_ref()];
         argv.push(root.as_os_str());
         argv.extend_from_slice(extra);
-        <crate::Cli as clap::Parser>::try_parse_from(argv)
+        <crate::cli::Cli as clap::Parser>::try_parse_from(argv)
     };
     // The certificate given as the key: no private key in it.
     let cli = parse(&[
@@ -484,7 +504,7 @@ fn the_command_line_names_a_bad_key_file() {
         certificate.cert().as_os_str(),
     ])
     .expect("the arguments parse");
-    let Err(problem) = crate::args(cli) else {
+    let Err(problem) = crate::cli::args(cli) else {
         panic!("a certificate file accepted as a key");
     };
     assert!(
@@ -504,6 +524,91 @@ fn the_command_line_names_a_bad_key_file() {
         certificate.key().as_os_str(),
     ])
     .expect("the arguments parse");
-    let args = crate::args(cli).unwrap_or_else(|e| panic!("{e}"));
+    let args = crate::cli::args(cli).unwrap_or_else(|e| panic!("{e}"));
     assert!(args.options.tls.is_some());
+}
+
+/// SIGHUP's certificate reload (`ops::certs`, `ops::reload`): new handshakes get the new
+/// certificate, a connection established before keeps working, and a bad file changes
+/// nothing but says why and is counted.
+#[test]
+fn a_reloaded_certificate_serves_new_handshakes_and_open_connections_keep_theirs() {
+    let (old, new) = (Certificate::new(), Certificate::new());
+    let live = TempRoot::new("tls-reload");
+    let install = |certificate: &Certificate| {
+        let copy = |from: PathBuf, to: &str| {
+            std::fs::copy(from, live.path().join(to)).expect("the file is copied");
+        };
+        copy(certificate.cert(), "cert.pem");
+        copy(certificate.key(), "key.pem");
+    };
+    install(&old);
+    let (cert, key) = (live.path().join("cert.pem"), live.path().join("key.pem"));
+    let (config, reloadable) = ReloadableCert::load(&cert, &key).expect("the first pair loads");
+    let mut options = demo_options();
+    options.tls = Some(config);
+    let server = TestServer::start(options);
+    let trusting_both = client_config_trusting(&[&old, &new]);
+    let served_by = |client: &mut Client<StreamOwned<ClientConnection, TcpStream>>| {
+        assert_eq!(client.get("/files/index.html", None).status, 200);
+        let chain = client
+            .stream
+            .conn
+            .peer_certificates()
+            .expect("a certificate");
+        chain[0].clone()
+    };
+    let mut established = connect_with(server.addr(), Arc::clone(&trusting_both));
+    assert_eq!(served_by(&mut established), old.der);
+
+    install(&new);
+    let reload = Reload {
+        config: None,
+        cert: Some(Arc::clone(&reloadable)),
+        metrics: server.server.ops().metrics.clone(),
+    };
+    let outcomes = reload.run();
+    assert!(matches!(outcomes.cert, Some(Ok(()))), "{outcomes:?}");
+    let mut fresh = connect_with(server.addr(), Arc::clone(&trusting_both));
+    assert_eq!(
+        served_by(&mut fresh),
+        new.der,
+        "a new handshake, the new certificate"
+    );
+    assert_eq!(
+        served_by(&mut established),
+        old.der,
+        "the connection established before goes on, on its own handshake"
+    );
+
+    // A key file without a key: refused, the last good pair stays.
+    std::fs::write(&key, b"not a key\n").expect("written");
+    let outcomes = reload.run();
+    let Some(Err(problem)) = &outcomes.cert else {
+        panic!("a bad key file was accepted: {outcomes:?}");
+    };
+    assert!(problem.contains(&key.display().to_string()), "{problem}");
+    assert_eq!(
+        outcomes.summary(),
+        "configuration: nothing to reload, certificate: failed"
+    );
+    let mut after = connect_with(server.addr(), Arc::clone(&trusting_both));
+    assert_eq!(served_by(&mut after), new.der);
+    let reloads = |result| {
+        let labels = ReloadLabels {
+            what: Reloadable::Certificate,
+            result,
+        };
+        server
+            .server
+            .ops()
+            .metrics
+            .reloads
+            .get_or_create(&labels)
+            .get()
+    };
+    assert_eq!((reloads(Outcome::Ok), reloads(Outcome::Failed)), (1, 1));
+    drop((established, fresh, after));
+    server.wait_for_baseline();
+    server.stop();
 }
