@@ -3,7 +3,8 @@
 //! that answers the request in flight with `Connection: close` and exits 0, and one whose
 //! deadline answers 503 with `Retry-After`; SIGHUP applying a changed predicate and a new
 //! certificate while a connection stays open (and, with `--no-watch`, only on SIGHUP); a
-//! broken file on SIGHUP keeping the last good configuration; `--access-log -`.
+//! broken file on SIGHUP keeping the last good configuration; `--access-log -`; a request's
+//! trace in `--trace-file`, through every process it touched.
 //!
 //! Every read has a timeout and every wait a deadline, so a server bug fails a test instead
 //! of hanging it; nothing asserts how long anything took.
@@ -521,4 +522,58 @@ fn the_access_log_goes_to_stdout_with_a_dash() {
     assert_eq!(value["path"], "/healthz");
     assert_eq!(value["query"], "probe=1");
     assert_eq!(value["status"], 200);
+}
+
+#[test]
+fn a_request_is_one_trace_through_every_process_it_touched() {
+    let dir = temp_dir("traces");
+    let file = dir.join("traces.jsonl");
+    let mut iris = Iris::start(&["--trace-file", file.to_str().expect("a UTF-8 path")]);
+    let mut conn = connect(iris.addr);
+    assert_eq!(conn.get("/files/index.html").status, 200);
+    iris.signal("TERM");
+    assert!(iris.wait_exit().success());
+    // The exporter wrote every span before the server exited.
+    let spans: Vec<serde_json::Value> = std::fs::read_to_string(&file)
+        .expect("the trace file")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON line per span"))
+        .collect();
+    let request = spans
+        .iter()
+        .find(|s| s["name"] == "http_request" && s["attributes"]["path"] == "/files/index.html")
+        .unwrap_or_else(|| panic!("no span of the request in {spans:#?}"));
+    assert!(request["parent_span_id"].is_null(), "a trace of its own");
+    let trace: Vec<&serde_json::Value> = spans
+        .iter()
+        .filter(|s| s["trace_id"] == request["trace_id"])
+        .collect();
+    // Every span of the trace hangs off the request's, through its parents.
+    let ids: Vec<&serde_json::Value> = trace.iter().map(|s| &s["span_id"]).collect();
+    for span in &trace {
+        assert!(
+            span["span_id"] == request["span_id"] || ids.contains(&&span["parent_span_id"]),
+            "a span outside the tree: {span:#}"
+        );
+    }
+    let types: std::collections::BTreeSet<String> = trace
+        .iter()
+        .filter(|s| s["name"] == "message")
+        .filter_map(|s| s["attributes"]["process_type"].as_str())
+        .map(|t| t.rsplit("::").next().unwrap_or(t).to_owned())
+        .collect();
+    // The session's dispatcher, the file handler, the HTTP connection that orders the answer
+    // and the socket that sends it.
+    for process in [
+        "Dispatcher",
+        "FileHandler",
+        "HttpConnection",
+        "SocketConnection",
+    ] {
+        assert!(
+            types.iter().any(|t| t.starts_with(process)),
+            "no {process} in the request's trace: {types:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

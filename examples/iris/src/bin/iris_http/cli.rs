@@ -92,6 +92,14 @@ pub struct Cli {
     /// dropped and counted, never waited for.
     #[arg(long, value_name = "PATH")]
     pub access_log: Option<PathBuf>,
+    /// Record each request's trace through OpenTelemetry, one JSON object per span, in this
+    /// file (appended to): the request's span and one per message it caused, in every
+    /// process it touched.
+    #[arg(long, value_name = "PATH")]
+    pub trace_file: Option<PathBuf>,
+    /// What `--trace-file` records, as a `tracing` filter.
+    #[arg(long, value_name = "FILTER", default_value = crate::ops::traces::DEFAULT_FILTER, requires = "trace_file")]
+    pub trace_filter: String,
     /// On SIGTERM or SIGINT, how long open connections have to finish (`10s`, `500ms`):
     /// then what is still queued is answered 503 with `Retry-After`, and the server stops.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration)]

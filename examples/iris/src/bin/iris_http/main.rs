@@ -104,6 +104,7 @@ use whirl_config::{Assembled, Factories, Reloader};
 use cli::{Args, Cli};
 use ops::access_log::{self, Writer};
 use ops::reload::{self, ConfigFile, Reload};
+use ops::traces::Tracing;
 use server::Server;
 
 #[cfg(test)]
@@ -125,6 +126,16 @@ fn main() -> ExitCode {
             eprintln!("iris_http: cannot install signal handlers: {e}");
             return ExitCode::FAILURE;
         }
+    };
+    let tracing = match cli.trace_file.as_deref() {
+        Some(path) => match Tracing::install(path, &cli.trace_filter) {
+            Ok(tracing) => Some(tracing),
+            Err(e) => {
+                eprintln!("iris_http: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
     };
     let mut args = match cli::args(cli) {
         Ok(args) => args,
@@ -176,6 +187,9 @@ fn main() -> ExitCode {
     stop(rt, server, signal, args.drain_timeout);
     if let Some(writer) = log_writer {
         writer.finish();
+    }
+    if let Some(tracing) = tracing {
+        tracing.finish();
     }
     ExitCode::SUCCESS
 }

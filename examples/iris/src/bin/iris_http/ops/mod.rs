@@ -9,6 +9,7 @@
 //! * [`Phase`] (here): serving, draining, or past the drain's deadline. The drain itself is
 //!   the server's (`server/drain.rs`) and each connection's (`server/connection.rs`).
 //! * [`reload`] and [`certs`]: what SIGHUP reloads (the configuration file, the certificate).
+//! * [`traces`]: `--trace-file`, each request's trace through OpenTelemetry into a file.
 //!
 //! [`Ops`] holds one of each, built when the server starts and shared behind an `Arc`.
 
@@ -17,6 +18,7 @@ pub mod certs;
 pub mod endpoints;
 pub mod metrics;
 pub mod reload;
+pub mod traces;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 

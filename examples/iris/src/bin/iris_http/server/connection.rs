@@ -385,7 +385,20 @@ impl HttpConnection {
             self.shed(seq, response, ctx);
             return;
         }
-        match dispatcher.post(Route { request, seq }) {
+        // The request's own trace: what the dispatcher and the handlers do for it is in it
+        // (whirl's message spans, when `whirl::message` is enabled at `DEBUG`).
+        let span = tracing::debug_span!(
+            parent: None,
+            "http_request",
+            method = ?request.method,
+            path = %request.path,
+            seq,
+        );
+        let posted = {
+            let _inside = span.enter();
+            dispatcher.post(Route { request, seq })
+        };
+        match posted {
             Ok(()) => {}
             // The dispatcher group is overloaded: the paper's last line of defence.
             Err(PostError::Rejected(_)) => {
