@@ -6,6 +6,9 @@
 //! * Concurrency controllers (`controller/`): what sizes a group's worker pool and run budget
 //!   ([`ConcurrencyController`] and the library: [`AdaptiveConcurrency`],
 //!   [`FixedConcurrency`], [`SedaThreadPool`], [`SedaBatching`]).
+//! * Processes (`processes.rs`): what [`Runtime::processes`](crate::Runtime::processes) and
+//!   [`Runtime::process_info`](crate::Runtime::process_info) report ([`ProcessInfo`],
+//!   [`ProcessDetail`]) and the per-process counters behind them, written once per turn.
 //! * `sampling.rs`: what the controller thread remembers between two samples.
 //!
 //! Layer 3: uses `principal` (statistics per principal) and nothing above. The controller
@@ -13,6 +16,7 @@
 
 mod controller;
 mod counters;
+mod processes;
 mod sampling;
 mod stats;
 
@@ -22,6 +26,10 @@ pub use controller::{
 };
 pub use counters::MessageCounts;
 pub(crate) use counters::{Counters, Event};
+pub(crate) use processes::{Activity, FailureLog, Relations, TopN};
+pub use processes::{
+    FailureRecord, ProcessDetail, ProcessInfo, ProcessQuery, ProcessSort, Supervision, FAILURE_LOG,
+};
 pub(crate) use sampling::{mean, Entry, Reading};
 pub(crate) use stats::{merge, LocalStats, Rejections, SlotStats, RECENT_SLOW_TURNS, SAMPLE_EVERY};
 pub use stats::{

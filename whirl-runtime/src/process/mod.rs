@@ -13,6 +13,8 @@
 //!   with every option, to any kind of address.
 //! * `addr.rs`: [`Addr`] and [`Recipient`], the local addresses.
 //! * `turn.rs`: running a turn and terminating; where a cell becomes a group's task.
+//! * `activity.rs`: what a process tells observers: its counters (written once per turn),
+//!   monitors, supervisor, and its failure in the runtime's log.
 //! * `spawn.rs`: creating processes and placing them in groups.
 //! * `ctx.rs`: what a handler can do.
 //! * `handover.rs`, `relocate.rs`: a process leaving the runtime (migration), or moving to
@@ -20,6 +22,7 @@
 //!
 //! Layer 7: uses `group` and everything below it.
 
+mod activity;
 mod addr;
 mod cell;
 mod ctx;
