@@ -3,24 +3,7 @@
 //! behind it ([`Activity`]), the runtime's log of recent failures ([`FailureLog`]) and the
 //! top-N selection that keeps a million processes from becoming a million rows.
 //!
-//! # What each figure means
-//!
-//! * **turns**: turns the process has run (a turn is one scheduling on a worker: the `started`
-//!   hook, up to the group's budget of messages, an async handler's poll).
-//! * **handled**: messages taken from its inbox (handled, or being handled by an async handler
-//!   that is still pending).
-//! * **queue length**: messages in its inbox now, as of the end of its last turn: messages
-//!   posted since are counted, messages taken by a turn still running are not yet subtracted,
-//!   so a process in a long turn shows up to a budget's worth too many.
-//! * **failures**: a process that fails (an `Err` from a handler, a panic, a linked failure)
-//!   terminates, so a live process has never failed itself. For a supervised child, `failures`
-//!   counts the failures of its earlier incarnations under the same supervisor and child id
-//!   (what a restart loop looks like); for any other process it is 0. Every failure, of any
-//!   process, is also kept in the runtime's log of recent failures
-//!   ([`ProcessDetail::recent_failures`]).
-//! * **idle**: time since its last turn ended (the runtime's 1 ms clock).
-//! * **messages per second**: messages taken from its inbox in the last whole second of the
-//!   runtime's clock (0 if it ran no turn then).
+//! The figures are defined on [`ProcessInfo`].
 //!
 //! # Cost
 //!
@@ -51,7 +34,7 @@ pub enum ProcessSort {
     Turns,
     /// Most messages handled first.
     Handled,
-    /// Most failures first (see the [module docs](self) for what counts).
+    /// Most failures first (see [`ProcessInfo`] for what counts).
     Failures,
     /// Most recently active first.
     LastActivity,
@@ -133,8 +116,29 @@ impl ProcessQuery {
     }
 }
 
-/// One live process, as of a [`Runtime::processes`](crate::Runtime::processes) snapshot. The
-/// [module docs](self) define each figure.
+/// One live process, as of a [`Runtime::processes`](crate::Runtime::processes) snapshot.
+///
+/// * **turns**: turns the process has run (a turn is one scheduling on a worker: the `started`
+///   hook, up to the group's budget of messages, an async handler's poll).
+/// * **handled**: messages taken from its inbox (handled, or being handled by an async handler
+///   that is still pending).
+/// * **queue length**: messages in its inbox now, as of the end of its last turn: messages
+///   posted since are counted, messages taken by a turn still running are not yet subtracted,
+///   so a process in a long turn shows up to a budget's worth too many.
+/// * **failures**: a process that fails (an `Err` from a handler, a panic, a linked failure)
+///   terminates, so a live process has never failed itself. For a supervised child, `failures`
+///   counts the failures of its earlier incarnations under the same supervisor and child id
+///   (what a restart loop looks like); for any other process it is 0. Every failure, of any
+///   process, is also kept in the runtime's log of recent failures
+///   ([`ProcessDetail::recent_failures`]).
+/// * **idle**: time since its last turn ended (the runtime's 1 ms clock).
+/// * **messages per second**: messages taken from its inbox in the last whole second of the
+///   runtime's clock (0 if it ran no turn then).
+///
+/// The counters are written by the worker running the process once per turn, with `Relaxed`
+/// stores, and read without a lock: figures of one process may come from two turns. A process
+/// that moves to another group ([`Group::move_process`](crate::Group::move_process)) starts
+/// its counts again there.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]

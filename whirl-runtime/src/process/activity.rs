@@ -100,7 +100,7 @@ impl<P: Process> ProcessCell<P> {
             (
                 control.monitoring.clone(),
                 control.watchers.clone(),
-                control.supervision.clone(),
+                control.supervision.as_deref().cloned(),
             )
         };
         let mut relations = Relations {
@@ -128,7 +128,7 @@ impl<P: Process> ProcessCell<P> {
 
     /// Records where this process sits in a supervision tree.
     pub(super) fn set_supervision(&self, supervision: Supervision) {
-        self.control().lock().supervision = Some(supervision);
+        self.control().lock().supervision = Some(Box::new(supervision));
     }
 
     /// Logs this process's failure in the runtime's log of recent failures (`reason` is a

@@ -285,8 +285,9 @@ pub(super) struct Control {
     pub(super) on_exit: Option<OnExit>,
     /// The processes this one monitors, one entry per registration (`activity.rs`).
     pub(super) monitoring: Vec<ProcessId>,
-    /// Where it sits in a supervision tree, if a supervisor started it.
-    pub(super) supervision: Option<crate::control::Supervision>,
+    /// Where it sits in a supervision tree, if a supervisor started it (boxed: one word in
+    /// every control block, I6).
+    pub(super) supervision: Option<Box<crate::control::Supervision>>,
 }
 
 /// What [`spawn_with_exit_hook`](super::spawn_with_exit_hook) runs each time a terminated

@@ -305,8 +305,8 @@ impl Runtime {
 
     /// The first `query.limit` live processes in `query.sort` order, with their counters:
     /// the process table of a console, and what finds the process whose queue grows
-    /// (`ProcessQuery::top(ProcessSort::QueueLength, 10)`). The figures are defined in
-    /// [`control`](crate::control::ProcessInfo)'s `processes` docs.
+    /// (`ProcessQuery::top(ProcessSort::QueueLength, 10)`). The figures are defined on
+    /// [`ProcessInfo`].
     ///
     /// The walk reads a few atomics per live process, under the process table's shard locks
     /// a chunk at a time (spawns and terminations wait for one chunk at most; workers
