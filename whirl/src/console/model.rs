@@ -653,3 +653,85 @@ fn group_view(g: &GroupStats, history: HistoryView, history_long: HistoryView) -
         history_long,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(t_ms: u64, queue_length: u64, handled_per_s: f64, busy: Option<f64>) -> Point {
+        Point {
+            t_ms,
+            queue_length,
+            admitted_per_s: handled_per_s,
+            rejected_per_s: 0.0,
+            handled_per_s,
+            queue_p50_us: 10,
+            queue_p99_us: queue_length,
+            handling_p50_us: 20,
+            handling_p99_us: 30,
+            threads: 2,
+            busy,
+        }
+    }
+
+    #[test]
+    fn a_long_point_keeps_peaks_and_averages_rates() {
+        let merged = Point::merge(&[
+            point(500, 4, 100.0, None),
+            point(1_000, 9, 300.0, Some(0.2)),
+            point(1_500, 1, 200.0, Some(0.6)),
+        ]);
+        assert_eq!(merged.t_ms, 1_500);
+        assert_eq!(merged.queue_length, 9);
+        assert_eq!(merged.queue_p99_us, 9);
+        assert_eq!(merged.handled_per_s, 200.0);
+        assert_eq!(merged.busy.map(|b| (b * 10.0).round()), Some(4.0));
+        let node = NodePoint::merge(&[
+            NodePoint {
+                t_ms: 1,
+                rss_bytes: Some(10),
+                cpu_percent: None,
+            },
+            NodePoint {
+                t_ms: 2,
+                rss_bytes: Some(30),
+                cpu_percent: Some(50.0),
+            },
+        ]);
+        assert_eq!(
+            (node.t_ms, node.rss_bytes, node.cpu_percent),
+            (2, Some(30), Some(50.0))
+        );
+    }
+
+    #[test]
+    fn cpu_is_a_rate_between_samples() {
+        let mut model = Model::new(Duration::from_millis(500), SystemTime::now(), Vec::new());
+        let reading = |cpu: f64| NodeReading {
+            rss_bytes: Some(1 << 20),
+            cpu_seconds: Some(cpu),
+            threads: Some(3),
+        };
+        model.sample_node(1_000, reading(2.0));
+        assert_eq!(
+            model.node_history.latest().and_then(|p| p.cpu_percent),
+            None
+        );
+        // 0.75 s of CPU in 0.5 s of wall time: one and a half cores.
+        model.sample_node(1_500, reading(2.75));
+        assert_eq!(
+            model.node_history.latest().and_then(|p| p.cpu_percent),
+            Some(150.0)
+        );
+        // Not on this OS: nothing to show, no rate.
+        model.sample_node(2_000, NodeReading::default());
+        assert_eq!(
+            model.node_history.latest().and_then(|p| p.cpu_percent),
+            None
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&model.snapshot_json()).expect("the snapshot is JSON");
+        assert_eq!(json["node"]["supported"], false);
+        assert_eq!(json["node"]["history"]["cpu_percent"][1], 150.0);
+    }
+}
