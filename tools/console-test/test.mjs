@@ -293,6 +293,8 @@ try {
   if (page) {
     try {
       mkdirSync(dirname(shot), { recursive: true });
+      // From the top: the sticky header is drawn where the page is scrolled to.
+      await page.evaluate(() => window.scrollTo(0, 0)).catch(() => {});
       await page.screenshot({ path: shot, fullPage: true, timeout: 8_000 });
       console.log(`      screenshot: ${shot}`);
     } catch (e) {
