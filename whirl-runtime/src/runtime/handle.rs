@@ -310,9 +310,9 @@ impl Runtime {
     ///
     /// The walk reads a few atomics per live process, under the process table's shard locks
     /// a chunk at a time (spawns and terminations wait for one chunk at most; workers
-    /// running processes never wait); memory is O(`limit`). A million processes take tens
-    /// of milliseconds on the calling thread: call it from a thread of your own or a
-    /// console, not per message.
+    /// running processes never wait); memory is O(`limit`). It costs about 130 ns per live
+    /// process on the calling thread (a million idle processes: 125 to 150 ms on a shared
+    /// 2-core machine): call it from a thread of your own or a console, not per message.
     ///
     /// ```
     /// use whirl::control::{ProcessQuery, ProcessSort};
