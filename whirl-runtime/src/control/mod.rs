@@ -10,6 +10,9 @@
 //!   snapshot reports.
 //! * The process's use of the machine (`usage.rs`, feature `prometheus`): `ProcessUsage`, what
 //!   `/proc/self` says.
+//! * Processes (`processes.rs`): what [`Runtime::processes`](crate::Runtime::processes) and
+//!   [`Runtime::process_info`](crate::Runtime::process_info) report ([`ProcessInfo`],
+//!   [`ProcessDetail`]) and the per-process counters behind them, written once per turn.
 //! * `sampling.rs`: what the controller thread remembers between two samples.
 //!
 //! Layer 3: uses `principal` (statistics per principal) and nothing above. The controller
@@ -18,6 +21,7 @@
 mod controller;
 mod counters;
 mod latency;
+mod processes;
 mod sampling;
 mod stats;
 #[cfg(feature = "prometheus")]
@@ -30,6 +34,10 @@ pub use controller::{
 pub use counters::MessageCounts;
 pub(crate) use counters::{Counters, Event};
 pub use latency::{LatencySummary, LATENCY_BUCKETS};
+pub(crate) use processes::{Activity, FailureLog, Relations, TopN};
+pub use processes::{
+    FailureRecord, ProcessDetail, ProcessInfo, ProcessQuery, ProcessSort, Supervision, FAILURE_LOG,
+};
 pub(crate) use sampling::{mean, Entry, Reading};
 pub(crate) use stats::{merge, LocalStats, Rejections, SlotStats, RECENT_SLOW_TURNS, SAMPLE_EVERY};
 pub use stats::{

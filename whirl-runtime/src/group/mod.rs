@@ -17,6 +17,8 @@
 //! * `registry.rs`, `names.rs`, `control_thread.rs`: the table of live processes, the name
 //!   registry, the controller thread (which runs the controllers and the watchdog).
 //! * `shared.rs`: a group's state and the runtime's kernel, which hold each other.
+//! * `census.rs`: the live processes listed for observers (`Runtime::processes`,
+//!   `Runtime::process_info`).
 //! * `cpu_budget.rs`: a group's CPU budget per integration period, and the governor that
 //!   makes its workers wait when it is spent.
 //! * `worker.rs`: the worker loop, and where a scheduled task goes.
@@ -34,6 +36,7 @@
 #[cfg(feature = "tokio")]
 mod bridge;
 mod builder;
+mod census;
 mod control_thread;
 mod controllers;
 mod cpu_budget;

@@ -107,6 +107,20 @@ impl Names {
             .map(|(name, _)| name.clone())
     }
 
+    /// Every name held by a live process, by holder (for `Runtime::processes`).
+    pub(crate) fn by_holder(&self) -> HashMap<ProcessId, Vec<String>> {
+        let mut by_holder: HashMap<ProcessId, Vec<String>> = HashMap::new();
+        for (name, entry) in self.entries.lock().iter() {
+            if !entry.is_terminated() {
+                by_holder.entry(entry.id()).or_default().push(name.clone());
+            }
+        }
+        for names in by_holder.values_mut() {
+            names.sort();
+        }
+        by_holder
+    }
+
     /// The live process registered as `name`, if its address is an `A`.
     pub(crate) fn whereis<A: Holder + Clone>(&self, name: &str) -> Option<A> {
         let mut entries = self.entries.lock();

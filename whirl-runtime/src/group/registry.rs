@@ -12,6 +12,8 @@ use super::task::Runnable;
 use crate::lifecycle::ProcessId;
 
 const SHARDS: usize = 16;
+/// Processes [`Registry::visit`] looks at per hold of a shard's lock.
+const VISIT_CHUNK: usize = 256;
 /// Entries a shard's table may have room for however few it holds.
 const SHRINK_ABOVE: usize = 1024;
 
@@ -123,6 +125,29 @@ impl Registry {
             .collect()
     }
 
+    /// Calls `f` with every live process, a shard at a time, never holding a lock for long:
+    /// the shard's ids are copied under its lock (a scan of its table, which never touches a
+    /// process), then looked up again [`VISIT_CHUNK`] at a time, each chunk under the lock,
+    /// so a spawn or a termination in that shard waits for one chunk at most. Workers never
+    /// take these locks on the message path. A process spawned during the walk may be missed
+    /// and one that terminated is skipped. `f` must not spawn, terminate or look up processes
+    /// (it runs under a shard's lock).
+    pub(crate) fn visit(&self, mut f: impl FnMut(&dyn Runnable)) {
+        let mut ids = Vec::new();
+        for shard in &self.shards {
+            ids.clear();
+            ids.extend(shard.lock().iter().map(|e| e.id));
+            for chunk in ids.chunks(VISIT_CHUNK) {
+                let table = shard.lock();
+                for &id in chunk {
+                    if let Some(entry) = table.find(hash(id), |e| e.id == id) {
+                        f(&*entry.process);
+                    }
+                }
+            }
+        }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()
     }
@@ -196,6 +221,12 @@ mod tests {
         }
         assert_eq!(registry.remove(ProcessId(1)).map(|p| p.id()), None);
         assert_eq!(registry.live().len(), registry.len());
+        let mut visited = Vec::new();
+        registry.visit(|p| visited.push(p.id()));
+        visited.sort();
+        let mut live: Vec<ProcessId> = registry.live().iter().map(|p| p.id()).collect();
+        live.sort();
+        assert_eq!(visited, live);
     }
 
     /// After a burst of processes has come and gone, the tables give their room back.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::move_error::MoveError;
 use super::pool::{now, Slot};
 use super::probe::TurnProbe;
-use crate::control::LocalStats;
+use crate::control::{LocalStats, ProcessInfo, Relations, Supervision};
 use crate::lifecycle::{ExitReason, ProcessId};
 use crate::principal::Principal;
 
@@ -42,6 +42,19 @@ pub(crate) trait Runnable: Send + Sync + 'static {
     }
     /// The name of the process's group.
     fn group_name(&self) -> &str;
+    /// The process's row of the process table (`Runtime::processes`), without its names and
+    /// group; `None` for what is not a process.
+    fn row(&self) -> Option<ProcessInfo> {
+        None
+    }
+    /// Who the process watches and who watches it, and its supervisor.
+    fn relations(&self) -> Relations {
+        Relations::default()
+    }
+    /// Records where the process sits in a supervision tree (a supervisor just started it).
+    fn set_supervision(&self, supervision: Supervision) {
+        let _ = supervision;
+    }
     /// Asks the process to move at its next message boundary (`process/relocate.rs`) to the
     /// group `to`, which is always an `Arc<GroupShared>`: passed erased because this module
     /// sits below `shared.rs` (a group runs `Task`s) and so cannot name the group's type.

@@ -20,6 +20,18 @@ impl fmt::Display for ProcessId {
     }
 }
 
+/// Reads an id back from its display form, `<12>`, or from its number, `12` (an id in a log
+/// line, or in the console's URLs). An id names a process; it gives no access to it (an
+/// [`Addr`](crate::Addr) does).
+impl std::str::FromStr for ProcessId {
+    type Err = std::num::ParseIntError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bare = s.strip_prefix('<').and_then(|s| s.strip_suffix('>'));
+        bare.unwrap_or(s).parse().map(ProcessId)
+    }
+}
+
 // SAFETY: a number (invariant I8 in ARCHITECTURE.md: plain owned data).
 #[diagnostic::do_not_recommend]
 unsafe impl crate::isolation::Isolated for ProcessId {}

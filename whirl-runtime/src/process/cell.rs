@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use super::mailbox::{AfterPush, Mailbox};
 use super::model::{Body, Control, OnStarted, Process, ProcessCell, Rare, Watcher};
 use super::trace::Envelope;
-use crate::control::Event;
+use crate::control::{Activity, Event};
 use crate::group::{observe, GroupShared, Task};
 use crate::lifecycle::{DeadLetter, Down, ExitReason, ProcessId, QueuedMessage};
 use crate::principal::Principal;
@@ -62,6 +62,7 @@ impl<P: Process> ProcessCell<P> {
                 state: Some(state),
             }),
             rare: OnceBox::new(),
+            activity: Activity::default(),
         }
     }
 
@@ -268,6 +269,9 @@ impl<P: Process> ProcessCell<P> {
         reason: &ExitReason,
         consumed_activations: &mut u64,
     ) -> Vec<Weak<dyn Watcher>> {
+        if reason.is_failure() {
+            self.log_failure(reason);
+        }
         let mut control = self.control().lock();
         control.exit = Some(reason.clone());
         if control.pending_kill.take().is_some() {

@@ -223,6 +223,8 @@ impl<P: Process> Ctx<P> {
     /// has already terminated delivers the notice at once.
     pub fn monitor<Q: Process>(&self, other: &Addr<Q>) {
         let me: Arc<dyn Watcher> = Arc::clone(&self.cell) as Arc<dyn Watcher>;
+        // Noted first: a notice delivered at once (`other` has ended) forgets it again.
+        self.cell.note_monitoring(other.id());
         other.cell().add_watcher(Arc::downgrade(&me));
     }
 
@@ -232,6 +234,7 @@ impl<P: Process> Ctx<P> {
     /// `other` has terminated, the notice was already given: a system process may still find
     /// the `Down` in its mailbox (there is no `flush`), as after Erlang's `demonitor/1`.
     pub fn demonitor<Q: Process>(&self, other: &Addr<Q>) -> bool {
+        self.cell.forget_all_monitoring(other.id());
         other.cell().remove_watcher(&self.watcher())
     }
 
@@ -245,6 +248,7 @@ impl<P: Process> Ctx<P> {
     pub fn link<Q: Process>(&self, other: &Addr<Q>) {
         self.monitor(other);
         let other_watcher: Arc<dyn Watcher> = Arc::clone(other.cell()) as Arc<dyn Watcher>;
+        other.cell().note_monitoring(self.cell.id);
         self.cell.add_watcher(Arc::downgrade(&other_watcher));
     }
 

@@ -65,6 +65,25 @@ const fn lap_cap(index: usize) -> usize {
     }
 }
 
+/// Messages stored before position `index` (a tail or a consumer's position): the slots of
+/// the laps before its own, plus its offset in its lap (a lap's `INSTALLING` position counts
+/// the whole block).
+pub(crate) const fn messages_before(index: usize) -> u64 {
+    let lap = index / LAP;
+    let mut total = 0;
+    let mut l = 0;
+    while l < lap && l < 8 {
+        total += lap_cap(l * LAP) as u64;
+        l += 1;
+    }
+    if lap > 8 {
+        total += (lap - 8) as u64 * MAX_CAP as u64;
+    }
+    let offset = index % LAP;
+    let cap = lap_cap(index);
+    total + if offset < cap { offset } else { cap } as u64
+}
+
 struct Slot<T> {
     value: UnsafeCell<MaybeUninit<T>>,
     /// A word of metadata per message (see `mailbox::Meta`); it fits in the padding next to
@@ -399,6 +418,12 @@ impl<T> Inbox<T> {
         self.head.with_mut(|h| unsafe { (*h).index })
     }
 
+    /// The producers' position: every message pushed so far is before it (see
+    /// [`messages_before`]). Safe to call from any thread.
+    pub(crate) fn tail_position(&self) -> usize {
+        self.tail_index.load(Relaxed)
+    }
+
     /// Whether any message was pushed beyond `position`. Safe to call from any thread.
     ///
     /// `SeqCst`: the token holder's read in the store-buffering pattern of
@@ -496,6 +521,11 @@ impl<T> Cursor<'_, T> {
             self.refreshes = self.refreshes.wrapping_add(1);
         }
         self.index < self.known_tail
+    }
+
+    /// The consumer's position (see [`messages_before`]).
+    pub(crate) fn position(&self) -> usize {
+        self.index
     }
 
     /// A counter that changes each time the cursor re-reads the tail, i.e. each time it
@@ -605,6 +635,25 @@ mod tests {
         assert_eq!(unsafe { q.pop() }, None);
         // SAFETY: this test thread is the only consumer (I11).
         assert!(unsafe { q.is_empty() });
+    }
+
+    /// The positions count messages exactly, across laps of every capacity.
+    #[test]
+    fn positions_count_messages() {
+        let q = Inbox::new();
+        let n = MAX_CAP * 12 + 5;
+        for i in 0..n {
+            assert_eq!(messages_before(q.tail_position()), i as u64);
+            q.push(i, 0);
+        }
+        assert_eq!(messages_before(q.tail_position()), n as u64);
+        // SAFETY: this test thread is the only consumer (I11).
+        let mut cursor = unsafe { q.cursor() };
+        for taken in 0..n {
+            assert_eq!(messages_before(cursor.position()), taken as u64);
+            assert_eq!(cursor.pop().map(|(v, _)| v), Some(taken));
+        }
+        assert_eq!(messages_before(cursor.position()), n as u64);
     }
 
     #[test]

@@ -125,6 +125,11 @@ impl<T> Mailbox<T> {
         }
     }
 
+    /// The producers' position in the inbox (`inbox::messages_before` counts it).
+    pub(crate) fn tail_position(&self) -> usize {
+        self.inbox.tail_position()
+    }
+
     /// Whether the process has terminated, or moved on from this mailbox.
     #[inline]
     pub(crate) fn is_closed(&self) -> bool {

@@ -13,6 +13,8 @@
 //!   with every option, to any kind of address.
 //! * `addr.rs`: [`Addr`] and [`Recipient`], the local addresses.
 //! * `turn.rs`: running a turn and terminating; where a cell becomes a group's task.
+//! * `activity.rs`: what a process tells observers: its counters (written once per turn),
+//!   monitors, supervisor, and its failure in the runtime's log.
 //! * `spawn.rs`: creating processes and placing them in groups.
 //! * `trace.rs`: the span a message was posted from, carried to the span it is handled in.
 //! * `ctx.rs`: what a handler can do.
@@ -21,6 +23,7 @@
 //!
 //! Layer 7: uses `group` and everything below it.
 
+mod activity;
 mod addr;
 mod cell;
 mod ctx;

@@ -25,6 +25,7 @@ use parking_lot::Mutex;
 use super::mailbox::Mailbox;
 use super::reply::ReplyTo;
 use super::trace::Envelope;
+use crate::control::Activity;
 use crate::group::{GroupShared, Recorder, TurnProbe};
 use crate::isolation::Message;
 use crate::lifecycle::{Down, ExitReason, Failure, ProcessId};
@@ -249,6 +250,11 @@ unsafe impl<P: Process> Send for Ctx<P> {}
 /// Something that wants to hear when a process terminates.
 pub(crate) trait Watcher: Send + Sync + 'static {
     fn notify_down(self: Arc<Self>, notice: Down);
+
+    /// The watching process, if the watcher is one (a callback is not).
+    fn watcher_id(&self) -> Option<ProcessId> {
+        None
+    }
 }
 
 /// Bookkeeping that outsiders touch: monitors, kill requests, the exit reason. Most processes
@@ -278,6 +284,11 @@ pub(super) struct Control {
     /// dead-letter sink (a router re-routes them to the member's replacement): set at spawn
     /// ([`spawn_with_exit_hook`](super::spawn_with_exit_hook)), kept for stragglers.
     pub(super) on_exit: Option<OnExit>,
+    /// The processes this one monitors, one entry per registration (`activity.rs`).
+    pub(super) monitoring: Vec<ProcessId>,
+    /// Where it sits in a supervision tree, if a supervisor started it (boxed: one word in
+    /// every control block, I6).
+    pub(super) supervision: Option<Box<crate::control::Supervision>>,
 }
 
 /// What [`spawn_with_exit_hook`](super::spawn_with_exit_hook) runs each time a terminated
@@ -342,6 +353,9 @@ pub(crate) struct ProcessCell<P: Process> {
     /// What most processes never need, allocated the first time one part is (one word here
     /// instead of three: bytes per idle process, I6).
     pub(super) rare: OnceBox<Rare>,
+    /// Its counters for observers (`activity.rs`): written by the token holder once per turn,
+    /// beside the body it writes anyway.
+    pub(super) activity: Activity,
     pub(super) body: UnsafeCell<Body<P>>,
 }
 

@@ -232,6 +232,8 @@ impl<P: Process> ProcessCell<P> {
             control.moved_to = Some(Box::new(Arc::clone(&next)) as Box<dyn Any + Send>);
             let mut theirs = next.control().lock();
             theirs.watchers = watchers;
+            theirs.monitoring = std::mem::take(&mut control.monitoring);
+            theirs.supervision = control.supervision.take();
             theirs.on_exit = control.on_exit.clone();
             theirs.moved_from = earlier;
             theirs

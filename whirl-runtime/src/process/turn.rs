@@ -494,6 +494,7 @@ impl<P: Process> ProcessCell<P> {
             recorder.timed(turn.handled, at.elapsed(), cell.principal.as_ref());
         }
         let outcome = turn.end();
+        cell.turn_done(outcome.handled, inbox.position());
         drop(inbox);
         // A handler that failed: its termination is reported inside its message's span.
         let failed = exit.as_ref().and_then(|_| recorder.take_failed_span());
@@ -853,6 +854,18 @@ impl<P: Process> Runnable for ProcessCell<P> {
         &self.group.name
     }
 
+    fn row(&self) -> Option<crate::control::ProcessInfo> {
+        Some(ProcessCell::row(self))
+    }
+
+    fn relations(&self) -> crate::control::Relations {
+        ProcessCell::relations(self)
+    }
+
+    fn set_supervision(&self, supervision: crate::control::Supervision) {
+        ProcessCell::set_supervision(self, supervision);
+    }
+
     fn request_move(self: Arc<Self>, to: &dyn std::any::Any) -> Result<(), MoveError> {
         match to.downcast_ref::<Arc<GroupShared>>() {
             Some(to) => self.ask_to_move(to),
@@ -891,7 +904,12 @@ impl<P: Process> Runnable for ProcessCell<P> {
 }
 
 impl<P: Process> Watcher for ProcessCell<P> {
+    fn watcher_id(&self) -> Option<ProcessId> {
+        Some(self.id)
+    }
+
     fn notify_down(self: Arc<Self>, notice: Down) {
+        self.forget_monitoring(notice.id);
         let failure = match &notice.reason {
             ExitReason::Failed(f) => Some(Failure::with_kind(
                 FailureKind::Linked(notice.id),

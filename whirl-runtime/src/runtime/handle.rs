@@ -7,12 +7,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::shutdown::{AbandonedProcess, ShutdownReport};
-use crate::control::{MessageCounts, RuntimeStats};
+use crate::control::{MessageCounts, ProcessDetail, ProcessInfo, ProcessQuery, RuntimeStats};
 use crate::group::{
     default_threads, Group, GroupBuilder, GroupError, Kernel, NameError, Running, DEFAULT_BUDGET,
 };
 use crate::lifecycle::failures::{self, FailureReport};
-use crate::lifecycle::{default_sink, DeadLetter, DeadLetterSink, ExitReason};
+use crate::lifecycle::{default_sink, DeadLetter, DeadLetterSink, ExitReason, ProcessId};
 
 use crate::process::{Addr, Process, Spawner};
 use crate::time::shared_clock;
@@ -145,6 +145,23 @@ impl RuntimeObserver {
     pub fn stats(&self) -> Option<RuntimeStats> {
         let kernel = self.kernel.upgrade()?;
         (!kernel.is_closing()).then(|| kernel.stats())
+    }
+
+    /// The first `query.limit` live processes in `query.sort` order (see
+    /// [`Runtime::processes`]), or `None` once the runtime is shutting down or gone.
+    pub fn processes(&self, query: &ProcessQuery) -> Option<Vec<ProcessInfo>> {
+        let kernel = self.kernel.upgrade()?;
+        (!kernel.is_closing()).then(|| kernel.processes(query))
+    }
+
+    /// Process `id` in detail (see [`Runtime::process_info`]), or `None` if it is not alive
+    /// or the runtime is shutting down or gone.
+    pub fn process_info(&self, id: ProcessId) -> Option<ProcessDetail> {
+        let kernel = self.kernel.upgrade()?;
+        if kernel.is_closing() {
+            return None;
+        }
+        kernel.process_info(id)
     }
 
     /// Whether the runtime still runs (not shutting down, not dropped).
@@ -284,6 +301,49 @@ impl Runtime {
     /// A snapshot of every group's statistics (see [`Group::stats`]).
     pub fn stats(&self) -> RuntimeStats {
         self.kernel.stats()
+    }
+
+    /// The first `query.limit` live processes in `query.sort` order, with their counters:
+    /// the process table of a console, and what finds the process whose queue grows
+    /// (`ProcessQuery::top(ProcessSort::QueueLength, 10)`). The figures are defined on
+    /// [`ProcessInfo`].
+    ///
+    /// The walk reads a few atomics per live process, under the process table's shard locks
+    /// a chunk at a time (spawns and terminations wait for one chunk at most; workers
+    /// running processes never wait); memory is O(`limit`). It costs about 130 ns per live
+    /// process on the calling thread (a million idle processes: 125 to 150 ms on a shared
+    /// 2-core machine): call it from a thread of your own or a console, not per message.
+    ///
+    /// ```
+    /// use whirl::control::{ProcessQuery, ProcessSort};
+    /// use whirl::prelude::*;
+    ///
+    /// #[derive(Message)]
+    /// struct Ping;
+    ///
+    /// #[process]
+    /// struct Idle;
+    /// #[process]
+    /// impl Idle {
+    ///     #[handle]
+    ///     fn ping(&mut self, _: Ping) {}
+    /// }
+    ///
+    /// let rt = Runtime::new();
+    /// let idle = rt.spawn(Idle);
+    /// rt.block_until_idle();
+    /// let top = rt.processes(&ProcessQuery::top(ProcessSort::Turns, 5));
+    /// assert!(top.iter().any(|p| p.id == idle.id() && p.turns >= 1));
+    /// ```
+    pub fn processes(&self, query: &ProcessQuery) -> Vec<ProcessInfo> {
+        self.kernel.processes(query)
+    }
+
+    /// Live process `id` in detail: its row of the table, the processes it monitors and
+    /// that monitor it, its links, its supervisor, the recent failures of its line (see
+    /// [`ProcessDetail`]); `None` if it is not alive.
+    pub fn process_info(&self, id: ProcessId) -> Option<ProcessDetail> {
+        self.kernel.process_info(id)
     }
 
     /// A handle that reads this runtime's statistics from any thread, later, without keeping

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 
+use crate::control::Supervision;
 use crate::group::observe;
 use crate::isolation::SharedClient;
 use crate::lifecycle::{Down, ExitReason, Failure, ProcessId};
@@ -103,6 +104,8 @@ pub(super) struct Entry {
     /// The latest incarnation, running or not (to release its name, and only its name).
     pub(super) last_pid: Option<ProcessId>,
     pub(super) restarts: u64,
+    /// Its incarnations that failed (shown by `Runtime::process_info`).
+    pub(super) failures: u64,
     /// Its failures in a row and the delayed restart it waits for, under a backoff.
     pub(super) attempts: Attempts,
     pub(super) dynamic: bool,
@@ -204,6 +207,7 @@ impl<A: 'static> Supervisor<A> {
             running: None,
             last_pid: None,
             restarts: 0,
+            failures: 0,
             attempts: Attempts::default(),
             dynamic,
             awaiting: None,
@@ -267,7 +271,16 @@ impl<A: 'static> Supervisor<A> {
         let id = entry.spec.id.clone();
         if restarting {
             entry.restarts += 1;
-            let restarts = entry.restarts;
+        }
+        let supervision = Supervision {
+            supervisor: ctx.cell().id(),
+            child: id.clone(),
+            restarts: entry.restarts,
+            failures: entry.failures,
+        };
+        note_child(ctx, pid, supervision);
+        if restarting {
+            let restarts = self.children[index].restarts;
             self.emit(EventKind::ChildRestarted { id, pid, restarts });
         } else {
             self.emit(EventKind::ChildStarted { id, pid });
@@ -453,5 +466,17 @@ impl<A: 'static> Start for Nested<A> {
 
     fn clone_box(&self) -> Box<dyn Start> {
         Box::new(Nested(self.0.clone()))
+    }
+}
+
+/// Tells a child just started where it sits (for `Runtime::process_info`) and notes it among
+/// the processes the supervisor monitors (unless it has already ended: its notice, delivered
+/// at once, came before the note).
+fn note_child<A: 'static>(ctx: &Ctx<Supervisor<A>>, pid: ProcessId, supervision: Supervision) {
+    let me = ctx.cell();
+    me.note_monitoring(pid);
+    match me.group.kernel.registry.get(pid) {
+        Some(child) => child.set_supervision(supervision),
+        None => me.forget_monitoring(pid),
     }
 }

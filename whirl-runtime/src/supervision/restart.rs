@@ -177,6 +177,9 @@ impl<A: 'static> Supervisor<A> {
     pub(super) fn exited(&mut self, index: usize, down: Down) {
         let entry = &mut self.children[index];
         entry.running = None;
+        if down.reason.is_failure() {
+            entry.failures += 1;
+        }
         entry.start_failed(&down.reason);
         let id = entry.spec.id.clone();
         self.emit(EventKind::ChildExited {

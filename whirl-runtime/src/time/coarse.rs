@@ -21,10 +21,20 @@ struct Ticks {
 /// shared clock starts (the runtime starts it when it is built).
 static MILLIS: AtomicU32 = AtomicU32::new(0);
 
+/// The shared clock's time in milliseconds, not wrapping: what a process's last turn is
+/// stamped with (`control/processes.rs`).
+static MILLIS_WIDE: AtomicU64 = AtomicU64::new(0);
+
 /// The shared clock's last tick in milliseconds, modulo 2^32.
 #[inline]
 pub(crate) fn shared_millis() -> u32 {
     MILLIS.load(Relaxed)
+}
+
+/// The shared clock's last tick in milliseconds since it started.
+#[inline]
+pub(crate) fn shared_millis_wide() -> u64 {
+    MILLIS_WIDE.load(Relaxed)
 }
 
 /// A monotonic clock read from memory: a background thread stores the time every
@@ -77,6 +87,7 @@ impl CoarseClock {
                     ticks.elapsed_nanos.store(nanos, Release);
                     if ticks.shared {
                         MILLIS.store((nanos / 1_000_000) as u32, Relaxed);
+                        MILLIS_WIDE.store(nanos / 1_000_000, Relaxed);
                     }
                     let pause = ticks.resolution;
                     drop(ticks);

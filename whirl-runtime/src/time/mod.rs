@@ -19,7 +19,7 @@ mod timer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use coarse::CoarseClock;
-pub(crate) use coarse::{shared_clock, shared_millis};
+pub(crate) use coarse::{shared_clock, shared_millis, shared_millis_wide};
 pub use sleep::{sleep, sleep_until, timeout, Elapsed, Sleep};
 pub use timer::TimerHandle;
 pub(crate) use timer::Timers;

@@ -1,6 +1,8 @@
 //! A live web console (feature `console`): the runtime's groups, controllers, principals,
-//! supervision trees, dead letters and slow turns in a browser, updated every half second,
-//! and Prometheus text at `/metrics`.
+//! supervision trees, dead letters and slow turns in a browser, updated every half second;
+//! its processes (a table sortable by queue length, turns, failures, activity..., and a page
+//! per process with its monitors, links, supervisor and recent failures); worker utilisation,
+//! the node's memory and CPU, half an hour of history; and Prometheus text at `/metrics`.
 //!
 //! ```no_run
 //! use whirl::console::Console;
@@ -16,9 +18,11 @@
 //!
 //! | path | what |
 //! |---|---|
-//! | `/` | the page: a card per group with live charts of queue length, admission and handling rates and latency percentiles; the controllers' decisions over time; principals; the supervision trees; dead letters; slow turns; benchmark history when a [`Panel`] named `bench` is given |
+//! | `/` | the page: the node's memory and CPU; a card per group with live charts of queue length, admission and handling rates, latency percentiles and worker utilisation (the last two minutes, or the last half hour downsampled); the process table (top by queue length by default, sortable by any column; a click opens the process's page); the controllers' decisions over time; principals; the supervision trees; dead letters; slow turns; benchmark history when a [`Panel`] named `bench` is given |
 //! | `/events` | server-sent events, one `tick` per sample |
 //! | `/api/snapshot` | the same data as JSON, with the history |
+//! | `/api/processes?sort=queue&limit=100&group=` | the process table ([`Runtime::processes`](crate::Runtime::processes)) |
+//! | `/api/process/<id>` | one process in detail ([`Runtime::process_info`](crate::Runtime::process_info)) |
 //! | `/metrics` | Prometheus text, every metric named `whirl_` (see [`Runtime::record_metrics`](crate::Runtime::record_metrics)) |
 //! | `/api/<panel>/...` | a [`Panel`]'s JSON |
 //!
@@ -44,12 +48,40 @@
 //! limited ([`ConsoleBuilder::max_connections`]), idle ones closed after 30 s, half-sent
 //! requests answered 408 after 10 s, and a reader of the event stream that does not keep
 //! up is disconnected (its browser reconnects).
+//!
+//! # Remote access
+//!
+//! With the `tls` feature, [`ConsoleBuilder::tls`] serves the console over HTTPS with a
+//! certificate of yours ([`tls::server_config`](crate::net::tls::server_config) reads PEM
+//! files); bind it to a public address with a [token](ConsoleBuilder::token):
+//!
+//! ```no_run
+//! # #[cfg(feature = "tls")] {
+//! use whirl::console::Console;
+//! use whirl::net::tls;
+//!
+//! let rt = whirl::Runtime::new();
+//! let config = tls::server_config("cert.pem".as_ref(), "key.pem".as_ref())?;
+//! let console = Console::builder(&rt)
+//!     .bind("0.0.0.0:9443".parse()?)
+//!     .token(std::env::var("CONSOLE_TOKEN")?)
+//!     .tls(config)
+//!     .start()?;
+//! # }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Or keep it on loopback behind a reverse proxy that terminates TLS; `README.md`'s console
+//! section has an nginx configuration (the event stream needs buffering off).
 
 mod assets;
+mod history;
 mod hub;
 mod messages;
 mod model;
+mod node;
 mod panel;
+mod processes;
 mod sampler;
 mod server;
 
@@ -74,8 +106,9 @@ pub enum ConsoleError {
     /// Bound to an address other than loopback without a token.
     #[error("a console bound to {0} (not loopback) needs a token: call `ConsoleBuilder::token`")]
     TokenRequired(IpAddr),
-    /// A panel's name is not one path segment of `[a-z0-9-]`, or is taken.
-    #[error("panel name {0:?} is not a single path segment of [a-z0-9-] or is used twice")]
+    /// A panel's name is not one path segment of `[a-z0-9-]`, or is taken (by another panel,
+    /// or by the console: `process`, `processes`, `snapshot`).
+    #[error("panel name {0:?} is not a single path segment of [a-z0-9-], or is taken")]
     PanelName(String),
     /// The listening socket or the poller could not be set up.
     #[error("cannot listen on {addr}")]
@@ -106,6 +139,8 @@ pub struct ConsoleBuilder<'rt> {
     supervisors: Vec<SupervisorSource>,
     panels: Vec<Arc<dyn Panel>>,
     registry: Option<prometheus_client::registry::Registry>,
+    #[cfg(feature = "tls")]
+    tls: Option<crate::net::tls::TlsConfig>,
 }
 
 impl<'rt> ConsoleBuilder<'rt> {
@@ -158,6 +193,16 @@ impl<'rt> ConsoleBuilder<'rt> {
         self
     }
 
+    /// Serves the console over TLS (feature `tls`): HTTPS and the event stream over it, with
+    /// the certificate and key of `config` ([`server_config`](crate::net::tls::server_config)
+    /// reads them from PEM files). A token is still required off loopback: TLS keeps the
+    /// token secret on the way, it does not say who may read the console.
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, config: crate::net::tls::TlsConfig) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
     /// Serves `panel` under `/api/<name>/`.
     pub fn panel(mut self, panel: impl Panel) -> Self {
         self.panels.push(Arc::new(panel));
@@ -188,7 +233,9 @@ impl<'rt> ConsoleBuilder<'rt> {
                 && name
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-            if !valid || names.iter().any(|n| n == name) {
+            // `/api/process/` and `/api/processes` are the console's own.
+            let reserved = matches!(name, "process" | "processes" | "snapshot");
+            if !valid || reserved || names.iter().any(|n| n == name) {
                 return Err(ConsoleError::PanelName(name.to_owned()));
             }
             names.push(name.to_owned());
@@ -214,6 +261,13 @@ impl<'rt> ConsoleBuilder<'rt> {
             token: token.map(Arc::from),
             panels: Arc::from(self.panels),
             max_connections: self.max_connections,
+            observer: crate::SharedClient::new(
+                self.runtime.observer(),
+                "reads the runtime's process table; holds no state of any process",
+            ),
+            epoch: std::time::SystemTime::now(),
+            #[cfg(feature = "tls")]
+            tls: self.tls,
         };
         let (acceptor, local) = server::bind(self.addr, net, &group, config).map_err(listen)?;
         let acceptor = self.runtime.spawner().group(&group).spawn(acceptor);
@@ -259,6 +313,8 @@ impl Console {
             supervisors: Vec::new(),
             panels: Vec::new(),
             registry: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 

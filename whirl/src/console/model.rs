@@ -1,7 +1,9 @@
 //! What the console shows, as data: the JSON of `/api/snapshot` and of each `tick` event
 //! (the shapes are documented in `API.md` beside this file), built from the runtime's statistics
 //! snapshots by a [`Model`] that remembers what the snapshots alone do not: a history of
-//! each group's figures, rates between two samples, and the controllers' decisions over time.
+//! each group's figures and of the node's memory and CPU (two tiers, `history.rs`), rates
+//! between two samples (messages, worker utilisation, CPU), and the controllers' decisions
+//! over time.
 //!
 //! No I/O and no clock here: the sampler passes the time in, so every figure can be tested.
 
@@ -10,10 +12,10 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use super::history::{mean, push_capped, Merge, Tiered};
+use super::node::NodeReading;
 use crate::control::{GroupStats, LatencySummary, MessageCounts, RuntimeStats};
 
-/// Points of history kept per group.
-pub(crate) const HISTORY: usize = 240;
 /// Controller decisions kept.
 pub(crate) const CONTROLLER_LOG: usize = 200;
 /// Dead letters and slow turns listed.
@@ -26,6 +28,7 @@ pub(crate) struct Snapshot<'a> {
     now_ms: u64,
     interval_ms: u64,
     runtime: RuntimeView,
+    node: NodeView,
     groups: Vec<GroupView<'a>>,
     controller_log: Vec<&'a Decision>,
     supervisors: &'a [SupervisorTree],
@@ -127,7 +130,69 @@ struct GroupView<'a> {
     recent_handling_time: LatencyView,
     controllers: Vec<ControllerView<'a>>,
     principals: Vec<PrincipalView>,
+    /// The share of the group's worker time spent running turns over the last interval
+    /// (0 to 1), `None` before the second sample.
+    utilisation: Option<f64>,
     history: HistoryView,
+    /// One point per `LONG_STEP_MS`, the last half hour.
+    history_long: HistoryView,
+}
+
+/// The node (this OS process): memory, CPU, and their history.
+#[derive(Serialize)]
+struct NodeView {
+    /// Whether memory and CPU can be read here (Linux).
+    supported: bool,
+    rss_bytes: Option<u64>,
+    /// CPU time used per second of wall time over the last interval, in percent of one core
+    /// (above 100 on several cores).
+    cpu_percent: Option<f64>,
+    threads: Option<u64>,
+    history: NodeHistoryView,
+    history_long: NodeHistoryView,
+}
+
+/// The node's history: parallel series, oldest first.
+#[derive(Serialize, Default)]
+struct NodeHistoryView {
+    t_ms: Vec<u64>,
+    rss_bytes: Vec<Option<u64>>,
+    cpu_percent: Vec<Option<f64>>,
+}
+
+impl NodeHistoryView {
+    fn of<'p>(points: impl Iterator<Item = &'p NodePoint>) -> Self {
+        let mut h = NodeHistoryView::default();
+        for p in points {
+            h.t_ms.push(p.t_ms);
+            h.rss_bytes.push(p.rss_bytes);
+            h.cpu_percent.push(p.cpu_percent);
+        }
+        h
+    }
+}
+
+/// One point of the node's history.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct NodePoint {
+    t_ms: u64,
+    rss_bytes: Option<u64>,
+    cpu_percent: Option<f64>,
+}
+
+impl Merge for NodePoint {
+    fn t_ms(&self) -> u64 {
+        self.t_ms
+    }
+
+    /// The step's peak memory and mean CPU.
+    fn merge(points: &[Self]) -> Self {
+        NodePoint {
+            t_ms: points.last().map_or(0, |p| p.t_ms),
+            rss_bytes: points.iter().filter_map(|p| p.rss_bytes).max(),
+            cpu_percent: mean(points.iter().filter_map(|p| p.cpu_percent)),
+        }
+    }
 }
 
 /// One group's history: parallel series, oldest first.
@@ -143,6 +208,7 @@ struct HistoryView {
     handling_p50_us: Vec<u64>,
     handling_p99_us: Vec<u64>,
     threads: Vec<usize>,
+    busy: Vec<Option<f64>>,
 }
 
 /// One point of a group's history.
@@ -158,6 +224,34 @@ struct Point {
     handling_p50_us: u64,
     handling_p99_us: u64,
     threads: usize,
+    /// Worker utilisation over the interval before it (0 to 1).
+    busy: Option<f64>,
+}
+
+impl Merge for Point {
+    fn t_ms(&self) -> u64 {
+        self.t_ms
+    }
+
+    /// The step's peaks (queue length, p99s, threads) and means (rates, p50s, utilisation):
+    /// a burst inside a step still shows in the long history.
+    fn merge(points: &[Self]) -> Self {
+        let avg = |f: fn(&Point) -> f64| mean(points.iter().map(f)).unwrap_or(0.0);
+        let max = |f: fn(&Point) -> u64| points.iter().map(f).max().unwrap_or(0);
+        Point {
+            t_ms: points.last().map_or(0, |p| p.t_ms),
+            queue_length: max(|p| p.queue_length),
+            admitted_per_s: avg(|p| p.admitted_per_s),
+            rejected_per_s: avg(|p| p.rejected_per_s),
+            handled_per_s: avg(|p| p.handled_per_s),
+            queue_p50_us: avg(|p| p.queue_p50_us as f64).round() as u64,
+            queue_p99_us: max(|p| p.queue_p99_us),
+            handling_p50_us: avg(|p| p.handling_p50_us as f64).round() as u64,
+            handling_p99_us: max(|p| p.handling_p99_us),
+            threads: points.iter().map(|p| p.threads).max().unwrap_or(0),
+            busy: mean(points.iter().filter_map(|p| p.busy)),
+        }
+    }
 }
 
 impl HistoryView {
@@ -174,6 +268,7 @@ impl HistoryView {
             h.handling_p50_us.push(p.handling_p50_us);
             h.handling_p99_us.push(p.handling_p99_us);
             h.threads.push(p.threads);
+            h.busy.push(p.busy);
         }
         h
     }
@@ -240,6 +335,7 @@ pub(crate) struct TreeNode {
 struct Previous {
     at_ms: u64,
     counts: MessageCounts,
+    idle: Duration,
 }
 
 /// The console's memory between samples. See the [module docs](self).
@@ -249,7 +345,11 @@ pub(crate) struct Model {
     epoch: SystemTime,
     now_ms: u64,
     stats: Option<RuntimeStats>,
-    history: HashMap<String, VecDeque<Point>>,
+    history: HashMap<String, Tiered<Point>>,
+    node: NodeReading,
+    node_history: Tiered<NodePoint>,
+    /// The previous sample's time and CPU seconds, for the CPU rate.
+    previous_cpu: Option<(u64, f64)>,
     previous: HashMap<String, Previous>,
     /// Each controller's last description, by (group, controller).
     controllers: HashMap<(String, String), String>,
@@ -273,6 +373,9 @@ impl Model {
             now_ms: 0,
             stats: None,
             history: HashMap::new(),
+            node: NodeReading::default(),
+            node_history: Tiered::default(),
+            previous_cpu: None,
             previous: HashMap::new(),
             controllers: HashMap::new(),
             log: VecDeque::new(),
@@ -291,14 +394,17 @@ impl Model {
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
 
-    /// Takes in a snapshot made `now_ms` after the epoch, and the supervision trees as of now.
+    /// Takes in a snapshot made `now_ms` after the epoch, and the supervision trees and the
+    /// node's reading as of now.
     pub(crate) fn sample(
         &mut self,
         now_ms: u64,
         stats: RuntimeStats,
         supervisors: Vec<SupervisorTree>,
+        node: NodeReading,
     ) {
         self.now_ms = now_ms;
+        self.sample_node(now_ms, node);
         self.log_new_from = self.log.len();
         for g in &stats.groups {
             self.sample_group(now_ms, g);
@@ -322,11 +428,32 @@ impl Model {
         self.stats = Some(stats);
     }
 
+    fn sample_node(&mut self, now_ms: u64, node: NodeReading) {
+        let cpu_percent = match (self.previous_cpu, node.cpu_seconds) {
+            (Some((at, before)), Some(now)) if now_ms > at => {
+                let wall = (now_ms - at) as f64 / 1000.0;
+                Some(((now - before).max(0.0) / wall * 100.0 * 10.0).round() / 10.0)
+            }
+            _ => None,
+        };
+        self.previous_cpu = node.cpu_seconds.map(|s| (now_ms, s));
+        self.node = node;
+        self.node_history.push(NodePoint {
+            t_ms: now_ms,
+            rss_bytes: node.rss_bytes,
+            cpu_percent,
+        });
+    }
+
     fn sample_group(&mut self, now_ms: u64, g: &GroupStats) {
         let counts = g.counts;
         let point = match self.previous.get(&g.name) {
             Some(prev) if now_ms > prev.at_ms => {
                 let secs = (now_ms - prev.at_ms) as f64 / 1000.0;
+                // Worker time in the interval, less the time workers spent idle.
+                let capacity = secs * g.threads.max(1) as f64;
+                let idle = g.idle_time.saturating_sub(prev.idle).as_secs_f64();
+                let busy = (1.0 - idle / capacity).clamp(0.0, 1.0);
                 let rate = |now: u64, before: u64| now.saturating_sub(before) as f64 / secs;
                 let admitted = |c: &MessageCounts| c.posted.saturating_sub(c.rejected);
                 Point {
@@ -340,6 +467,7 @@ impl Model {
                     handling_p50_us: micros(g.recent_handling_time.p50),
                     handling_p99_us: micros(g.recent_handling_time.p99),
                     threads: g.threads,
+                    busy: Some((busy * 1000.0).round() / 1000.0),
                 }
             }
             _ => Point {
@@ -353,6 +481,7 @@ impl Model {
                 handling_p50_us: micros(g.recent_handling_time.p50),
                 handling_p99_us: micros(g.recent_handling_time.p99),
                 threads: g.threads,
+                busy: None,
             },
         };
         self.previous.insert(
@@ -360,13 +489,10 @@ impl Model {
             Previous {
                 at_ms: now_ms,
                 counts,
+                idle: g.idle_time,
             },
         );
-        push_capped(
-            self.history.entry(g.name.clone()).or_default(),
-            point,
-            HISTORY,
-        );
+        self.history.entry(g.name.clone()).or_default().push(point);
         for c in &g.controllers {
             let key = (g.name.clone(), c.name.to_owned());
             if self.controllers.get(&key) == Some(&c.detail) {
@@ -422,16 +548,34 @@ impl Model {
         let groups = group_stats
             .iter()
             .map(|g| {
-                let points = self.history.get(&g.name);
-                let history = match points {
-                    Some(p) if tick => HistoryView::of(p.iter().skip(p.len().saturating_sub(1))),
-                    Some(p) => HistoryView::of(p.iter()),
-                    None => HistoryView::default(),
+                let tiers = self.history.get(&g.name);
+                let (history, history_long) = match tiers {
+                    Some(t) if tick => (
+                        HistoryView::of(t.latest().into_iter()),
+                        HistoryView::of(t.long_added().into_iter()),
+                    ),
+                    Some(t) => (HistoryView::of(t.fine()), HistoryView::of(t.long())),
+                    None => (HistoryView::default(), HistoryView::default()),
                 };
-                group_view(g, history)
+                let utilisation = tiers.and_then(|t| t.latest()).and_then(|p| p.busy);
+                let mut view = group_view(g, history, history_long);
+                view.utilisation = utilisation;
+                view
             })
             .collect();
         let log_from = if tick { self.log_new_from } else { 0 };
+        let node = &self.node_history;
+        let (node_fine, node_long) = if tick {
+            (
+                NodeHistoryView::of(node.latest().into_iter()),
+                NodeHistoryView::of(node.long_added().into_iter()),
+            )
+        } else {
+            (
+                NodeHistoryView::of(node.fine()),
+                NodeHistoryView::of(node.long()),
+            )
+        };
         let snapshot = Snapshot {
             version: 1,
             now_ms: self.now_ms,
@@ -439,6 +583,14 @@ impl Model {
             runtime: RuntimeView {
                 live_processes,
                 counts: counts.into(),
+            },
+            node: NodeView {
+                supported: self.node.rss_bytes.is_some() || self.node.cpu_seconds.is_some(),
+                rss_bytes: self.node.rss_bytes,
+                cpu_percent: node.latest().and_then(|p| p.cpu_percent),
+                threads: self.node.threads,
+                history: node_fine,
+                history_long: node_long,
             },
             groups,
             controller_log: self.log.iter().skip(log_from).collect(),
@@ -458,7 +610,7 @@ impl Model {
     }
 }
 
-fn group_view(g: &GroupStats, history: HistoryView) -> GroupView<'_> {
+fn group_view(g: &GroupStats, history: HistoryView, history_long: HistoryView) -> GroupView<'_> {
     GroupView {
         name: &g.name,
         scheduler: &g.scheduler,
@@ -496,13 +648,90 @@ fn group_view(g: &GroupStats, history: HistoryView) -> GroupView<'_> {
                 handling_time_us: micros(p.handling_time),
             })
             .collect(),
+        utilisation: None,
         history,
+        history_long,
     }
 }
 
-fn push_capped<T>(queue: &mut VecDeque<T>, item: T, cap: usize) {
-    if queue.len() == cap {
-        queue.pop_front();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(t_ms: u64, queue_length: u64, handled_per_s: f64, busy: Option<f64>) -> Point {
+        Point {
+            t_ms,
+            queue_length,
+            admitted_per_s: handled_per_s,
+            rejected_per_s: 0.0,
+            handled_per_s,
+            queue_p50_us: 10,
+            queue_p99_us: queue_length,
+            handling_p50_us: 20,
+            handling_p99_us: 30,
+            threads: 2,
+            busy,
+        }
     }
-    queue.push_back(item);
+
+    #[test]
+    fn a_long_point_keeps_peaks_and_averages_rates() {
+        let merged = Point::merge(&[
+            point(500, 4, 100.0, None),
+            point(1_000, 9, 300.0, Some(0.2)),
+            point(1_500, 1, 200.0, Some(0.6)),
+        ]);
+        assert_eq!(merged.t_ms, 1_500);
+        assert_eq!(merged.queue_length, 9);
+        assert_eq!(merged.queue_p99_us, 9);
+        assert_eq!(merged.handled_per_s, 200.0);
+        assert_eq!(merged.busy.map(|b| (b * 10.0).round()), Some(4.0));
+        let node = NodePoint::merge(&[
+            NodePoint {
+                t_ms: 1,
+                rss_bytes: Some(10),
+                cpu_percent: None,
+            },
+            NodePoint {
+                t_ms: 2,
+                rss_bytes: Some(30),
+                cpu_percent: Some(50.0),
+            },
+        ]);
+        assert_eq!(
+            (node.t_ms, node.rss_bytes, node.cpu_percent),
+            (2, Some(30), Some(50.0))
+        );
+    }
+
+    #[test]
+    fn cpu_is_a_rate_between_samples() {
+        let mut model = Model::new(Duration::from_millis(500), SystemTime::now(), Vec::new());
+        let reading = |cpu: f64| NodeReading {
+            rss_bytes: Some(1 << 20),
+            cpu_seconds: Some(cpu),
+            threads: Some(3),
+        };
+        model.sample_node(1_000, reading(2.0));
+        assert_eq!(
+            model.node_history.latest().and_then(|p| p.cpu_percent),
+            None
+        );
+        // 0.75 s of CPU in 0.5 s of wall time: one and a half cores.
+        model.sample_node(1_500, reading(2.75));
+        assert_eq!(
+            model.node_history.latest().and_then(|p| p.cpu_percent),
+            Some(150.0)
+        );
+        // Not on this OS: nothing to show, no rate.
+        model.sample_node(2_000, NodeReading::default());
+        assert_eq!(
+            model.node_history.latest().and_then(|p| p.cpu_percent),
+            None
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&model.snapshot_json()).expect("the snapshot is JSON");
+        assert_eq!(json["node"]["supported"], false);
+        assert_eq!(json["node"]["history"]["cpu_percent"][1], 150.0);
+    }
 }

@@ -67,7 +67,7 @@ impl Sampler {
                     };
                     let trees = supervisors.iter().map(tree).collect();
                     let now_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                    model.sample(now_ms, stats, trees);
+                    model.sample(now_ms, stats, trees, super::node::read());
                     let published = Published {
                         snapshot: Arc::from(model.snapshot_json()),
                         tick: Arc::from(model.tick_json()),

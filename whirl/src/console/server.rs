@@ -1,12 +1,15 @@
 //! The console's HTTP/1.1 server: an [`Acceptor`] whose [`Accept`](crate::net::Accept) spawns,
 //! per connection, a [`SocketConnection`] and an [`HttpConn`] that decodes requests with
 //! `whirl-http`'s bounded decoder, checks the token, and answers from the embedded page, the hub
-//! (snapshot, metrics, the event stream) or a [`Panel`]. One request is answered at a time, in
-//! order; while one waits for the hub, the next ones wait in the decoder (bounded by its limits).
+//! (snapshot, metrics, the event stream), the runtime's process table (`processes.rs`) or a
+//! [`Panel`]. One request is answered at a time, in order; while one waits for the hub, the
+//! next ones wait in the decoder (bounded by its limits). With TLS (feature `tls`,
+//! [`ConsoleBuilder::tls`](super::ConsoleBuilder::tls)), each connection's socket process
+//! speaks TLS to the peer and plaintext to the HTTP process, which is the same either way.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use whirl_http::{DateCache, HttpError, Limits, Method, Request, RequestDecoder, Response};
 
@@ -14,12 +17,14 @@ use super::assets;
 use super::hub::Hub;
 use super::messages::{ConnMsg, HubMsg, Wanted};
 use super::panel::Panel;
+use super::processes;
 use crate::net::{
     AcceptError, Acceptor, Net, SocketConnection, SocketEvent, SocketLimits, SocketMsg,
 };
 use crate::prelude::*;
 use crate::prometheus::Format;
 use crate::time::TimerHandle;
+use crate::{RuntimeObserver, SharedClient};
 
 /// A connection with nothing in flight is closed after this long.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,6 +43,13 @@ pub(crate) struct Config {
     pub(crate) token: Option<Arc<str>>,
     pub(crate) panels: Arc<[Arc<dyn Panel>]>,
     pub(crate) max_connections: usize,
+    /// Reads the process table (`/api/processes`, `/api/process/<id>`).
+    pub(crate) observer: SharedClient<RuntimeObserver>,
+    /// When the console started (the `t_ms` of failures count from it).
+    pub(crate) epoch: SystemTime,
+    /// TLS for every connection, if set.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::net::tls::TlsConfig>,
 }
 
 /// Binds the console's listening socket; connections' processes go to `group`.
@@ -68,7 +80,7 @@ impl crate::net::Accept for Accepting {
     fn accept(
         &mut self,
         stream: TcpStream,
-        _peer: SocketAddr,
+        peer: SocketAddr,
         ctx: &mut Ctx<Acceptor>,
     ) -> Result<(), AcceptError> {
         // Two processes per connection, plus the hub and the acceptor.
@@ -77,14 +89,40 @@ impl crate::net::Accept for Accepting {
             // Dropping the stream closes it: the client sees a reset, not a hang.
             return Ok(());
         }
-        let mut limits = SocketLimits::default();
-        limits.close_above = SLOW_READER_BYTES;
-        let socket = SocketConnection::with_limits(stream, ctx.net()?, limits)?;
-        let socket = ctx.spawner().group(&self.group).spawn(socket);
+        let socket = match self.socket(stream, peer, ctx)? {
+            Some(socket) => socket,
+            None => return Ok(()),
+        };
         ctx.spawner()
             .group(&self.group)
             .spawn(HttpConn::new(socket, self.config.clone()));
         Ok(())
+    }
+}
+
+impl Accepting {
+    /// The connection's socket process: TLS if the console has a certificate (`None` if
+    /// the handshake was refused: the stream is closed), plain TCP otherwise.
+    fn socket(
+        &self,
+        stream: TcpStream,
+        peer: SocketAddr,
+        ctx: &mut Ctx<Acceptor>,
+    ) -> Result<Option<Addr<SocketConnection>>, AcceptError> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.config.tls {
+            use crate::net::tls::{spawn_tls, TlsAcceptError};
+            return match spawn_tls(ctx, &self.group, stream, peer, tls.clone()) {
+                Ok(socket) => Ok(Some(socket)),
+                Err(TlsAcceptError::Shed) => Ok(None),
+                Err(e) => Err(e.into()),
+            };
+        }
+        let _ = peer;
+        let mut limits = SocketLimits::default();
+        limits.close_above = SLOW_READER_BYTES;
+        let socket = SocketConnection::with_limits(stream, ctx.net()?, limits)?;
+        Ok(Some(ctx.spawner().group(&self.group).spawn(socket)))
     }
 }
 
@@ -233,6 +271,17 @@ impl HttpConn {
                 return self.fetch(wanted, keep_alive, head_only, ctx);
             }
             "/events" if !head_only => return self.stream(ctx),
+            "/api/processes" => {
+                let query = request.query.as_deref().unwrap_or("");
+                let (status, body) = processes::list(&self.config.observer, query);
+                json_owned(status, body)
+            }
+            path if path.starts_with("/api/process/") => {
+                let id = &path["/api/process/".len()..];
+                let (status, body) =
+                    processes::detail(&self.config.observer, id, self.config.epoch);
+                json_owned(status, body)
+            }
             path => match path.strip_prefix("/api/") {
                 Some(rest) => self.panel(rest, request.query.as_deref().unwrap_or("")),
                 None => Response::not_found(),

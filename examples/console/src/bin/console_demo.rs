@@ -9,7 +9,10 @@
 //! pool, then its predicate sheds the lower priorities), a pause, a medium load. Along the way
 //! a supervised worker crashes and is restarted every few seconds, a batch process is killed
 //! with work queued (dead letters), and now and then a request holds its worker for 80 ms (a
-//! slow turn).
+//! slow turn). A ledger process (registered as `ledger`) is sent 1,000 entries a second for
+//! 100 seconds and handles about 450: its queue grows to the top of the console's process
+//! table (the frontend's bursts may pass it for a moment early on), then drains during the
+//! next 100 seconds, when nothing is sent.
 //!
 //! Options: `--port N` (default 9090), `--bind ADDR` (default 127.0.0.1; any other address
 //! needs `--token T`), `--seconds N` (stop after N seconds and print the accounting; default:
@@ -79,6 +82,9 @@ struct Crash;
 #[derive(Message)]
 struct Job;
 
+#[derive(Message)]
+struct Entry;
+
 /// A frontend process, one per principal: does some work, asks the backend.
 #[process]
 struct Api {
@@ -133,6 +139,35 @@ impl Batch {
     #[handle]
     fn job(&mut self, _: Job) {
         spin(Duration::from_millis(1));
+    }
+}
+
+/// A process slower than what it is sent (each entry waits on "the disk" for 2 ms): its queue
+/// grows while entries come at 1,000 a second.
+#[process]
+struct Ledger {
+    entries: u64,
+}
+
+#[process]
+impl Ledger {
+    #[handle]
+    fn entry(&mut self, _: Entry) {
+        std::thread::sleep(LEDGER_WRITE);
+        self.entries += 1;
+    }
+}
+
+/// The time the ledger takes per entry.
+const LEDGER_WRITE: Duration = Duration::from_millis(2);
+
+/// Entries per 10 ms tick sent to the ledger at `t` seconds into its 200-second cycle: 1,000
+/// a second for the first 100 seconds, none in the next 100 (its queue drains).
+fn ledger_rate(t: Duration) -> u64 {
+    if t.as_secs() % 200 < 100 {
+        10
+    } else {
+        0
     }
 }
 
@@ -195,6 +230,11 @@ fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
         .predicate(PriorityThresholds::new(5_000))
         .build()?;
     let store = rt.spawner().group(&backend).spawn(Store);
+    // The ledger has a group of its own, so its sleeping worker holds up nobody else; short
+    // turns (8 entries, 16 ms) keep them under the slow-turn threshold.
+    let books = rt.group("books").threads(1).budget(8).build()?;
+    let ledger = rt.spawner().group(&books).spawn(Ledger { entries: 0 });
+    rt.register("ledger", &ledger)?;
     let principals = [("gold", 2u8), ("silver", 1), ("bronze", 0)];
     let apis: Vec<Addr<Api>> = principals
         .iter()
@@ -260,6 +300,9 @@ fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
             if api.post(Request(n)).is_err() {
                 refused += 1;
             }
+        }
+        for _ in 0..ledger_rate(start.elapsed()) {
+            let _ = ledger.post(Entry);
         }
         if last_crash.elapsed() >= Duration::from_secs(4) {
             last_crash = Instant::now();

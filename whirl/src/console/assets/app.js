@@ -3,7 +3,8 @@
 // through textContent / append(string) / setAttribute, never through innerHTML.
 'use strict';
 (function () {
-  const HISTORY_CAP = 240;
+  const HISTORY_CAP = 240;   // history: every sample, two minutes at 500 ms
+  const LONG_CAP = 180;      // history_long: one point per 10 s, half an hour
   const LOG_CAP = 200;
   const SVGNS = 'http://www.w3.org/2000/svg';
 
@@ -101,6 +102,24 @@
     const hh = Math.floor(s / 3600); s -= hh * 3600;
     const mm = Math.floor(s / 60); s -= mm * 60;
     return (d ? d + 'd ' : '') + (d || hh ? hh + 'h ' : '') + (d || hh || mm ? mm + 'm ' : '') + s + 's';
+  }
+  function bytes(v) {
+    v = num(v);
+    if (v === null) return 'n/a';
+    const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+    return sig(v) + ' ' + units[i];
+  }
+  function percent(v) {
+    v = num(v);
+    return v === null ? 'n/a' : sig(v) + ' %';
+  }
+  function ago(ms) {
+    ms = num(ms);
+    if (ms === null) return '–';
+    if (ms < 1000) return 'now';
+    return dur(ms * 1000) + ' ago';
   }
   function relSeconds(s) {
     if (s === 0) return 'now';
@@ -234,15 +253,17 @@
   let logVersion = 0;      // bumped when controller_log changes
   let lastUpdate = null;   // Date.now() of the last data received
 
-  function capHistory(hist) {
+  function capHistory(hist, cap) {
+    cap = cap || HISTORY_CAP;
     const out = {};
     if (!hist || typeof hist !== 'object') return { t_ms: [] };
-    for (const [k, v] of Object.entries(hist)) if (Array.isArray(v)) out[k] = v.slice(-HISTORY_CAP);
+    for (const [k, v] of Object.entries(hist)) if (Array.isArray(v)) out[k] = v.slice(-cap);
     if (!out.t_ms) out.t_ms = [];
     return out;
   }
-  function mergeHistory(prev, add) {
-    if (!prev || !Array.isArray(prev.t_ms)) return capHistory(add);
+  function mergeHistory(prev, add, cap) {
+    cap = cap || HISTORY_CAP;
+    if (!prev || !Array.isArray(prev.t_ms)) return capHistory(add, cap);
     if (!add || !Array.isArray(add.t_ms) || add.t_ms.length === 0) return prev;
     const lastT = prev.t_ms.length ? prev.t_ms[prev.t_ms.length - 1] : -Infinity;
     let start = 0; // skip points the page already has (a tick older than the snapshot)
@@ -256,14 +277,25 @@
       if (!Array.isArray(prev[k]) && !Array.isArray(add[k])) continue;
       const a = Array.isArray(prev[k]) ? prev[k] : new Array(prevLen).fill(null);
       const b = Array.isArray(add[k]) ? add[k].slice(start, start + n) : new Array(n).fill(null);
-      out[k] = a.concat(b).slice(-HISTORY_CAP);
+      out[k] = a.concat(b).slice(-cap);
     }
     return out;
   }
+  // A node or group with its two histories capped.
+  function withHistories(o) {
+    return Object.assign({}, o, { history: capHistory(o.history), history_long: capHistory(o.history_long, LONG_CAP) });
+  }
+  // A tick's node or group merged into the page's copy.
+  function mergeHistories(prev, o) {
+    return Object.assign({}, o, {
+      history: mergeHistory(prev && prev.history, o.history),
+      history_long: mergeHistory(prev && prev.history_long, o.history_long, LONG_CAP),
+    });
+  }
   function normalize(snap) {
     const s = Object.assign({}, snap);
-    s.groups = arr(s.groups).filter(g => g && typeof g === 'object')
-      .map(g => Object.assign({}, g, { history: capHistory(g.history) }));
+    s.groups = arr(s.groups).filter(g => g && typeof g === 'object').map(withHistories);
+    s.node = s.node && typeof s.node === 'object' ? withHistories(s.node) : null;
     s.controller_log = arr(s.controller_log).slice(-LOG_CAP);
     return s;
   }
@@ -272,14 +304,12 @@
     if (num(t.now_ms) !== null && num(state.now_ms) !== null && t.now_ms <= state.now_ms) return;
     const old = new Map(state.groups.map(g => [g.name, g]));
     const groups = !Array.isArray(t.groups) ? state.groups
-      : t.groups.filter(g => g && typeof g === 'object').map(g => {
-        const prev = old.get(g.name);
-        return Object.assign({}, g, { history: mergeHistory(prev && prev.history, g.history) });
-      });
+      : t.groups.filter(g => g && typeof g === 'object').map(g => mergeHistories(old.get(g.name), g));
+    const node = t.node && typeof t.node === 'object' ? mergeHistories(state.node, t.node) : state.node;
     const added = arr(t.controller_log);
     const log = added.length ? state.controller_log.concat(added).slice(-LOG_CAP) : state.controller_log;
     if (added.length) logVersion++;
-    state = Object.assign({}, state, t, { groups, controller_log: log });
+    state = Object.assign({}, state, t, { groups, node, controller_log: log });
   }
 
   // ---------------------------------------------------------------- connection
@@ -377,7 +407,9 @@
   function render() {
     if (!state) return;
     renderHeader();
+    renderNode();
     renderGroups();
+    renderProcesses();
     renderLog();
     renderSupervisors();
     renderDeadLetters();
@@ -441,13 +473,15 @@
       { label: 'queue p99', color: '#7c3aed' },
       { label: 'handling p50', color: '#ea580c', dash: true },
       { label: 'handling p99', color: '#ea580c' }] });
+    v.busy = createChart({ id: 'busy', title: 'workers busy', fmt: percent, yFormat: t => t + ' %', series: [
+      { label: 'busy', color: '#0891b2' }] });
     v.controllers = h('ul', { class: 'controllers' });
     v.principalsNote = h('span', { class: 'muted' });
     v.principals = h('tbody');
     v.section = h('section', { class: 'group card', 'data-group': name },
       h('div', { class: 'group-head' }, v.name, v.badges),
       v.meta,
-      h('div', { class: 'charts' }, v.queue.el, v.rates.el, v.latency.el),
+      h('div', { class: 'charts' }, v.queue.el, v.rates.el, v.latency.el, v.busy.el),
       h('div', { class: 'group-foot' },
         h('div', null, h('h3', null, 'Controllers'), v.controllers),
         h('div', null, h('h3', null, 'Principals ', v.principalsNote),
@@ -471,17 +505,19 @@
     v.meta.replaceChildren(...present(
       metaItem('scheduler', str(g.scheduler) || '–'),
       metaItem('threads', int(g.threads) + range),
+      metaItem('busy', num(g.utilisation) === null ? '–' : percent(g.utilisation * 100)),
       num(g.budget) !== null ? metaItem('budget', int(g.budget)) : null,
       metaItem('queued', int(num(g.queue_length) !== null ? g.queue_length : c.queued)),
       metaItem('handled', int(c.handled)),
       metaItem('rejected', int(c.rejected), num(c.rejected) > 0 ? 'warn' : null),
       metaItem('slow turns', int(g.slow_turns), num(g.slow_turns) > 0 ? 'warn' : null),
       num(g.slow_turn_threshold_us) !== null ? metaItem('slow ≥', dur(g.slow_turn_threshold_us)) : null));
-    const hs = g.history || {};
+    const hs = historyOf(g);
     const t = arr(hs.t_ms);
     v.queue.update(t, [hs.queue_length]);
     v.rates.update(t, [hs.admitted_per_s, hs.rejected_per_s, hs.handled_per_s]);
     v.latency.update(t, [hs.queue_p50_us, hs.queue_p99_us, hs.handling_p50_us, hs.handling_p99_us]);
+    v.busy.update(t, [arr(hs.busy).map(b => num(b) === null ? null : b * 100)]);
     const ctrls = arr(g.controllers);
     v.controllers.replaceChildren(...(ctrls.length
       ? ctrls.map(k => h('li', null, h('b', null, str(k && k.name)), ' ', h('span', null, str(k && k.detail))))
@@ -513,6 +549,267 @@
     }
     for (const [name, v] of groupViews) if (!seen.has(name)) { v.section.remove(); groupViews.delete(name); }
     if (!state.groups.length) box.append(h('p', { class: 'card muted' }, 'No groups.'));
+  }
+
+  // ---- history window: the last two minutes (every sample) or the last half hour (10 s points)
+  let windowMode = 'fine';
+  function historyOf(o) {
+    const hs = o && (windowMode === 'long' ? o.history_long : o.history);
+    return hs && typeof hs === 'object' ? hs : { t_ms: [] };
+  }
+  function setupWindow() {
+    for (const b of document.querySelectorAll('#window button[data-window]')) {
+      b.addEventListener('click', () => {
+        windowMode = b.dataset.window === 'long' ? 'long' : 'fine';
+        for (const o of document.querySelectorAll('#window button[data-window]')) {
+          o.setAttribute('aria-pressed', String(o === b));
+        }
+        document.body.dataset.window = windowMode;
+        scheduleRender();
+      });
+    }
+  }
+
+  // ---- node: memory and CPU of this OS process
+  let nodeView = null;
+  function renderNode() {
+    const n = state.node;
+    const sec = $('#node');
+    if (!n) { sec.hidden = true; return; }
+    sec.hidden = false;
+    if (!nodeView) {
+      nodeView = {
+        meta: h('div', { class: 'meta' }),
+        rss: createChart({ id: 'rss', title: 'memory (resident)', fmt: bytes, yFormat: v => bytes(v), series: [
+          { label: 'RSS', color: '#9333ea' }] }),
+        cpu: createChart({ id: 'cpu', title: 'CPU (% of one core)', fmt: percent, yFormat: v => v + ' %', series: [
+          { label: 'CPU', color: '#ea580c' }] }),
+      };
+      sec.append(nodeView.meta, h('div', { class: 'charts two' }, nodeView.rss.el, nodeView.cpu.el));
+    }
+    const na = n.supported ? null : ' (n/a on this OS)';
+    nodeView.meta.replaceChildren(...present(
+      metaItem('memory', bytes(n.rss_bytes)),
+      metaItem('CPU', percent(n.cpu_percent)),
+      metaItem('OS threads', n.threads === null || n.threads === undefined ? 'n/a' : int(n.threads)),
+      na ? h('span', { class: 'muted' }, na) : null));
+    const hs = historyOf(n);
+    const t = arr(hs.t_ms);
+    nodeView.rss.update(t, [hs.rss_bytes]);
+    nodeView.cpu.update(t, [hs.cpu_percent]);
+  }
+
+  // ---- the process table: top N by one column, fetched from api/processes
+  // Numeric columns sort on the server (the top N by that figure among all processes);
+  // name, type and group sort the rows shown.
+  const PROC_COLS = [
+    { label: 'id', key: 'id', num: true },
+    { label: 'name', local: p => arr(p.names).join(', ') },
+    { label: 'type', local: p => str(p.type) },
+    { label: 'group', local: p => str(p.group) },
+    { label: 'queue', key: 'queue', num: true },
+    { label: 'turns', key: 'turns', num: true },
+    { label: 'handled', key: 'handled', num: true },
+    { label: 'failures', key: 'failures', num: true },
+    { label: 'last activity', key: 'activity', num: true },
+    { label: 'msgs/s', key: 'rate', num: true },
+  ];
+  const procs = { sort: 'queue', local: null, limit: 50, group: '', rows: [], seq: 0, last: 0, busy: false, built: false };
+  function shortType(t) {
+    // `app::module::Type<app::Other>` → `Type<Other>`, the full path in the title
+    return str(t).replace(/\b[a-z_][a-z0-9_]*::/g, '');
+  }
+  function buildProcessTable() {
+    procs.built = true;
+    const head = $('#processes thead tr');
+    head.replaceChildren(...PROC_COLS.map((c, i) => {
+      const b = h('button', { type: 'button', class: 'sort', 'data-col': i }, c.label);
+      b.addEventListener('click', () => {
+        if (c.key) { procs.sort = c.key; procs.local = null; fetchProcesses(true); }
+        else { procs.local = i; drawProcesses(); }
+      });
+      return h('th', { class: c.num ? 'num' : null, 'data-sort-key': c.key || '' }, b);
+    }));
+    $('#proc-limit').addEventListener('change', e => { procs.limit = +e.target.value || 50; fetchProcesses(true); });
+    $('#proc-group').addEventListener('change', e => { procs.group = e.target.value; fetchProcesses(true); });
+  }
+  function renderProcesses() {
+    if (!procs.built) buildProcessTable();
+    // the group filter follows the groups
+    const sel = $('#proc-group');
+    const names = state.groups.map(g => str(g.name));
+    const have = Array.from(sel.options).slice(1).map(o => o.value);
+    if (have.join('\n') !== names.join('\n')) {
+      sel.replaceChildren(h('option', { value: '' }, 'all groups'), ...names.map(n => h('option', { value: n }, n)));
+      sel.value = names.includes(procs.group) ? procs.group : '';
+    }
+    if (Date.now() - procs.last >= 1000) fetchProcesses(false);
+    if (procPage.pid !== null && Date.now() - procPage.last >= 1000) fetchProcess();
+  }
+  async function fetchProcesses(now) {
+    if (procs.busy && !now) return;
+    procs.busy = true;
+    procs.last = Date.now();
+    const seq = ++procs.seq;
+    const q = `api/processes?sort=${encodeURIComponent(procs.sort)}&limit=${procs.limit}` +
+      (procs.group ? '&group=' + encodeURIComponent(procs.group) : '');
+    let data;
+    try { data = await getJSON(q); } catch (e) {
+      if (seq === procs.seq) { procs.busy = false; $('#proc-note').textContent = e.message; }
+      return;
+    }
+    if (seq !== procs.seq) return;
+    procs.busy = false;
+    procs.rows = arr(data && data.processes).filter(p => p && typeof p === 'object');
+    drawProcesses();
+  }
+  function drawProcesses() {
+    const table = $('#processes table');
+    const col = procs.local !== null ? PROC_COLS[procs.local] : PROC_COLS.find(c => c.key === procs.sort);
+    table.setAttribute('data-sort', procs.local !== null ? col.label : procs.sort);
+    for (const th of table.querySelectorAll('thead th')) {
+      const c = PROC_COLS[+th.firstChild.dataset.col];
+      th.classList.toggle('sorted', c === col);
+      th.setAttribute('aria-sort', c === col ? (c.key === 'id' || c.local ? 'ascending' : 'descending') : 'none');
+    }
+    let rows = procs.rows;
+    if (procs.local !== null) {
+      const f = PROC_COLS[procs.local].local;
+      rows = rows.slice().sort((a, b) => f(a).localeCompare(f(b)));
+    }
+    $('#proc-note').textContent = `${rows.length} shown, top ${procs.limit} by ${col ? col.label : procs.sort}` +
+      (procs.group ? ` in ${procs.group}` : '') + (procs.local !== null ? ' (sorted here)' : '');
+    const trs = rows.map(p => {
+      const tr = h('tr', { class: 'proc', 'data-pid': str(p.pid), 'data-queue': str(p.queue_length), tabindex: 0 },
+        h('td', { class: 'num mono' }, str(p.id)),
+        h('td', null, arr(p.names).join(', ')),
+        h('td', { title: str(p.type) }, shortType(p.type)),
+        h('td', null, str(p.group)),
+        h('td', { class: 'num' + (num(p.queue_length) > 1000 ? ' hot' : '') }, int(p.queue_length)),
+        h('td', { class: 'num' }, int(p.turns)),
+        h('td', { class: 'num' }, int(p.handled)),
+        h('td', { class: 'num' + (num(p.failures) > 0 ? ' warn' : '') }, int(p.failures)),
+        h('td', { class: 'num' }, ago(p.idle_ms)),
+        h('td', { class: 'num' }, si(p.messages_per_second)));
+      const open = () => openProcess(p.pid);
+      tr.addEventListener('click', open);
+      tr.addEventListener('keydown', e => { if (e.key === 'Enter') open(); });
+      return tr;
+    });
+    if (!trs.length) trs.push(h('tr', null, h('td', { colspan: PROC_COLS.length, class: 'muted' }, 'no processes')));
+    $('#processes tbody').replaceChildren(...trs);
+  }
+
+  // ---- the process page: one process in detail, from api/process/<id>, refreshed every second
+  const procPage = { pid: null, seq: 0, last: 0, charts: null, series: { t: [], rate: [], queue: [] } };
+  function pidLink(id) {
+    const m = /^<?(\d+)>?$/.exec(str(id));
+    if (!m) return h('span', { class: 'mono' }, str(id));
+    return h('button', { type: 'button', class: 'pid-link mono', onclick: () => openProcess(+m[1]) }, str(id));
+  }
+  function pidList(ids) {
+    const xs = arr(ids);
+    return xs.length ? xs.map(pidLink) : [h('span', { class: 'muted' }, 'none')];
+  }
+  function openProcess(pid) {
+    pid = num(+pid);
+    if (pid === null) return;
+    const changed = procPage.pid !== pid;
+    procPage.pid = pid;
+    if (changed) {
+      procPage.series = { t: [], rate: [], queue: [] };
+      $('#process-body').replaceChildren(h('p', { class: 'muted' }, 'loading…'));
+    }
+    const sec = $('#process-page');
+    sec.hidden = false;
+    sec.setAttribute('data-pid', String(pid));
+    if (location.hash !== '#process=' + pid) history.replaceState(null, '', '#process=' + pid);
+    fetchProcess();
+    sec.scrollIntoView({ block: 'start' });
+  }
+  function closeProcess() {
+    procPage.pid = null;
+    procPage.seq++;
+    $('#process-page').hidden = true;
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  async function fetchProcess() {
+    const pid = procPage.pid;
+    if (pid === null) return;
+    procPage.last = Date.now();
+    const seq = ++procPage.seq;
+    let d, gone = false, error = null;
+    try {
+      const r = await fetch(api('api/process/' + pid), { cache: 'no-store' });
+      if (r.status === 404) gone = true;
+      else if (!r.ok) error = `api/process/${pid}: HTTP ${r.status}`;
+      else d = await r.json();
+    } catch (e) { error = e.message; }
+    if (seq !== procPage.seq || procPage.pid !== pid) return;
+    if (gone || error) {
+      $('#process-title').textContent = `Process <${pid}>`;
+      $('#process-page').setAttribute('data-state', gone ? 'gone' : 'error');
+      $('#process-body').replaceChildren(h('p', { class: gone ? 'muted' : 'error' },
+        gone ? `<${pid}> is not a live process (it terminated, or never was).` : error));
+      return;
+    }
+    drawProcess(d);
+  }
+  function drawProcess(d) {
+    const p = (d && d.process) || {};
+    const sec = $('#process-page');
+    sec.setAttribute('data-state', 'live');
+    sec.setAttribute('data-queue', str(p.queue_length));
+    sec.setAttribute('data-rate', str(p.messages_per_second));
+    const names = arr(p.names);
+    $('#process-title').textContent = `Process ${str(p.id)}` + (names.length ? ` “${names.join(', ')}”` : '');
+    const s = procPage.series;
+    s.t.push(Date.now() - (clockOffset || 0));
+    s.rate.push(num(p.messages_per_second));
+    s.queue.push(num(p.queue_length));
+    for (const k of ['t', 'rate', 'queue']) if (s[k].length > 600) s[k].shift();
+    if (!procPage.charts) {
+      procPage.charts = {
+        rate: createChart({ id: 'proc-rate', title: 'messages / s', height: 110, series: [{ label: 'taken', color: '#16a34a' }] }),
+        queue: createChart({ id: 'proc-queue', title: 'queue length', height: 110, series: [{ label: 'queued', color: '#2563eb' }] }),
+      };
+    }
+    const sup = d.supervisor;
+    const facts = h('dl', { class: 'facts' },
+      h('dt', null, 'type'), h('dd', { class: 'mono' }, str(p.type)),
+      h('dt', null, 'group'), h('dd', null, str(p.group)),
+      h('dt', null, 'queue length'), h('dd', { class: 'num', id: 'process-queue' }, int(p.queue_length)),
+      h('dt', null, 'messages / s'), h('dd', { class: 'num', id: 'process-rate' }, si(p.messages_per_second)),
+      h('dt', null, 'turns'), h('dd', { class: 'num' }, int(p.turns)),
+      h('dt', null, 'handled'), h('dd', { class: 'num' }, int(p.handled)),
+      h('dt', null, 'failures'), h('dd', { class: 'num' }, int(p.failures)),
+      h('dt', null, 'last activity'), h('dd', null, ago(p.idle_ms)));
+    const rel = h('dl', { class: 'facts' },
+      h('dt', null, 'supervisor'), h('dd', { id: 'process-supervisor' }, sup && typeof sup === 'object'
+        ? [pidLink(sup.id), ` child “${str(sup.child)}”, ${int(sup.restarts)} restarts, ${int(sup.failures)} failures`]
+        : h('span', { class: 'muted' }, 'none')),
+      h('dt', null, 'monitors'), h('dd', { id: 'process-monitors' }, pidList(d.monitors)),
+      h('dt', null, 'monitored by'), h('dd', { id: 'process-monitored-by' }, pidList(d.monitored_by),
+        num(d.other_watchers) > 0 ? h('span', { class: 'muted' }, ` + ${int(d.other_watchers)} watch callbacks`) : null),
+      h('dt', null, 'links'), h('dd', { id: 'process-links' }, pidList(d.links)));
+    const failures = arr(d.recent_failures).filter(f => f && typeof f === 'object');
+    const ftable = h('table', { class: 'data', id: 'process-failures' },
+      h('thead', null, h('tr', null, h('th', null, 'time'), h('th', null, 'process'), h('th', null, 'reason'))),
+      h('tbody', null, failures.length ? failures.slice().reverse().map(f => h('tr', null,
+        h('td', { class: 'time' }, clock(f.t_ms)), h('td', null, pidLink(f.process)), h('td', null, str(f.reason))))
+        : h('tr', null, h('td', { colspan: 3, class: 'muted' }, 'no failures recorded'))));
+    $('#process-body').replaceChildren(
+      h('div', { class: 'process-grid' }, facts, rel,
+        h('div', { class: 'charts two' }, procPage.charts.rate.el, procPage.charts.queue.el)),
+      h('h3', null, 'Recent failures ', h('span', { class: 'muted' }, '(this process and its earlier incarnations)')),
+      h('div', { class: 'scroll' }, ftable));
+    procPage.charts.rate.update(s.t, [s.rate]);
+    procPage.charts.queue.update(s.t, [s.queue]);
+  }
+  function setupProcessPage() {
+    $('#process-close').addEventListener('click', closeProcess);
+    const m = /^#process=(\d+)$/.exec(location.hash);
+    if (m) openProcess(+m[1]);
   }
 
   // ---- controller decisions
@@ -719,11 +1016,18 @@
   window.addEventListener('resize', () => {
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(() => {
-      for (const v of groupViews.values()) { v.queue.redraw(); v.rates.redraw(); v.latency.redraw(); }
+      for (const v of groupViews.values()) { v.queue.redraw(); v.rates.redraw(); v.latency.redraw(); v.busy.redraw(); }
+      if (nodeView) { nodeView.rss.redraw(); nodeView.cpu.redraw(); }
+      if (procPage.charts) { procPage.charts.rate.redraw(); procPage.charts.queue.redraw(); }
       bench.charts.forEach(c => c.redraw());
     }, 150);
   });
   setInterval(updateLastUpdate, 1000);
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
-  else start();
+  function boot() {
+    setupWindow();
+    setupProcessPage();
+    start();
+  }
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', boot);
+  else boot();
 })();
