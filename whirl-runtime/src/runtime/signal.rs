@@ -89,7 +89,7 @@ impl fmt::Display for ServiceSignal {
 }
 
 /// Handlers for SIGINT, SIGTERM and SIGHUP, installed for as long as this value lives: a
-/// service's signals, waited for one after another (see the [module docs](self)).
+/// service's signals, waited for one after another (see the [module docs](crate::signal)).
 ///
 /// ```no_run
 /// use whirl::signal::{ServiceSignal, ServiceSignals};
