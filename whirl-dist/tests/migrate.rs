@@ -61,6 +61,9 @@ struct Account {
     /// Next sequence number expected from each sender.
     next: Vec<u64>,
     in_order: bool,
+    /// The first deposit that came after a later one of its sender: (sender, seq, expected
+    /// at least), what a failing order check prints.
+    first_disorder: Option<(u32, u64, u64)>,
 }
 
 impl Account {
@@ -70,6 +73,7 @@ impl Account {
             deposits: 0,
             next: vec![0; 4],
             in_order: true,
+            first_disorder: None,
         }
     }
 }
@@ -83,7 +87,18 @@ impl Account {
         // Never one older than (or the same as) one already handled; a gap is a message that
         // was refused, came back or is in doubt, which the tests count.
         let next = &mut self.next[d.from as usize];
-        self.in_order &= d.seq >= *next;
+        if d.seq < *next {
+            self.in_order = false;
+            self.first_disorder.get_or_insert_with(|| {
+                eprintln!(
+                    "out of order: sender {} sent #{} after #{}",
+                    d.from,
+                    d.seq,
+                    *next - 1
+                );
+                (d.from, d.seq, *next)
+            });
+        }
         *next = d.seq + 1;
     }
 
