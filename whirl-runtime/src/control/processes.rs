@@ -16,7 +16,7 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 
@@ -242,7 +242,9 @@ pub const FAILURE_LOG: usize = 256;
 /// when a process fails).
 #[derive(Default)]
 pub(crate) struct FailureLog {
-    recent: Mutex<VecDeque<FailureRecord>>,
+    /// When each was logged, on the monotonic clock: the wall-clock time is read only when
+    /// the log is (a failing process reads no wall clock, which Miri's isolation forbids).
+    recent: Mutex<VecDeque<(Instant, FailureRecord)>>,
 }
 
 impl FailureLog {
@@ -251,15 +253,16 @@ impl FailureLog {
         if recent.len() == FAILURE_LOG {
             recent.pop_front();
         }
-        recent.push_back(record);
+        recent.push_back((Instant::now(), record));
     }
 
     /// The failures of `id`, or of its line if it is a supervised child.
     pub(crate) fn of(&self, id: ProcessId, line: Option<&Supervision>) -> Vec<FailureRecord> {
+        let now = SystemTime::now();
         self.recent
             .lock()
             .iter()
-            .filter(|r| {
+            .filter(|(_, r)| {
                 r.process == id
                     || line.is_some_and(|s| {
                         r.child_of
@@ -267,7 +270,12 @@ impl FailureLog {
                             .is_some_and(|(sup, child)| *sup == s.supervisor && *child == s.child)
                     })
             })
-            .cloned()
+            .map(|(logged, r)| FailureRecord {
+                at: now
+                    .checked_sub(logged.elapsed())
+                    .unwrap_or(SystemTime::UNIX_EPOCH),
+                ..r.clone()
+            })
             .collect()
     }
 }

@@ -141,7 +141,8 @@ impl<P: Process> ProcessCell<P> {
                 .map(|s| (s.supervisor, s.child.clone()))
         });
         let record = FailureRecord {
-            at: SystemTime::now(),
+            // Stamped by the log, which reads the wall clock only when it is read.
+            at: SystemTime::UNIX_EPOCH,
             process: self.id,
             type_name: std::any::type_name::<P>(),
             group: self.group.name.clone(),
