@@ -697,29 +697,17 @@ fn open_turn_span<P: Process>(recorder: &Recorder, cell: &ProcessCell<P>) {
 #[cold]
 #[inline(never)]
 fn message_span<P: Process>(cell: &ProcessCell<P>, from: SentFrom) -> tracing::Span {
-    let parent = from.into_span();
-    let principal = cell.principal.as_ref().map(Principal::id);
-    match &parent {
-        Some(parent) => tracing::debug_span!(
-            target: "whirl::message",
-            parent: parent,
-            "message",
-            process = %cell.id,
-            process_type = std::any::type_name::<P>(),
-            group = %cell.group.name,
-            principal,
-            message = tracing::field::Empty,
-        ),
-        None => tracing::debug_span!(
-            target: "whirl::message",
-            "message",
-            process = %cell.id,
-            process_type = std::any::type_name::<P>(),
-            group = %cell.group.name,
-            principal,
-            message = tracing::field::Empty,
-        ),
-    }
+    let parent = from.into_span().unwrap_or_else(tracing::Span::current);
+    tracing::debug_span!(
+        target: "whirl::message",
+        parent: &parent,
+        "message",
+        process = %cell.id,
+        process_type = std::any::type_name::<P>(),
+        group = %cell.group.name,
+        principal = cell.principal.as_ref().map(Principal::id),
+        message = tracing::field::Empty,
+    )
 }
 
 /// Runs a handler or hook with panics contained; returns the exit it asked for, if any.
