@@ -142,4 +142,4 @@ pub use error::HttpError;
 pub use limits::{Limits, READ_CHUNK};
 pub use range::ByteRange;
 pub use request::{Method, Request};
-pub use response::Response;
+pub use response::{Response, SERVER};

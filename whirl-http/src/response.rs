@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 
 use crate::HttpError;
 
-/// The server's name in the `Server` header of every response.
-const SERVER: &str = "whirl-iris";
+/// The server's name in the `Server` header of every response (also for encoders of other
+/// framings, such as HTTP/2's).
+pub const SERVER: &str = "whirl-iris";
 
 /// A response: status, extra headers and body. `Content-Length`, `Connection`, `Date` and
 /// `Server` (`whirl-iris`) are written by [`encode`](Response::encode), not stored here.
@@ -126,7 +127,7 @@ impl Response {
 
     /// Whether the status forbids a body (RFC 9110 §6.4.1): then neither the body nor a
     /// `Content-Length` is sent (a 304's length would have to be the full file's, §8.6).
-    fn bodiless(&self) -> bool {
+    pub fn is_bodiless(&self) -> bool {
         matches!(self.status, 100..=199 | 204 | 304)
     }
 
@@ -134,7 +135,7 @@ impl Response {
     /// `keep_alive` is the request's wish (overridden by [`close`](Response::close));
     /// `head_only` omits the body but keeps its `Content-Length`, as `HEAD` requires.
     pub fn encode(&self, date: &str, keep_alive: bool, head_only: bool) -> Vec<u8> {
-        let bodiless = self.bodiless();
+        let bodiless = self.is_bodiless();
         let mut out = self.head(date, keep_alive, self.body.len() as u64, self.body.len());
         if !head_only && !bodiless {
             out.extend_from_slice(&self.body);
@@ -158,7 +159,7 @@ impl Response {
         } else {
             "keep-alive"
         };
-        let bodiless = self.bodiless();
+        let bodiless = self.is_bodiless();
         // Writing to a String cannot fail.
         let _ = write!(
             head,

@@ -50,6 +50,9 @@ unsafe impl Process for Probe {
         if let SocketEvent::Eof = event {
             let _ = self.socket.post(SocketMsg::Close);
         }
+        if matches!(&event, SocketEvent::Data(bytes) if bytes == DRAINED_QUESTION) {
+            let _ = self.socket.post(SocketMsg::NotifyDrained);
+        }
         if let SocketEvent::Closed(_) = event {
             ctx.complete();
         }
@@ -63,6 +66,9 @@ impl Handles<SocketEvent> for Probe {
         event
     }
 }
+
+/// What a client sends to make its `Probe` ask for [`SocketEvent::Drained`].
+const DRAINED_QUESTION: &[u8] = b"drained?";
 
 /// Serves each connection with a `Probe` writing `greeting`.
 struct ServeProbes {
@@ -153,6 +159,46 @@ fn data_then_eof_then_closed_on_request() {
     let mut rest = Vec::new();
     client.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty());
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn notify_drained_is_answered_at_once_when_nothing_is_queued() {
+    let rt = Runtime::new();
+    let (addr, rx) = serve(&rt, SocketLimits::default(), Vec::new());
+    let mut client = StdStream::connect(addr).unwrap();
+    client.write_all(DRAINED_QUESTION).unwrap();
+    assert_eq!(
+        next_event(&rx),
+        SocketEvent::Data(DRAINED_QUESTION.to_vec())
+    );
+    assert_eq!(next_event(&rx), SocketEvent::Drained);
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn notify_drained_is_answered_once_what_was_queued_before_it_is_written() {
+    let rt = Runtime::new();
+    // More than loopback's buffers hold (several MiB with autotuning) while the client reads
+    // nothing, and less than the connection keeps queued.
+    let greeting: Vec<u8> = (0..32 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
+    let mut limits = SocketLimits::default();
+    limits.close_above = 64 * 1024 * 1024;
+    let (addr, rx) = serve(&rt, limits, greeting.clone());
+    let mut client = StdStream::connect(addr).unwrap();
+    client.write_all(DRAINED_QUESTION).unwrap();
+    assert_eq!(
+        next_event(&rx),
+        SocketEvent::Data(DRAINED_QUESTION.to_vec())
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    if let Ok(early) = rx.try_recv() {
+        panic!("{early:?} before the queue was written");
+    }
+    let mut read = vec![0; greeting.len()];
+    client.read_exact(&mut read).unwrap();
+    assert!(read == greeting, "the greeting arrives whole");
+    assert_eq!(next_event(&rx), SocketEvent::Drained);
     rt.shutdown_graceful();
 }
 

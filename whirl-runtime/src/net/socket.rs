@@ -100,6 +100,11 @@ pub enum SocketMsg {
     },
     /// Continue writing after yielding (sent to itself).
     WriteMore,
+    /// Tell the owner [`SocketEvent::Drained`] once everything queued before this message is
+    /// written: at once if nothing is. An owner that produces output faster than the peer
+    /// reads it (a multiplexed protocol) bounds what it has queued here by waiting for that
+    /// event every so many bytes, instead of counting writes.
+    NotifyDrained,
 }
 
 /// What a [`SocketConnection`] tells its owner.
@@ -111,8 +116,16 @@ pub enum SocketEvent {
     /// The peer will send nothing more (it may still read): answer what is pending, then
     /// send [`SocketMsg::Close`].
     Eof,
-    /// Everything queued has been written (sent after a write that had to wait).
+    /// Everything queued has been written (sent after a write that had to wait, and in
+    /// answer to [`SocketMsg::NotifyDrained`]).
     Drained,
+    /// The TLS handshake completed (feature `tls`; sent once, before the first
+    /// [`SocketEvent::Data`]): `alpn` is the application protocol agreed by ALPN (`h2`,
+    /// `http/1.1`...), `None` if the client offered none. A plain connection never sends it.
+    Negotiated {
+        /// The protocol chosen from the configuration's `alpn_protocols`, if any.
+        alpn: Option<Vec<u8>>,
+    },
     /// The connection is closed; the `SocketConnection` has terminated.
     Closed(CloseReason),
 }
@@ -183,6 +196,9 @@ pub struct SocketConnection {
     /// The pending [`SocketMsg::HandshakeDeadline`], cancelled once the handshake completes.
     #[cfg(feature = "tls")]
     handshake_timer: Option<crate::time::TimerHandle>,
+    /// Whether the owner was sent [`SocketEvent::Negotiated`].
+    #[cfg(feature = "tls")]
+    told_negotiated: bool,
 }
 
 impl SocketConnection {
@@ -224,6 +240,8 @@ impl SocketConnection {
             tls: None,
             #[cfg(feature = "tls")]
             handshake_timer: None,
+            #[cfg(feature = "tls")]
+            told_negotiated: false,
         })
     }
 
@@ -325,6 +343,7 @@ impl SocketConnection {
             None => data,
             Some(Ok(received)) => {
                 self.disarm_handshake_timer();
+                self.tell_negotiated(ctx);
                 self.eof |= received.peer_closed;
                 self.send_raw(received.to_send, ctx);
                 received.plaintext
@@ -564,6 +583,24 @@ impl SocketConnection {
         }
     }
 
+    /// Tells the owner which protocol ALPN chose, once, when the handshake has completed.
+    #[cfg(feature = "tls")]
+    fn tell_negotiated(&mut self, ctx: &mut Ctx<Self>) {
+        if self.told_negotiated {
+            return;
+        }
+        let Some(tls) = self
+            .tls
+            .as_ref()
+            .filter(|tls| tls.started() && !tls.handshaking())
+        else {
+            return;
+        };
+        self.told_negotiated = true;
+        let alpn = tls.alpn().map(<[u8]>::to_vec);
+        self.tell_owner(SocketEvent::Negotiated { alpn }, ctx);
+    }
+
     /// Closes the connection and terminates, telling the owner why.
     fn finish(&mut self, reason: CloseReason, ctx: &mut Ctx<Self>) {
         if self.closed.is_some() {
@@ -624,6 +661,10 @@ unsafe impl Process for SocketConnection {
             }
             SocketMsg::Write(bytes) => self.write(bytes, ctx),
             SocketMsg::SendFile { file, offset, len } => self.send_file(file, offset, len, ctx),
+            SocketMsg::NotifyDrained => {
+                self.owe_drained = true;
+                self.flush(ctx);
+            }
             SocketMsg::WriteMore => {
                 self.write_more_posted = false;
                 if !self.outgoing.is_empty() {

@@ -218,6 +218,11 @@ impl TlsLayer {
         self.conn.as_ref().is_some_and(|conn| conn.is_handshaking())
     }
 
+    /// The application protocol ALPN agreed on, once the handshake has completed.
+    pub(super) fn alpn(&self) -> Option<&[u8]> {
+        self.conn.as_ref().and_then(|conn| conn.alpn_protocol())
+    }
+
     /// How long the handshake may take once admitted.
     pub(super) fn handshake_timeout(&self) -> Duration {
         self.config.handshake_timeout()
@@ -371,6 +376,11 @@ mod tests {
         }
 
         fn client(&self) -> ClientConnection {
+            self.client_offering(&[])
+        }
+
+        /// A client that offers these protocols by ALPN.
+        fn client_offering(&self, alpn: &[&[u8]]) -> ClientConnection {
             let mut roots = RootCertStore::empty();
             roots.add(self.der.clone()).expect("a trusted root");
             let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -379,6 +389,8 @@ mod tests {
                 .expect("protocol versions")
                 .with_root_certificates(roots)
                 .with_no_client_auth();
+            let mut config = config;
+            config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
             let name = ServerName::try_from("localhost").expect("a server name");
             ClientConnection::new(Arc::new(config), name).expect("a client connection")
         }
@@ -420,9 +432,13 @@ mod tests {
 
     /// A server layer and a client that completed the handshake.
     fn connected(files: &Files) -> (TlsLayer, ClientConnection) {
-        let mut server = TlsLayer::new(files.config(), LIMIT);
+        handshake(files.config(), files.client())
+    }
+
+    /// A server layer with `config` and `client`, once they completed the handshake.
+    fn handshake(config: TlsConfig, mut client: ClientConnection) -> (TlsLayer, ClientConnection) {
+        let mut server = TlsLayer::new(config, LIMIT);
         server.start().expect("rustls starts");
-        let mut client = files.client();
         for _ in 0..10 {
             if !client.is_handshaking() {
                 break;
@@ -464,6 +480,34 @@ mod tests {
             "the reply is encrypted"
         );
         assert_eq!(to_client(&mut client, &reply), b"HTTP/1.1 200 OK\r\n\r\n");
+    }
+
+    #[test]
+    fn alpn_is_known_once_the_handshake_completes_and_the_servers_order_wins() {
+        let files = Files::new();
+        // The shipped configuration offers HTTP/1.1 only.
+        let (server, _) = handshake(files.config(), files.client_offering(&[b"h2", b"http/1.1"]));
+        assert_eq!(server.alpn(), Some(&b"http/1.1"[..]));
+        let (server, _) = handshake(files.config(), files.client());
+        assert_eq!(
+            server.alpn(),
+            None,
+            "a client that offers nothing agrees on nothing"
+        );
+        // A server that lists h2 first gets it from a client that offers both, in either order.
+        let mut h2_first = (**files.config().rustls()).clone();
+        h2_first.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let config = TlsConfig::new(Arc::new(h2_first));
+        let mut server = TlsLayer::new(config.clone(), LIMIT);
+        server.start().expect("rustls starts");
+        assert_eq!(
+            server.alpn(),
+            None,
+            "nothing is agreed before the handshake"
+        );
+        let (server, client) = handshake(config, files.client_offering(&[b"http/1.1", b"h2"]));
+        assert_eq!(server.alpn(), Some(&b"h2"[..]));
+        assert_eq!(client.alpn_protocol(), Some(&b"h2"[..]));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use whirl_http::Limits;
 use crate::config::Users;
 use crate::ops::certs::ReloadableCert;
 use crate::profile::Demo;
-use crate::server::Options;
+use crate::server::{H2Policy, H2Refusal, Options};
 
 /// The command line.
 #[derive(clap::Parser, Debug)]
@@ -107,6 +107,20 @@ pub struct Cli {
     /// Do not watch the configuration file for changes: apply them on SIGHUP only.
     #[arg(long)]
     no_watch: bool,
+    /// Speak HTTP/1.1 only: no HTTP/2 by ALPN over TLS, nor by prior knowledge (h2c) in
+    /// the clear.
+    #[arg(long)]
+    no_h2: bool,
+    /// HTTP/2: streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS);
+    /// more are refused with REFUSED_STREAM.
+    #[arg(long, value_name = "N", default_value_t = H2Policy::default().max_streams,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    h2_max_streams: u32,
+    /// HTTP/2: how a stream refused under overload is answered: `503` (with Retry-After,
+    /// after the shed delay, as over HTTP/1.1) or `rst` (RST_STREAM REFUSED_STREAM: safe
+    /// to retry, and browsers retry at once).
+    #[arg(long, value_name = "503|rst", default_value = "503", value_parser = h2_refusal)]
+    h2_refusal: H2Refusal,
     /// Check the configuration (the file, the flags, the certificate and key, the users
     /// file) and exit: 0 and one line if it is good, 2 and what is wrong if not.
     #[arg(long)]
@@ -116,6 +130,15 @@ pub struct Cli {
 /// A `--drain-timeout`: a duration such as `10s` or `1500ms`.
 fn duration(value: &str) -> Result<Duration, String> {
     humantime::parse_duration(value).map_err(|e| format!("`{value}`: {e} (write `10s`, `500ms`)"))
+}
+
+/// An `--h2-refusal`: `503` or `rst`.
+fn h2_refusal(value: &str) -> Result<H2Refusal, String> {
+    match value {
+        "503" => Ok(H2Refusal::Status503),
+        "rst" => Ok(H2Refusal::RefusedStream),
+        _ => Err("expected `503` or `rst`".to_owned()),
+    }
 }
 
 /// A `--session-path`: an absolute path.
@@ -201,10 +224,15 @@ pub fn args(cli: Cli) -> Result<Args, String> {
         options.session_paths = cli.session_paths;
     }
     options.hsts = cli.hsts_max_age.map(Duration::from_secs);
+    options.h2 = H2Policy {
+        enabled: !cli.no_h2,
+        max_streams: cli.h2_max_streams,
+        refusal: cli.h2_refusal,
+    };
     let mut certs = None;
     if let (Some(cert), Some(key)) = (&cli.tls_cert, &cli.tls_key) {
-        let (config, reloadable) =
-            ReloadableCert::load(cert, key).map_err(|e| format!("iris_http: TLS: {e}"))?;
+        let (config, reloadable) = ReloadableCert::load(cert, key, options.h2.enabled)
+            .map_err(|e| format!("iris_http: TLS: {e}"))?;
         options.tls = Some(config);
         certs = Some(reloadable);
     }

@@ -25,10 +25,12 @@ pub struct ReloadableCert {
 
 impl ReloadableCert {
     /// Loads `cert` and `key`; returns the configuration to serve with (the default
-    /// handshake timeout, HTTP/1.1 by ALPN) and the handle that reloads them.
+    /// handshake timeout; by ALPN `h2` then `http/1.1` if `h2`, else `http/1.1` only: the
+    /// server's order wins) and the handle that reloads them.
     pub fn load(
         cert: &Path,
         key: &Path,
+        h2: bool,
     ) -> Result<(TlsConfig, Arc<ReloadableCert>), TlsConfigError> {
         let first = tls::server_config(cert, key)?;
         let holder = Arc::new(ReloadableCert {
@@ -38,6 +40,10 @@ impl ReloadableCert {
         });
         let mut config = (**first.rustls()).clone();
         config.cert_resolver = Arc::clone(&holder) as Arc<dyn ResolvesServerCert>;
+        config.alpn_protocols = match h2 {
+            true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            false => vec![b"http/1.1".to_vec()],
+        };
         let config =
             TlsConfig::new(Arc::new(config)).with_handshake_timeout(first.handshake_timeout());
         Ok((config, holder))

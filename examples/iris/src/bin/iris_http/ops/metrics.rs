@@ -11,6 +11,8 @@
 //! | `iris_http_requests_total{method,status}` | counter | answers written |
 //! | `iris_http_requests_in_flight` | gauge | requests received and not yet answered |
 //! | `iris_http_connections_open` | gauge | HTTP connections open |
+//! | `iris_http_h2_connections_open` | gauge | of those, HTTP/2 connections |
+//! | `iris_http_h2_calm_goaways_total` | counter | HTTP/2 connections ended with `GOAWAY` `ENHANCE_YOUR_CALM` (rapid reset, CONTINUATION or header floods) |
 //! | `iris_http_sent_bytes_total` | counter | bytes of answers (heads and bodies) written |
 //! | `iris_http_request_duration_seconds` | histogram | request received to answer written |
 //! | `iris_http_access_log_dropped_lines_total` | counter | access-log lines lost (writer behind) |
@@ -150,6 +152,8 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     pub in_flight: Gauge,
     pub connections: Gauge,
+    pub h2_connections: Gauge,
+    pub h2_calm_goaways: Counter,
     pub sent_bytes: Counter,
     pub duration: Histogram,
     pub access_log_dropped: Counter,
@@ -165,6 +169,8 @@ impl Metrics {
             requests: Family::default(),
             in_flight: Gauge::default(),
             connections: Gauge::default(),
+            h2_connections: Gauge::default(),
+            h2_calm_goaways: Counter::default(),
             sent_bytes: Counter::default(),
             // 100 µs to 6.5 s, doubling.
             duration: Histogram::new(exponential_buckets(0.0001, 2.0, 17)),
@@ -233,6 +239,16 @@ impl Metrics {
             "connections_open",
             "HTTP connections open",
             self.connections.clone(),
+        );
+        iris.register(
+            "h2_connections_open",
+            "HTTP/2 connections open (of iris_http_connections_open)",
+            self.h2_connections.clone(),
+        );
+        iris.register(
+            "h2_calm_goaways",
+            "HTTP/2 connections ended with GOAWAY ENHANCE_YOUR_CALM (rapid reset, CONTINUATION or header floods)",
+            self.h2_calm_goaways.clone(),
         );
         iris.register_with_unit(
             "sent",

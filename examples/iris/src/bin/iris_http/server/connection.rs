@@ -19,7 +19,9 @@
 //! answer closes once quiet for `Site::drain_grace`; at [`Drain::Deadline`], what it still
 //! owes an answer is answered 503 with `Retry-After`, and it closes.
 
+mod http2;
 mod record;
+mod state;
 
 use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr};
@@ -33,57 +35,37 @@ use whirl_http::{DateCache, HttpError, Method, Request, RequestDecoder, Response
 use super::dispatcher::Dispatcher;
 use super::drain::{Drain, CONNECTIONS};
 use super::messages::{
-    FileRegion, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved, Shed,
+    FileRegion, H2Wake, IdleCheck, Resolve, Respond, RespondFile, Retire, Route, SessionResolved,
+    Shed,
 };
 use super::outgoing;
 use super::site::{Site, RETRY_AFTER_SECS};
 use crate::ops::{endpoints, Phase};
 use crate::routes;
 use crate::sessions::{session_token, Resolved, Session, SESSION_COOKIE};
+use http2::{H2Wire, Sniffed};
 use record::{Requested, Served};
+use state::{Current, Pending, Wire};
 
 /// Requests decoded or in flight per connection before the connection stops reading: a
 /// pipelining client cannot queue unbounded work.
 const MAX_QUEUED: usize = 32;
 /// Requests handed to the dispatcher and not yet answered.
 const MAX_IN_FLIGHT: usize = 8;
+/// How long an HTTP/2 connection whose codec has ended (after its `GOAWAY`) reads and drops
+/// the peer's bytes before it closes, unless the peer closes first.
+const LINGER: Duration = Duration::from_secs(2);
 /// The interim answer to `Expect: 100-continue` (RFC 9110 §15.2.1): no headers needed.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-/// The session a connection is serving now, and its dispatcher.
-#[derive(Isolated)]
-struct Current {
-    /// The cookie value that names it (for a session we just created, the token we set);
-    /// `None` for the connection's own session.
-    token: Option<String>,
-    /// The cookie the client presented when the session was resolved, if it named no
-    /// session (stale, forged): until the client takes the new cookie, its requests still
-    /// carry that one, and must not be resolved again.
-    presented: Option<String>,
-    dispatcher: Addr<Dispatcher>,
-    /// The token to set on the next response (a session created for this client).
-    set_cookie: Option<String>,
-    /// Its principal and user, for the access log.
-    served: Served,
-}
-
-/// A request answered or awaiting its answer, in request order.
-#[derive(Isolated)]
-struct Pending {
-    seq: u64,
-    keep_alive: bool,
-    head_only: bool,
-    set_cookie: Option<String>,
-    response: Option<Response>,
-    /// The body of `response`, when it is a file region the socket sends.
-    region: Option<FileRegion>,
-    /// What the metrics and the access log record of the request.
-    requested: Requested,
-    served: Served,
-}
-
 #[process(group = "http")]
 pub struct HttpConnection {
+    #[isolated(
+        trust = "the h2 codec's connection, its stream handles and the in-memory pipe \
+                        share state only among themselves, all owned by this process and \
+                        never sent; their waker posts to this connection's own address"
+    )]
+    wire: Wire,
     site: Arc<Site>,
     socket: Addr<SocketConnection>,
     /// The client's address.
@@ -108,6 +90,9 @@ pub struct HttpConnection {
     /// request was too slow to arrive, or one is refused before its body is read): this
     /// answer, which closes the connection, follows theirs.
     broken: Option<Response>,
+    /// Since when an HTTP/2 connection whose codec has ended reads and drops the peer's
+    /// bytes before closing (see `drive_h2`).
+    lingering: Option<Instant>,
     /// When the peer last sent something or was last answered.
     last_activity: Instant,
     /// Since when part of a request has been waiting for the rest.
@@ -132,6 +117,10 @@ impl HttpConnection {
     pub fn new(site: Arc<Site>, socket: Addr<SocketConnection>, remote: SocketAddr) -> Self {
         site.ops.metrics.connections.inc();
         HttpConnection {
+            wire: match site.h2.enabled {
+                true => Wire::Undecided(Vec::new()),
+                false => Wire::Http1,
+            },
             decoder: RequestDecoder::new(site.limits),
             site,
             socket,
@@ -147,6 +136,7 @@ impl HttpConnection {
             eof: false,
             closing: false,
             broken: None,
+            lingering: None,
             last_activity: Instant::now(),
             partial_since: None,
             continue_owed: false,
@@ -223,6 +213,10 @@ impl HttpConnection {
         if self.closing {
             return;
         }
+        if let Wire::Http2(_) = self.wire {
+            self.check_idle_h2(ctx);
+            return self.arm_idle_check(ctx);
+        }
         let now = Instant::now();
         let busy = !self.in_flight.is_empty() || !self.waiting.is_empty() || self.resolving;
         if !busy {
@@ -258,7 +252,7 @@ impl HttpConnection {
     ) -> u64 {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.in_flight.push_back(Pending {
+        let pending = Pending {
             seq,
             keep_alive,
             head_only,
@@ -267,7 +261,11 @@ impl HttpConnection {
             region: None,
             requested,
             served,
-        });
+        };
+        match &mut self.wire {
+            Wire::Http2(wire) => wire.bind(seq, pending),
+            _ => self.in_flight.push_back(pending),
+        }
         record::received(&self.site.ops);
         seq
     }
@@ -291,8 +289,20 @@ impl HttpConnection {
         self.answer(seq, response);
     }
 
-    /// Starts what can be started: resolves sessions, dispatches requests.
+    /// Starts what can be started (resolves sessions, dispatches requests); over HTTP/2,
+    /// drives the codec too, which sends the answers given it and brings new requests.
     fn pump(&mut self, ctx: &mut Ctx<Self>) {
+        self.start_requests(ctx);
+        for _ in 0..4 {
+            if !self.drive_h2(ctx) {
+                break;
+            }
+            self.start_requests(ctx);
+        }
+    }
+
+    /// Resolves sessions and dispatches the requests waiting, as far as it can.
+    fn start_requests(&mut self, ctx: &mut Ctx<Self>) {
         while !self.closing && !self.resolving && self.in_flight.len() < MAX_IN_FLIGHT {
             let Some(request) = self.waiting.front() else {
                 break;
@@ -336,8 +346,8 @@ impl HttpConnection {
                 });
                 if asked.is_err() {
                     self.resolving = false;
-                    let requested = match self.waiting.front() {
-                        Some(request) => self.requested(request),
+                    let requested = match self.waiting.pop_front() {
+                        Some(request) => self.requested(&request),
                         None => Requested::none(),
                     };
                     let seq = self.enqueue(false, false, None, (requested, Served::default()));
@@ -482,6 +492,9 @@ impl HttpConnection {
 
     /// The same, the body being `region` of a file when there is one.
     fn answer_with(&mut self, seq: u64, response: Response, region: Option<FileRegion>) {
+        if let Wire::Http2(_) = self.wire {
+            return self.answer_h2(seq, response, region);
+        }
         let Some(front) = self.in_flight.front() else {
             return;
         };
@@ -497,31 +510,14 @@ impl HttpConnection {
             let Some(mut done) = self.in_flight.pop_front() else {
                 break;
             };
-            let Some(mut response) = done.response.take() else {
+            let Some(response) = done.response.take() else {
                 break;
             };
             if self.closing {
                 record::abandoned(&self.site.ops, 1);
                 continue;
             }
-            if let Some(token) = done.set_cookie.take() {
-                // Unless the response sets the session itself (a login), or may not set a
-                // cookie at all (a 304 is a cached answer's confirmation): then the next
-                // answer sets it.
-                let sets_session = response.headers.iter().any(|(name, value)| {
-                    name.eq_ignore_ascii_case("set-cookie")
-                        && value.starts_with(&format!("{SESSION_COOKIE}="))
-                });
-                if response.status == 304 {
-                    self.owe_cookie(token);
-                } else if !sets_session {
-                    response = response.with_cookie(SESSION_COOKIE, &token);
-                }
-            }
-            let mut response = outgoing::seal(&self.site, response);
-            if self.draining {
-                response.close = true;
-            }
+            let response = self.finish(done.set_cookie.take(), response);
             let closes = response.closes_connection(done.keep_alive);
             self.last_activity = Instant::now();
             let sent = match done.region.take() {
@@ -551,9 +547,34 @@ impl HttpConnection {
             }
         }
         if self.eof && self.in_flight.is_empty() && self.waiting.is_empty() && !self.closing {
+            // (HTTP/1.1 only: an HTTP/2 connection is never in `answer_with` this far.)
             self.closing = true;
             let _ = self.socket.post(SocketMsg::Close);
         }
+    }
+
+    /// `response` as it leaves: with the session cookie `set_cookie` if it may carry it, the
+    /// site's rules applied, closing the connection once draining.
+    fn finish(&mut self, set_cookie: Option<String>, mut response: Response) -> Response {
+        if let Some(token) = set_cookie {
+            // Unless the response sets the session itself (a login), or may not set a
+            // cookie at all (a 304 is a cached answer's confirmation): then the next
+            // answer sets it.
+            let sets_session = response.headers.iter().any(|(name, value)| {
+                name.eq_ignore_ascii_case("set-cookie")
+                    && value.starts_with(&format!("{SESSION_COOKIE}="))
+            });
+            if response.status == 304 {
+                self.owe_cookie(token);
+            } else if !sets_session {
+                response = response.with_cookie(SESSION_COOKIE, &token);
+            }
+        }
+        let mut response = outgoing::seal(&self.site, response);
+        if self.draining {
+            response.close = true;
+        }
+        response
     }
 
     /// Gives back the cookie of the current session an answer could not carry, for the next
@@ -579,8 +600,12 @@ impl HttpConnection {
         }
     }
 
-    /// Stops reading while this connection holds as many requests as it may.
+    /// Stops reading while this connection holds as many requests as it may (HTTP/1.1: an
+    /// HTTP/2 connection bounds its streams and its pipe itself).
     fn flow_control(&mut self) {
+        if let Wire::Http2(_) = self.wire {
+            return;
+        }
         let queued = self.waiting.len() + self.in_flight.len();
         if !self.paused && queued >= MAX_QUEUED {
             self.paused = true;
@@ -589,6 +614,167 @@ impl HttpConnection {
             self.paused = false;
             let _ = self.socket.post(SocketMsg::Resume);
         }
+    }
+}
+
+/// The connection's HTTP/2 side (the codec is in `http2.rs`).
+impl HttpConnection {
+    /// Bytes from the socket, for the protocol the connection speaks (decided first, from
+    /// them, if ALPN did not say).
+    fn on_data(&mut self, bytes: Vec<u8>, ctx: &mut Ctx<Self>) {
+        self.last_activity = Instant::now();
+        let bytes = match &mut self.wire {
+            Wire::Undecided(first) => {
+                first.extend_from_slice(&bytes);
+                let sniffed = http2::sniff(first);
+                if sniffed == Sniffed::Undecided {
+                    self.partial_since.get_or_insert(self.last_activity);
+                    return;
+                }
+                let first = std::mem::take(first);
+                self.partial_since = None;
+                match sniffed {
+                    Sniffed::Http2 => self.start_h2(ctx),
+                    _ => self.wire = Wire::Http1,
+                }
+                first
+            }
+            _ => bytes,
+        };
+        match self.wire.http2() {
+            Some(wire) => wire.receive(&bytes),
+            None => self.decode(&bytes),
+        }
+        self.pump(ctx);
+    }
+
+    /// ALPN's choice, told before the first bytes over TLS.
+    fn negotiated(&mut self, alpn: Option<Vec<u8>>, ctx: &mut Ctx<Self>) {
+        if !matches!(&self.wire, Wire::Undecided(first) if first.is_empty()) {
+            return;
+        }
+        match alpn.as_deref() {
+            Some(b"h2") => {
+                self.start_h2(ctx);
+                self.pump(ctx);
+            }
+            Some(_) => self.wire = Wire::Http1,
+            // No ALPN: the first bytes tell (RFC 9113 §3.3 allows prior knowledge).
+            None => {}
+        }
+    }
+
+    fn start_h2(&mut self, ctx: &mut Ctx<Self>) {
+        self.partial_since = None;
+        let wire = H2Wire::new(self.site.h2, self.site.limits, ctx.myself().into());
+        self.wire = Wire::Http2(Box::new(wire));
+        self.site.ops.metrics.h2_connections.inc();
+    }
+
+    /// Drives the HTTP/2 codec; whether requests arrived (now waiting to be started).
+    fn drive_h2(&mut self, ctx: &mut Ctx<Self>) -> bool {
+        let Wire::Http2(wire) = &mut self.wire else {
+            return false;
+        };
+        let arrived = wire.drive(&self.socket, self.date.now());
+        for status in wire.take_answered() {
+            record::received(&self.site.ops);
+            let facts = (Requested::none(), Served::default());
+            record::answered(&self.site.ops, self.remote, facts, status, 0);
+        }
+        if wire.take_calmed() {
+            self.site.ops.metrics.h2_calm_goaways.inc();
+        }
+        if wire.is_done() && self.lingering.is_none() && !self.closing {
+            // The codec's last frames (`GOAWAY`) are posted to the socket. Closing now, with
+            // the peer's bytes unread, would send a reset, and the peer's kernel would drop
+            // the `GOAWAY` unread: read and drop its bytes for a while first (a lingering
+            // close), until it closes (`Eof`) or `LINGER` has passed.
+            self.lingering = Some(Instant::now());
+            let _ = ctx.post_after(LINGER, IdleCheck);
+        }
+        if arrived.is_empty() {
+            return false;
+        }
+        self.last_activity = Instant::now();
+        self.waiting.extend(arrived);
+        true
+    }
+
+    /// Closes the socket once what was posted to it is written.
+    fn close(&mut self) {
+        if !self.closing {
+            self.closing = true;
+            let _ = self.socket.post(SocketMsg::Close);
+        }
+    }
+
+    /// Answers request `seq` on its stream, out of order.
+    fn answer_h2(&mut self, seq: u64, response: Response, region: Option<FileRegion>) {
+        let Wire::Http2(wire) = &mut self.wire else {
+            return;
+        };
+        let Some((mut done, answer)) = wire.take(seq) else {
+            return;
+        };
+        let response = self.finish(done.set_cookie.take(), response);
+        let Wire::Http2(wire) = &mut self.wire else {
+            return;
+        };
+        let status = response.status;
+        if response.close {
+            wire.shut_down();
+        }
+        self.last_activity = Instant::now();
+        let sent = wire.answer(answer, response, region, done.head_only, self.date.now());
+        let facts = (done.requested, done.served);
+        record::answered(&self.site.ops, self.remote, facts, status, sent);
+    }
+
+    /// The idle check of an HTTP/2 connection: streams whose client stopped reading their
+    /// answer are reset; a connection quiet with nothing open is shut down (`GOAWAY`), and
+    /// one quiet for the request timeout with requests still arriving is closed.
+    fn check_idle_h2(&mut self, ctx: &mut Ctx<Self>) {
+        if let Some(since) = self.lingering {
+            if since.elapsed() >= LINGER {
+                self.close();
+            }
+            return;
+        }
+        let quiet = Instant::now().saturating_duration_since(self.last_activity);
+        let idle_limit = self.idle_limit();
+        let (timeout, starting) = (self.site.request_timeout, !self.waiting.is_empty());
+        let Wire::Http2(wire) = &mut self.wire else {
+            return;
+        };
+        wire.reset_stalled(timeout);
+        if wire.open() == 0 && !starting && !self.resolving && quiet >= idle_limit {
+            wire.shut_down();
+        } else if quiet >= timeout && wire.only_arriving() {
+            wire.abort();
+        }
+        self.pump(ctx);
+    }
+
+    /// At the drain's deadline: 503 to every request owed an answer, then `GOAWAY`.
+    fn deadline_h2(&mut self, refusal: Response, ctx: &mut Ctx<Self>) {
+        while let Some(request) = self.waiting.pop_front() {
+            let facts = (self.requested(&request), Served::default());
+            let seq = self.enqueue(request.keep_alive, false, None, facts);
+            self.answer(seq, refusal.clone());
+        }
+        let owed: Vec<u64> = self
+            .wire
+            .http2()
+            .map(|w| w.owed().collect())
+            .unwrap_or_default();
+        for seq in owed {
+            self.answer(seq, refusal.clone());
+        }
+        if let Wire::Http2(wire) = &mut self.wire {
+            wire.shut_down();
+        }
+        self.drive_h2(ctx);
     }
 }
 
@@ -612,7 +798,7 @@ impl HttpConnection {
             Drain::Begin => self.start_draining(ctx),
             Drain::Deadline => {
                 self.start_draining(ctx);
-                self.at_deadline();
+                self.at_deadline(ctx);
             }
         }
     }
@@ -630,6 +816,9 @@ impl HttpConnection {
             return;
         }
         self.draining = true;
+        if let Wire::Http2(wire) = &mut self.wire {
+            wire.shut_down();
+        }
         if let Some(timer) = self.idle_timer.take() {
             timer.cancel();
         }
@@ -639,11 +828,14 @@ impl HttpConnection {
     }
 
     /// Answers 503 what the connection owes an answer, and closes it.
-    fn at_deadline(&mut self) {
+    fn at_deadline(&mut self, ctx: &mut Ctx<Self>) {
         if self.closing {
             return;
         }
         let refusal = Response::service_unavailable(RETRY_AFTER_SECS).closing();
+        if let Wire::Http2(_) = self.wire {
+            return self.deadline_h2(refusal, ctx);
+        }
         // The first request not answered yet (those answered before it have been written):
         // its 503 closes the connection, and the rest are not answered.
         if let Some(seq) = self.in_flight.front().map(|pending| pending.seq) {
@@ -689,8 +881,13 @@ impl HttpConnection {
     #[handle]
     fn socket_event(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) {
         match event {
-            SocketEvent::Data(bytes) if !self.closing => {
-                self.decode(&bytes);
+            SocketEvent::Data(bytes) if !self.closing => self.on_data(bytes, ctx),
+            SocketEvent::Negotiated { alpn } => self.negotiated(alpn, ctx),
+            SocketEvent::Eof if self.lingering.is_some() => self.close(),
+            SocketEvent::Eof | SocketEvent::Drained if matches!(self.wire, Wire::Http2(_)) => {
+                if let Some(wire) = self.wire.http2() {
+                    wire.socket_event(&event);
+                }
                 self.pump(ctx);
             }
             SocketEvent::Eof => {
@@ -701,7 +898,7 @@ impl HttpConnection {
                 }
             }
             SocketEvent::Closed(_) => ctx.complete(),
-            // `Drained`, and events a later version adds.
+            // Events a later version adds.
             _ => {}
         }
     }
@@ -735,13 +932,25 @@ impl HttpConnection {
     }
 
     #[handle]
+    fn h2_wake(&mut self, _: H2Wake, ctx: &mut Ctx<Self>) {
+        self.pump(ctx);
+    }
+
+    #[handle]
     fn drain(&mut self, msg: Drain, ctx: &mut Ctx<Self>) {
         self.on_drain(msg, ctx);
     }
 
     #[terminated]
     fn closed(&mut self, _: &ExitReason) {
-        record::abandoned(&self.site.ops, self.in_flight.len());
+        let owed = match &self.wire {
+            Wire::Http2(wire) => {
+                self.site.ops.metrics.h2_connections.dec();
+                wire.owed().count()
+            }
+            _ => self.in_flight.len(),
+        };
+        record::abandoned(&self.site.ops, owed);
         if let Some(timer) = self.idle_timer.take() {
             timer.cancel();
         }

@@ -54,6 +54,12 @@ pub struct Shed {
     pub response: Response,
 }
 
+/// An HTTP/2 connection's codec has work (sent by the connection's waker to itself: see
+/// `connection/h2.rs`).
+#[derive(Message)]
+#[message(bypass_admission)]
+pub struct H2Wake;
+
 /// A connection's periodic look at its own idleness (sent to itself with a delay).
 #[derive(Message)]
 #[message(bypass_admission)]

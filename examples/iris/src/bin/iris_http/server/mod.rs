@@ -49,6 +49,7 @@ use drain::{DrainReport, Drainer};
 #[cfg(test)]
 pub use handlers::SENDFILE_MIN;
 use session_store::SessionStore;
+pub use site::{H2Policy, H2Refusal};
 use site::{ShedPolicy, Site};
 
 use crate::config::Users;
@@ -87,6 +88,8 @@ pub struct Options {
     pub access_log: Option<Sink>,
     /// See [`Site::drain_grace`].
     pub drain_grace: Duration,
+    /// See [`Site::h2`] (`--no-h2`, `--h2-max-streams`, `--h2-refusal`).
+    pub h2: H2Policy,
 }
 
 /// Where anonymous sessions start by default: the demo site's dynamic part.
@@ -111,6 +114,7 @@ impl Options {
             hsts: None,
             access_log: None,
             drain_grace: drain::IDLE_GRACE,
+            h2: H2Policy::default(),
         }
     }
 }
@@ -221,6 +225,7 @@ impl Server {
             tls: options.tls.is_some(),
             hsts: options.hsts,
             drain_grace: options.drain_grace,
+            h2: options.h2,
             ops: SharedClient::new(
                 Arc::clone(&ops),
                 "iris_http's metrics (atomics), the access log's channel sender, and the drain \

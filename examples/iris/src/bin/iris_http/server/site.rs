@@ -49,6 +49,39 @@ impl ShedPolicy {
     }
 }
 
+/// HTTP/2: whether it is spoken (ALPN `h2` over TLS, h2c by prior knowledge in the clear),
+/// how many streams a client may open at once, and how a refused stream is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Isolated)]
+pub struct H2Policy {
+    pub enabled: bool,
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (RFC 9113 §6.5.2 asks for at least 100); streams
+    /// past it are refused by the codec with `REFUSED_STREAM`.
+    pub max_streams: u32,
+    pub refusal: H2Refusal,
+}
+
+impl Default for H2Policy {
+    fn default() -> Self {
+        H2Policy {
+            enabled: true,
+            max_streams: 100,
+            refusal: H2Refusal::Status503,
+        }
+    }
+}
+
+/// How an HTTP/2 stream refused under overload is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Isolated)]
+pub enum H2Refusal {
+    /// 503 with `Retry-After`, after the shed delay, as over HTTP/1.1: the client is told
+    /// to wait, and the session's next requests are refused locally meanwhile.
+    Status503,
+    /// `RST_STREAM` with `REFUSED_STREAM` (RFC 9113 §8.7: not processed, safe to retry).
+    /// Browsers retry such a stream at once, so a refusal turns back into load: use it for
+    /// clients that back off by themselves.
+    RefusedStream,
+}
+
 /// What the processes share, immutable.
 #[derive(Isolated)]
 pub struct Site {
@@ -85,6 +118,8 @@ pub struct Site {
     /// Once draining, how long a connection with nothing to answer may stay quiet before it
     /// is closed (`server/drain.rs`).
     pub drain_grace: Duration,
+    /// HTTP/2 on or off, and its limits.
+    pub h2: H2Policy,
     /// Metrics, the access log, the drain's phase: shared with the server.
     pub ops: SharedClient<Arc<Ops>>,
 }

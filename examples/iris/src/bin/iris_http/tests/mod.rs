@@ -6,6 +6,7 @@
 mod basic;
 mod cookies;
 mod drain;
+mod http2;
 mod ops;
 mod overload;
 mod protocol;

@@ -220,6 +220,50 @@ fn https_serves_large_files_byte_exact() {
     server.stop();
 }
 
+/// A client configuration that trusts `certificate` and offers `alpn`.
+fn client_offering(certificate: &Certificate, alpn: &[&[u8]]) -> Arc<ClientConfig> {
+    let mut config = (*certificate.client_config()).clone();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
+#[test]
+fn https_offers_h2_by_alpn_first_and_http1_to_clients_that_ask_for_it() {
+    let certificate = Certificate::new();
+    let mut options = demo_options();
+    let (config, _) = ReloadableCert::load(&certificate.cert(), &certificate.key(), true)
+        .expect("the certificate loads");
+    options.tls = Some(config);
+    let server = TestServer::start(options);
+
+    // A browser offers both: h2 is chosen, and the server's first frame is its SETTINGS.
+    let offered: &[&[u8]] = &[b"http/1.1", b"h2"];
+    let mut h2 = connect_with(server.addr(), client_offering(&certificate, offered));
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]); // an empty SETTINGS
+    h2.stream.write_all(&out).expect("the preface");
+    let mut header = [0; 9];
+    h2.stream
+        .read_exact(&mut header)
+        .expect("the server's first frame");
+    assert_eq!(h2.stream.conn.alpn_protocol(), Some(&b"h2"[..]));
+    assert_eq!(
+        header[3], 4,
+        "SETTINGS first, as RFC 9113 §3.4 requires: {header:?}"
+    );
+    assert_eq!(header[4] & 1, 0, "not an ACK");
+
+    // A client that asks for HTTP/1.1 only, or offers nothing, is served HTTP/1.1.
+    for alpn in [&[&b"http/1.1"[..]][..], &[]] {
+        let mut client = connect_with(server.addr(), client_offering(&certificate, alpn));
+        let response = client.get("/files/index.html", None);
+        assert_eq!(response.status, 200, "{}", response.text());
+        let agreed = alpn.first().copied();
+        assert_eq!(client.stream.conn.alpn_protocol(), agreed);
+    }
+    server.stop();
+}
+
 #[test]
 fn plaintext_http_to_the_tls_port_is_closed_cleanly() {
     let certificate = Certificate::new();
@@ -544,7 +588,8 @@ fn a_reloaded_certificate_serves_new_handshakes_and_open_connections_keep_theirs
     };
     install(&old);
     let (cert, key) = (live.path().join("cert.pem"), live.path().join("key.pem"));
-    let (config, reloadable) = ReloadableCert::load(&cert, &key).expect("the first pair loads");
+    let (config, reloadable) =
+        ReloadableCert::load(&cert, &key, true).expect("the first pair loads");
     let mut options = demo_options();
     options.tls = Some(config);
     let server = TestServer::start(options);
