@@ -53,6 +53,11 @@ unsafe impl Process for Probe {
         if matches!(&event, SocketEvent::Data(bytes) if bytes == DRAINED_QUESTION) {
             let _ = self.socket.post(SocketMsg::NotifyDrained);
         }
+        if matches!(&event, SocketEvent::Data(bytes) if bytes == GOODBYE) {
+            let _ = self.socket.post(SocketMsg::Write(b"last words".to_vec()));
+            let _ = self.socket.post(SocketMsg::CloseWrite);
+            let _ = self.socket.post(SocketMsg::Write(b"dropped".to_vec()));
+        }
         if let SocketEvent::Closed(_) = event {
             ctx.complete();
         }
@@ -69,6 +74,9 @@ impl Handles<SocketEvent> for Probe {
 
 /// What a client sends to make its `Probe` ask for [`SocketEvent::Drained`].
 const DRAINED_QUESTION: &[u8] = b"drained?";
+
+/// What a client sends to make its `Probe` write its last words and end its sending side.
+const GOODBYE: &[u8] = b"goodbye";
 
 /// Serves each connection with a `Probe` writing `greeting`.
 struct ServeProbes {
@@ -159,6 +167,32 @@ fn data_then_eof_then_closed_on_request() {
     let mut rest = Vec::new();
     client.read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty());
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn close_write_ends_the_sending_side_and_reading_goes_on_until_the_peer_closes() {
+    let rt = Runtime::new();
+    let (addr, rx) = serve(&rt, SocketLimits::default(), Vec::new());
+    let mut client = StdStream::connect(addr).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    client.write_all(GOODBYE).unwrap();
+    // The last words, then the end of the stream (a FIN, not a reset): nothing after them.
+    let mut got = Vec::new();
+    client.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"last words");
+    assert_eq!(next_event(&rx), SocketEvent::Data(GOODBYE.to_vec()));
+    // The server still reads what the client sends after that.
+    client.write_all(b"more").unwrap();
+    assert_eq!(next_event(&rx), SocketEvent::Data(b"more".to_vec()));
+    client.shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(next_event(&rx), SocketEvent::Eof);
+    assert_eq!(
+        next_event(&rx),
+        SocketEvent::Closed(whirl_runtime::net::CloseReason::Requested)
+    );
     rt.shutdown_graceful();
 }
 

@@ -64,6 +64,13 @@ pub enum SocketMsg {
     Write(Vec<u8>),
     /// Close once everything queued is written.
     Close,
+    /// End the sending side once everything queued is written (on TLS, `close_notify`
+    /// first; then the TCP FIN), and go on reading: a lingering close. The peer learns that
+    /// nothing more will come while its last bytes are still read, instead of being reset
+    /// by a close with bytes unread (its kernel would then drop what it had not read yet,
+    /// such as a final error frame). Bytes to send after this are dropped; end with
+    /// [`SocketMsg::Close`] (on [`SocketEvent::Eof`], or after a while).
+    CloseWrite,
     /// Stop reading (the owner has as much work from this peer as it wants to hold); the
     /// peer's further bytes wait in the kernel's buffers, which pushes back on it.
     Pause,
@@ -189,6 +196,9 @@ pub struct SocketConnection {
     closing: bool,
     /// Whether a write had to wait, so the owner is told when the queue drains.
     owe_drained: bool,
+    /// [`SocketMsg::CloseWrite`]: the sending side ends once the queue is written (`Some(false)`),
+    /// or has (`Some(true)`).
+    close_write: Option<bool>,
     closed: Option<CloseReason>,
     /// The TLS layer of a connection built with [`SocketConnection::with_tls`].
     #[cfg(feature = "tls")]
@@ -235,6 +245,7 @@ impl SocketConnection {
             eof: false,
             closing: false,
             owe_drained: false,
+            close_write: None,
             closed: None,
             #[cfg(feature = "tls")]
             tls: None,
@@ -379,7 +390,7 @@ impl SocketConnection {
 
     /// Queues bytes as they go on the wire (ciphertext on a TLS connection) and flushes.
     fn send_raw(&mut self, bytes: Vec<u8>, ctx: &mut Ctx<Self>) {
-        if self.closed.is_some() || bytes.is_empty() {
+        if self.closed.is_some() || self.close_write.is_some() || bytes.is_empty() {
             return;
         }
         self.outgoing_bytes += bytes.len();
@@ -415,7 +426,7 @@ impl SocketConnection {
     }
 
     fn send_file(&mut self, file: File, offset: u64, len: u64, ctx: &mut Ctx<Self>) {
-        if self.closed.is_some() || len == 0 {
+        if self.closed.is_some() || self.close_write.is_some() || len == 0 {
             return;
         }
         self.file_bytes = self.file_bytes.saturating_add(len);
@@ -511,6 +522,10 @@ impl SocketConnection {
         }
         if self.closing {
             return self.finish(CloseReason::Requested, ctx);
+        }
+        if self.close_write == Some(false) {
+            self.close_write = Some(true);
+            let _ = self.stream.shutdown(Shutdown::Write);
         }
         if std::mem::take(&mut self.owe_drained) {
             self.tell_owner(SocketEvent::Drained, ctx);
@@ -661,6 +676,17 @@ unsafe impl Process for SocketConnection {
             }
             SocketMsg::Write(bytes) => self.write(bytes, ctx),
             SocketMsg::SendFile { file, offset, len } => self.send_file(file, offset, len, ctx),
+            SocketMsg::CloseWrite => {
+                #[cfg(feature = "tls")]
+                if let Some(tls) = self.tls.as_mut() {
+                    let notify = tls.close_notify();
+                    self.send_raw(notify, ctx);
+                }
+                if self.close_write.is_none() {
+                    self.close_write = Some(false);
+                }
+                self.flush(ctx);
+            }
             SocketMsg::NotifyDrained => {
                 self.owe_drained = true;
                 self.flush(ctx);

@@ -688,9 +688,10 @@ impl HttpConnection {
         if wire.is_done() && self.lingering.is_none() && !self.closing {
             // The codec's last frames (`GOAWAY`) are posted to the socket. Closing now, with
             // the peer's bytes unread, would send a reset, and the peer's kernel would drop
-            // the `GOAWAY` unread: read and drop its bytes for a while first (a lingering
-            // close), until it closes (`Eof`) or `LINGER` has passed.
+            // the `GOAWAY` unread: end the sending side and read and drop its bytes for a
+            // while (a lingering close), until it closes (`Eof`) or `LINGER` has passed.
             self.lingering = Some(Instant::now());
+            let _ = self.socket.post(SocketMsg::CloseWrite);
             let _ = ctx.post_after(LINGER, IdleCheck);
         }
         if arrived.is_empty() {
@@ -747,7 +748,7 @@ impl HttpConnection {
         let Wire::Http2(wire) = &mut self.wire else {
             return;
         };
-        wire.reset_stalled(timeout);
+        wire.reset_stalled(timeout, self.date.now());
         if wire.open() == 0 && !starting && !self.resolving && quiet >= idle_limit {
             wire.shut_down();
         } else if quiet >= timeout && wire.only_arriving() {

@@ -105,6 +105,22 @@ pub fn sniff(first: &[u8]) -> Sniffed {
     }
 }
 
+/// The SETTINGS frame's type.
+const SETTINGS: u8 = 0x4;
+
+/// How far the start of the connection has been checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Start {
+    /// This many bytes seen, the first frame's type not among them yet.
+    Seen(usize),
+    /// The preface was followed by SETTINGS.
+    Checked,
+    /// It was not: the connection is to be ended...
+    Bad,
+    /// ...and was.
+    Refused,
+}
+
 /// The codec's waker: see the module documentation.
 struct SelfWake {
     conn: Recipient<H2Wake>,
@@ -175,6 +191,8 @@ struct Incoming {
     unreleased: usize,
     /// Its body passed `max_body_bytes`: answered 413 once it ends.
     too_large: bool,
+    /// When its head arrived: a request not whole after the request timeout is answered 408.
+    since: Instant,
 }
 
 /// A stream's answer handle, with the connection's record of its request.
@@ -257,6 +275,9 @@ pub struct H2Wire<T> {
     /// The peer sent its last byte: end the pipe once the backlog is in.
     eof: bool,
     pipe_shut: bool,
+    /// The codec ended and all it wrote was read from the pipe.
+    output_ended: bool,
+    start: Start,
     /// The socket was told to stop reading.
     paused: bool,
     /// Bytes posted to the socket since it last said it had written everything.
@@ -301,6 +322,8 @@ impl<T> H2Wire<T> {
             backlog: Vec::new(),
             eof: false,
             pipe_shut: false,
+            output_ended: false,
+            start: Start::Seen(0),
             paused: false,
             undrained: 0,
             awaiting_drained: false,
@@ -326,8 +349,28 @@ impl<T> H2Wire<T> {
         }
     }
 
-    /// Bytes from the socket.
+    /// Bytes from the socket. The codec does not check that the preface is followed by
+    /// SETTINGS (RFC 9113 §3.4), so that is checked here: a connection that starts
+    /// otherwise is ended with a `PROTOCOL_ERROR` connection error, its bytes after the
+    /// preface unread.
     pub fn receive(&mut self, bytes: &[u8]) {
+        if matches!(self.start, Start::Bad | Start::Refused) {
+            return;
+        }
+        if let Start::Seen(seen) = self.start {
+            // The first frame's type, after the preface and the frame's length.
+            const TYPE_AT: usize = PREFACE.len() + 3;
+            match bytes.get(TYPE_AT - seen) {
+                Some(&SETTINGS) => self.start = Start::Checked,
+                Some(_) => {
+                    self.start = Start::Bad;
+                    let preface = PREFACE.len().saturating_sub(seen).min(bytes.len());
+                    self.backlog.extend_from_slice(&bytes[..preface]);
+                    return;
+                }
+                None => self.start = Start::Seen(seen + bytes.len()),
+            }
+        }
         self.backlog.extend_from_slice(bytes);
     }
 
@@ -344,10 +387,10 @@ impl<T> H2Wire<T> {
         }
     }
 
-    /// Whether the connection is over (the codec finished or failed): close the socket
-    /// after what was posted to it.
+    /// Whether the connection is over (the codec finished or failed) and everything it
+    /// wrote was posted to the socket.
     pub fn is_done(&self) -> bool {
-        matches!(self.phase, Phase::Done)
+        matches!(self.phase, Phase::Done) && self.output_ended
     }
 
     /// Streams open here (arrived and not yet fully answered), the connection's requests
@@ -398,9 +441,20 @@ impl<T> H2Wire<T> {
         self.abrupt(Reason::NO_ERROR);
     }
 
-    /// Resets the streams whose client has taken none of their answer for `limit`.
-    pub fn reset_stalled(&mut self, limit: Duration) {
+    /// Answers 408 the requests not whole after `limit` (slow clients hold no stream
+    /// forever), and resets the streams whose client has taken none of their answer for as
+    /// long.
+    pub fn reset_stalled(&mut self, limit: Duration, date: &str) {
         let now = Instant::now();
+        let (late, arriving) = std::mem::take(&mut self.incoming)
+            .into_iter()
+            .partition(|incoming| now.saturating_duration_since(incoming.since) >= limit);
+        self.incoming = arriving;
+        for incoming in late {
+            self.body_bytes -= incoming.read.len();
+            let timeout = Response::from_http_error(&whirl_http::HttpError::Timeout);
+            self.refuse(incoming.respond, timeout, date);
+        }
         self.sending.retain_mut(|sending| {
             let stalled = now.saturating_duration_since(sending.moved) >= limit;
             if stalled {
@@ -482,6 +536,10 @@ impl<T> H2Wire<T> {
             self.wake.begin();
             self.feed(&mut cx);
             self.poll_codec(&mut cx);
+            if self.start == Start::Bad && !matches!(self.phase, Phase::Handshake(_)) {
+                self.abrupt(Reason::PROTOCOL_ERROR);
+                self.start = Start::Refused;
+            }
             self.poll_bodies(&mut cx, &mut arrived, date);
             self.poll_sends(&mut cx);
             self.flush_to(socket, &mut cx);
@@ -568,6 +626,7 @@ impl<T> H2Wire<T> {
                         read: Vec::new(),
                         unreleased: 0,
                         too_large: false,
+                        since: Instant::now(),
                     });
                     open += 1;
                 }
@@ -664,15 +723,17 @@ impl<T> H2Wire<T> {
                 self.unbound.push_back(respond);
                 arrived.push(request);
             }
-            Err(response) => {
-                self.answered_here.push(response.status);
-                let mut respond = respond;
-                let length = Some(response.body.len() as u64);
-                let answer = response_head(&response, date, length);
-                if let Ok(mut stream) = respond.send_response(answer, false) {
-                    let _ = stream.send_data(Bytes::from(response.body), true);
-                }
-            }
+            Err(response) => self.refuse(respond, response, date),
+        }
+    }
+
+    /// Answers a request here, without the connection (too large, too slow).
+    fn refuse(&mut self, mut respond: SendResponse<Bytes>, response: Response, date: &str) {
+        self.answered_here.push(response.status);
+        let length = Some(response.body.len() as u64);
+        let answer = response_head(&response, date, length);
+        if let Ok(mut stream) = respond.send_response(answer, false) {
+            let _ = stream.send_data(Bytes::from(response.body), true);
         }
     }
 
@@ -692,8 +753,12 @@ impl<T> H2Wire<T> {
                     self.undrained += bytes.len();
                     let _ = socket.post(SocketMsg::Write(bytes));
                 }
-                // The codec dropped its end (it is done), or failed.
-                Poll::Ready(_) => break,
+                // The codec dropped its end (it is done).
+                Poll::Ready(Ok(())) => {
+                    self.output_ended = true;
+                    break;
+                }
+                Poll::Ready(Err(_)) => break,
                 Poll::Pending => break,
             }
         }
