@@ -78,6 +78,12 @@
 //! HTTP/1.1 request without exactly one `Host` is refused (400); `HTTP/1.2` and later minor
 //! versions are served as HTTP/1.1, other major versions answered 505.
 //!
+//! HTTP/2 is spoken over TLS when ALPN agrees on `h2`, and in the clear by prior knowledge
+//! (h2c), beside HTTP/1.1 on the same port (`--no-h2`: HTTP/1.1 only); each stream is a
+//! request on the same path (session, dispatcher, admission). `--h2-max-streams` (100) bounds
+//! the streams a client may open at once, `--h2-refusal 503|rst` says how a stream refused
+//! under overload is answered.
+//!
 //! Cookies are `HttpOnly`, `SameSite=Lax` and, over TLS, `Secure`; an answer that sets one
 //! is `Cache-Control: private`.
 

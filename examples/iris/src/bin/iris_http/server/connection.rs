@@ -18,6 +18,13 @@
 //! [`Drain::Begin`] on, every answer closes the connection, and a connection with nothing to
 //! answer closes once quiet for `Site::drain_grace`; at [`Drain::Deadline`], what it still
 //! owes an answer is answered 503 with `Retry-After`, and it closes.
+//!
+//! **HTTP/2.** The protocol is chosen per connection (`state::Wire`): by ALPN over TLS
+//! (`SocketEvent::Negotiated`), else by the first bytes (HTTP/2's preface, h2c by prior
+//! knowledge, or HTTP/1.1). Over HTTP/2, `http2.rs` turns streams into the same requests,
+//! which take the same path (session, dispatcher, admission) and are answered out of order
+//! on their streams; the drain is a `GOAWAY`, and the end of the codec a lingering close
+//! (`SocketMsg::CloseWrite`, then `Close` on the peer's end or after `LINGER`).
 
 mod http2;
 mod record;
