@@ -542,6 +542,12 @@ impl<T> H2Wire<T> {
             }
             self.poll_bodies(&mut cx, &mut arrived, date);
             self.poll_sends(&mut cx);
+            if self.wake.end() {
+                continue; // more to do before what was written is handed over
+            }
+            // Quiet: what the codec wrote goes to the socket in one message (reading the pipe
+            // may wake the codec, if it was waiting for room in it).
+            self.wake.begin();
             self.flush_to(socket, &mut cx);
             if !self.wake.end() {
                 return arrived;
