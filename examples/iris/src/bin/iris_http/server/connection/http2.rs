@@ -301,7 +301,6 @@ pub struct H2Wire<T> {
     refusal: H2Refusal,
     limits: Limits,
     wake: Arc<SelfWake>,
-    scratch: Vec<u8>,
 }
 
 impl<T> H2Wire<T> {
@@ -345,7 +344,6 @@ impl<T> H2Wire<T> {
                 conn,
                 state: AtomicU8::new(IDLE),
             }),
-            scratch: vec![0; PIPE],
         }
     }
 
@@ -751,22 +749,25 @@ impl<T> H2Wire<T> {
     /// What the codec wrote, to the socket, up to [`UNDRAINED_MAX`] before the socket says
     /// it wrote it all; and the socket's reading stopped or restarted by the backlog.
     fn flush_to(&mut self, socket: &Addr<whirl::net::SocketConnection>, cx: &mut Context<'_>) {
-        while self.undrained < UNDRAINED_MAX {
-            let mut buf = ReadBuf::new(&mut self.scratch);
+        let mut out = Vec::new();
+        let mut chunk = [0; 16 * 1024];
+        while self.undrained + out.len() < UNDRAINED_MAX {
+            let mut buf = ReadBuf::new(&mut chunk);
             match Pin::new(&mut self.pipe).poll_read(cx, &mut buf) {
                 Poll::Ready(Ok(())) if !buf.filled().is_empty() => {
-                    let bytes = buf.filled().to_vec();
-                    self.undrained += bytes.len();
-                    let _ = socket.post(SocketMsg::Write(bytes));
+                    out.extend_from_slice(buf.filled());
                 }
                 // The codec dropped its end (it is done).
                 Poll::Ready(Ok(())) => {
                     self.output_ended = true;
                     break;
                 }
-                Poll::Ready(Err(_)) => break,
-                Poll::Pending => break,
+                Poll::Ready(Err(_)) | Poll::Pending => break,
             }
+        }
+        if !out.is_empty() {
+            self.undrained += out.len();
+            let _ = socket.post(SocketMsg::Write(out));
         }
         if self.undrained >= UNDRAINED_MAX && !self.awaiting_drained {
             self.awaiting_drained = socket.post(SocketMsg::NotifyDrained).is_ok();
