@@ -53,6 +53,10 @@ unsafe impl Process for Probe {
         if matches!(&event, SocketEvent::Data(bytes) if bytes == DRAINED_QUESTION) {
             let _ = self.socket.post(SocketMsg::NotifyDrained);
         }
+        if matches!(&event, SocketEvent::Data(bytes) if bytes == ABORT) {
+            let _ = self.socket.post(SocketMsg::Close);
+            let _ = self.socket.post(SocketMsg::Abort);
+        }
         if matches!(&event, SocketEvent::Data(bytes) if bytes == GOODBYE) {
             let _ = self.socket.post(SocketMsg::Write(b"last words".to_vec()));
             let _ = self.socket.post(SocketMsg::CloseWrite);
@@ -74,6 +78,10 @@ impl Handles<SocketEvent> for Probe {
 
 /// What a client sends to make its `Probe` ask for [`SocketEvent::Drained`].
 const DRAINED_QUESTION: &[u8] = b"drained?";
+
+/// What a client sends to make its `Probe` close (which waits for the queue to be written)
+/// and then abort.
+const ABORT: &[u8] = b"abort";
 
 /// What a client sends to make its `Probe` write its last words and end its sending side.
 const GOODBYE: &[u8] = b"goodbye";
@@ -189,6 +197,24 @@ fn close_write_ends_the_sending_side_and_reading_goes_on_until_the_peer_closes()
     assert_eq!(next_event(&rx), SocketEvent::Data(b"more".to_vec()));
     client.shutdown(std::net::Shutdown::Write).unwrap();
     assert_eq!(next_event(&rx), SocketEvent::Eof);
+    assert_eq!(
+        next_event(&rx),
+        SocketEvent::Closed(whirl_runtime::net::CloseReason::Requested)
+    );
+    rt.shutdown_graceful();
+}
+
+#[test]
+fn abort_closes_at_once_what_close_would_keep_open_for_a_peer_that_reads_nothing() {
+    let rt = Runtime::new();
+    // More than loopback holds while the client reads nothing.
+    let greeting = vec![7; 24 * 1024 * 1024];
+    let mut limits = SocketLimits::default();
+    limits.close_above = 64 * 1024 * 1024;
+    let (addr, rx) = serve(&rt, limits, greeting);
+    let mut client = StdStream::connect(addr).unwrap();
+    client.write_all(ABORT).unwrap();
+    assert_eq!(next_event(&rx), SocketEvent::Data(ABORT.to_vec()));
     assert_eq!(
         next_event(&rx),
         SocketEvent::Closed(whirl_runtime::net::CloseReason::Requested)

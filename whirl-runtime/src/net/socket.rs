@@ -64,6 +64,9 @@ pub enum SocketMsg {
     Write(Vec<u8>),
     /// Close once everything queued is written.
     Close,
+    /// Close now, dropping whatever is still queued: for a peer that reads nothing, whose
+    /// connection [`SocketMsg::Close`] would keep open until it did.
+    Abort,
     /// End the sending side once everything queued is written (on TLS, `close_notify`
     /// first; then the TCP FIN), and go on reading: a lingering close. The peer learns that
     /// nothing more will come while its last bytes are still read, instead of being reset
@@ -676,6 +679,7 @@ unsafe impl Process for SocketConnection {
             }
             SocketMsg::Write(bytes) => self.write(bytes, ctx),
             SocketMsg::SendFile { file, offset, len } => self.send_file(file, offset, len, ctx),
+            SocketMsg::Abort => self.finish(CloseReason::Requested, ctx),
             SocketMsg::CloseWrite => {
                 #[cfg(feature = "tls")]
                 if let Some(tls) = self.tls.as_mut() {

@@ -217,12 +217,12 @@ impl HttpConnection {
     /// Closes a connection idle for too long, and answers 408 to a request that is too slow
     /// to arrive; then looks again later.
     fn check_idle(&mut self, ctx: &mut Ctx<Self>) {
-        if self.closing {
-            return;
-        }
         if let Wire::Http2(_) = self.wire {
             self.check_idle_h2(ctx);
             return self.arm_idle_check(ctx);
+        }
+        if self.closing {
+            return;
         }
         let now = Instant::now();
         let busy = !self.in_flight.is_empty() || !self.waiting.is_empty() || self.resolving;
@@ -302,9 +302,13 @@ impl HttpConnection {
         self.start_requests(ctx);
         for _ in 0..4 {
             if !self.drive_h2(ctx) {
-                break;
+                return;
             }
             self.start_requests(ctx);
+        }
+        // Still arriving: hand what was answered to the codec, and come back for the rest.
+        if self.drive_h2(ctx) {
+            let _ = ctx.myself().post(H2Wake);
         }
     }
 
@@ -692,7 +696,9 @@ impl HttpConnection {
         if wire.take_calmed() {
             self.site.ops.metrics.h2_calm_goaways.inc();
         }
-        if wire.is_done() && self.lingering.is_none() && !self.closing {
+        if wire.is_done() && wire.peer_closed() {
+            self.close();
+        } else if wire.is_done() && self.lingering.is_none() && !self.closing {
             // The codec's last frames (`GOAWAY`) are posted to the socket. Closing now, with
             // the peer's bytes unread, would send a reset, and the peer's kernel would drop
             // the `GOAWAY` unread: end the sending side and read and drop its bytes for a
@@ -744,22 +750,18 @@ impl HttpConnection {
     /// one quiet for the request timeout with requests still arriving is closed.
     fn check_idle_h2(&mut self, ctx: &mut Ctx<Self>) {
         if let Some(since) = self.lingering {
-            if since.elapsed() >= LINGER {
-                self.close();
+            // A peer that reads nothing keeps even the last bytes queued: then drop them.
+            match since.elapsed() {
+                waited if waited >= 2 * LINGER => drop(self.socket.post(SocketMsg::Abort)),
+                waited if waited >= LINGER => self.close(),
+                _ => {}
             }
             return;
         }
-        let quiet = Instant::now().saturating_duration_since(self.last_activity);
-        let idle_limit = self.idle_limit();
-        let (timeout, starting) = (self.site.request_timeout, !self.waiting.is_empty());
-        let Wire::Http2(wire) = &mut self.wire else {
-            return;
-        };
-        wire.reset_stalled(timeout, self.date.now());
-        if wire.open() == 0 && !starting && !self.resolving && quiet >= idle_limit {
-            wire.shut_down();
-        } else if quiet >= timeout && wire.only_arriving() {
-            wire.abort();
+        let (idle, timeout) = (self.idle_limit(), self.site.request_timeout);
+        let quiet = self.waiting.is_empty() && !self.resolving;
+        if let Some(wire) = self.wire.http2() {
+            wire.tick(idle, timeout, quiet, self.date.now());
         }
         self.pump(ctx);
     }
@@ -780,6 +782,7 @@ impl HttpConnection {
             self.answer(seq, refusal.clone());
         }
         if let Wire::Http2(wire) = &mut self.wire {
+            wire.refuse_arrivals(refusal);
             wire.shut_down();
         }
         self.drive_h2(ctx);
@@ -918,12 +921,11 @@ impl HttpConnection {
 
     #[handle]
     fn respond(&mut self, msg: Respond, ctx: &mut Ctx<Self>) {
-        if msg.response.status == 503 {
+        match msg.response.status {
             // A handler group refused it: answered after the shed delay.
-            self.shed(msg.seq, msg.response, ctx);
-            return;
+            503 => self.shed(msg.seq, msg.response, ctx),
+            _ => self.answer(msg.seq, msg.response),
         }
-        self.answer(msg.seq, msg.response);
         self.pump(ctx);
     }
 

@@ -487,3 +487,73 @@ fn a_rapid_reset_flood_gets_goaway_enhance_your_calm_and_others_are_still_served
     });
     server.stop();
 }
+
+#[test]
+fn uploads_that_together_pass_the_body_budget_all_arrive() {
+    let mut options = demo_options();
+    options.request_timeout = Duration::from_secs(5);
+    let server = TestServer::start(options);
+    let addr = server.addr();
+    let statuses = block_on(async {
+        let send = h2c(addr).await;
+        // 8 bodies of 800 KiB, sent side by side: 6.4 MiB held if all were read at once.
+        let body = vec![b'x'; 800 * 1024];
+        let mut streams = Vec::new();
+        for _ in 0..8 {
+            let (send, body) = (send.clone(), body.clone());
+            streams.push(tokio::spawn(async move {
+                let request = http::Request::post("http://localhost/login")
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(())
+                    .expect("a request");
+                let mut ready = send.ready().await.expect("ready");
+                let (response, mut stream) = ready.send_request(request, false).expect("sent");
+                let mut rest = Bytes::from(body);
+                while !rest.is_empty() {
+                    stream.reserve_capacity(rest.len().min(64 * 1024));
+                    let room = std::future::poll_fn(|cx| stream.poll_capacity(cx))
+                        .await
+                        .expect("capacity")
+                        .expect("the stream is open");
+                    let chunk = rest.split_to(room.min(rest.len()));
+                    stream.send_data(chunk, rest.is_empty()).expect("sent");
+                }
+                response.await.expect("an answer").status().as_u16()
+            }));
+        }
+        let mut statuses = Vec::new();
+        for stream in streams {
+            statuses.push(stream.await.expect("the stream's task"));
+        }
+        statuses
+    });
+    // The demo's login refuses such a body, but every request arrived whole (no 408).
+    assert!(statuses.iter().all(|&s| s != 408), "{statuses:?}");
+    server.stop();
+}
+
+#[test]
+fn a_quiet_client_that_ignores_the_goaway_is_closed() {
+    let mut options = demo_options();
+    options.idle_timeout = Duration::from_millis(300);
+    let server = TestServer::start(options);
+    let mut tcp = TcpStream::connect(server.addr()).expect("connect");
+    tcp.set_read_timeout(Some(DEADLINE)).expect("timeout");
+    let mut out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+    out.extend(frame(4, 0, 0, &[])); // SETTINGS, and never a PING's ACK
+    tcp.write_all(&out).expect("the preface");
+    // The server's frames (SETTINGS, GOAWAY, PING...), then the end of the connection.
+    let mut received = Vec::new();
+    loop {
+        match tcp.read(&mut [0; 4096]) {
+            Ok(0) => break,
+            Ok(n) => received.push(n),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("the server did not close the connection: {e}"),
+        }
+    }
+    wait_until("the connection is gone", || {
+        server.server.ops().metrics.h2_connections.get() == 0
+    });
+    server.stop();
+}

@@ -56,6 +56,10 @@ use whirl_http::{Limits, Method, Request, Response, SERVER};
 use crate::server::messages::{FileRegion, H2Wake};
 use crate::server::site::{H2Policy, H2Refusal};
 
+/// How long a connection shutting down with nothing open may wait for the client's
+/// acknowledgement of its `GOAWAY` before it is aborted.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
 /// The client connection preface (RFC 9113 §3.4), which starts both h2 over TLS and h2c by
 /// prior knowledge.
 const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -199,6 +203,9 @@ struct Incoming {
 struct Bound<T> {
     respond: SendResponse<Bytes>,
     slot: T,
+    /// The client reset the stream (counted once; the answer is still awaited, the work
+    /// having been dispatched).
+    reset: bool,
 }
 
 /// A response body on its way out.
@@ -246,7 +253,9 @@ struct Resets {
 }
 
 impl Resets {
-    /// Counts a stream, reset by the client or not; whether the client is abusing resets.
+    /// Counts a stream the client opened (`reset` false) or reset, whenever it did; whether
+    /// the client is abusing resets: over [`RESET_LIMIT`] in the window, and over half the
+    /// streams it opened.
     fn count(&mut self, reset: bool) -> bool {
         let now = Instant::now();
         if now.saturating_duration_since(self.since) > RESET_WINDOW {
@@ -260,7 +269,7 @@ impl Resets {
             true => self.resets += 1,
             false => self.streams += 1,
         }
-        self.resets > RESET_LIMIT && self.resets > self.streams
+        self.resets > RESET_LIMIT && self.resets.saturating_mul(2) > self.streams
     }
 }
 
@@ -274,6 +283,12 @@ pub struct H2Wire<T> {
     backlog: Vec<u8>,
     /// The peer sent its last byte: end the pipe once the backlog is in.
     eof: bool,
+    /// When the connection last made progress: a request arrived or an answer was given.
+    progress: Instant,
+    /// Since when it has been shutting down.
+    shutting: Option<Instant>,
+    /// Past a drain's deadline: arriving requests get this answer.
+    refusing: Option<Response>,
     pipe_shut: bool,
     /// The codec ended and all it wrote was read from the pipe.
     output_ended: bool,
@@ -320,6 +335,9 @@ impl<T> H2Wire<T> {
             pipe: ours,
             backlog: Vec::new(),
             eof: false,
+            progress: Instant::now(),
+            shutting: None,
+            refusing: None,
             pipe_shut: false,
             output_ended: false,
             start: Start::Seen(0),
@@ -385,6 +403,11 @@ impl<T> H2Wire<T> {
         }
     }
 
+    /// Whether the peer said it will send nothing more.
+    pub fn peer_closed(&self) -> bool {
+        self.eof
+    }
+
     /// Whether the connection is over (the codec finished or failed) and everything it
     /// wrote was posted to the socket.
     pub fn is_done(&self) -> bool {
@@ -416,18 +439,55 @@ impl<T> H2Wire<T> {
         std::mem::take(&mut self.answered_here)
     }
 
-    /// Stop taking new streams (`GOAWAY`), finish those open, then end.
+    /// Stop taking new streams (`GOAWAY`), finish those open, then end (or, if the client
+    /// does not go along, abort after [`SHUTDOWN_GRACE`]: see [`H2Wire::tick`]).
     pub fn shut_down(&mut self) {
+        self.shutting.get_or_insert_with(Instant::now);
         match &mut self.phase {
-            Phase::Serving(conn) => conn.graceful_shutdown(),
+            Phase::Serving(conn) => {
+                conn.graceful_shutdown();
+                Wake::wake_by_ref(&self.wake);
+            }
             Phase::Handshake(_) => self.phase = Phase::Done,
             Phase::Done => {}
         }
     }
 
+    /// From now on, requests that arrive are answered `refusal` here (a drain's deadline
+    /// has passed: nothing new is started).
+    pub fn refuse_arrivals(&mut self, refusal: Response) {
+        self.refusing = Some(refusal);
+    }
+
+    /// The connection's periodic look: answers 408 to requests too slow to arrive and resets
+    /// answers the client stopped taking (`timeout`); shuts down a connection with nothing
+    /// open that made no progress (no request, no answer) for `idle` (`quiet`: the
+    /// connection itself has no request waiting); aborts one whose requests are all stuck
+    /// arriving for `timeout`, and one that has been shutting down for [`SHUTDOWN_GRACE`]
+    /// with nothing open (a client that never acknowledges the `GOAWAY`'s `PING`) or for
+    /// `timeout` in all.
+    pub fn tick(&mut self, idle: Duration, timeout: Duration, quiet: bool, date: &str) {
+        self.reset_stalled(timeout, date);
+        let now = Instant::now();
+        let still = now.saturating_duration_since(self.progress);
+        let open = self.open();
+        match self
+            .shutting
+            .map(|since| now.saturating_duration_since(since))
+        {
+            Some(shutting) if (open == 0 && shutting >= SHUTDOWN_GRACE) || shutting >= timeout => {
+                self.abort();
+            }
+            Some(_) => {}
+            None if open == 0 && quiet && still >= idle => self.shut_down(),
+            None if still >= timeout && self.only_arriving() => self.abort(),
+            None => {}
+        }
+    }
+
     /// Whether every stream open is still arriving (none is with the connection or being
     /// answered).
-    pub fn only_arriving(&self) -> bool {
+    fn only_arriving(&self) -> bool {
         !self.incoming.is_empty()
             && self.unbound.is_empty()
             && self.bound.is_empty()
@@ -435,14 +495,14 @@ impl<T> H2Wire<T> {
     }
 
     /// Ends the connection now (`GOAWAY`, then close), whatever is open.
-    pub fn abort(&mut self) {
+    fn abort(&mut self) {
         self.abrupt(Reason::NO_ERROR);
     }
 
     /// Answers 408 the requests not whole after `limit` (slow clients hold no stream
     /// forever), and resets the streams whose client has taken none of their answer for as
     /// long.
-    pub fn reset_stalled(&mut self, limit: Duration, date: &str) {
+    fn reset_stalled(&mut self, limit: Duration, date: &str) {
         let now = Instant::now();
         let (late, arriving) = std::mem::take(&mut self.incoming)
             .into_iter()
@@ -466,7 +526,15 @@ impl<T> H2Wire<T> {
     /// connection's record of it.
     pub fn bind(&mut self, seq: u64, slot: T) {
         if let Some(respond) = self.unbound.pop_front() {
-            self.bound.insert(seq, Bound { respond, slot });
+            let reset = false;
+            self.bound.insert(
+                seq,
+                Bound {
+                    respond,
+                    slot,
+                    reset,
+                },
+            );
         }
     }
 
@@ -490,6 +558,7 @@ impl<T> H2Wire<T> {
     ) -> u64 {
         // The answer schedules the codec: let this turn's drive take it.
         self.wake.begin();
+        self.progress = Instant::now();
         if response.status == 503 && self.refusal == H2Refusal::RefusedStream {
             respond.send_reset(Reason::REFUSED_STREAM);
             return 0;
@@ -539,6 +608,7 @@ impl<T> H2Wire<T> {
                 self.start = Start::Refused;
             }
             self.poll_bodies(&mut cx, &mut arrived, date);
+            self.poll_bound(&mut cx);
             self.poll_sends(&mut cx);
             if self.wake.end() {
                 continue; // more to do before what was written is handed over
@@ -617,9 +687,9 @@ impl<T> H2Wire<T> {
             }
             match conn.poll_accept(cx) {
                 Poll::Ready(Some(Ok((request, mut respond)))) => {
-                    let reset = respond.poll_reset(cx).is_ready();
-                    abusive |= self.resets.count(reset);
-                    if reset {
+                    abusive |= self.resets.count(false);
+                    if respond.poll_reset(cx).is_ready() {
+                        abusive |= self.resets.count(true);
                         continue;
                     }
                     let (head, body) = request.into_parts();
@@ -675,9 +745,12 @@ impl<T> H2Wire<T> {
     /// Reads stream `i`'s body: ready once it has ended (`Err` if the stream failed).
     fn poll_body(&mut self, i: usize, cx: &mut Context<'_>) -> Poll<Result<(), ()>> {
         let max_body = self.limits.max_body_bytes;
+        // Over the budget, only the oldest stream's window is opened: one always completes
+        // (and frees its part), so that the streams cannot all wait for each other.
+        let may_release = |held: usize| held < BODY_BUDGET || i == 0;
         let incoming = &mut self.incoming[i];
         // Window held back while the connection held too much: give it back if it can.
-        if incoming.unreleased > 0 && self.body_bytes < BODY_BUDGET {
+        if incoming.unreleased > 0 && may_release(self.body_bytes) {
             let n = std::mem::take(&mut incoming.unreleased);
             let _ = incoming.body.flow_control().release_capacity(n);
         }
@@ -696,7 +769,7 @@ impl<T> H2Wire<T> {
                     }
                     incoming.read.extend_from_slice(&chunk);
                     self.body_bytes += n;
-                    if self.body_bytes < BODY_BUDGET {
+                    if may_release(self.body_bytes) {
                         let _ = incoming.body.flow_control().release_capacity(n);
                     } else {
                         incoming.unreleased += n;
@@ -722,6 +795,11 @@ impl<T> H2Wire<T> {
             true => Err(Response::error(413)),
             false => request(head, read, &self.limits),
         };
+        self.progress = Instant::now();
+        let refused = match (&self.refusing, refused) {
+            (Some(refusal), Ok(_)) => Err(refusal.clone()),
+            (_, refused) => refused,
+        };
         match refused {
             Ok(request) => {
                 self.unbound.push_back(respond);
@@ -738,6 +816,20 @@ impl<T> H2Wire<T> {
         let answer = response_head(&response, date, length);
         if let Ok(mut stream) = respond.send_response(answer, false) {
             let _ = stream.send_data(Bytes::from(response.body), true);
+        }
+    }
+
+    /// Counts the client's resets of streams handed to the connection.
+    fn poll_bound(&mut self, cx: &mut Context<'_>) {
+        let mut abusive = false;
+        for bound in self.bound.values_mut() {
+            if !bound.reset && bound.respond.poll_reset(cx).is_ready() {
+                bound.reset = true;
+                abusive |= self.resets.count(true);
+            }
+        }
+        if abusive {
+            self.calm();
         }
     }
 
@@ -800,6 +892,8 @@ impl<T> H2Wire<T> {
     fn abrupt(&mut self, reason: Reason) {
         if let Phase::Serving(conn) = &mut self.phase {
             conn.abrupt_shutdown(reason);
+            // The GOAWAY is only queued: the codec must be polled again to write it.
+            Wake::wake_by_ref(&self.wake);
         }
     }
 }
