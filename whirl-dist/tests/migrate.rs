@@ -877,8 +877,22 @@ fn a_process_that_keeps_moving_keeps_every_senders_order() {
     // Rejected, to its bounce handler, or counted unrouted once the address that sent it is
     // gone) is not handled; everything else is, once each and in order.
     assert_eq!((deposits, in_order), (expected, true));
-    wait_for("one holder of the name, where it runs", || {
+    let views = || -> Vec<Vec<Pid>> {
         m.iter()
-            .all(|member| member.node.whereis_all("wanderer") == vec![now])
+            .map(|member| member.node.whereis_all("wanderer"))
+            .collect()
+    };
+    let converged = (0..6_000).any(|_| {
+        let converged = views().iter().all(|view| *view == vec![now]);
+        if !converged {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        converged
     });
+    let ids: Vec<_> = m.iter().map(|member| member.node.id()).collect();
+    assert!(
+        converged,
+        "one holder of the name, where it runs ({now}), on every node {ids:?}: the nodes see {:?}",
+        views()
+    );
 }
