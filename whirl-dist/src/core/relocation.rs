@@ -18,7 +18,7 @@ use rustc_hash::FxHashSet;
 use super::Core;
 use crate::moves::Relocating;
 use crate::wire::{self, Header};
-use crate::{NodeId, Pid};
+use crate::{DistError, NodeId, Pid};
 
 impl Core {
     /// Local process `local` now runs as `to` on another node: tell every peer; the names
@@ -127,20 +127,37 @@ impl Core {
     /// Registers the waiting names of local process `local`, off this thread. They stay in
     /// `unnamed` until they are in `tokens` (the lock is held across), so a move that starts
     /// meanwhile takes them from one or the other (`take_moving_parts`).
+    ///
+    /// A process being handed over to another node is no longer exported here (its local
+    /// instance ended), so its names cannot be registered here: they go back to `unnamed`,
+    /// where the move takes them with the process (dropping them lost the name for good when
+    /// a move began right after the names were freed).
     fn register_awaited(self: &Arc<Self>, local: u64) {
         self.defer(move |core| {
             let mut unnamed = core.unnamed.lock();
-            let Some((_, names)) = unnamed.remove(&local) else {
+            let Some((from, names)) = unnamed.remove(&local) else {
                 return;
             };
+            let moving = || core.moves.lock().is_moving(local);
             if !core.exports.read().contains_key(&local) {
+                if moving() {
+                    unnamed.insert(local, (from, names));
+                }
                 return;
             }
             let pid = Pid::new(core.id, local);
+            let mut leaving = Vec::new();
             for name in names {
-                if let Err(error) = core.register(&name, pid) {
-                    tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");
+                match core.register(&name, pid) {
+                    Ok(()) => {}
+                    Err(DistError::NotExported(_)) if moving() => leaving.push(name),
+                    Err(error) => {
+                        tracing::warn!(%name, %pid, %error, "a moved process's name could not be registered again");
+                    }
                 }
+            }
+            if !leaving.is_empty() {
+                unnamed.insert(local, (from, leaving));
             }
             drop(unnamed);
         });
