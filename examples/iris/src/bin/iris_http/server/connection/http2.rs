@@ -599,7 +599,7 @@ impl<T> H2Wire<T> {
         let waker = Waker::from(Arc::clone(&self.wake));
         let mut cx = Context::from_waker(&waker);
         let mut arrived = Vec::new();
-        for _ in 0..PASSES {
+        for pass in 0..PASSES {
             self.wake.begin();
             self.feed(&mut cx);
             self.poll_codec(&mut cx);
@@ -608,7 +608,11 @@ impl<T> H2Wire<T> {
                 self.start = Start::Refused;
             }
             self.poll_bodies(&mut cx, &mut arrived, date);
-            self.poll_bound(&mut cx);
+            if pass == 0 {
+                // Once a drive: a reset of a dispatched stream is only counted, and its
+                // waker brings the next drive.
+                self.poll_bound(&mut cx);
+            }
             self.poll_sends(&mut cx);
             if self.wake.end() {
                 continue; // more to do before what was written is handed over
