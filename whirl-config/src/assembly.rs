@@ -222,8 +222,8 @@ impl Assembly {
         })
     }
 
-    /// A runtime built from the `[runtime]` section (threads, budget and slow-turn threshold
-    /// of the default group; unset values keep the runtime's defaults).
+    /// A runtime built from the `[runtime]` section (its shared workers, and the budget and
+    /// slow-turn threshold of the default group; unset values keep the runtime's defaults).
     pub fn runtime(&self) -> Result<Runtime, ConfigError> {
         let r = &self.spec.runtime;
         let mut builder = Runtime::builder();
@@ -342,9 +342,27 @@ impl Assembly {
     ) -> Result<(Group, LiveGroup), ConfigError> {
         let g = spanned.get_ref();
         let mut builder = rt.group(name);
-        if let Some(threads) = &g.threads {
-            let t = threads.get_ref();
-            builder = builder.threads(t.min..=t.max);
+        match (&g.threads, &g.concurrency) {
+            (Some(_), Some(concurrency)) => {
+                return Err(self.invalid(
+                    concurrency.span(),
+                    format!(
+                        "group `{name}` has both `threads` (threads of its own) and                          `concurrency` (a limit on the shared workers): keep one"
+                    ),
+                ));
+            }
+            (Some(threads), None) => {
+                let t = threads.get_ref();
+                builder = builder.threads(t.min..=t.max);
+            }
+            (None, Some(concurrency)) => {
+                let c = concurrency.get_ref();
+                builder = builder.concurrency(c.min..=c.max);
+            }
+            (None, None) => {}
+        }
+        if let Some(share) = g.share {
+            builder = builder.share(share);
         }
         if let Some(budget) = g.budget {
             builder = builder.budget(budget);
@@ -599,6 +617,8 @@ impl Assembled {
             let (old, g) = (old.get_ref(), spanned.get_ref());
             let fixed = [
                 ("threads", old.threads != g.threads),
+                ("concurrency", old.concurrency != g.concurrency),
+                ("share", old.share != g.share),
                 (
                     "slow_turn_threshold",
                     old.slow_turn_threshold != g.slow_turn_threshold,

@@ -6,11 +6,12 @@
 //! # The file
 //!
 //! ```toml
-//! [runtime]                     # the default group
-//! threads = 2
+//! [runtime]
+//! threads = 2                   # the shared workers (default: one per core)
 //!
-//! [groups.web]
-//! threads = { min = 1, max = 4 }          # or a fixed count: threads = 2
+//! [groups.web]                  # on the shared workers: a scheduling domain
+//! concurrency = { min = 1, max = 4 }      # how many workers at once; or a fixed count
+//! share = 200                             # its weight against other groups (default 100)
 //! budget = 64                             # messages per turn
 //! slow_turn_threshold = "50ms"            # durations carry their unit: us, ms, s, m
 //! scheduler = { principal_priority = { quota = [[2, 4], [1, 2]] } }
@@ -21,7 +22,7 @@
 //! ] }
 //!
 //! [groups.batch]
-//! threads = 1
+//! threads = 1                             # a thread of its own (a dedicated group)
 //! scheduler = { cohort = { batch = 8 } }
 //! cpu_budget = { share = 0.25, period = "100ms" }
 //! predicate = { token_bucket = { rate = 500.0, depth = 50 } }

@@ -45,7 +45,13 @@ pub(crate) struct RuntimeSpec {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GroupSpec {
+    /// Threads of the group's own (a dedicated group).
     pub threads: Option<Spanned<Threads>>,
+    /// On the shared workers: how many may run the group's turns at once.
+    pub concurrency: Option<Spanned<Threads>>,
+    /// On the shared workers: the group's weight.
+    #[serde(default, deserialize_with = "at_least_one_share")]
+    pub share: Option<u32>,
     #[serde(default, deserialize_with = "at_least_one_message")]
     pub budget: Option<usize>,
     pub slow_turn_threshold: Option<Dur>,
@@ -61,6 +67,14 @@ pub(crate) struct GroupSpec {
 fn at_least_one_thread<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     match usize::deserialize(d)? {
         0 => Err(de::Error::custom("expected at least 1 thread, found 0")),
+        n => Ok(Some(n)),
+    }
+}
+
+/// `share = N`: a weight of at least 1 (0 would silently mean 1).
+fn at_least_one_share<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match u32::deserialize(d)? {
+        0 => Err(de::Error::custom("expected a share of at least 1, found 0")),
         n => Ok(Some(n)),
     }
 }

@@ -17,7 +17,7 @@
 //! | 10 | `net` | sockets as processes: `Acceptor`, `SocketConnection`, framing, TLS (feature `tls`) | `process`, `io` and below |
 //! | 10 | `routing` | routers (a pool of processes behind one address: strategies, restarts that keep the queue, resizing) and process groups (`pg`) | `process` and below |
 //! | 9 | `process` | the process model (`Process`, `Handles`, `Ctx`), inbox and mailbox, the turn, `Addr`, spawning | `group` and below |
-//! | 8 | `group` | groups: pools, workers, schedulers, the kernel (ids, registry, names, timers, dead letters), the controller thread | `io`, `admission`, `control` and below |
+//! | 8 | `group` | groups: the shared workers and dedicated pools, schedulers, the kernel (ids, registry, names, timers, dead letters), the controller thread | `io`, `admission`, `control` and below |
 //! | 7 | `io` | the socket poller (mio), feature `net` | `isolation` |
 //! | 6 | `admission` | message predicates: `Offer`, `Completion`, the library, combinators | `control`, `principal`, `lifecycle`, `time` |
 //! | 5 | `control` | counters, statistics, concurrency controllers | `principal`, `lifecycle`, `isolation` |

@@ -1,5 +1,6 @@
-//! AppBackplane scheduling: a group's CPU budget per integration period (workers wait when it
-//! is spent, virtual ticks when the rest of the runtime is idle, shutdown while waiting), and
+//! AppBackplane scheduling: a group's CPU budget per integration period, for a group with
+//! threads of its own and for one on the shared workers (workers wait, or pass the group over,
+//! when it is spent; virtual ticks when the rest of the runtime is idle, shutdown while waiting), and
 //! priority inheritance (a process runs at the highest priority among the principals of its
 //! queued messages).
 
@@ -64,14 +65,33 @@ fn cpu(group: &Group) -> whirl::control::CpuBudgetStats {
     group.stats().cpu_budget.expect("a budgeted group")
 }
 
-#[test]
-fn a_budgeted_group_gets_its_share_and_handles_every_message_after() {
-    let rt = Runtime::new();
+/// Where a test's groups run: a thread of their own each, or the runtime's shared workers.
+trait On {
+    fn on(self, shared: bool) -> Self;
+}
+
+impl On for whirl::GroupBuilder {
+    fn on(self, shared: bool) -> Self {
+        if shared {
+            self
+        } else {
+            self.threads(1)
+        }
+    }
+}
+
+/// A runtime with two shared workers (what the shared variants run on).
+fn runtime() -> Runtime {
+    Runtime::builder().threads(2).build().unwrap()
+}
+
+fn a_budgeted_group_gets_its_share_and_handles_every_message_after(shared: bool) {
+    let rt = runtime();
     // One message per turn, so that the budget is checked between messages.
-    let free = rt.group("free").threads(1).budget(1).build().unwrap();
+    let free = rt.group("free").on(shared).budget(1).build().unwrap();
     let capped = rt
         .group("capped")
-        .threads(1)
+        .on(shared)
         .budget(1)
         .cpu_budget(budget(0.25, 20).virtual_ticks(false))
         .build()
@@ -110,13 +130,12 @@ fn a_budgeted_group_gets_its_share_and_handles_every_message_after() {
     rt.shutdown_graceful();
 }
 
-#[test]
-fn a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle() {
-    let rt = Runtime::new();
-    let busy = rt.group("busy").threads(1).budget(1).build().unwrap();
+fn a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle(shared: bool) {
+    let rt = runtime();
+    let busy = rt.group("busy").on(shared).budget(1).build().unwrap();
     let capped = rt
         .group("capped")
-        .threads(1)
+        .on(shared)
         .budget(1)
         .cpu_budget(budget(0.1, 20))
         .build()
@@ -152,12 +171,11 @@ fn a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle()
     rt.shutdown_graceful();
 }
 
-#[test]
-fn a_lone_budgeted_group_is_re_armed_at_once() {
-    let rt = Runtime::new();
+fn a_lone_budgeted_group_is_re_armed_at_once(shared: bool) {
+    let rt = runtime();
     let capped = rt
         .group("alone")
-        .threads(1)
+        .on(shared)
         .budget(1)
         // 6 ms per minute: without virtual ticks, 50 ms of work would take minutes.
         .cpu_budget(budget(0.0001, 60_000))
@@ -176,12 +194,11 @@ fn a_lone_budgeted_group_is_re_armed_at_once() {
     rt.shutdown_graceful();
 }
 
-#[test]
-fn shutdown_does_not_wait_for_the_next_tick() {
-    let rt = Runtime::new();
+fn shutdown_does_not_wait_for_the_next_tick(shared: bool) {
+    let rt = runtime();
     let capped = rt
         .group("capped")
-        .threads(1)
+        .on(shared)
         .budget(1)
         .cpu_budget(budget(0.00001, 600_000).virtual_ticks(false))
         .build()
@@ -202,6 +219,46 @@ fn shutdown_does_not_wait_for_the_next_tick() {
     let c = capped.counts();
     assert_eq!(c.posted, c.handled + c.dead_lettered, "{c:?}");
     assert!(report.dead_lettered > 0, "{report:?}");
+}
+
+#[test]
+fn a_budgeted_group_gets_its_share_and_handles_every_message_after_with_own_threads() {
+    a_budgeted_group_gets_its_share_and_handles_every_message_after(false);
+}
+
+#[test]
+fn a_budgeted_group_gets_its_share_and_handles_every_message_after_on_shared_workers() {
+    a_budgeted_group_gets_its_share_and_handles_every_message_after(true);
+}
+
+#[test]
+fn a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle_with_own_threads() {
+    a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle(false);
+}
+
+#[test]
+fn a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle_on_shared_workers() {
+    a_virtual_tick_re_arms_the_budget_only_when_the_rest_of_the_runtime_is_idle(true);
+}
+
+#[test]
+fn a_lone_budgeted_group_is_re_armed_at_once_with_own_threads() {
+    a_lone_budgeted_group_is_re_armed_at_once(false);
+}
+
+#[test]
+fn a_lone_budgeted_group_is_re_armed_at_once_on_shared_workers() {
+    a_lone_budgeted_group_is_re_armed_at_once(true);
+}
+
+#[test]
+fn shutdown_does_not_wait_for_the_next_tick_with_own_threads() {
+    shutdown_does_not_wait_for_the_next_tick(false);
+}
+
+#[test]
+fn shutdown_does_not_wait_for_the_next_tick_on_shared_workers() {
+    shutdown_does_not_wait_for_the_next_tick(true);
 }
 
 #[derive(Message)]

@@ -121,7 +121,7 @@ fn an_edited_file_is_applied_while_serving() {
             "cost_budget = { budget = 64 }",
             "cost_budget = { budget = 32 }",
         )
-        .replace("[groups.db]\nthreads = 1", "[groups.db]\nthreads = 2");
+        .replace("[groups.db]\n", "[groups.db]\nconcurrency = 1\n");
     assert_ne!(edited, shipped);
     std::fs::write(&path, edited).expect("edited");
     let mut seen = Vec::new();
@@ -131,7 +131,7 @@ fn an_edited_file_is_applied_while_serving() {
         .any(|l: &String| l.contains("applied groups.files.predicate.inner.all[1].budget"))
         && seen
             .iter()
-            .any(|l| l.contains("groups.db.threads") && l.contains("needs a restart")))
+            .any(|l| l.contains("groups.db.concurrency") && l.contains("needs a restart")))
     {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         match rx.recv_timeout(left) {
@@ -148,7 +148,7 @@ fn an_edited_file_is_applied_while_serving() {
     );
     assert!(
         seen.iter()
-            .any(|l| l.contains("live.toml:") && l.contains("groups.db.threads")),
+            .any(|l| l.contains("live.toml:") && l.contains("groups.db.concurrency")),
         "{seen:?}"
     );
 }

@@ -1,7 +1,7 @@
 //! Groups as users see them: a [`Group`] handle, and the [`GroupBuilder`] that creates one
 //! (its pool, scheduler, predicate and controllers) and registers it with the runtime.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use super::cpu_budget::{CpuBudget, CpuGovernor};
 use super::idle::Idle;
 use super::pool::{Pool, ThreadRange};
 use super::scheduler::Scheduler;
-use super::shared::{GroupShared, Kernel, DEFAULT_BUDGET};
+use super::shared::{Domain, GroupShared, Kernel, DEFAULT_BUDGET};
 use super::watchdog::{Watchdog, DEFAULT_SLOW_TURN_THRESHOLD};
 use crate::admission::MessagePredicate;
 use crate::control::{
@@ -46,12 +46,19 @@ impl Group {
         self.shared.counters.snapshot()
     }
 
-    /// Number of worker threads now.
+    /// Number of worker threads now: for a group on the shared workers, its concurrency
+    /// limit (how many of them may run its turns at once).
     pub fn threads(&self) -> usize {
         self.shared.pool.live()
     }
 
-    /// The range the thread count may move in.
+    /// Whether the group owns its threads ([`GroupBuilder::threads`]) rather than running on
+    /// the runtime's shared workers.
+    pub fn is_dedicated(&self) -> bool {
+        self.shared.domain.is_none()
+    }
+
+    /// The range the thread count (or, on shared workers, the concurrency limit) may move in.
     pub fn thread_range(&self) -> ThreadRange {
         self.shared.pool.range
     }
@@ -99,6 +106,9 @@ pub struct GroupBuilder {
     kernel: Arc<Kernel>,
     name: String,
     threads: ThreadRange,
+    /// Whether the group owns its threads (`threads` was called).
+    dedicated: bool,
+    share: u64,
     budget: usize,
     lifo_slot: bool,
     scheduler: Option<Box<dyn Scheduler>>,
@@ -114,11 +124,16 @@ impl GroupBuilder {
     /// ([`slow_turn_threshold`](Self::slow_turn_threshold)): 100 ms.
     pub const DEFAULT_SLOW_TURN_THRESHOLD: Duration = DEFAULT_SLOW_TURN_THRESHOLD;
 
+    /// The weight of a group that does not set one ([`share`](Self::share)).
+    pub const DEFAULT_SHARE: u32 = super::workers::DEFAULT_SHARE as u32;
+
     pub(crate) fn new(kernel: Arc<Kernel>, name: String) -> Self {
         GroupBuilder {
+            threads: ThreadRange::from(kernel.worker_count),
             kernel,
             name,
-            threads: ThreadRange::from(super::pool::default_threads()),
+            dedicated: false,
+            share: super::workers::DEFAULT_SHARE,
             budget: DEFAULT_BUDGET,
             lifo_slot: true,
             scheduler: None,
@@ -130,12 +145,41 @@ impl GroupBuilder {
         }
     }
 
-    /// Number of worker threads: a number (at least 1), or a range such as `1..=8` for a
+    /// Gives the group threads of its own (a *dedicated* group), instead of running it on the
+    /// runtime's shared workers: a number (at least 1), or a range such as `1..=8` for a
     /// [thread controller](Self::controller) to move in (the group starts at the minimum).
-    /// Defaults to the number of cores. With a range and no controller, the group gets
-    /// [`AdaptiveConcurrency`], the paper's default.
+    /// With a range and no controller, the group gets [`AdaptiveConcurrency`], the paper's
+    /// default.
+    ///
+    /// Own threads are for work that must not share them: handlers that block (sleep, wait on
+    /// a lock or on blocking I/O), or a group that must be isolated from everything else.
+    /// Crossing into or out of a dedicated group costs a thread wake-up per message that
+    /// finds its process idle; crossing between groups on the shared workers does not.
     pub fn threads(mut self, threads: impl Into<ThreadRange>) -> Self {
         self.threads = threads.into();
+        self.dedicated = true;
+        self
+    }
+
+    /// Keeps the group on the runtime's shared workers (the default) and limits how many of
+    /// them may run its turns at once: a number (at least 1), or a range for a
+    /// [thread controller](Self::controller) to move in (starting at the minimum; with no
+    /// controller, [`AdaptiveConcurrency`]). Defaults to every shared worker. Undoes
+    /// [`threads`](Self::threads).
+    pub fn concurrency(mut self, limit: impl Into<ThreadRange>) -> Self {
+        self.threads = limit.into();
+        self.dedicated = false;
+        self
+    }
+
+    /// The group's weight on the shared workers (at least 1; default
+    /// [`DEFAULT_SHARE`](Self::DEFAULT_SHARE), 100). When several groups have work, the workers
+    /// divide their time among them in proportion to their shares (weighted fair queuing, as
+    /// Seastar's scheduling groups share a core): a group of share 200 gets twice the handling
+    /// time of one of share 100. An idle group's unused time is not banked. Ignored by a
+    /// dedicated group.
+    pub fn share(mut self, share: u32) -> Self {
+        self.share = u64::from(share.max(1));
         self
     }
 
@@ -234,7 +278,8 @@ impl GroupBuilder {
         self
     }
 
-    /// Creates the group and starts its workers.
+    /// Creates the group: on the runtime's shared workers (started with the first such group),
+    /// or with its own threads, started now.
     ///
     /// Group names are unique within a runtime (a process's
     /// [`Process::GROUP`](crate::Process::GROUP) names one group): a second group with a name
@@ -254,6 +299,27 @@ impl GroupBuilder {
                 .push(Box::new(AdaptiveConcurrency::default()));
         }
         let grows = !self.threads.is_fixed() && has_thread_controller(&self.controllers);
+        let domain = if self.dedicated || self.kernel.stepped {
+            None
+        } else {
+            let workers = self
+                .kernel
+                .shared_workers()
+                .map_err(|_| GroupError::StartWorkers {
+                    name: self.name.clone(),
+                    started: 0,
+                    wanted: self.kernel.worker_count,
+                })?;
+            let index = workers.reserve();
+            let vclock = workers.vclock.load(std::sync::atomic::Ordering::Relaxed);
+            Some(Domain {
+                workers,
+                index,
+                share: self.share,
+                vtime: AtomicU64::new(vclock),
+                running: AtomicUsize::new(0),
+            })
+        };
         let shared = Arc::new(GroupShared {
             name: self.name,
             kernel: Arc::clone(&self.kernel),
@@ -276,7 +342,11 @@ impl GroupBuilder {
             shares_state: self.shares_state.map(super::fate::SharedFate::new),
             stopped: AtomicBool::new(false),
             cpu_budget: self.cpu_budget.map(|b| Box::new(CpuGovernor::new(b))),
+            domain,
         });
+        if let Some(domain) = &shared.domain {
+            shared.pool.shared_slots(domain.workers.count);
+        }
         shared.resize(self.threads.min());
         if !shared.kernel.stepped && shared.pool.live() < self.threads.min() {
             let name = shared.name.clone();
@@ -292,6 +362,9 @@ impl GroupBuilder {
             let name = shared.name.clone();
             join_all(shared.stop());
             return Err(GroupError::NameTaken { name });
+        }
+        if let Some(domain) = &shared.domain {
+            domain.workers.attach(domain.index, Arc::clone(&shared));
         }
         let has_controllers = !shared.controllers.lock().is_empty();
         if has_controllers || shared.watchdog.threshold().is_some() {

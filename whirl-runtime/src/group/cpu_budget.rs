@@ -16,6 +16,10 @@
 //! way). Waiting workers look for that every twentieth of a period (between 1 and 10 ms);
 //! [`CpuBudget::virtual_ticks`] turns it off, making the budget a hard cap.
 //!
+//! On the runtime's shared workers a worker never waits for a group's budget: it runs other
+//! groups' turns, passing the spent group over until its next tick or a virtual tick; each
+//! such spell counts as one throttling, and its length as time throttled.
+//!
 //! Shutdown wakes waiting workers at once, and a stopped group ignores its budget, so a
 //! shutdown never waits for a tick. A kill request to a process of a waiting group takes
 //! effect when the process next runs, at the latest at the next tick.
@@ -169,6 +173,9 @@ pub(crate) struct CpuGovernor {
     throttled_nanos: AtomicU64,
     /// Workers waiting now.
     waiting: AtomicUsize,
+    /// On shared workers: when the group was first passed over for its budget (nanoseconds
+    /// since `epoch`, plus one), 0 while it is not.
+    held_since: AtomicU64,
     lock: Mutex<()>,
     tick: Condvar,
 }
@@ -188,6 +195,7 @@ impl CpuGovernor {
             throttled: AtomicU64::new(0),
             throttled_nanos: AtomicU64::new(0),
             waiting: AtomicUsize::new(0),
+            held_since: AtomicU64::new(0),
             lock: Mutex::new(()),
             tick: Condvar::new(),
         }
@@ -240,22 +248,14 @@ impl CpuGovernor {
         let start = Instant::now();
         self.throttled.fetch_add(1, Relaxed);
         self.waiting.fetch_add(1, AcqRel);
-        let poll =
-            (self.budget.period / 20).clamp(Duration::from_millis(1), Duration::from_millis(10));
+        let poll = self.poll();
         loop {
             let now = Instant::now();
             if stopped() || !self.exhausted(now) {
                 break;
             }
             if self.budget.virtual_ticks && others_idle() {
-                let spent = self.spent.load(Acquire);
-                if spent >= self.allowance
-                    && self
-                        .spent
-                        .compare_exchange(spent, 0, AcqRel, Relaxed)
-                        .is_ok()
-                {
-                    self.virtual_ticks.fetch_add(1, Relaxed);
+                if self.virtual_tick(&others_idle) {
                     self.wake_all();
                 }
                 continue;
@@ -273,6 +273,70 @@ impl CpuGovernor {
         self.waiting.fetch_sub(1, AcqRel);
         let waited = start.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
         self.throttled_nanos.fetch_add(waited, Relaxed);
+    }
+
+    /// On shared workers: the group has work but its budget is spent, so a worker passes it
+    /// over. The first pass-over of a spell counts one throttling (the spell's length is added
+    /// when the group runs again: [`CpuGovernor::resumed`]). Says how long until a worker
+    /// should look again: the next tick, or sooner to check for a virtual tick.
+    pub(crate) fn passed_over(&self, now: Instant) -> Duration {
+        let index = self.period_index.load(Acquire);
+        let next_tick =
+            self.epoch + Duration::from_nanos(index.saturating_add(1).saturating_mul(self.period));
+        let since = now.saturating_duration_since(self.epoch).as_nanos() as u64 + 1;
+        if self.held_since.load(Relaxed) == 0
+            && self
+                .held_since
+                .compare_exchange(0, since, AcqRel, Relaxed)
+                .is_ok()
+        {
+            self.throttled.fetch_add(1, Relaxed);
+        }
+        next_tick.saturating_duration_since(now).min(self.poll())
+    }
+
+    /// On shared workers: a turn of the group is about to run; ends a spell of being passed
+    /// over, if one was going on, adding its length to the time throttled.
+    #[inline]
+    pub(crate) fn resumed(&self, now: Instant) {
+        if self.held_since.load(Relaxed) == 0 {
+            return;
+        }
+        let since = self.held_since.swap(0, AcqRel);
+        if since != 0 {
+            let at = now.saturating_duration_since(self.epoch).as_nanos() as u64 + 1;
+            self.throttled_nanos
+                .fetch_add(at.saturating_sub(since), Relaxed);
+        }
+    }
+
+    /// Re-arms a spent allowance at once, if virtual ticks are on and `others_idle` says the
+    /// rest of the runtime leaves the CPU idle; returns whether it did.
+    pub(crate) fn virtual_tick(&self, others_idle: impl Fn() -> bool) -> bool {
+        if !self.budget.virtual_ticks || !others_idle() {
+            return false;
+        }
+        let spent = self.spent.load(Acquire);
+        let rearmed = spent >= self.allowance
+            && self
+                .spent
+                .compare_exchange(spent, 0, AcqRel, Relaxed)
+                .is_ok();
+        if rearmed {
+            self.virtual_ticks.fetch_add(1, Relaxed);
+        }
+        rearmed
+    }
+
+    /// How often a waiting worker looks for a virtual tick: a twentieth of a period, between
+    /// 1 and 10 ms.
+    fn poll(&self) -> Duration {
+        (self.budget.period / 20).clamp(Duration::from_millis(1), Duration::from_millis(10))
+    }
+
+    /// Whether the allowance is spent (without starting a new period).
+    pub(crate) fn is_spent(&self) -> bool {
+        self.spent.load(Acquire) >= self.allowance
     }
 
     /// Wakes every waiting worker (shutdown, a virtual tick).

@@ -152,7 +152,7 @@ impl Idle {
     }
 
     /// Takes `index` off the sleeper list if it is still there, making it a searcher again.
-    fn unregister(&self, index: usize) -> bool {
+    pub(crate) fn unregister(&self, index: usize) -> bool {
         let mut sleepers = lock(&self.sleepers);
         match sleepers.iter().position(|&i| i == index) {
             Some(pos) => {

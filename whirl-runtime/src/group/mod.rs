@@ -1,4 +1,5 @@
-//! Groups: sets of processes sharing a worker pool, a run budget, a message predicate and
+//! Groups: sets of processes sharing a scheduling domain (on the runtime's shared workers, or
+//! on threads of their own), a run budget, a message predicate and
 //! optionally a scheduler — the paper's unit of resource control — and the runtime-wide
 //! tables they share.
 //!
@@ -21,7 +22,10 @@
 //!   `Runtime::process_info`).
 //! * `cpu_budget.rs`: a group's CPU budget per integration period, and the governor that
 //!   makes its workers wait when it is spent.
-//! * `worker.rs`: the worker loop, and where a scheduled task goes.
+//! * `worker.rs`: a dedicated group's worker loop, and where a scheduled task goes.
+//! * `workers.rs`: the runtime's shared workers, on which every group that does not own
+//!   threads is a scheduling domain (weighted fair queuing across groups, the LIFO slot
+//!   across groups).
 //! * `controllers.rs`: how a group runs its concurrency controllers and its watchdog on the
 //!   controller thread's ticks.
 //! * `observe.rs`: completion reports for predicates that learn.
@@ -57,6 +61,7 @@ mod stage;
 mod task;
 mod watchdog;
 mod worker;
+mod workers;
 
 pub use builder::{Group, GroupBuilder, GroupError};
 pub use cpu_budget::{CpuBudget, CpuBudgetError};

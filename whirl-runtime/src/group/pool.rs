@@ -163,6 +163,29 @@ impl Pool {
         (slots.len() - 1, slot)
     }
 
+    /// A group on shared workers: `workers` slots, one per shared worker (what each runs of
+    /// this group, and its statistics), every one idle from now.
+    pub(crate) fn shared_slots(&self, workers: usize) -> Vec<Arc<Slot>> {
+        let since = now().as_nanos() as u64 + 1;
+        (0..workers)
+            .map(|_| {
+                let (_, slot) = self.occupy();
+                slot.stats.idle_since.store(since, Relaxed);
+                slot
+            })
+            .collect()
+    }
+
+    /// A group on shared workers: sets its concurrency limit (clamped to the range), which
+    /// is both its target and its live count, as no thread is started or retired. Returns
+    /// the limit.
+    pub(crate) fn set_limit(&self, limit: usize) -> usize {
+        let limit = self.range.clamp(limit);
+        self.target.store(limit, Relaxed);
+        self.live.store(limit, Relaxed);
+        limit
+    }
+
     /// The slot whose statistics a stepped runtime's turns record into: the first.
     pub(crate) fn stepping_slot(&self) -> Arc<Slot> {
         if let Some(slot) = self.slots.read().first() {

@@ -5,11 +5,14 @@
 //! socket poller). They are one module because each holds the other: a group reaches its
 //! runtime's tables, and the runtime lists its groups.
 //!
-//! Scheduling within a group is work-stealing on crossbeam-deque: each worker has a local FIFO
-//! queue (bounded: beyond [`LOCAL_QUEUE_CAP`] tasks overflow to the group's injector) and an
-//! optional LIFO slot for the process most recently woken by a handler on that worker, which
-//! keeps request/response pairs on one core. Tasks posted from outside the group go to the
-//! injector. Idle workers steal, then sleep (`idle.rs`).
+//! A group runs either on the runtime's shared workers ([`Workers`]: the default, where the group
+//! is a scheduling domain with its own ready queue, a [`Domain`] place and a weight) or on
+//! threads of its own (a *dedicated* group). A dedicated group's scheduling is work-stealing on
+//! crossbeam-deque: each worker has a local FIFO queue (bounded: beyond [`LOCAL_QUEUE_CAP`]
+//! tasks overflow to the group's injector) and an optional LIFO slot for the process most
+//! recently woken by a handler on that worker, which keeps request/response pairs on one core.
+//! Tasks posted from outside the group go to the injector. Idle workers steal, then sleep
+//! (`idle.rs`). How shared workers choose among groups is `workers.rs`.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -85,9 +88,55 @@ pub(crate) struct GroupShared {
     pub(super) stopped: AtomicBool,
     /// The group's CPU budget, if it has one (`cpu_budget.rs`).
     pub(crate) cpu_budget: Option<Box<super::cpu_budget::CpuGovernor>>,
+    /// `Some` for a group on the runtime's shared workers; `None` for a dedicated group (or
+    /// any group of a stepped runtime).
+    pub(crate) domain: Option<Domain>,
+}
+
+/// A group's place on the runtime's shared workers: which of their scheduling domains it is,
+/// its weight, and what weighted fair queuing keeps for it (`workers.rs`).
+pub(crate) struct Domain {
+    pub(crate) workers: Arc<Workers>,
+    /// The group's index in `Workers::domains`.
+    pub(crate) index: usize,
+    /// Its weight against the other groups (`GroupBuilder::share`).
+    pub(crate) share: u64,
+    /// Virtual time: the handling time its turns took, scaled by `DEFAULT_SHARE / share`
+    /// (nanoseconds for a group of the default share).
+    pub(crate) vtime: AtomicU64,
+    /// Shared workers running a turn of the group now (bounded by the pool's target: the
+    /// group's concurrency limit).
+    pub(crate) running: AtomicUsize,
+}
+
+/// The runtime's shared workers: one thread per core unless configured, running the turns of
+/// every group that does not own threads (`workers.rs` is their behaviour).
+pub(crate) struct Workers {
+    /// How many threads.
+    pub(crate) count: usize,
+    /// The groups on these workers, by [`Domain::index`]; `None` once a group stopped.
+    pub(crate) domains: RwLock<Vec<Option<Arc<GroupShared>>>>,
+    /// Bumped whenever `domains` changes, so a worker knows to refresh its copy.
+    pub(crate) generation: AtomicUsize,
+    pub(crate) idle: Idle,
+    /// The virtual time of the last group chosen: a group that was idle starts again from
+    /// here, so idleness banks no credit.
+    pub(crate) vclock: AtomicU64,
+    pub(crate) stopped: AtomicBool,
+    pub(crate) handles: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl GroupShared {
+    /// Wakes a worker that may run this group's tasks, after one was queued where any of
+    /// them can take it.
+    #[inline]
+    pub(crate) fn notify_one(&self) {
+        match &self.domain {
+            Some(domain) => domain.workers.idle.notify_one(),
+            None => self.idle.notify_one(),
+        }
+    }
+
     #[inline]
     pub(crate) fn budget(&self) -> usize {
         self.budget.load(Ordering::Relaxed)
@@ -144,7 +193,7 @@ impl GroupShared {
             return;
         }
         scheduler.push(Ready::new(task, yielded));
-        self.idle.notify_one();
+        self.notify_one();
     }
 
     pub(crate) fn push_remote(&self, task: Task) {
@@ -156,13 +205,16 @@ impl GroupShared {
             return;
         }
         self.injector.push(task);
-        self.idle.notify_one();
+        self.notify_one();
     }
 
     /// Whether any queue a worker can take from holds work.
     pub(crate) fn has_visible_work(&self) -> bool {
         if let Some(scheduler) = &self.scheduler {
             return !scheduler.is_empty();
+        }
+        if self.domain.is_some() {
+            return !self.injector.is_empty();
         }
         !self.injector.is_empty() || self.stealers.read().iter().flatten().any(|s| !s.is_empty())
     }
@@ -172,6 +224,9 @@ impl GroupShared {
     pub(crate) fn stop(&self) -> Vec<JoinHandle<()>> {
         self.stopped.store(true, Ordering::Release);
         self.idle.notify_all();
+        if let Some(domain) = &self.domain {
+            domain.workers.detach(domain.index);
+        }
         if let Some(cpu) = &self.cpu_budget {
             cpu.wake_all();
         }
@@ -310,6 +365,10 @@ pub(crate) struct Kernel {
     /// Per-runtime tables of the layers above, one per type, made on first use
     /// ([`Kernel::extension`]): e.g. the process groups of `routing/pg.rs`.
     extensions: Mutex<Vec<Arc<dyn std::any::Any + Send + Sync>>>,
+    /// How many shared workers to start (`RuntimeBuilder::threads`).
+    pub(crate) worker_count: usize,
+    /// The shared workers, started with the first group that runs on them.
+    pub(crate) workers: Mutex<Option<Arc<Workers>>>,
 }
 
 impl Kernel {
@@ -318,8 +377,11 @@ impl Kernel {
         dead_letters: DeadLetterSink,
         ask_timeout: Option<Duration>,
         stepped: bool,
+        worker_count: usize,
     ) -> Self {
         Kernel {
+            worker_count: worker_count.max(1),
+            workers: Mutex::new(None),
             ask_timeout,
             stepped,
             groups: Mutex::new(Vec::new()),

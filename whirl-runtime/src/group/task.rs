@@ -140,6 +140,39 @@ impl Recorder {
         }
     }
 
+    /// Publishes what the turns recorded to the slot, if anything is new.
+    pub(crate) fn publish(&self) {
+        if let Ok(mut stats) = self.stats.try_borrow_mut() {
+            if stats.is_dirty() {
+                stats.publish(&self.slot.stats, now());
+            }
+        }
+    }
+
+    /// Marks the start of an idle spell of the slot's worker (for this slot's group),
+    /// publishing what the last turns recorded.
+    pub(crate) fn begin_idle(&self) {
+        self.publish();
+        let since = now().as_nanos() as u64;
+        self.slot
+            .stats
+            .idle_since
+            .store(since + 1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Ends the idle spell [`Recorder::begin_idle`] began, adding it to the slot's idle time.
+    pub(crate) fn end_idle(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stats = &self.slot.stats;
+        let since = stats.idle_since.swap(0, Relaxed);
+        if since != 0 {
+            let now = now().as_nanos() as u64;
+            stats
+                .idle_nanos
+                .fetch_add(now.saturating_sub(since - 1), Relaxed);
+        }
+    }
+
     /// Where a turn publishes the process and message it is running.
     #[inline]
     pub(crate) fn probe(&self) -> &TurnProbe {

@@ -1,11 +1,10 @@
-//! A worker thread's run loop: take a ready process, run one turn of it, repeat; steal when
+//! A dedicated group's worker thread's run loop: take a ready process, run one turn of it, repeat; steal when
 //! out of local work; sleep when there is none anywhere. Also where a group's tasks go
 //! ([`GroupShared::schedule`]): to the current worker's LIFO slot or queue, a scheduler, or the
 //! injector; and how the pool's workers are started ([`GroupShared::resize`]).
 
 use std::cell::Cell;
 use std::ptr;
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,7 +13,7 @@ use crossbeam_deque::{Steal, Stealer, Worker};
 use super::cpu_budget::CpuGovernor;
 use super::idle::SleepDecision;
 use super::park::{Parker, Unparker};
-use super::pool::{now, Slot};
+use super::pool::Slot;
 use super::probe::Running;
 use super::scheduler::{Scheduler, TurnReport};
 use super::shared::{GroupShared, LOCAL_QUEUE_CAP};
@@ -40,7 +39,7 @@ thread_local! {
 
 /// Whether the calling thread is a whirl worker (that is, we are inside a handler).
 pub(crate) fn on_worker_thread() -> bool {
-    CURRENT.with(|c| !c.get().is_null())
+    CURRENT.with(|c| !c.get().is_null()) || super::workers::on_shared_worker()
 }
 
 /// What the calling thread's worker is running, if the caller is a worker inside a turn: for
@@ -49,7 +48,7 @@ pub(crate) fn current_turn() -> Option<(Running, String)> {
     CURRENT.with(|c| {
         let current = c.get();
         if current.is_null() {
-            return None;
+            return super::workers::current_turn();
         }
         // SAFETY: `CURRENT` is non-null only while `WorkerThread::run` is executing on this
         // thread, and it points at that function's own `self`, which outlives the call
@@ -92,6 +91,9 @@ pub(crate) fn may_linger(group: &Arc<GroupShared>) -> bool {
     if group.scheduler.is_some() || group.is_stopped() {
         return false;
     }
+    if let Some(domain) = &group.domain {
+        return super::workers::may_linger(group, domain);
+    }
     CURRENT.with(|c| {
         let current = c.get();
         if current.is_null() {
@@ -116,6 +118,8 @@ impl GroupShared {
     pub(crate) fn schedule(self: &Arc<Self>, task: Task) {
         if let Some(scheduler) = &self.scheduler {
             self.push_scheduled(scheduler.as_ref(), task, false);
+        } else if let Some(domain) = &self.domain {
+            self.schedule_shared(domain, task, true);
         } else if let Err(task) = schedule_on_current_worker(self, task, true) {
             self.push_remote(task);
         }
@@ -125,6 +129,8 @@ impl GroupShared {
     pub(crate) fn yield_now(self: &Arc<Self>, task: Task) {
         if let Some(scheduler) = &self.scheduler {
             self.push_scheduled(scheduler.as_ref(), task, true);
+        } else if let Some(domain) = &self.domain {
+            self.schedule_shared(domain, task, false);
         } else if let Err(task) = schedule_on_current_worker(self, task, false) {
             self.push_remote(task);
         }
@@ -137,6 +143,12 @@ impl GroupShared {
             // Turns run on the caller's thread (`GroupShared::run_stepped`).
             self.update_admission();
             return self.pool.range.min();
+        }
+        if self.domain.is_some() {
+            // On shared workers the size is a concurrency limit: no thread to start.
+            let limit = self.pool.set_limit(threads);
+            self.update_admission();
+            return limit;
         }
         let target = self.pool.resize(
             threads,
@@ -370,7 +382,10 @@ impl WorkerThread {
             return;
         }
         self.begin_idle();
-        cpu.wait(|| self.group.is_stopped(), || others_idle(&self.group));
+        cpu.wait(
+            || self.group.is_stopped(),
+            || super::workers::others_idle(&self.group),
+        );
         self.end_idle();
     }
 
@@ -386,10 +401,7 @@ impl WorkerThread {
     }
 
     fn publish_stats(&self) {
-        let mut stats = self.recorder.stats.borrow_mut();
-        if stats.is_dirty() {
-            stats.publish(&self.recorder.slot.stats, now());
-        }
+        self.recorder.publish();
     }
 
     /// Leaves the pool: queued processes go to the injector for the others, the slot is
@@ -572,34 +584,10 @@ impl WorkerThread {
 
     /// Marks the start of an idle spell (publishing what the last turns recorded).
     fn begin_idle(&self) {
-        self.publish_stats();
-        let since = now().as_nanos() as u64;
-        self.recorder
-            .slot
-            .stats
-            .idle_since
-            .store(since + 1, Relaxed);
+        self.recorder.begin_idle();
     }
 
     fn end_idle(&self) {
-        let stats = &self.recorder.slot.stats;
-        let since = stats.idle_since.swap(0, Relaxed);
-        if since != 0 {
-            let now = now().as_nanos() as u64;
-            stats
-                .idle_nanos
-                .fetch_add(now.saturating_sub(since - 1), Relaxed);
-        }
+        self.recorder.end_idle();
     }
-}
-
-/// Whether every group of `group`'s runtime other than `group` leaves the CPU idle: no message
-/// queued, nothing on a run queue and no turn running — or waiting on its own CPU budget.
-fn others_idle(group: &Arc<GroupShared>) -> bool {
-    group.kernel.groups().iter().all(|other| {
-        Arc::ptr_eq(other, group)
-            || other.is_stopped()
-            || other.cpu_budget.as_ref().is_some_and(|c| c.is_waiting())
-            || !other.is_busy()
-    })
 }

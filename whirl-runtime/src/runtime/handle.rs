@@ -46,7 +46,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Worker threads of the default group (default: the number of cores).
+    /// The runtime's shared workers (default: one per core): the threads every group runs on
+    /// unless it owns threads ([`GroupBuilder::threads`]), the default group among them.
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);
         self
@@ -108,9 +109,9 @@ impl RuntimeBuilder {
             self.dead_letters,
             self.ask_timeout,
             self.stepped,
+            self.threads,
         ));
         let default_group = GroupBuilder::new(Arc::clone(&kernel), "default".into())
-            .threads(self.threads)
             .budget(self.budget)
             .lifo_slot(self.lifo_slot)
             .slow_turn_threshold(self.slow_turn_threshold)
@@ -560,7 +561,10 @@ impl Runtime {
     /// shutdown cannot hang.
     fn stop_workers(&self, patience: Duration) {
         let groups = self.kernel.take_groups();
-        let handles: Vec<JoinHandle<()>> = groups.iter().flat_map(|g| g.stop()).collect();
+        let mut handles: Vec<JoinHandle<()>> = groups.iter().flat_map(|g| g.stop()).collect();
+        if let Some(workers) = self.kernel.take_workers() {
+            handles.extend(workers.stop());
+        }
         let deadline = Instant::now() + patience;
         for handle in handles {
             while !handle.is_finished() && Instant::now() < deadline {

@@ -4,10 +4,10 @@
 //! one, or half received) is answered 503 with `Retry-After` and `Connection: close`. No
 //! connection is closed while it waits for an answer it does not get.
 //!
-//! A slow request is a resource lookup with simulated work (`Options::work`) spun on the
-//! resources group's one thread, admission control off (so that slowness is not shed);
-//! `Options::drain_grace` is long unless a test is about it, so that a keep-alive connection
-//! the test means to use is not closed for being quiet first.
+//! A slow request is a resource lookup with simulated work (`Options::work`) spun by the
+//! resources group's one handler at a time (`concurrency = 1`), admission control off (so
+//! that slowness is not shed); `Options::drain_grace` is long unless a test is about it, so
+//! that a keep-alive connection the test means to use is not closed for being quiet first.
 
 use std::net::TcpStream;
 

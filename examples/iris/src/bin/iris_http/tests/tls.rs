@@ -387,9 +387,9 @@ fn stalled_hello(certificate: &Certificate, addr: SocketAddr) -> (TcpStream, Fat
 /// The shipped `iris.toml` with the sockets group's predicate replaced by a token bucket
 /// admitting `depth` handshakes at once and then one a second.
 fn handshake_bucket(depth: u64) -> Assembly {
-    let shipped = "[groups.sockets]\nthreads = 1\npredicate = { overload = { target = \"1s\", inner = { queue_length = { max = 256 } } } }\n";
+    let shipped = "[groups.sockets]\npredicate = { overload = { target = \"1s\", inner = { queue_length = { max = 256 } } } }\n";
     let bucket = format!(
-        "[groups.sockets]\nthreads = 1\npredicate = {{ token_bucket = {{ rate = 1.0, depth = {depth} }} }}\n"
+        "[groups.sockets]\npredicate = {{ token_bucket = {{ rate = 1.0, depth = {depth} }} }}\n"
     );
     assert!(
         crate::BUILT_IN.contains(shipped),

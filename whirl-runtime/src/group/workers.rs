@@ -1,0 +1,718 @@
+//! The runtime's shared workers: groups as scheduling domains on one pool of threads.
+//!
+//! A group, like a SEDA stage, is a unit of control: its queue, admission predicate,
+//! scheduler, statistics, controllers and CPU budget. It need not be a unit of threads. By
+//! default every group runs on the runtime's shared workers (one per core unless
+//! `RuntimeBuilder::threads` says otherwise), so that crossing from one group to another costs
+//! a queue operation, not a thread wake-up. A group that must own threads (blocking work,
+//! isolation from everything else) says so with `GroupBuilder::threads` (`worker.rs` runs
+//! those).
+//!
+//! **Choosing a group.** Each group on the shared workers is a [`Domain`]: it keeps its own
+//! ready queue (its injector, or its [`Scheduler`](crate::scheduler::Scheduler), asked with
+//! the worker's index as a dedicated group's workers ask it), a weight (its *share*), a
+//! virtual time and a concurrency limit. A worker picks the runnable group with the least
+//! virtual time (weighted fair queuing, as Seastar's scheduling groups share a reactor), takes
+//! one process from that group's queue and runs one turn of it. The turn's handling time, read
+//! from the shared coarse clock (one load; turns shorter than its 1 ms tick are charged 0 or 1
+//! tick, right on average), is added to the group's virtual time divided by its share. A group
+//! that was idle starts again from the virtual time of the last group chosen, so idleness banks
+//! no credit. A group is not runnable while it has as many turns running as its concurrency
+//! limit (the number its thread controller moves, on shared workers), or while its CPU budget
+//! is spent: the workers run other groups meanwhile and look again at its next tick or, when
+//! nothing else wants the CPU, re-arm it early (a virtual tick).
+//!
+//! **Crossing groups on one worker.** A handler that makes a process of another group ready
+//! (a post that took the process's scheduling token) puts it in its worker's LIFO slot, as
+//! tokio does for one task waking another: the worker runs it right after the current turn,
+//! with its caches warm and no other thread woken. Fairness bounds this: the slot is used only
+//! if the target group has no scheduler of its own (whose order must be kept), wants a LIFO
+//! slot, and is not ahead of the virtual clock by more than [`HANDOFF_SLACK`]; a worker runs at
+//! most [`MAX_LIFO_STREAK`] processes in a row from the slot; a process displaced from the
+//! slot, or refused it, goes to its group's queue and wakes a worker.
+//!
+//! **Idle workers** search every group, yield a few rounds, then sleep with `idle.rs`'s
+//! protocol; a task queued anywhere wakes one unless a worker is searching.
+//!
+//! **Statistics.** A group keeps one slot per shared worker (the probe of what that worker
+//! runs of it, and statistics), so its watchdog, statistics and controllers read it as they
+//! read a dedicated group's. A worker's time counts as the group's idle time whenever it is
+//! not running that group's turns.
+
+use std::cell::{Cell, RefCell};
+use std::ptr;
+use std::rc::Rc;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_deque::Steal;
+use parking_lot::{Mutex, RwLock};
+
+use super::idle::{Idle, SleepDecision};
+use super::park::Parker;
+use super::probe::Running;
+use super::scheduler::TurnReport;
+use super::shared::{Domain, GroupShared, Kernel, Workers};
+use super::task::{Recorder, Task};
+use crate::control::SAMPLE_EVERY;
+use crate::time::{shared_clock, shared_millis, Clock};
+
+/// The weight of a group that does not set one (`GroupBuilder::share`).
+pub(crate) const DEFAULT_SHARE: u64 = 100;
+
+/// How far ahead of the virtual clock (in a default-share group's nanoseconds) a group may be
+/// and still take a process handed over through the LIFO slot: 2 ms.
+pub(crate) const HANDOFF_SLACK: u64 = 2_000_000;
+
+/// Consecutive turns the LIFO slot may win before its process goes to its group's queue.
+pub(crate) const MAX_LIFO_STREAK: u32 = 16;
+
+/// Failed search rounds (each a `yield_now`) before a worker parks.
+const SEARCH_ROUNDS_BEFORE_SLEEP: u32 = 32;
+
+thread_local! {
+    static SHARED: Cell<*const SharedWorker> = const { Cell::new(ptr::null()) };
+}
+
+/// Runs `f` on the calling thread's shared worker, if it is one.
+#[inline]
+fn with_current<R>(f: impl FnOnce(&SharedWorker) -> R) -> Option<R> {
+    SHARED.with(|c| {
+        let current = c.get();
+        if current.is_null() {
+            return None;
+        }
+        // SAFETY: `SHARED` is non-null only while `SharedWorker::run` is executing on this
+        // thread, and it points at that function's own `self`, which outlives the call
+        // (invariant I10 in ARCHITECTURE.md).
+        Some(f(unsafe { &*current }))
+    })
+}
+
+/// Whether the calling thread is one of the shared workers.
+pub(crate) fn on_shared_worker() -> bool {
+    SHARED.with(|c| !c.get().is_null())
+}
+
+/// What the calling shared worker is running, and the group's name.
+pub(crate) fn current_turn() -> Option<(Running, String)> {
+    with_current(|worker| {
+        let local = worker.current.take()?;
+        let running = local.recorder.probe().read();
+        let name = local.group.name.clone();
+        worker.current.set(Some(local));
+        Some((running?, name))
+    })
+    .flatten()
+}
+
+/// Whether the turn running on this thread may keep its process of `group` a little longer:
+/// only on a shared worker with nothing else to run anywhere.
+pub(crate) fn may_linger(group: &Arc<GroupShared>, domain: &Domain) -> bool {
+    with_current(|worker| {
+        Arc::ptr_eq(&worker.workers, &domain.workers) && worker.has_nothing_but(group)
+    })
+    .unwrap_or(false)
+}
+
+/// Starting and stopping the shared workers.
+impl Kernel {
+    /// The shared workers, started on first use.
+    pub(crate) fn shared_workers(&self) -> std::io::Result<Arc<Workers>> {
+        let mut slot = self.workers.lock();
+        if let Some(workers) = &*slot {
+            return Ok(Arc::clone(workers));
+        }
+        let workers = Arc::new(Workers {
+            count: self.worker_count,
+            domains: RwLock::new(Vec::new()),
+            generation: AtomicUsize::new(0),
+            idle: Idle::new(),
+            vclock: AtomicU64::new(0),
+            stopped: AtomicBool::new(false),
+            handles: Mutex::new(Vec::new()),
+        });
+        workers.start()?;
+        *slot = Some(Arc::clone(&workers));
+        Ok(workers)
+    }
+
+    /// Removes the shared workers, if they were started (shutdown stops them).
+    pub(crate) fn take_workers(&self) -> Option<Arc<Workers>> {
+        self.workers.lock().take()
+    }
+}
+
+impl Workers {
+    fn start(self: &Arc<Self>) -> std::io::Result<()> {
+        for index in 0..self.count {
+            let (parker, unparker) = Parker::new();
+            self.idle.register(index, unparker);
+            let workers = Arc::clone(self);
+            let spawned = std::thread::Builder::new()
+                .name(format!("whirl-worker-{index}"))
+                .spawn(move || SharedWorker::new(workers, index, parker).run());
+            match spawned {
+                Ok(handle) => self.handles.lock().push(handle),
+                Err(e) => {
+                    for handle in self.stop() {
+                        let _ = handle.join();
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A place for a new group; [`Workers::attach`] fills it once the group exists.
+    pub(crate) fn reserve(&self) -> usize {
+        let mut domains = self.domains.write();
+        domains.push(None);
+        domains.len() - 1
+    }
+
+    /// Puts `group` on the workers, in the place [`Workers::reserve`] gave it.
+    pub(crate) fn attach(&self, index: usize, group: Arc<GroupShared>) {
+        if let Some(place) = self.domains.write().get_mut(index) {
+            *place = Some(group);
+        }
+        self.generation.fetch_add(1, Release);
+    }
+
+    /// Takes a stopped group off the workers.
+    pub(crate) fn detach(&self, index: usize) {
+        if let Some(place) = self.domains.write().get_mut(index) {
+            *place = None;
+        }
+        self.generation.fetch_add(1, Release);
+    }
+
+    /// Stops the workers once they are idle; returns their join handles.
+    pub(crate) fn stop(&self) -> Vec<JoinHandle<()>> {
+        self.stopped.store(true, Release);
+        self.idle.notify_all();
+        std::mem::take(&mut *self.handles.lock())
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(Acquire)
+    }
+}
+
+/// Where a shared group's tasks go.
+impl GroupShared {
+    /// Queues a process of this group (on shared workers) whose token the caller holds: to the
+    /// calling worker's LIFO slot when fairness allows, else to the group's queue. `lifo` is
+    /// false for a process yielding its budget, which goes behind the group's queue.
+    #[inline]
+    pub(crate) fn schedule_shared(self: &Arc<Self>, domain: &Domain, task: Task, lifo: bool) {
+        let kept = SHARED.with(|c| {
+            let current = c.get();
+            if current.is_null() {
+                return Err(task);
+            }
+            // SAFETY: `SHARED` is non-null only while `SharedWorker::run` is executing on
+            // this thread, and it points at that function's own `self`, which outlives the
+            // call (invariant I10 in ARCHITECTURE.md).
+            let worker = unsafe { &*current };
+            if Arc::ptr_eq(&worker.workers, &domain.workers) {
+                worker.schedule(self, domain, task, lifo)
+            } else {
+                Err(task)
+            }
+        });
+        if let Err(task) = kept {
+            self.push_remote(task);
+        }
+    }
+}
+
+/// A group as one shared worker knows it: the group and the recorder of that worker's slot in
+/// it.
+struct Local {
+    group: Arc<GroupShared>,
+    recorder: Recorder,
+}
+
+impl Local {
+    fn domain(&self) -> Option<&Domain> {
+        self.group.domain.as_ref()
+    }
+}
+
+/// One shared worker thread.
+struct SharedWorker {
+    workers: Arc<Workers>,
+    index: usize,
+    parker: Parker,
+    /// The groups on the workers, by domain index, as of `generation`.
+    domains: RefCell<Vec<Option<Rc<Local>>>>,
+    generation: Cell<usize>,
+    /// The process to run next, and its group.
+    lifo: Cell<Option<(Rc<Local>, Task)>>,
+    lifo_streak: Cell<u32>,
+    tick: Cell<u32>,
+    /// The shared clock's millisecond at this worker's last sampled turn.
+    sampled_ms: Cell<u32>,
+    /// The group of the turn running now.
+    current: Cell<Option<Rc<Local>>>,
+    /// The group whose slot is not idle: the last one this worker ran since it last searched.
+    last: Cell<Option<Rc<Local>>>,
+}
+
+/// Clears `SHARED` when the run loop exits, however it exits.
+struct CurrentGuard;
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        SHARED.with(|c| c.set(ptr::null()));
+    }
+}
+
+impl SharedWorker {
+    fn new(workers: Arc<Workers>, index: usize, parker: Parker) -> Self {
+        SharedWorker {
+            workers,
+            index,
+            parker,
+            domains: RefCell::new(Vec::new()),
+            generation: Cell::new(usize::MAX),
+            lifo: Cell::new(None),
+            lifo_streak: Cell::new(0),
+            tick: Cell::new(0),
+            sampled_ms: Cell::new(u32::MAX),
+            current: Cell::new(None),
+            last: Cell::new(None),
+        }
+    }
+
+    fn run(self) {
+        SHARED.with(|c| c.set(&self));
+        let _guard = CurrentGuard;
+        while !self.workers.is_stopped() {
+            let next = match self.next_from_lifo() {
+                Some(next) => Some(next),
+                None => self.pick(),
+            };
+            let Some((local, task)) = next.or_else(|| self.search()) else {
+                break;
+            };
+            self.run_turn(&local, task);
+        }
+        // No longer a worker: what terminating a process schedules goes to its group's queue
+        // (stopped, so terminated there too), not to this worker's slot.
+        SHARED.with(|c| c.set(ptr::null()));
+        if let Some((_, task)) = self.lifo.take() {
+            // The runtime stopped: terminate it here, so nothing it was sent is lost.
+            task.abandon();
+        }
+        for local in self.domains.borrow().iter().flatten() {
+            local.recorder.publish();
+        }
+    }
+
+    /// Reads the groups on the workers again if they changed.
+    fn refresh(&self) {
+        let generation = self.workers.generation.load(Acquire);
+        if generation == self.generation.get() {
+            return;
+        }
+        let Ok(mut mine) = self.domains.try_borrow_mut() else {
+            return;
+        };
+        let all = self.workers.domains.read();
+        mine.resize(all.len(), None);
+        for (place, group) in mine.iter_mut().zip(all.iter()) {
+            let same = match (place.as_ref(), group) {
+                (Some(local), Some(group)) => Arc::ptr_eq(&local.group, group),
+                (None, None) => true,
+                _ => false,
+            };
+            if same {
+                continue;
+            }
+            *place = group.as_ref().and_then(|group| {
+                let slot = group.pool.slots.read().get(self.index).cloned()?;
+                Some(Rc::new(Local {
+                    group: Arc::clone(group),
+                    recorder: Recorder::new(slot),
+                }))
+            });
+        }
+        self.generation.set(generation);
+    }
+
+    /// The process in the LIFO slot, if it may run now.
+    fn next_from_lifo(&self) -> Option<(Rc<Local>, Task)> {
+        let (local, task) = self.lifo.take()?;
+        let streak = self.lifo_streak.get();
+        if streak < MAX_LIFO_STREAK && self.claim(&local.group) {
+            self.lifo_streak.set(streak + 1);
+            return Some((local, task));
+        }
+        // Too long a streak, or the group may not run more now: behind its queue.
+        self.lifo_streak.set(0);
+        local.group.push_remote(task);
+        None
+    }
+
+    /// Takes a process from the runnable group with the least virtual time, claiming a place
+    /// under its concurrency limit.
+    fn pick(&self) -> Option<(Rc<Local>, Task)> {
+        self.refresh();
+        let domains = self.domains.borrow();
+        let clock = self.workers.vclock.load(Relaxed);
+        let mut tried = vec![false; 0];
+        for _ in 0..domains.len() {
+            let mut best: Option<(u64, usize)> = None;
+            for (i, local) in domains.iter().enumerate() {
+                let Some(local) = local else { continue };
+                let Some(domain) = local.domain() else {
+                    continue;
+                };
+                if tried.get(i).copied().unwrap_or(false) || !self.runnable(&local.group) {
+                    continue;
+                }
+                let v = domain.vtime.load(Relaxed).max(clock);
+                if best.is_none_or(|(b, _)| v < b) {
+                    best = Some((v, i));
+                }
+            }
+            let (v, i) = best?;
+            if tried.len() <= i {
+                tried.resize(domains.len(), false);
+            }
+            tried[i] = true;
+            let Some(local) = domains[i].clone() else {
+                continue;
+            };
+            if !self.claim(&local.group) {
+                continue;
+            }
+            if let Some(task) = self.pop(&local.group) {
+                self.workers.vclock.fetch_max(v, Relaxed);
+                self.lifo_streak.set(0);
+                return Some((local, task));
+            }
+            self.release(&local.group);
+        }
+        None
+    }
+
+    fn pop(&self, group: &GroupShared) -> Option<Task> {
+        if let Some(scheduler) = &group.scheduler {
+            return scheduler.pop(self.index).map(|ready| ready.into_task());
+        }
+        loop {
+            match group.injector.steal() {
+                Steal::Success(task) => return Some(task),
+                Steal::Empty => return None,
+                Steal::Retry => continue,
+            }
+        }
+    }
+
+    /// Whether `group` has work a worker may take now.
+    fn runnable(&self, group: &GroupShared) -> bool {
+        !group.is_stopped() && group.has_visible_work() && self.may_run(group)
+    }
+
+    /// Whether `group` is under its concurrency limit and its CPU budget. A group passed over
+    /// for its budget is counted as throttled (`CpuGovernor::passed_over`).
+    fn may_run(&self, group: &GroupShared) -> bool {
+        let under_limit = match &group.domain {
+            Some(domain) => domain.running.load(Relaxed) < group.pool.target(),
+            None => false,
+        };
+        under_limit
+            && group.cpu_budget.as_ref().is_none_or(|cpu| {
+                let now = Instant::now();
+                let spent = cpu.exhausted(now);
+                if spent {
+                    cpu.passed_over(now);
+                }
+                !spent
+            })
+    }
+
+    /// Counts a turn of `group` about to run, if its concurrency limit and CPU budget allow.
+    fn claim(&self, group: &GroupShared) -> bool {
+        let Some(domain) = &group.domain else {
+            return false;
+        };
+        if let Some(cpu) = &group.cpu_budget {
+            let now = Instant::now();
+            if cpu.exhausted(now) {
+                return false;
+            }
+            cpu.resumed(now);
+        }
+        let limit = group.pool.target();
+        let mut running = domain.running.load(Relaxed);
+        loop {
+            if running >= limit {
+                return false;
+            }
+            match domain
+                .running
+                .compare_exchange_weak(running, running + 1, Relaxed, Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => running = now,
+            }
+        }
+    }
+
+    fn release(&self, group: &GroupShared) {
+        if let Some(domain) = &group.domain {
+            domain.running.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Runs one turn of a process of `local`'s group (a place claimed), charging its group.
+    fn run_turn(&self, local: &Rc<Local>, task: Task) {
+        let group = &local.group;
+        self.switch_to(local);
+        let clock = self.workers.vclock.load(Relaxed);
+        if let Some(domain) = local.domain() {
+            if domain.vtime.load(Relaxed) < clock {
+                // Back from idleness: from the clock, with no credit banked.
+                domain.vtime.fetch_max(clock, Relaxed);
+            }
+        }
+        let principal = match &group.scheduler {
+            Some(_) => task.principal().cloned(),
+            None => None,
+        };
+        let timed = group.cpu_budget.is_some()
+            || group
+                .scheduler
+                .as_ref()
+                .is_some_and(|s| s.wants_turn_times());
+        let start = timed.then(Instant::now);
+        let coarse = shared_clock().nanos();
+        self.current.set(Some(Rc::clone(local)));
+        let handled = self.run_sampled(&local.recorder, task);
+        self.current.set(None);
+        let elapsed = start.map_or(Duration::ZERO, |s| s.elapsed());
+        if let Some(cpu) = &group.cpu_budget {
+            cpu.charge(elapsed);
+        }
+        if let Some(scheduler) = &group.scheduler {
+            scheduler.turn_finished(&TurnReport {
+                principal: principal.as_ref(),
+                handled,
+                elapsed,
+            });
+        }
+        if let Some(domain) = local.domain() {
+            let charged = shared_clock().nanos().saturating_sub(coarse);
+            if charged > 0 {
+                domain.vtime.fetch_add(
+                    charged.saturating_mul(DEFAULT_SHARE) / domain.share,
+                    Relaxed,
+                );
+            }
+        }
+        self.release(group);
+    }
+
+    /// Runs the turn, sampled as a dedicated worker samples (`worker.rs`, `run_task`).
+    #[inline]
+    fn run_sampled(&self, recorder: &Recorder, task: Task) -> usize {
+        let tick = self.tick.get().wrapping_add(1);
+        self.tick.set(tick);
+        let ms = shared_millis();
+        let every = tick.is_multiple_of(SAMPLE_EVERY);
+        if every {
+            recorder
+                .spans
+                .set(tracing::level_enabled!(tracing::Level::TRACE));
+        }
+        let sampled = every || ms != self.sampled_ms.get();
+        let handled = task.run(sampled, recorder);
+        if sampled && handled > 0 {
+            self.sampled_ms.set(ms);
+        }
+        handled
+    }
+
+    /// The worker now serves `local`'s group: the group it served before becomes idle (as
+    /// this worker sees it), this one busy.
+    #[inline]
+    fn switch_to(&self, local: &Rc<Local>) {
+        match self.last.take() {
+            Some(last) if Rc::ptr_eq(&last, local) => {
+                self.last.set(Some(last));
+                return;
+            }
+            Some(last) => last.recorder.begin_idle(),
+            None => {}
+        }
+        local.recorder.end_idle();
+        self.last.set(Some(Rc::clone(local)));
+    }
+
+    /// Queues a process of `group` made ready by the turn running on this worker.
+    fn schedule(
+        &self,
+        group: &Arc<GroupShared>,
+        domain: &Domain,
+        task: Task,
+        lifo: bool,
+    ) -> Result<(), Task> {
+        if group.is_stopped() {
+            return Err(task);
+        }
+        if !lifo {
+            // A yield: behind the group's queue. If nothing else waits there or in the slot,
+            // this worker takes it next: waking another would only move it to a cold core.
+            let lone = group.injector.is_empty() && !self.has_lifo_task();
+            group.injector.push(task);
+            if !lone {
+                group.notify_one();
+            }
+            return Ok(());
+        }
+        let clock = self.workers.vclock.load(Relaxed);
+        if !group.lifo_slot || domain.vtime.load(Relaxed) > clock.saturating_add(HANDOFF_SLACK) {
+            return Err(task);
+        }
+        let local = self
+            .domains
+            .try_borrow()
+            .ok()
+            .and_then(|domains| domains.get(domain.index).cloned().flatten());
+        let Some(local) = local.filter(|l| Arc::ptr_eq(&l.group, group)) else {
+            // This worker has not seen the group yet.
+            return Err(task);
+        };
+        if let Some((displaced, task)) = self.lifo.replace(Some((local, task))) {
+            displaced.group.push_remote(task);
+        }
+        Ok(())
+    }
+
+    fn has_lifo_task(&self) -> bool {
+        let task = self.lifo.take();
+        let occupied = task.is_some();
+        self.lifo.set(task);
+        occupied
+    }
+
+    /// Whether nothing but `group`'s running process could use this worker: the LIFO slot is
+    /// empty, and no group has work queued.
+    fn has_nothing_but(&self, group: &Arc<GroupShared>) -> bool {
+        if self.has_lifo_task() || !group.injector.is_empty() {
+            return false;
+        }
+        let Ok(domains) = self.domains.try_borrow() else {
+            return false;
+        };
+        domains
+            .iter()
+            .flatten()
+            .all(|local| Arc::ptr_eq(&local.group, group) || !local.group.has_visible_work())
+    }
+
+    /// Whether any group has work a worker may take now.
+    fn any_runnable(&self) -> bool {
+        self.refresh();
+        let Ok(domains) = self.domains.try_borrow() else {
+            return true;
+        };
+        domains
+            .iter()
+            .flatten()
+            .any(|local| self.runnable(&local.group))
+    }
+
+    /// Groups that have work but a spent CPU budget: re-arms them at once if nothing else
+    /// wants the CPU (a virtual tick; then `Some(ZERO)`), and otherwise says how long to sleep
+    /// at most before looking again. `None` if no group is held back.
+    fn held_back(&self) -> Option<Duration> {
+        let domains = self.domains.try_borrow().ok()?;
+        let now = Instant::now();
+        let mut wait: Option<Duration> = None;
+        for local in domains.iter().flatten() {
+            let group = &local.group;
+            let Some(cpu) = &group.cpu_budget else {
+                continue;
+            };
+            if group.is_stopped() || !group.has_visible_work() || !cpu.exhausted(now) {
+                continue;
+            }
+            let look = cpu.passed_over(now);
+            if cpu.virtual_tick(|| others_idle(group)) {
+                return Some(Duration::ZERO);
+            }
+            wait = Some(wait.map_or(look, |w| w.min(look)));
+        }
+        wait
+    }
+
+    /// Looks for work, sleeping when there is none; `None` once the workers stop.
+    fn search(&self) -> Option<(Rc<Local>, Task)> {
+        let idle = &self.workers.idle;
+        idle.start_searching();
+        if let Some(last) = self.last.take() {
+            last.recorder.begin_idle();
+        }
+        let mut rounds = 0;
+        loop {
+            if let Some(found) = self.pick() {
+                idle.stop_searching_found_work();
+                return Some(found);
+            }
+            if self.workers.is_stopped() {
+                return None;
+            }
+            if rounds < SEARCH_ROUNDS_BEFORE_SLEEP {
+                rounds += 1;
+                std::thread::yield_now();
+                continue;
+            }
+            let timeout = self.held_back();
+            if timeout == Some(Duration::ZERO) {
+                continue;
+            }
+            let decision = idle.prepare_to_sleep(self.index, || {
+                self.workers.is_stopped() || self.any_runnable()
+            });
+            if decision == SleepDecision::Park {
+                loop {
+                    self.parker.park(timeout);
+                    if self.workers.is_stopped() {
+                        return None;
+                    }
+                    if !idle.is_sleeping(self.index) {
+                        break;
+                    }
+                    if timeout.is_some() {
+                        // Time to look at the held-back groups again: searching once more.
+                        idle.unregister(self.index);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether every group of `group`'s runtime other than `group` leaves the CPU idle: no message
+/// queued, nothing on a run queue and no turn running — or held back by its own CPU budget.
+pub(crate) fn others_idle(group: &Arc<GroupShared>) -> bool {
+    group.kernel.groups().iter().all(|other| {
+        Arc::ptr_eq(other, group)
+            || other.is_stopped()
+            || other
+                .cpu_budget
+                .as_ref()
+                .is_some_and(|c| c.is_waiting() || (other.domain.is_some() && c.is_spent()))
+            || !other.is_busy()
+    })
+}
