@@ -204,6 +204,26 @@ fn a_blocking_group_grows_and_does_not_stall_others() {
 }
 
 #[test]
+fn a_shared_groups_concurrency_limit_grows_and_shrinks() {
+    // Four shared workers; the blocking group may use one to four of them at once.
+    let rt = Runtime::builder()
+        .threads(4)
+        .build()
+        .expect("the runtime starts");
+    let blocking = rt
+        .group("blocking")
+        .concurrency(1..=4)
+        .controller(AdaptiveConcurrency::default().period(Duration::from_millis(20)))
+        .build()
+        .expect("build group");
+    assert!(!blocking.is_dedicated());
+    grows_under_blocking_load_and_shrinks(&rt, &blocking);
+    wait_until("the idle group's limit to shrink back to 1", || {
+        blocking.threads() == 1
+    });
+}
+
+#[test]
 fn seda_pool_grows_with_a_backlog() {
     let rt = Runtime::builder()
         .threads(1)

@@ -282,10 +282,16 @@
 //!
 //! ## 5. Groups as control points
 //!
-//! Each group has its own workers, and four plug-ins: the message predicate above, a
-//! [scheduler] (the order ready processes run in), [concurrency
-//! controllers](crate::control) (the pool size and run budget, adjusted while it runs) and
-//! [statistics](crate::control) that all of them, and you, can read. Work is done on behalf of a
+//! A group is a unit of control, not of threads: by default it runs on the runtime's shared
+//! workers (one per core) as a scheduling domain of its own, and crossing from one group to
+//! another costs no thread hop. Workers divide their time among busy groups in proportion to
+//! their [shares](crate::GroupBuilder::share); a group may limit how many workers run it at
+//! once ([`concurrency`](crate::GroupBuilder::concurrency)), or own threads
+//! ([`threads`](crate::GroupBuilder::threads)) for handlers that block. Each group has four
+//! plug-ins: the message predicate above, a [scheduler] (the order ready processes run in),
+//! [concurrency controllers](crate::control) (the concurrency limit, or a dedicated pool's
+//! size, and the run budget, adjusted while it runs) and [statistics](crate::control) that all
+//! of them, and you, can read. Work is done on behalf of a
 //! [`Principal`] (a session, a request): processes spawned for one carry it, and their
 //! children inherit it.
 //!
@@ -305,7 +311,7 @@
 //!     .predicate(QueueLength::max(10_000)) // consulted once the pool is at its maximum
 //!     .scheduler(PrincipalPriority::default()) // higher priorities first, quotas per level
 //!     .controller(AdaptiveConcurrency::default()) // the Whirlwind paper's figure 1
-//!     .threads(1..=4)
+//!     .concurrency(1..=4) // how many shared workers may run it at once
 //!     .build()?; // a second group named "web" would be refused
 //! let admin = Principal::builder(1).priority(2).build().expect("principal"); // higher first
 //! let guest = Principal::builder(2).build().expect("principal");

@@ -260,8 +260,10 @@ fn an_address_from_before_thousands_of_moves_works_and_drops_on_a_small_stack() 
         let to = if i % 2 == 0 { &b } else { &a };
         rec.post(MoveMe(to.clone())).expect("post");
     }
-    // Handled after every move: this sender's order.
-    assert_eq!(rec.call(Report).expect("report").handled, 0);
+    // Handled after every move: this sender's order. (Thousands of moves take seconds on a
+    // slow machine: more than a call's default timeout.)
+    let report = rec.request(Report).timeout(Duration::from_secs(120)).call();
+    assert_eq!(report.expect("report").handled, 0);
     let (ca, cb) = (a.counts(), b.counts());
     assert_eq!(ca.spawned + cb.spawned, MOVES + 1, "{ca:?} {cb:?}");
     let small = std::thread::Builder::new()

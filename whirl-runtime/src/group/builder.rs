@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_deque::Injector;
+use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 
 use super::control_thread::Controlled;
@@ -316,8 +317,8 @@ impl GroupBuilder {
                 workers,
                 index,
                 share: self.share,
-                vtime: AtomicU64::new(vclock),
-                running: AtomicUsize::new(0),
+                vtime: CachePadded::new(AtomicU64::new(vclock)),
+                running: CachePadded::new(AtomicUsize::new(0)),
             })
         };
         let shared = Arc::new(GroupShared {

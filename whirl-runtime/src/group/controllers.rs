@@ -38,18 +38,32 @@ impl GroupShared {
             handled: self.counters.snapshot().handled,
             ..Reading::default()
         };
-        let mut longest_idle = Duration::ZERO;
+        let mut spells = Vec::new();
         for slot in self.pool.slots.read().iter() {
             let s = &slot.stats;
             let (idle, current) = s.idle_total(since_epoch);
             reading.idle += idle;
-            longest_idle = longest_idle.max(current);
+            spells.push(current);
             reading.queue_latency_micros += s.sums.queue_latency_micros.load(Relaxed);
             reading.queue_latency_count += s.sums.queue_latency_count.load(Relaxed);
             reading.lock_wait_nanos += s.sums.lock_wait_nanos.load(Relaxed);
             reading.lock_wait_count += s.sums.lock_wait_count.load(Relaxed);
         }
+        // Most idle first. On shared workers a group has a slot per worker but may use only
+        // `limit` of them: one place of its capacity has been idle for as long as the
+        // `workers - limit + 1`th most idle slot (with its own threads, every slot is a place).
+        spells.sort_unstable_by(|a, b| b.cmp(a));
+        let unusable = self.unusable_slots();
+        let longest_idle = spells.get(unusable).copied().unwrap_or_default();
         (reading, longest_idle)
+    }
+
+    /// Slots the group cannot use: on shared workers, those beyond its concurrency limit.
+    fn unusable_slots(&self) -> usize {
+        match &self.domain {
+            Some(domain) => domain.workers.count.saturating_sub(self.pool.target()),
+            None => 0,
+        }
     }
 
     fn sample(&self, last: &Reading, now: &Reading, longest_idle: Duration) -> GroupSample {
@@ -65,7 +79,11 @@ impl GroupShared {
             budget: self.budget(),
             queue_length: self.counters.queued_estimate(),
             handled: now.handled.saturating_sub(last.handled),
-            idle_time: now.idle.saturating_sub(last.idle),
+            // Idle capacity: what the slots beyond the concurrency limit sat out does not count.
+            idle_time: now
+                .idle
+                .saturating_sub(last.idle)
+                .saturating_sub(interval.saturating_mul(self.unusable_slots() as u32)),
             longest_idle,
             queue_latency: mean(
                 now.queue_latency_micros

@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer};
+use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 
 use super::control_thread::ControlThread;
@@ -103,10 +104,10 @@ pub(crate) struct Domain {
     pub(crate) share: u64,
     /// Virtual time: the handling time its turns took, scaled by `DEFAULT_SHARE / share`
     /// (nanoseconds for a group of the default share).
-    pub(crate) vtime: AtomicU64,
+    pub(crate) vtime: CachePadded<AtomicU64>,
     /// Shared workers running a turn of the group now (bounded by the pool's target: the
     /// group's concurrency limit).
-    pub(crate) running: AtomicUsize,
+    pub(crate) running: CachePadded<AtomicUsize>,
 }
 
 /// The runtime's shared workers: one thread per core unless configured, running the turns of
@@ -118,10 +119,12 @@ pub(crate) struct Workers {
     pub(crate) domains: RwLock<Vec<Option<Arc<GroupShared>>>>,
     /// Bumped whenever `domains` changes, so a worker knows to refresh its copy.
     pub(crate) generation: AtomicUsize,
-    pub(crate) idle: Idle,
+    /// Read by every post that queues a process: on a line of its own, away from what the
+    /// workers write.
+    pub(crate) idle: CachePadded<Idle>,
     /// The virtual time of the last group chosen: a group that was idle starts again from
     /// here, so idleness banks no credit.
-    pub(crate) vclock: AtomicU64,
+    pub(crate) vclock: CachePadded<AtomicU64>,
     pub(crate) stopped: AtomicBool,
     pub(crate) handles: Mutex<Vec<JoinHandle<()>>>,
 }

@@ -49,6 +49,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::Steal;
+use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 
 use super::idle::{Idle, SleepDecision};
@@ -130,8 +131,8 @@ impl Kernel {
             count: self.worker_count,
             domains: RwLock::new(Vec::new()),
             generation: AtomicUsize::new(0),
-            idle: Idle::new(),
-            vclock: AtomicU64::new(0),
+            idle: CachePadded::new(Idle::new()),
+            vclock: CachePadded::new(AtomicU64::new(0)),
             stopped: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
         });
@@ -262,6 +263,8 @@ struct SharedWorker {
     current: Cell<Option<Rc<Local>>>,
     /// The group whose slot is not idle: the last one this worker ran since it last searched.
     last: Cell<Option<Rc<Local>>>,
+    /// Whether the claimed turn was counted in its group's `running`.
+    counted: Cell<bool>,
 }
 
 /// Clears `SHARED` when the run loop exits, however it exits.
@@ -287,6 +290,7 @@ impl SharedWorker {
             sampled_ms: Cell::new(u32::MAX),
             current: Cell::new(None),
             last: Cell::new(None),
+            counted: Cell::new(false),
         }
     }
 
@@ -350,11 +354,22 @@ impl SharedWorker {
     fn next_from_lifo(&self) -> Option<(Rc<Local>, Task)> {
         let (local, task) = self.lifo.take()?;
         let streak = self.lifo_streak.get();
-        if streak < MAX_LIFO_STREAK && self.claim(&local.group) {
+        if streak >= MAX_LIFO_STREAK {
+            // Too long a streak: behind its group's queue, and the worker chooses again. No
+            // other worker is woken: this one is about to choose, and may well take it back.
+            self.lifo_streak.set(0);
+            if local.group.is_stopped() {
+                local.group.push_remote(task);
+            } else {
+                local.group.injector.push(task);
+            }
+            return None;
+        }
+        if self.claim(&local.group) {
             self.lifo_streak.set(streak + 1);
             return Some((local, task));
         }
-        // Too long a streak, or the group may not run more now: behind its queue.
+        // The group may not run more now: behind its queue, for whichever worker may.
         self.lifo_streak.set(0);
         local.group.push_remote(task);
         None
@@ -394,7 +409,10 @@ impl SharedWorker {
                 continue;
             }
             if let Some(task) = self.pop(&local.group) {
-                self.workers.vclock.fetch_max(v, Relaxed);
+                // Written only when it moves: every worker reads this line.
+                if v > self.workers.vclock.load(Relaxed) {
+                    self.workers.vclock.fetch_max(v, Relaxed);
+                }
                 self.lifo_streak.set(0);
                 return Some((local, task));
             }
@@ -440,6 +458,8 @@ impl SharedWorker {
     }
 
     /// Counts a turn of `group` about to run, if its concurrency limit and CPU budget allow.
+    /// A group whose limit is every worker is not counted (one atomic read-modify-write
+    /// fewer per turn); `counted` says which, for `release`.
     fn claim(&self, group: &GroupShared) -> bool {
         let Some(domain) = &group.domain else {
             return false;
@@ -452,6 +472,12 @@ impl SharedWorker {
             cpu.resumed(now);
         }
         let limit = group.pool.target();
+        if limit >= self.workers.count {
+            // No limit in effect: nothing to count (`release` sees the same).
+            self.counted.set(false);
+            return true;
+        }
+        self.counted.set(true);
         let mut running = domain.running.load(Relaxed);
         loop {
             if running >= limit {
@@ -467,7 +493,11 @@ impl SharedWorker {
         }
     }
 
+    /// Ends what [`SharedWorker::claim`] counted, if it counted.
     fn release(&self, group: &GroupShared) {
+        if !self.counted.replace(false) {
+            return;
+        }
         if let Some(domain) = &group.domain {
             domain.running.fetch_sub(1, Relaxed);
         }
@@ -569,25 +599,19 @@ impl SharedWorker {
             return Err(task);
         }
         if !lifo {
-            // A yield: behind the group's queue. If nothing else waits there or in the slot,
-            // this worker takes it next: waking another would only move it to a cold core.
-            let lone = group.injector.is_empty() && !self.has_lifo_task();
+            // A yield: behind the group's queue, where any worker may take it. (Kept in this
+            // worker's slot instead, a process streamed to from outside stays on one core and
+            // drains its inbox as fast as it fills, its sender and it contending for the same
+            // cache lines: bench-compare's counting row was slower so.)
             group.injector.push(task);
-            if !lone {
-                group.notify_one();
-            }
+            group.notify_one();
             return Ok(());
         }
         let clock = self.workers.vclock.load(Relaxed);
         if !group.lifo_slot || domain.vtime.load(Relaxed) > clock.saturating_add(HANDOFF_SLACK) {
             return Err(task);
         }
-        let local = self
-            .domains
-            .try_borrow()
-            .ok()
-            .and_then(|domains| domains.get(domain.index).cloned().flatten());
-        let Some(local) = local.filter(|l| Arc::ptr_eq(&l.group, group)) else {
+        let Some(local) = self.local_of(group, domain) else {
             // This worker has not seen the group yet.
             return Err(task);
         };
@@ -595,6 +619,13 @@ impl SharedWorker {
             displaced.group.push_remote(task);
         }
         Ok(())
+    }
+
+    /// This worker's view of `group`, if it has one yet.
+    fn local_of(&self, group: &Arc<GroupShared>, domain: &Domain) -> Option<Rc<Local>> {
+        let domains = self.domains.try_borrow().ok()?;
+        let local = domains.get(domain.index)?.as_ref()?;
+        Arc::ptr_eq(&local.group, group).then(|| Rc::clone(local))
     }
 
     fn has_lifo_task(&self) -> bool {
