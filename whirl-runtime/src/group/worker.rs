@@ -144,9 +144,14 @@ impl GroupShared {
             self.update_admission();
             return self.pool.range.min();
         }
-        if self.domain.is_some() {
-            // On shared workers the size is a concurrency limit: no thread to start.
+        if let Some(domain) = &self.domain {
+            // On shared workers the size is a concurrency limit: no thread to start, but
+            // sleeping workers may now take what the lower limit held back.
+            let before = self.pool.target();
             let limit = self.pool.set_limit(threads);
+            if limit > before {
+                domain.workers.idle.notify_all();
+            }
             self.update_admission();
             return limit;
         }

@@ -351,12 +351,13 @@ impl SharedWorker {
     }
 
     /// The process in the LIFO slot, if it may run now.
+    #[inline]
     fn next_from_lifo(&self) -> Option<(Rc<Local>, Task)> {
         let (local, task) = self.lifo.take()?;
         let streak = self.lifo_streak.get();
-        if streak >= MAX_LIFO_STREAK {
-            // Too long a streak: behind its group's queue, and the worker chooses again. No
-            // other worker is woken: this one is about to choose, and may well take it back.
+        if streak >= MAX_LIFO_STREAK && !self.has_nothing_but(&local.group) {
+            // Too long a streak while others wait: behind its group's queue, and the worker
+            // chooses again. No other worker is woken: this one is about to choose.
             self.lifo_streak.set(0);
             if local.group.is_stopped() {
                 local.group.push_remote(task);
@@ -366,7 +367,12 @@ impl SharedWorker {
             return None;
         }
         if self.claim(&local.group) {
-            self.lifo_streak.set(streak + 1);
+            // Past the streak only when nobody else waits: it starts over.
+            self.lifo_streak.set(if streak >= MAX_LIFO_STREAK {
+                0
+            } else {
+                streak + 1
+            });
             return Some((local, task));
         }
         // The group may not run more now: behind its queue, for whichever worker may.
@@ -381,7 +387,10 @@ impl SharedWorker {
         self.refresh();
         let domains = self.domains.borrow();
         let clock = self.workers.vclock.load(Relaxed);
-        let mut tried = vec![false; 0];
+        // Groups whose queue came up empty (a race with another worker): the first 64 by a
+        // bit each; beyond, the attempts are bounded by the number of groups anyway.
+        let mut tried: u64 = 0;
+        let was_tried = |tried: u64, i: usize| i < 64 && tried & (1 << i) != 0;
         for _ in 0..domains.len() {
             let mut best: Option<(u64, usize)> = None;
             for (i, local) in domains.iter().enumerate() {
@@ -389,7 +398,7 @@ impl SharedWorker {
                 let Some(domain) = local.domain() else {
                     continue;
                 };
-                if tried.get(i).copied().unwrap_or(false) || !self.runnable(&local.group) {
+                if was_tried(tried, i) || !self.runnable(&local.group) {
                     continue;
                 }
                 let v = domain.vtime.load(Relaxed).max(clock);
@@ -398,10 +407,9 @@ impl SharedWorker {
                 }
             }
             let (v, i) = best?;
-            if tried.len() <= i {
-                tried.resize(domains.len(), false);
+            if i < 64 {
+                tried |= 1 << i;
             }
-            tried[i] = true;
             let Some(local) = domains[i].clone() else {
                 continue;
             };
@@ -460,6 +468,7 @@ impl SharedWorker {
     /// Counts a turn of `group` about to run, if its concurrency limit and CPU budget allow.
     /// A group whose limit is every worker is not counted (one atomic read-modify-write
     /// fewer per turn); `counted` says which, for `release`.
+    #[inline]
     fn claim(&self, group: &GroupShared) -> bool {
         let Some(domain) = &group.domain else {
             return false;
@@ -494,6 +503,7 @@ impl SharedWorker {
     }
 
     /// Ends what [`SharedWorker::claim`] counted, if it counted.
+    #[inline]
     fn release(&self, group: &GroupShared) {
         if !self.counted.replace(false) {
             return;
@@ -504,6 +514,7 @@ impl SharedWorker {
     }
 
     /// Runs one turn of a process of `local`'s group (a place claimed), charging its group.
+    #[inline]
     fn run_turn(&self, local: &Rc<Local>, task: Task) {
         let group = &local.group;
         self.switch_to(local);
@@ -588,6 +599,7 @@ impl SharedWorker {
     }
 
     /// Queues a process of `group` made ready by the turn running on this worker.
+    #[inline]
     fn schedule(
         &self,
         group: &Arc<GroupShared>,
@@ -628,6 +640,7 @@ impl SharedWorker {
         Arc::ptr_eq(&local.group, group).then(|| Rc::clone(local))
     }
 
+    #[inline]
     fn has_lifo_task(&self) -> bool {
         let task = self.lifo.take();
         let occupied = task.is_some();
@@ -637,6 +650,7 @@ impl SharedWorker {
 
     /// Whether nothing but `group`'s running process could use this worker: the LIFO slot is
     /// empty, and no group has work queued.
+    #[inline]
     fn has_nothing_but(&self, group: &Arc<GroupShared>) -> bool {
         if self.has_lifo_task() || !group.injector.is_empty() {
             return false;
