@@ -366,6 +366,9 @@ impl GroupBuilder {
         }
         if let Some(domain) = &shared.domain {
             domain.workers.attach(domain.index, Arc::clone(&shared));
+            // A spawn may have queued a task since `add_group` made the group findable, its
+            // wake-up finding a worker that did not know the group yet.
+            domain.workers.idle.notify_one();
         }
         let has_controllers = !shared.controllers.lock().is_empty();
         if has_controllers || shared.watchdog.threshold().is_some() {

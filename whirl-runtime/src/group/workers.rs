@@ -127,6 +127,10 @@ impl Kernel {
         if let Some(workers) = &*slot {
             return Ok(Arc::clone(workers));
         }
+        if self.is_closing() {
+            // Shutdown took the workers, or is about to: none are started again.
+            return Err(std::io::Error::other("the runtime is shutting down"));
+        }
         let workers = Arc::new(Workers {
             count: self.worker_count,
             domains: RwLock::new(Vec::new()),
@@ -356,14 +360,10 @@ impl SharedWorker {
         let (local, task) = self.lifo.take()?;
         let streak = self.lifo_streak.get();
         if streak >= MAX_LIFO_STREAK && !self.has_nothing_but(&local.group) {
-            // Too long a streak while others wait: behind its group's queue, and the worker
-            // chooses again. No other worker is woken: this one is about to choose.
+            // Too long a streak while others wait: behind its group's queue (waking a worker,
+            // as this one may well choose another group), and the worker chooses again.
             self.lifo_streak.set(0);
-            if local.group.is_stopped() {
-                local.group.push_remote(task);
-            } else {
-                local.group.injector.push(task);
-            }
+            local.group.push_remote(task);
             return None;
         }
         if self.claim(&local.group) {
@@ -509,7 +509,11 @@ impl SharedWorker {
             return;
         }
         if let Some(domain) = &group.domain {
-            domain.running.fetch_sub(1, Relaxed);
+            let before = domain.running.fetch_sub(1, Relaxed);
+            if before >= group.pool.target() && group.has_visible_work() {
+                // The group was at its limit with work waiting: a place is free now.
+                group.notify_one();
+            }
         }
     }
 
@@ -709,7 +713,8 @@ impl SharedWorker {
         }
         let mut rounds = 0;
         loop {
-            if let Some(found) = self.pick() {
+            // The slot first: terminating a process (a stopped group's) may have filled it.
+            if let Some(found) = self.next_from_lifo().or_else(|| self.pick()) {
                 idle.stop_searching_found_work();
                 return Some(found);
             }
@@ -721,14 +726,18 @@ impl SharedWorker {
                 std::thread::yield_now();
                 continue;
             }
-            let timeout = self.held_back();
-            if timeout == Some(Duration::ZERO) {
-                continue;
-            }
             let decision = idle.prepare_to_sleep(self.index, || {
-                self.workers.is_stopped() || self.any_runnable()
+                self.workers.is_stopped() || self.has_lifo_task() || self.any_runnable()
             });
             if decision == SleepDecision::Park {
+                // Looked at after registering as a sleeper: a task queued for a group held
+                // back by its budget before this point is seen here (and bounds the sleep);
+                // one queued after it finds this worker asleep and wakes it.
+                let timeout = self.held_back();
+                if timeout == Some(Duration::ZERO) {
+                    idle.unregister(self.index);
+                    continue;
+                }
                 loop {
                     self.parker.park(timeout);
                     if self.workers.is_stopped() {
