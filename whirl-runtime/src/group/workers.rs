@@ -28,8 +28,9 @@
 //! with its caches warm and no other thread woken. Fairness bounds this: the slot is used only
 //! if the target group has no scheduler of its own (whose order must be kept), wants a LIFO
 //! slot, and is not ahead of the virtual clock by more than [`HANDOFF_SLACK`]; a worker runs at
-//! most [`MAX_LIFO_STREAK`] processes in a row from the slot; a process displaced from the
-//! slot, or refused it, goes to its group's queue and wakes a worker.
+//! most [`MAX_LIFO_STREAK`] processes in a row from the slot while other work waits; a process
+//! displaced from the slot, or refused it, goes to its group's queue and wakes a worker. A
+//! process yielding its budget goes behind its group's queue too.
 //!
 //! **Idle workers** search every group, yield a few rounds, then sleep with `idle.rs`'s
 //! protocol; a task queued anywhere wakes one unless a worker is searching.
