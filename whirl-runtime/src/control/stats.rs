@@ -207,7 +207,8 @@ pub struct GroupStats {
     pub recent_queue_latency: LatencySummary,
     /// Handling time over the last one to two seconds.
     pub recent_handling_time: LatencySummary,
-    /// Total time the group's workers have spent waiting for work.
+    /// Total time the group's workers have spent waiting for work (on shared workers: the
+    /// time each shared worker spent not running this group's turns, summed).
     pub idle_time: Duration,
     /// Lock waits reported by handlers ([`Ctx::lock_timed`](crate::Ctx::lock_timed)).
     pub lock_latency: LatencySummary,
@@ -219,9 +220,9 @@ pub struct GroupStats {
     pub blocked_workers: usize,
     /// The group's slow-turn threshold; `None` when slow turns are not watched.
     pub slow_turn_threshold: Option<Duration>,
-    /// Worker threads now.
+    /// Worker threads now; for a group on the shared workers, its concurrency limit.
     pub threads: usize,
-    /// The range the thread count may move in.
+    /// The range the thread count (or concurrency limit) may move in.
     pub thread_range: (usize, usize),
     /// Messages a process handles per turn.
     pub budget: usize,

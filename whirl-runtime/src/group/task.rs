@@ -208,3 +208,52 @@ impl Recorder {
         self.record(|stats| stats.record_lock_wait(wait));
     }
 }
+
+/// Which turns of one worker are sampled: one in [`SAMPLE_EVERY`](crate::control::SAMPLE_EVERY),
+/// and the first of each new millisecond of the shared coarse clock to handle a message (see
+/// `worker.rs`, `run_task`). Shared by both kinds of worker.
+pub(crate) struct Sampler {
+    /// The shared clock's millisecond at the worker's last sampled turn.
+    sampled_ms: Cell<u32>,
+}
+
+impl Sampler {
+    pub(crate) fn new() -> Self {
+        Sampler {
+            sampled_ms: Cell::new(u32::MAX),
+        }
+    }
+
+    /// Runs the worker's `tick`th turn with `run`, telling it whether it is sampled; every
+    /// `SAMPLE_EVERY` turns, first refreshes whether `recorder`'s turns open tracing spans.
+    #[inline]
+    pub(crate) fn run(
+        &self,
+        tick: u32,
+        recorder: &Recorder,
+        run: impl FnOnce(bool) -> usize,
+    ) -> usize {
+        let ms = crate::time::shared_millis();
+        let every = tick.is_multiple_of(crate::control::SAMPLE_EVERY);
+        if every {
+            // Whether turns open tracing spans, looked up once per `SAMPLE_EVERY` turns.
+            recorder
+                .spans
+                .set(tracing::level_enabled!(tracing::Level::TRACE));
+        }
+        let sampled = every || ms != self.sampled_ms.get();
+        let handled = run(sampled);
+        if sampled && handled > 0 {
+            self.sampled_ms.set(ms);
+        }
+        handled
+    }
+}
+
+/// Whether a worker's LIFO slot holds something, without taking it out.
+pub(crate) fn is_occupied<T>(slot: &Cell<Option<T>>) -> bool {
+    let value = slot.take();
+    let occupied = value.is_some();
+    slot.set(value);
+    occupied
+}

@@ -17,9 +17,7 @@ use super::pool::Slot;
 use super::probe::Running;
 use super::scheduler::{Scheduler, TurnReport};
 use super::shared::{GroupShared, LOCAL_QUEUE_CAP};
-use super::task::{Recorder, Task};
-use crate::control::SAMPLE_EVERY;
-use crate::time::shared_millis;
+use super::task::{is_occupied, Recorder, Sampler, Task};
 
 /// How often (in turns) a worker looks at the injector before its own queue, so tasks posted
 /// from outside are not starved by a worker that always has local work. The value tokio and Go
@@ -222,8 +220,7 @@ pub(crate) struct WorkerThread {
     lifo: Cell<Option<Task>>,
     lifo_streak: Cell<u32>,
     tick: Cell<u32>,
-    /// The shared clock's millisecond at this worker's last sampled turn.
-    sampled_ms: Cell<u32>,
+    sampler: Sampler,
     rng: Cell<u32>,
     parker: Parker,
 }
@@ -261,7 +258,7 @@ impl WorkerThread {
             lifo: Cell::new(None),
             lifo_streak: Cell::new(0),
             tick: Cell::new(0),
-            sampled_ms: Cell::new(u32::MAX),
+            sampler: Sampler::new(),
             rng: Cell::new(0x9E37_79B9 ^ (index as u32).wrapping_mul(0x85EB_CA6B) | 1),
             parker,
         };
@@ -335,8 +332,9 @@ impl WorkerThread {
         }
     }
 
-    /// Runs one turn; returns the messages handled. The turn is sampled (timed, its queue
-    /// latencies recorded) one time in [`SAMPLE_EVERY`], and also when it is the first of
+    /// Runs one turn; returns the messages handled (the sampling is `task.rs`'s `Sampler`).
+    /// The turn is sampled (timed, its queue latencies recorded) one time in
+    /// [`SAMPLE_EVERY`](crate::control::SAMPLE_EVERY), and also when it is the first of
     /// this worker in a new millisecond of the shared coarse clock to handle a message: so a
     /// quiet group has every turn sampled (a new user saw `0 samples` after a thousand
     /// messages handled in long turns), and a busy worker adds at most 1,000 sampled turns a
@@ -346,23 +344,13 @@ impl WorkerThread {
     /// be measured. The check is one relaxed load of a static.
     #[inline]
     fn run_task(&self, task: Task) -> usize {
-        let ms = shared_millis();
-        let every = self.tick.get().is_multiple_of(SAMPLE_EVERY);
-        if every {
-            // Whether turns open tracing spans, looked up once per `SAMPLE_EVERY` turns.
-            self.recorder
-                .spans
-                .set(tracing::level_enabled!(tracing::Level::TRACE));
-        }
-        let sampled = every || ms != self.sampled_ms.get();
-        let handled = match &self.group.cpu_budget {
-            None => task.run(sampled, &self.recorder),
-            Some(cpu) => self.run_budgeted(cpu, task, sampled),
-        };
-        if sampled && handled > 0 {
-            self.sampled_ms.set(ms);
-        }
-        handled
+        self.sampler
+            .run(self.tick.get(), &self.recorder, |sampled| {
+                match &self.group.cpu_budget {
+                    None => task.run(sampled, &self.recorder),
+                    Some(cpu) => self.run_budgeted(cpu, task, sampled),
+                }
+            })
     }
 
     /// Runs a turn of a group with a CPU budget: waits first if the budget is spent (holding
@@ -458,10 +446,7 @@ impl WorkerThread {
     }
 
     fn has_lifo_task(&self) -> bool {
-        let task = self.lifo.take();
-        let occupied = task.is_some();
-        self.lifo.set(task);
-        occupied
+        is_occupied(&self.lifo)
     }
 
     fn push_queue(&self, task: Task) {

@@ -58,9 +58,8 @@ use super::park::Parker;
 use super::probe::Running;
 use super::scheduler::TurnReport;
 use super::shared::{Domain, GroupShared, Kernel, Workers};
-use super::task::{Recorder, Task};
-use crate::control::SAMPLE_EVERY;
-use crate::time::{shared_clock, shared_millis, Clock};
+use super::task::{is_occupied, Recorder, Sampler, Task};
+use crate::time::{shared_clock, Clock};
 
 /// The weight of a group that does not set one (`GroupBuilder::share`).
 pub(crate) const DEFAULT_SHARE: u64 = 100;
@@ -262,8 +261,7 @@ struct SharedWorker {
     lifo: Cell<Option<(Rc<Local>, Task)>>,
     lifo_streak: Cell<u32>,
     tick: Cell<u32>,
-    /// The shared clock's millisecond at this worker's last sampled turn.
-    sampled_ms: Cell<u32>,
+    sampler: Sampler,
     /// The group of the turn running now.
     current: Cell<Option<Rc<Local>>>,
     /// The group whose slot is not idle: the last one this worker ran since it last searched.
@@ -292,7 +290,7 @@ impl SharedWorker {
             lifo: Cell::new(None),
             lifo_streak: Cell::new(0),
             tick: Cell::new(0),
-            sampled_ms: Cell::new(u32::MAX),
+            sampler: Sampler::new(),
             current: Cell::new(None),
             last: Cell::new(None),
             counted: Cell::new(false),
@@ -567,24 +565,13 @@ impl SharedWorker {
         self.release(group);
     }
 
-    /// Runs the turn, sampled as a dedicated worker samples (`worker.rs`, `run_task`).
+    /// Runs the turn, sampled as a dedicated worker samples (`task.rs`, `Sampler`).
     #[inline]
     fn run_sampled(&self, recorder: &Recorder, task: Task) -> usize {
         let tick = self.tick.get().wrapping_add(1);
         self.tick.set(tick);
-        let ms = shared_millis();
-        let every = tick.is_multiple_of(SAMPLE_EVERY);
-        if every {
-            recorder
-                .spans
-                .set(tracing::level_enabled!(tracing::Level::TRACE));
-        }
-        let sampled = every || ms != self.sampled_ms.get();
-        let handled = task.run(sampled, recorder);
-        if sampled && handled > 0 {
-            self.sampled_ms.set(ms);
-        }
-        handled
+        self.sampler
+            .run(tick, recorder, |sampled| task.run(sampled, recorder))
     }
 
     /// The worker now serves `local`'s group: the group it served before becomes idle (as
@@ -647,10 +634,7 @@ impl SharedWorker {
 
     #[inline]
     fn has_lifo_task(&self) -> bool {
-        let task = self.lifo.take();
-        let occupied = task.is_some();
-        self.lifo.set(task);
-        occupied
+        is_occupied(&self.lifo)
     }
 
     /// Whether nothing but `group`'s running process could use this worker: the LIFO slot is

@@ -186,11 +186,11 @@ impl Default for Runtime {
 }
 
 impl Runtime {
-    /// A runtime whose default group has one worker per core.
+    /// A runtime with one shared worker per core, its default group on them.
     ///
     /// # Panics
     ///
-    /// If the operating system refuses to start the default group's worker threads; build
+    /// If the operating system refuses to start the shared workers; build
     /// one with [`Runtime::builder`] to handle that.
     pub fn new() -> Self {
         match Runtime::builder().build() {

@@ -4,7 +4,10 @@
 //! given `min..=max`) and a controller is sampled by the runtime's controller thread every
 //! [`period`](ConcurrencyController::period); the controller answers with an [`Adjustment`],
 //! which the runtime applies: new workers start at once, surplus workers retire when they are
-//! next idle (never in the middle of a turn).
+//! next idle (never in the middle of a turn). A group on the shared workers, built with a
+//! range of [`concurrency`](crate::GroupBuilder::concurrency), is controlled the same way: its
+//! "threads" are its concurrency limit, raising it lets more shared workers run its turns at
+//! once, and its idle time is its unused capacity under that limit.
 //!
 //! The library:
 //!
@@ -45,9 +48,9 @@ pub use seda_pool::SedaThreadPool;
 pub struct GroupSample {
     /// How long the period was.
     pub interval: Duration,
-    /// Worker threads now.
+    /// Worker threads now (on shared workers: the concurrency limit).
     pub threads: usize,
-    /// The least and most threads the group may have.
+    /// The least and most threads (or limit) the group may have.
     pub min_threads: usize,
     /// See `min_threads`.
     pub max_threads: usize,
@@ -135,7 +138,8 @@ impl Adjustment {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Controls {
-    /// The worker thread count.
+    /// The worker thread count of a group with threads of its own; for a group on the shared
+    /// workers, its concurrency limit (how many of them may run it at once).
     Threads,
     /// The run budget.
     Budget,
