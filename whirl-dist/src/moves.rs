@@ -363,12 +363,15 @@ impl Moves {
         local: u64,
     ) -> Option<(Pid, VecDeque<Outgoing>)> {
         let upstream = self.fencing_upstream(Pid::new(node, local)).is_some();
-        let Some(Redirect::Fencing { to, passed, .. }) = self.redirects.get_mut(&(node, local))
+        let Some(Redirect::Fencing {
+            to, passed, fences, ..
+        }) = self.redirects.get_mut(&(node, local))
         else {
             return None;
         };
-        if upstream {
-            // What leads here still fences: wait to be fenced again.
+        if upstream || *fences > 0 {
+            // What leads here still fences, or it ended fencing after this flush began (and
+            // sent messages on through this one's old node): wait to be fenced again.
             *passed = false;
             return None;
         }
@@ -381,14 +384,11 @@ impl Moves {
         if back.is_empty() && later.is_empty() {
             *entry = Redirect::Done(to);
             // The first redirect still fencing down the chain was waiting for this one: it
-            // is fenced again, so what this one sent on comes back first.
+            // is fenced again, so what this one sent on comes back first. Even if its own
+            // flush has begun: it has not sent anything yet (this one fenced until now), and
+            // stops at its next batch (`fences > 0`).
             if let Downstream::Fencing(next) = self.downstream(to) {
-                if let Some(Redirect::Fencing {
-                    passed: false,
-                    fences,
-                    ..
-                }) = self.redirects.get_mut(&next)
-                {
+                if let Some(Redirect::Fencing { fences, .. }) = self.redirects.get_mut(&next) {
                     // Counted now: an answer to an earlier fence that comes before this one
                     // is sent must not flush it.
                     *fences += 1;

@@ -19,7 +19,7 @@ use whirl_dist::{
     RemotePostError, Request,
 };
 
-use common::{cluster, wait_for, DEADLINE};
+use common::{cluster, wait_explained, wait_for, DEADLINE};
 
 #[derive(Message, Serialize, Deserialize, Debug, PartialEq)]
 struct Deposit {
@@ -406,7 +406,15 @@ fn hot_deployment_moves_every_process_and_the_old_node_leaves() {
     // The client keeps using the old pids: they follow.
     post_all(200, 300);
     for pid in &moved {
-        wait_for("300 deposits", || balance(&client.node, *pid).1 == 300);
+        let counts = || {
+            format!(
+                "300 deposits to {pid}: old {:?} {:?}; client {:?}",
+                old.rt.counts(),
+                old.node.counts(),
+                client.node.counts()
+            )
+        };
+        wait_explained(|| balance(&client.node, *pid).1 == 300, counts);
     }
     let counts = old.rt.counts();
     assert_eq!(counts.dead_lettered, 0, "{counts:?}");

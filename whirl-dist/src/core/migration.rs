@@ -51,10 +51,13 @@ impl Core {
     }
 
     /// Starts holding the frames for local process `local`; `false` if it is already moving.
+    /// Returns once every message that passed the check for moves before is in the process's
+    /// mailbox (the delivery gate), so the hand-over that follows takes it along.
     pub(crate) fn begin_moving(&self, local: u64) -> bool {
         let begun = self.moves.lock().begin(local);
         if begun {
             self.any_moves.store(true, Relaxed);
+            drop(self.delivery_gate.write());
         }
         begun
     }

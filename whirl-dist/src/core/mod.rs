@@ -173,6 +173,11 @@ pub(crate) struct Core {
     moves: Mutex<Moves>,
     /// Whether `moves` holds anything: the receive and send paths look no further otherwise.
     any_moves: AtomicBool,
+    /// Held for reading by a post or ask from its check for moves until it is in the
+    /// process's mailbox (or refused), and for writing by a process that starts moving, right
+    /// after it is marked moving: so every message either is queued before the hand-over
+    /// starts, and travels with the process, or sees it moving and is held (`receive.rs`).
+    delivery_gate: RwLock<()>,
     /// How to restore a migrated process of each kind, by the kind's tag.
     migrations: RwLock<HashMap<u64, RestoreFn>>,
     /// Migration kinds by the process type they restore.
@@ -247,6 +252,7 @@ impl Core {
             closing: AtomicBool::new(false),
             moves: Mutex::new(Moves::default()),
             any_moves: AtomicBool::new(false),
+            delivery_gate: RwLock::new(()),
             migrations: RwLock::new(HashMap::new()),
             migration_kinds: RwLock::new(HashMap::new()),
             fences: Mutex::new(Vec::new()),

@@ -48,6 +48,11 @@ impl Core {
                 None => return self.over_window(frame.from),
             },
         };
+        // A post or ask is checked for moves and delivered under the delivery gate: a process
+        // cannot start moving between the two (`Core::begin_moving`). Recursive: delivering
+        // may send a frame to this node, which comes back here on this thread.
+        let _gate = matches!(frame.header, Header::Post { .. } | Header::Ask { .. })
+            .then(|| self.delivery_gate.read_recursive());
         match frame.header {
             Header::Post { to, .. } | Header::Ask { to, .. }
                 if self.any_moves.load(Relaxed) && self.intercept(&frame, to, seq) =>

@@ -141,6 +141,17 @@ pub fn wait_for(what: &str, mut ok: impl FnMut() -> bool) {
     }
 }
 
+/// As [`wait_for`], with the failure told by `explain` when it happens (counters, say).
+pub fn wait_explained(mut ok: impl FnMut() -> bool, explain: impl FnOnce() -> String) {
+    let deadline = Instant::now() + DEADLINE;
+    while !ok() {
+        if Instant::now() >= deadline {
+            panic!("{}: not within {DEADLINE:?}", explain());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// A plain Zenoh session (not a whirl node) linked to the plaintext node listening on `port`.
 pub fn raw_session(port: u16) -> zenoh::Session {
     let mut config = zenoh::Config::default();
