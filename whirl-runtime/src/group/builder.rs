@@ -1,12 +1,11 @@
 //! Groups as users see them: a [`Group`] handle, and the [`GroupBuilder`] that creates one
 //! (its pool, scheduler, predicate and controllers) and registers it with the runtime.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_deque::Injector;
-use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 
 use super::control_thread::Controlled;
@@ -313,13 +312,7 @@ impl GroupBuilder {
                 })?;
             let index = workers.reserve();
             let vclock = workers.vclock.load(std::sync::atomic::Ordering::Relaxed);
-            Some(Domain {
-                workers,
-                index,
-                share: self.share,
-                vtime: CachePadded::new(AtomicU64::new(vclock)),
-                running: CachePadded::new(AtomicUsize::new(0)),
-            })
+            Some(Domain::new(workers, index, self.share, vclock))
         };
         let shared = Arc::new(GroupShared {
             name: self.name,

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_deque::{Injector, Steal, Stealer};
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 
@@ -108,6 +108,27 @@ pub(crate) struct Domain {
     /// Shared workers running a turn of the group now (bounded by the pool's target: the
     /// group's concurrency limit).
     pub(crate) running: CachePadded<AtomicUsize>,
+    /// Thieves' ends of the shared workers' local queues of this group, by worker index:
+    /// what a worker queued stays on its core unless another worker is idle and steals it.
+    pub(crate) stealers: Box<[Stealer<Task>]>,
+    /// The queues those ends belong to, until each worker takes its own (`workers.rs`).
+    pub(crate) locals: Mutex<Vec<Option<Worker<Task>>>>,
+}
+
+impl Domain {
+    /// A domain for the group at `index` of `workers`, starting at virtual time `vtime`.
+    pub(crate) fn new(workers: Arc<Workers>, index: usize, share: u64, vtime: u64) -> Self {
+        let locals: Vec<Worker<Task>> = (0..workers.count).map(|_| Worker::new_fifo()).collect();
+        Domain {
+            stealers: locals.iter().map(Worker::stealer).collect(),
+            locals: Mutex::new(locals.into_iter().map(Some).collect()),
+            workers,
+            index,
+            share,
+            vtime: CachePadded::new(AtomicU64::new(vtime)),
+            running: CachePadded::new(AtomicUsize::new(0)),
+        }
+    }
 }
 
 /// The runtime's shared workers: one thread per core unless configured, running the turns of
@@ -216,8 +237,8 @@ impl GroupShared {
         if let Some(scheduler) = &self.scheduler {
             return !scheduler.is_empty();
         }
-        if self.domain.is_some() {
-            return !self.injector.is_empty();
+        if let Some(domain) = &self.domain {
+            return !self.injector.is_empty() || domain.stealers.iter().any(|s| !s.is_empty());
         }
         !self.injector.is_empty() || self.stealers.read().iter().flatten().any(|s| !s.is_empty())
     }
@@ -282,6 +303,11 @@ impl GroupShared {
         let stealers: Vec<_> = self.stealers.read().iter().flatten().cloned().collect();
         for stealer in stealers {
             take_all(|| stealer.steal(), &mut abandon);
+        }
+        if let Some(domain) = &self.domain {
+            for stealer in domain.stealers.iter() {
+                take_all(|| stealer.steal(), &mut abandon);
+            }
         }
         taken
     }

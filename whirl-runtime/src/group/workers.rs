@@ -28,9 +28,17 @@
 //! with its caches warm and no other thread woken. Fairness bounds this: the slot is used only
 //! if the target group has no scheduler of its own (whose order must be kept), wants a LIFO
 //! slot, and is not ahead of the virtual clock by more than [`HANDOFF_SLACK`]; a worker runs at
-//! most [`MAX_LIFO_STREAK`] processes in a row from the slot while other work waits; a process
-//! displaced from the slot, or refused it, goes to its group's queue and wakes a worker. A
-//! process yielding its budget goes behind its group's queue too.
+//! most [`MAX_LIFO_STREAK`] processes in a row from the slot while other work waits.
+//!
+//! **Queues.** A group's ready processes wait in one of three places: its shared queue (the
+//! injector, for processes made ready from outside the workers), or, for a process made
+//! ready on a worker (displaced from the LIFO slot, refused it, or yielding its budget), that
+//! worker's local queue of the group, a crossbeam deque whose other end every other worker
+//! may steal from. So a process stays on the core whose cache holds it unless another core
+//! is idle; a worker that took a group takes from its own queue of it, then from the group's
+//! shared queue (first, every [`INJECTOR_CHECK_INTERVAL`] turns, so that it is not starved),
+//! then from the other workers' queues of it. A group with a scheduler of its own keeps its
+//! ready processes there instead.
 //!
 //! **Idle workers** search every group, yield a few rounds, then sleep with `idle.rs`'s
 //! protocol; a task queued anywhere wakes one unless a worker is searching.
@@ -49,7 +57,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_deque::Steal;
+use crossbeam_deque::{Steal, Worker};
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 
@@ -57,7 +65,7 @@ use super::idle::{Idle, SleepDecision};
 use super::park::Parker;
 use super::probe::Running;
 use super::scheduler::TurnReport;
-use super::shared::{Domain, GroupShared, Kernel, Workers};
+use super::shared::{Domain, GroupShared, Kernel, Workers, LOCAL_QUEUE_CAP};
 use super::task::{is_occupied, Recorder, Sampler, Task};
 use crate::time::{shared_clock, Clock};
 
@@ -70,6 +78,10 @@ pub(crate) const HANDOFF_SLACK: u64 = 2_000_000;
 
 /// Consecutive turns the LIFO slot may win before its process goes to its group's queue.
 pub(crate) const MAX_LIFO_STREAK: u32 = 16;
+
+/// Turns between looks at a group's shared queue before its worker's local queue, so that
+/// processes queued from outside are not starved by those queued here (as `worker.rs`).
+const INJECTOR_CHECK_INTERVAL: u32 = 61;
 
 /// Failed search rounds (each a `yield_now`) before a worker parks.
 const SEARCH_ROUNDS_BEFORE_SLEEP: u32 = 32;
@@ -241,11 +253,25 @@ impl GroupShared {
 struct Local {
     group: Arc<GroupShared>,
     recorder: Recorder,
+    /// This worker's queue of the group's processes (other workers steal from its other end,
+    /// `Domain::stealers`); `None` for a group with a scheduler of its own, whose scheduler
+    /// holds its ready processes.
+    queue: Option<Worker<Task>>,
 }
 
 impl Local {
     fn domain(&self) -> Option<&Domain> {
         self.group.domain.as_ref()
+    }
+
+    /// Hands what this worker queued of the group to the group's queue (where a stopped
+    /// group's processes are terminated): the worker no longer serves the group.
+    fn hand_back(&self) {
+        if let Some(queue) = &self.queue {
+            while let Some(task) = queue.pop() {
+                self.group.push_remote(task);
+            }
+        }
     }
 }
 
@@ -318,6 +344,9 @@ impl SharedWorker {
             task.abandon();
         }
         for local in self.domains.borrow().iter().flatten() {
+            local.hand_back();
+        }
+        for local in self.domains.borrow().iter().flatten() {
             local.recorder.publish();
         }
     }
@@ -342,11 +371,20 @@ impl SharedWorker {
             if same {
                 continue;
             }
+            if let Some(old) = place.take() {
+                // Its group stopped: what this worker queued of it is terminated there.
+                old.hand_back();
+            }
             *place = group.as_ref().and_then(|group| {
                 let slot = group.pool.slots.read().get(self.index).cloned()?;
+                let queue = match (&group.scheduler, &group.domain) {
+                    (None, Some(domain)) => domain.locals.lock().get_mut(self.index)?.take(),
+                    _ => None,
+                };
                 Some(Rc::new(Local {
                     group: Arc::clone(group),
                     recorder: Recorder::new(slot),
+                    queue,
                 }))
             });
         }
@@ -359,10 +397,11 @@ impl SharedWorker {
         let (local, task) = self.lifo.take()?;
         let streak = self.lifo_streak.get();
         if streak >= MAX_LIFO_STREAK && !self.has_nothing_but(&local.group) {
-            // Too long a streak while others wait: behind its group's queue (waking a worker,
-            // as this one may well choose another group), and the worker chooses again.
+            // Too long a streak while others wait: behind its group's queue on this worker
+            // (waking another, as this one may well choose another group), and the worker
+            // chooses again.
             self.lifo_streak.set(0);
-            local.group.push_remote(task);
+            self.queue_locally(&local, task, true);
             return None;
         }
         if self.claim(&local.group) {
@@ -374,9 +413,10 @@ impl SharedWorker {
             });
             return Some((local, task));
         }
-        // The group may not run more now: behind its queue, for whichever worker may.
+        // The group may not run more now: behind its queue, for whichever worker may (the one
+        // ending a turn of it wakes another if it was at its limit).
         self.lifo_streak.set(0);
-        local.group.push_remote(task);
+        self.queue_locally(&local, task, false);
         None
     }
 
@@ -415,7 +455,7 @@ impl SharedWorker {
             if !self.claim(&local.group) {
                 continue;
             }
-            if let Some(task) = self.pop(&local.group) {
+            if let Some(task) = self.pop(&local) {
                 // Written only when it moves: every worker reads this line.
                 if v > self.workers.vclock.load(Relaxed) {
                     self.workers.vclock.fetch_max(v, Relaxed);
@@ -428,16 +468,46 @@ impl SharedWorker {
         None
     }
 
-    fn pop(&self, group: &GroupShared) -> Option<Task> {
+    /// A ready process of `local`'s group: from its scheduler if it has one; else from this
+    /// worker's queue of it, the group's shared queue (first, every
+    /// [`INJECTOR_CHECK_INTERVAL`] turns), or another worker's queue.
+    fn pop(&self, local: &Local) -> Option<Task> {
+        let group = &local.group;
         if let Some(scheduler) = &group.scheduler {
             return scheduler.pop(self.index).map(|ready| ready.into_task());
         }
-        loop {
-            match group.injector.steal() {
-                Steal::Success(task) => return Some(task),
-                Steal::Empty => return None,
-                Steal::Retry => continue,
+        let Some(queue) = &local.queue else {
+            return take(|| group.injector.steal());
+        };
+        if self.tick.get().is_multiple_of(INJECTOR_CHECK_INTERVAL) {
+            if let Some(task) = take(|| group.injector.steal_batch_and_pop(queue)) {
+                return Some(task);
             }
+        }
+        if let Some(task) = queue.pop() {
+            return Some(task);
+        }
+        if let Some(task) = take(|| group.injector.steal_batch_and_pop(queue)) {
+            return Some(task);
+        }
+        let stealers = group.domain.as_ref().map_or(&[][..], |d| &d.stealers[..]);
+        let n = stealers.len();
+        (1..n).find_map(|i| take(|| stealers[(self.index + i) % n].steal_batch_and_pop(queue)))
+    }
+
+    /// Queues a process of `local`'s group on this worker, behind the others (on the group's
+    /// shared queue if this worker has no queue of it, or a full one). Wakes a worker if `wake`
+    /// and this worker now has more than the process it will run next.
+    fn queue_locally(&self, local: &Local, task: Task, wake: bool) {
+        match &local.queue {
+            Some(queue) if queue.len() < LOCAL_QUEUE_CAP => {
+                queue.push(task);
+                if wake && queue.len() + usize::from(self.has_lifo_task()) > 1 {
+                    local.group.notify_one();
+                }
+            }
+            _ if wake => local.group.push_remote(task),
+            _ => local.group.injector.push(task),
         }
     }
 
@@ -602,25 +672,31 @@ impl SharedWorker {
         if group.is_stopped() {
             return Err(task);
         }
-        if !lifo {
-            // A yield: behind the group's queue, where any worker may take it. (Kept in this
-            // worker's slot instead, a process streamed to from outside stays on one core and
-            // drains its inbox as fast as it fills, its sender and it contending for the same
-            // cache lines: bench-compare's counting row was slower so.)
-            group.injector.push(task);
-            group.notify_one();
-            return Ok(());
-        }
-        let clock = self.workers.vclock.load(Relaxed);
-        if !group.lifo_slot || domain.vtime.load(Relaxed) > clock.saturating_add(HANDOFF_SLACK) {
-            return Err(task);
-        }
         let Some(local) = self.local_of(group, domain) else {
             // This worker has not seen the group yet.
             return Err(task);
         };
+        if !lifo {
+            // A yield goes behind everything waiting. When this worker has nothing of the group
+            // queued, what waits is in the group's shared queue: queued here, the process would
+            // run again before them (for up to INJECTOR_CHECK_INTERVAL turns).
+            if local.queue.as_ref().is_none_or(|q| q.is_empty()) && !group.injector.is_empty() {
+                group.injector.push(task);
+                group.notify_one();
+            } else {
+                self.queue_locally(&local, task, true);
+            }
+            return Ok(());
+        }
+        let clock = self.workers.vclock.load(Relaxed);
+        if !group.lifo_slot || domain.vtime.load(Relaxed) > clock.saturating_add(HANDOFF_SLACK) {
+            // No handoff: behind the group's queue on this worker, whose choice among groups
+            // (or another worker's stealing) decides when it runs.
+            self.queue_locally(&local, task, true);
+            return Ok(());
+        }
         if let Some((displaced, task)) = self.lifo.replace(Some((local, task))) {
-            displaced.group.push_remote(task);
+            self.queue_locally(&displaced, task, true);
         }
         Ok(())
     }
@@ -641,7 +717,7 @@ impl SharedWorker {
     /// empty, and no group has work queued.
     #[inline]
     fn has_nothing_but(&self, group: &Arc<GroupShared>) -> bool {
-        if self.has_lifo_task() || !group.injector.is_empty() {
+        if self.has_lifo_task() || group.has_visible_work() {
             return false;
         }
         let Ok(domains) = self.domains.try_borrow() else {
@@ -738,6 +814,18 @@ impl SharedWorker {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Takes from a crossbeam queue, retrying while it says so.
+#[inline]
+fn take(mut steal: impl FnMut() -> Steal<Task>) -> Option<Task> {
+    loop {
+        match steal() {
+            Steal::Success(task) => return Some(task),
+            Steal::Empty => return None,
+            Steal::Retry => continue,
         }
     }
 }
