@@ -146,9 +146,27 @@ impl Moves {
     /// were sent back: this node follows it too, as a peer does once its fence passed. So
     /// a message this node sends to the new pid (found by name) waits behind what it sent
     /// before to a pid that led to the old one.
+    ///
+    /// If this node is still flushing a redirect that led to the process here (it moved here
+    /// a moment ago), what that flush sends on from now comes back redirected, older than
+    /// anything sent since: so this one starts fencing, with nothing awaited yet, and collects
+    /// it in order. It is fenced once the one before it is done, as any redirect behind one
+    /// still fencing ([`Moves::next_batch`]).
     pub(crate) fn follow_own(&mut self, here: NodeId, local: u64, to: Pid) {
         let key = (here, local);
-        self.redirects.entry(key).or_insert(Redirect::Done(to));
+        if !self.redirects.contains_key(&key) {
+            let redirect = match self.fencing_upstream(Pid::new(here, local)) {
+                Some(_) => Redirect::Fencing {
+                    to,
+                    back: VecDeque::new(),
+                    later: VecDeque::new(),
+                    passed: false,
+                    fences: 0,
+                },
+                None => Redirect::Done(to),
+            };
+            self.redirects.insert(key, redirect);
+        }
         self.leads_to.entry(to).or_insert(key);
     }
 
@@ -540,5 +558,77 @@ impl std::fmt::Debug for Moves {
             .field("leads_to", &leads_to)
             .field("refences", &self.refences)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(n: u8) -> Outgoing {
+        let header = Header::Post {
+            to: 0,
+            tag: 0,
+            route: None,
+            principal: None,
+            trace: None,
+        };
+        (header, vec![n])
+    }
+
+    fn numbers(batch: &VecDeque<Outgoing>) -> Vec<u8> {
+        batch.iter().map(|(_, payload)| payload[0]).collect()
+    }
+
+    /// A process moved here (t0 → here) and on (→ t2) while this node was still flushing its
+    /// redirect toward it: what that flush sent to the process here comes back after the
+    /// second move, and still reaches t2 before what this node sent later.
+    #[test]
+    fn a_process_leaving_while_its_redirect_here_flushes_keeps_this_nodes_order() {
+        let (t0, here, t2) = (
+            NodeId::from_u128(1),
+            NodeId::from_u128(2),
+            NodeId::from_u128(3),
+        );
+        let (second, third) = (Pid::new(here, 20), Pid::new(t2, 30));
+        let mut moves = Moves::default();
+        assert!(matches!(
+            moves.redirected(t0, 10, second, message(1)),
+            Redirected::First
+        ));
+        assert!(matches!(
+            moves.route(t0, 10, || message(2)),
+            Some(Route::Buffered)
+        ));
+        assert!(moves.begin_flush(t0, 10, false));
+        let (to, batch) = moves.next_batch(t0, 10).expect("a batch");
+        assert_eq!((to, numbers(&batch)), (second, vec![1, 2]));
+        // #1 reached the process here; it moves on before #2 is sent, and this node posts #3.
+        moves.follow_own(here, 20, third);
+        assert!(matches!(
+            moves.route(t0, 10, || message(3)),
+            Some(Route::Buffered)
+        ));
+        // #2, sent now, comes back from the moved process's old place.
+        assert!(matches!(
+            moves.redirected(here, 20, third, message(2)),
+            Redirected::Buffered
+        ));
+        let (to, batch) = moves.next_batch(t0, 10).expect("the later batch");
+        assert_eq!((to, numbers(&batch)), (second, vec![3]));
+        assert!(matches!(
+            moves.redirected(here, 20, third, message(3)),
+            Redirected::Buffered
+        ));
+        assert!(
+            moves.next_batch(t0, 10).is_none(),
+            "the first redirect is done"
+        );
+        assert_eq!(moves.take_refences(), vec![(here, 20)]);
+        assert!(moves.begin_flush(here, 20, false));
+        let (to, batch) = moves.next_batch(here, 20).expect("what came back");
+        assert_eq!((to, numbers(&batch)), (third, vec![2, 3]));
+        assert!(moves.next_batch(here, 20).is_none());
+        assert!(matches!(moves.route(here, 20, || message(4)), Some(Route::To(p)) if p == third));
     }
 }
