@@ -854,7 +854,6 @@ fn a_process_that_keeps_moving_keeps_every_senders_order() {
         let mut local: Addr<Account> = account.clone();
         let mut moves = 0;
         for next in [1usize, 2, 0, 1] {
-            std::thread::sleep(Duration::from_millis(15));
             let moved = m[here]
                 .node
                 .migrate(&local, m[next].node.id(), DEADLINE)
