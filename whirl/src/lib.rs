@@ -19,7 +19,7 @@
 //!   of principal counts, supervisor restarts, all named `whirl_*`. Read from the snapshots,
 //!   never on the message path. Off by default.
 //! * `net`: non-blocking sockets as processes ([`net`]: an `Acceptor` and `SocketConnection`
-//!   on a poller thread per runtime, mio underneath). Off by default.
+//!   on one poll per runtime that the shared workers wait in, mio underneath). Off by default.
 //! * `tls`: TLS server connections on the socket layer with rustls (ring provider):
 //!   [`net::tls`](crate::net) puts the TLS state inside a `SocketConnection`, whose owner still
 //!   sends and receives plaintext; handshakes run on behalf of the client address's principal
@@ -718,7 +718,7 @@
 //! # Sockets
 //!
 //! With the `net` feature, `whirl::net` makes sockets processes, as in the Whirlwind paper's
-//! HTTP server: one poller thread turns readiness into messages, a `SocketConnection` owns a
+//! HTTP server: the workers poll for readiness and turn it into messages, a `SocketConnection` owns a
 //! TCP stream with bounded buffers, an `Acceptor` is the accept loop. The `iris_http` example
 //! builds the paper's server on it (`cargo run --release -p iris --bin iris_http`).
 //!

@@ -148,6 +148,10 @@ pub(crate) struct Workers {
     pub(crate) vclock: CachePadded<AtomicU64>,
     pub(crate) stopped: AtomicBool,
     pub(crate) handles: Mutex<Vec<JoinHandle<()>>>,
+    /// The runtime's I/O poll, which these workers drive (`workers.rs`), and how to interrupt
+    /// the one waiting in it; set when the runtime's [`Net`] starts.
+    #[cfg(feature = "net")]
+    pub(crate) io: std::sync::OnceLock<(Net, super::park::Interrupt)>,
 }
 
 impl GroupShared {
@@ -507,7 +511,23 @@ impl Kernel {
         if self.is_closing() {
             return Err(std::io::Error::other("the runtime is shutting down"));
         }
-        let started = Net::start()?;
+        // Driven by the shared workers, so that readiness runs the socket's process on the
+        // worker that saw it; a stepped runtime has none, and a poller thread instead.
+        let workers = match self.stepped {
+            true => None,
+            false => self.shared_workers().ok(),
+        };
+        let started = match workers {
+            Some(workers) => {
+                let started = Net::start_driven()?;
+                let waking = started.clone();
+                let interrupt: super::park::Interrupt = Arc::new(move || waking.wake_driver());
+                // Set once: this is the runtime's only `Net`.
+                let _ = workers.io.set((started.clone(), interrupt));
+                started
+            }
+            None => Net::start()?,
+        };
         *net = Some(started.clone());
         Ok(started)
     }

@@ -41,7 +41,12 @@
 //! ready processes there instead.
 //!
 //! **Idle workers** search every group, yield a few rounds, then sleep with `idle.rs`'s
-//! protocol; a task queued anywhere wakes one unless a worker is searching.
+//! protocol; a task queued anywhere wakes one unless a worker is searching. With the `net`
+//! feature, the first to sleep sleeps in the runtime's I/O poll (`io/poller.rs`; waking it
+//! interrupts the poll), and the processes its readiness events make ready land in its LIFO
+//! slot and queues: a socket's process runs on the worker that saw the event. Busy workers
+//! look at the poll, without waiting, every [`IO_CHECK_INTERVAL`] turns or
+//! [`IO_CHECK_PERIOD`], whichever comes first.
 //!
 //! **Statistics.** A group keeps one slot per shared worker (the probe of what that worker
 //! runs of it, and statistics), so its watchdog, statistics and controllers read it as they
@@ -82,6 +87,15 @@ pub(crate) const MAX_LIFO_STREAK: u32 = 16;
 /// Turns between looks at a group's shared queue before its worker's local queue, so that
 /// processes queued from outside are not starved by those queued here (as `worker.rs`).
 const INJECTOR_CHECK_INTERVAL: u32 = 61;
+
+/// Turns between looks at the I/O poll by a busy worker (as tokio's `event_interval`).
+#[cfg(feature = "net")]
+const IO_CHECK_INTERVAL: u32 = 61;
+
+/// At most this long (coarse-clock nanoseconds) between a busy worker's looks at the I/O poll,
+/// however long its turns: 1 ms.
+#[cfg(feature = "net")]
+const IO_CHECK_PERIOD: u64 = 1_000_000;
 
 /// Failed search rounds (each a `yield_now`) before a worker parks.
 const SEARCH_ROUNDS_BEFORE_SLEEP: u32 = 32;
@@ -151,6 +165,8 @@ impl Kernel {
             vclock: CachePadded::new(AtomicU64::new(0)),
             stopped: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
+            #[cfg(feature = "net")]
+            io: std::sync::OnceLock::new(),
         });
         workers.start()?;
         *slot = Some(Arc::clone(&workers));
@@ -294,6 +310,9 @@ struct SharedWorker {
     last: Cell<Option<Rc<Local>>>,
     /// Whether the claimed turn was counted in its group's `running`.
     counted: Cell<bool>,
+    /// When this worker last looked at the I/O poll between turns (coarse clock).
+    #[cfg(feature = "net")]
+    io_checked: Cell<u64>,
 }
 
 /// Clears `SHARED` when the run loop exits, however it exits.
@@ -320,6 +339,8 @@ impl SharedWorker {
             current: Cell::new(None),
             last: Cell::new(None),
             counted: Cell::new(false),
+            #[cfg(feature = "net")]
+            io_checked: Cell::new(0),
         }
     }
 
@@ -327,6 +348,7 @@ impl SharedWorker {
         SHARED.with(|c| c.set(&self));
         let _guard = CurrentGuard;
         while !self.workers.is_stopped() {
+            self.check_io();
             let next = match self.next_from_lifo() {
                 Some(next) => Some(next),
                 None => self.pick(),
@@ -765,6 +787,42 @@ impl SharedWorker {
         wait
     }
 
+    /// Sleeps until woken, or for `timeout`: in the runtime's I/O poll if the workers drive it
+    /// and no other worker waits in it (returning how many readiness events it handed to
+    /// their processes, which this worker then runs), else on its parker.
+    fn sleep(&self, timeout: Option<Duration>) -> usize {
+        #[cfg(feature = "net")]
+        if let Some((net, interrupt)) = self.workers.io.get() {
+            if let Some(mut driver) = net.try_drive() {
+                return self
+                    .parker
+                    .park_in(interrupt, || driver.poll(timeout))
+                    .unwrap_or(0);
+            }
+        }
+        self.parker.park(timeout);
+        0
+    }
+
+    /// Every [`IO_CHECK_INTERVAL`] turns, or [`IO_CHECK_PERIOD`] of the coarse clock if that
+    /// comes first (long turns), between two: readiness events, without waiting, if no worker
+    /// waits in the poll (so sockets are served while every worker is busy).
+    #[inline]
+    fn check_io(&self) {
+        #[cfg(feature = "net")]
+        if let Some((net, _)) = self.workers.io.get() {
+            let now = shared_clock().nanos();
+            let due = self.tick.get().is_multiple_of(IO_CHECK_INTERVAL)
+                || now.saturating_sub(self.io_checked.get()) >= IO_CHECK_PERIOD;
+            if due {
+                self.io_checked.set(now);
+                if let Some(mut driver) = net.try_drive() {
+                    driver.poll(Some(Duration::ZERO));
+                }
+            }
+        }
+    }
+
     /// Looks for work, sleeping when there is none; `None` once the workers stop.
     fn search(&self) -> Option<(Rc<Local>, Task)> {
         let idle = &self.workers.idle;
@@ -800,9 +858,15 @@ impl SharedWorker {
                     continue;
                 }
                 loop {
-                    self.parker.park(timeout);
+                    let dispatched = self.sleep(timeout);
                     if self.workers.is_stopped() {
                         return None;
+                    }
+                    if dispatched > 0 {
+                        // Readiness made processes ready, in this worker's slot and queues:
+                        // searching again, it runs them.
+                        idle.unregister(self.index);
+                        break;
                     }
                     if !idle.is_sleeping(self.index) {
                         break;

@@ -1,6 +1,8 @@
-//! I/O readiness: one poller thread per runtime waiting on `mio::Poll` for every registered
-//! socket, turning each readiness event into a call of the callback registered for it (which
-//! posts a message to the process owning the socket). No thread per connection.
+//! I/O readiness: one `mio::Poll` per runtime for every registered socket, each readiness
+//! event turned into a call of the callback registered for it (which posts a message to the
+//! process owning the socket). No thread per connection, and, on a runtime with shared
+//! workers, no poller thread either: the workers wait in the poll when they have nothing to
+//! run, and look at it between turns when they do (`poller.rs`).
 //!
 //! [`Net`] is the handle a runtime hands out ([`Runtime::net`](crate::Runtime::net),
 //! [`Ctx::net`](crate::Ctx::net)); the socket processes of [`net`](crate::net) use it. mio's

@@ -9,8 +9,9 @@
 //! struct deriving it, holding the addresses and configuration it needs, or, when it needs
 //! none, a plain function ([`Acceptor::bind_fn`]).
 //!
-//! One poller thread per runtime ([`Net`]) waits on all sockets; each readiness event
-//! becomes a message. There is no thread per connection, and a slow peer cannot make the
+//! One poll per runtime ([`Net`]) watches all sockets, waited in by the runtime's shared
+//! workers when they are idle; each readiness event becomes a message to the socket's
+//! process, which runs on the worker that saw it. There is no thread per connection, and a slow peer cannot make the
 //! server buffer without bound: see [`SocketLimits`]. The streams handed to you are
 //! `std::net::TcpStream`s (non-blocking); mio, which the poller runs on, stays inside.
 //!
