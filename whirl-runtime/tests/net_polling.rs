@@ -126,9 +126,14 @@ fn round_trips(client: &mut TcpStream, n: usize) {
 #[test]
 fn the_shared_workers_poll_for_readiness_idle_or_busy() {
     let rt = Runtime::builder().threads(2).build().unwrap();
+    // The sockets' processes run on a thread of their own, so the shared workers have nothing
+    // to run; and they are asleep before the poll exists: its start wakes them to sleep in
+    // it.
+    let own = rt.group("own").threads(1).build().unwrap();
+    std::thread::sleep(Duration::from_millis(50));
     let (acceptor, addr) =
         Acceptor::bind_fn("127.0.0.1:0".parse().unwrap(), rt.net().unwrap(), echo).unwrap();
-    rt.spawn(acceptor);
+    rt.spawner().group(&own).spawn(acceptor);
     let mut client = TcpStream::connect(addr).unwrap();
     client
         .set_read_timeout(Some(Duration::from_secs(20)))

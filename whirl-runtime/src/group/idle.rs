@@ -164,6 +164,17 @@ impl Idle {
         }
     }
 
+    /// Puts sleeping worker `index` last in line to be woken: it sleeps in the I/O poll
+    /// (`workers.rs`), which it would leave unwatched, and events wake it anyway.
+    #[cfg(feature = "net")]
+    pub(crate) fn wake_last(&self, index: usize) {
+        let mut sleepers = lock(&self.sleepers);
+        if let Some(pos) = sleepers.iter().position(|&i| i == index) {
+            let me = sleepers.remove(pos);
+            sleepers.insert(0, me);
+        }
+    }
+
     /// After a park returned: whether the worker is still on the sleeper list (a spurious or
     /// timed-out wake-up) rather than woken by a notifier.
     pub(crate) fn is_sleeping(&self, index: usize) -> bool {

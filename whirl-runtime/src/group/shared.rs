@@ -522,8 +522,10 @@ impl Kernel {
                 let started = Net::start_driven()?;
                 let waking = started.clone();
                 let interrupt: super::park::Interrupt = Arc::new(move || waking.wake_driver());
-                // Set once: this is the runtime's only `Net`.
+                // Set once: this is the runtime's only `Net`. Workers asleep already sleep
+                // elsewhere: woken, the first to sleep again sleeps in the poll.
                 let _ = workers.io.set((started.clone(), interrupt));
+                workers.idle.notify_all();
                 started
             }
             None => Net::start()?,

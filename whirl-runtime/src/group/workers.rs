@@ -794,6 +794,9 @@ impl SharedWorker {
         #[cfg(feature = "net")]
         if let Some((net, interrupt)) = self.workers.io.get() {
             if let Some(mut driver) = net.try_drive() {
+                // Work posted meanwhile wakes another sleeper first: woken, this one would
+                // leave the poll unwatched while the other sleeps on.
+                self.workers.idle.wake_last(self.index);
                 return self
                     .parker
                     .park_in(interrupt, || driver.poll(timeout))
