@@ -1,6 +1,7 @@
-//! `Dispatcher`: routes a session's requests to a new handler process per request, each in
-//! its handler group. When a handler group refuses, it tries the cheaper variant (a
-//! low-quality file), and failing that answers 503.
+//! `Dispatcher`: routes a session's requests to handler processes in their handler groups: a
+//! file handler of the session's own, started at its first file request and reused (no spawn
+//! per request), and a new resource handler per request. When a handler group refuses, it
+//! tries the cheaper variant (a low-quality file), and failing that answers 503.
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -33,6 +34,9 @@ pub struct Dispatcher {
     role: Role,
     /// The client's address (a login's session is counted against it).
     peer: IpAddr,
+    /// The session's file handler, once it asked for a file. It carries this dispatcher's
+    /// principal, and ends after its last request once told `Retire`.
+    files: Option<Addr<FileHandler>>,
 }
 
 impl Dispatcher {
@@ -49,6 +53,7 @@ impl Dispatcher {
             conn_file,
             role,
             peer,
+            files: None,
         }
     }
 
@@ -61,8 +66,27 @@ impl Dispatcher {
         self.respond(seq, self.site.shed.response());
     }
 
-    fn file(&self, path: String, request: &Request, index: bool, seq: u64, ctx: &mut Ctx<Self>) {
-        let handler = ctx.spawn(FileHandler::new(Arc::clone(&self.site)));
+    /// The session's file handler, started now if it has none (or it ended).
+    fn file_handler(&mut self, ctx: &mut Ctx<Self>) -> Addr<FileHandler> {
+        match &self.files {
+            Some(handler) if !handler.is_terminated() => handler.clone(),
+            _ => {
+                let handler = ctx.spawn(FileHandler::new(Arc::clone(&self.site)));
+                self.files = Some(handler.clone());
+                handler
+            }
+        }
+    }
+
+    fn file(
+        &mut self,
+        path: String,
+        request: &Request,
+        index: bool,
+        seq: u64,
+        ctx: &mut Ctx<Self>,
+    ) {
+        let handler = self.file_handler(ctx);
         let high = FileRequest {
             path,
             quality: Quality::High,
@@ -72,17 +96,22 @@ impl Dispatcher {
             conn: self.conn.clone(),
             conn_file: self.conn_file.clone(),
         };
-        let Err(PostError::Rejected(refused)) = handler.post(high) else {
-            return;
+        let refused = match handler.post(high) {
+            Ok(()) => return,
+            Err(PostError::Rejected(refused)) => refused,
+            // Ended between the check and the post (it never does before `Retire`).
+            Err(_) => return self.respond(seq, Response::error(500)),
         };
         // Figure 3: the group refused the expensive variant; the cheap one may still fit.
         let low = FileRequest {
             quality: Quality::Low,
             ..refused
         };
-        if let Err(PostError::Rejected(_)) = handler.post(low) {
-            handler.exit(ExitReason::Normal);
-            self.overloaded(seq);
+        match handler.post(low) {
+            Err(PostError::Rejected(_)) => self.overloaded(seq),
+            // Ended between the check and the post (it never does before `Retire`).
+            Err(_) => self.respond(seq, Response::error(500)),
+            Ok(()) => {}
         }
     }
 
@@ -209,5 +238,13 @@ impl Dispatcher {
     #[handle]
     fn retire(&mut self, _: Retire, ctx: &mut Ctx<Self>) {
         ctx.complete();
+    }
+
+    /// However it ends, its handlers end once they have answered what they were sent.
+    #[terminated]
+    fn ended(&mut self, _: &ExitReason) {
+        if let Some(files) = self.files.take() {
+            let _ = files.post(Retire);
+        }
     }
 }

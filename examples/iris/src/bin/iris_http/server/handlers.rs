@@ -1,5 +1,7 @@
-//! The request handlers (one new process per request, carrying the session's principal) and
-//! the processes they create: `AsyncFile` for blocking file reads (with `--file-io-process`;
+//! The request handlers (one process per session and kind of request, started by the session's
+//! dispatcher at its first request of that kind and carrying the session's principal; it
+//! serves the session's requests one after the other and ends when the dispatcher retires)
+//! and the processes they create: `AsyncFile` for blocking file reads (with `--file-io-process`;
 //! by default the file handler opens its file itself), `DbConnection` for the resource store.
 //!
 //! Files are answered as static file servers do: with `ETag`, `Last-Modified` and
@@ -10,6 +12,7 @@
 //! of [`SENDFILE_MIN`] bytes or more is not read at all: the open file travels to the
 //! connection's socket process, which sends the region with `sendfile(2)`.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ use whirl_http::{Conditions, Response, Selection, Validators};
 
 use super::messages::{
     FileBody, FileContent, FileError, FileRead, FileRegion, FileRequest, ListRequest, Quality,
-    Query, QueryKind, ReadFile, Respond, RespondFile, Rows, ShowRequest,
+    Query, QueryKind, ReadFile, Respond, RespondFile, Retire, Rows, ShowRequest,
 };
 use super::site::Site;
 
@@ -142,12 +145,16 @@ struct Serving {
     directory_location: Option<String>,
 }
 
-/// Serves one file, high or low quality.
+/// Serves a session's files, high or low quality, one request at a time.
 #[process(group = "files")]
 pub struct FileHandler {
     site: Arc<Site>,
     request: Option<Serving>,
     tried_full_after_low: bool,
+    /// Requests that came while one waited for its file (with `--file-io-process`).
+    waiting: VecDeque<FileRequest>,
+    /// The dispatcher retired: the handler ends once nothing is left to serve.
+    retiring: bool,
 }
 
 impl FileHandler {
@@ -156,35 +163,12 @@ impl FileHandler {
             site,
             request: None,
             tried_full_after_low: false,
+            waiting: VecDeque::new(),
+            retiring: false,
         }
     }
 
-    fn read(&mut self, path: PathBuf, ctx: &mut Ctx<Self>) {
-        let Some(serving) = &self.request else {
-            return ctx.complete();
-        };
-        if !self.site.file_io_process {
-            // Opened here: see `Site::file_io_process` for why this skips `AsyncFile`.
-            let result = read_selected(&path, &serving.conditions);
-            return self.answer(result, ctx);
-        }
-        let reader = ctx.spawn(AsyncFile);
-        let asked = reader.post(ReadFile {
-            path,
-            conditions: serving.conditions.clone(),
-            reply: ctx.myself().into(),
-        });
-        if asked.is_err() {
-            respond(&serving.conn, serving.seq, Response::error(500));
-            ctx.complete();
-        }
-    }
-}
-
-#[process]
-impl FileHandler {
-    #[handle]
-    fn request(&mut self, msg: FileRequest, ctx: &mut Ctx<Self>) {
+    fn start(&mut self, msg: FileRequest, ctx: &mut Ctx<Self>) {
         let full = self.site.root.join(&msg.path);
         let path = match msg.quality {
             Quality::High => full.clone(),
@@ -203,9 +187,60 @@ impl FileHandler {
         self.read(path, ctx);
     }
 
+    /// The request is answered: the next one, if any waits; else the end, if retiring.
+    fn finish(&mut self, ctx: &mut Ctx<Self>) {
+        self.request = None;
+        self.tried_full_after_low = false;
+        match self.waiting.pop_front() {
+            Some(next) => self.start(next, ctx),
+            None if self.retiring => ctx.complete(),
+            None => {}
+        }
+    }
+
+    fn read(&mut self, path: PathBuf, ctx: &mut Ctx<Self>) {
+        let Some(serving) = &self.request else {
+            return self.finish(ctx);
+        };
+        if !self.site.file_io_process {
+            // Opened here: see `Site::file_io_process` for why this skips `AsyncFile`.
+            let result = read_selected(&path, &serving.conditions);
+            return self.answer(result, ctx);
+        }
+        let reader = ctx.spawn(AsyncFile);
+        let asked = reader.post(ReadFile {
+            path,
+            conditions: serving.conditions.clone(),
+            reply: ctx.myself().into(),
+        });
+        if asked.is_err() {
+            respond(&serving.conn, serving.seq, Response::error(500));
+            self.finish(ctx);
+        }
+    }
+}
+
+#[process]
+impl FileHandler {
+    #[handle]
+    fn request(&mut self, msg: FileRequest, ctx: &mut Ctx<Self>) {
+        match self.request {
+            Some(_) => self.waiting.push_back(msg),
+            None => self.start(msg, ctx),
+        }
+    }
+
     #[handle]
     fn read_done(&mut self, FileRead { result }: FileRead, ctx: &mut Ctx<Self>) {
         self.answer(result, ctx);
+    }
+
+    #[handle]
+    fn retire(&mut self, _: Retire, ctx: &mut Ctx<Self>) {
+        self.retiring = true;
+        if self.request.is_none() {
+            ctx.complete();
+        }
     }
 }
 
@@ -214,7 +249,7 @@ impl FileHandler {
     /// missing).
     fn answer(&mut self, result: Result<FileBody, FileError>, ctx: &mut Ctx<Self>) {
         let Some(serving) = &self.request else {
-            return ctx.complete();
+            return self.finish(ctx);
         };
         let response = match result {
             Ok(body) => match file_response(&serving.full, serving.quality, body) {
@@ -226,7 +261,7 @@ impl FileHandler {
                         response,
                         region,
                     });
-                    return ctx.complete();
+                    return self.finish(ctx);
                 }
             },
             // No low-quality variant (or a directory by that name): the full file it is.
@@ -247,7 +282,7 @@ impl FileHandler {
             Err(FileError::Io(_)) => Response::error(500),
         };
         respond(&serving.conn, serving.seq, response);
-        ctx.complete();
+        self.finish(ctx);
     }
 }
 
