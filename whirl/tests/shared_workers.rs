@@ -263,3 +263,60 @@ fn a_concurrency_limit_bounds_the_workers_running_a_group() {
     );
     rt.shutdown_graceful();
 }
+
+#[derive(Message)]
+struct Kick;
+
+/// Starts two spinners from a handler, so that both are queued on the worker running it.
+#[process]
+struct Kicker {
+    first: Addr<Spinner>,
+    second: Addr<Spinner>,
+}
+
+#[process]
+impl Kicker {
+    #[handle]
+    fn kick(&mut self, _: Kick) {
+        let _ = self.first.post(Spin);
+        let _ = self.second.post(Spin);
+    }
+}
+
+#[test]
+fn work_queued_on_one_worker_in_two_groups_wakes_another() {
+    // Two always-busy processes made ready by one handler: one refused the LIFO slot (its
+    // group has none) waits in the worker's queue of its group, the other yields into the
+    // worker's queue of its own. The other worker, asleep, is woken to take one of them.
+    let rt = Runtime::builder().threads(2).build().unwrap();
+    let a = rt.group("a").budget(1).build().unwrap();
+    let b = rt.group("b").budget(1).lifo_slot(false).build().unwrap();
+    let handled = Arc::new(AtomicU64::new(0));
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let spinner = |group: &Group| {
+        group.spawn(Spinner {
+            micros: 200,
+            handled: shared(Arc::clone(&handled)),
+            running: shared(Arc::clone(&running)),
+            most: shared(Arc::clone(&most)),
+        })
+    };
+    let (in_b, in_a) = (spinner(&b), spinner(&a));
+    // Both workers asleep before the kick.
+    std::thread::sleep(Duration::from_millis(50));
+    let kicker = a.spawn(Kicker {
+        first: in_b.clone(),
+        second: in_a.clone(),
+    });
+    kicker.post(Kick).unwrap();
+    assert!(
+        eventually(|| most.load(SeqCst) >= 2),
+        "the two spinners never ran at once ({} turns)",
+        handled.load(SeqCst)
+    );
+    for addr in [in_a, in_b] {
+        addr.exit(ExitReason::Shutdown);
+    }
+    rt.shutdown_graceful();
+}

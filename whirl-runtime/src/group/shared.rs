@@ -152,6 +152,10 @@ pub(crate) struct Workers {
     /// the one waiting in it; set when the runtime's [`Net`] starts.
     #[cfg(feature = "net")]
     pub(crate) io: std::sync::OnceLock<(Net, super::park::Interrupt)>,
+    /// Whether a sleeping worker waits in the poll now (else a busy one may be looking at
+    /// it between two turns, and a worker going to sleep tries again a moment later).
+    #[cfg(feature = "net")]
+    pub(crate) in_poll: AtomicBool,
 }
 
 impl GroupShared {

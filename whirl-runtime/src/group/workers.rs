@@ -41,7 +41,9 @@
 //! ready processes there instead.
 //!
 //! **Idle workers** search every group, yield a few rounds, then sleep with `idle.rs`'s
-//! protocol; a task queued anywhere wakes one unless a worker is searching. With the `net`
+//! protocol. A task queued in a group's shared queue wakes one unless a worker is searching;
+//! one queued in a worker's local queue wakes one if that worker now holds more than the
+//! process it will run next (its slot and its queues of every group). With the `net`
 //! feature, the first to sleep sleeps in the runtime's I/O poll (`io/poller.rs`; waking it
 //! interrupts the poll), and the processes its readiness events make ready land in its LIFO
 //! slot and queues: a socket's process runs on the worker that saw the event. Busy workers
@@ -92,10 +94,14 @@ const INJECTOR_CHECK_INTERVAL: u32 = 61;
 #[cfg(feature = "net")]
 const IO_CHECK_INTERVAL: u32 = 61;
 
-/// At most this long (coarse-clock nanoseconds) between a busy worker's looks at the I/O poll,
-/// however long its turns: 1 ms.
+/// How often (coarse-clock nanoseconds) a busy worker looks at the I/O poll if its turns are
+/// long (it looks between turns only): 1 ms.
 #[cfg(feature = "net")]
 const IO_CHECK_PERIOD: u64 = 1_000_000;
+
+/// How long a worker whose poll failed sleeps before it polls again.
+#[cfg(feature = "net")]
+const POLL_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
 /// Failed search rounds (each a `yield_now`) before a worker parks.
 const SEARCH_ROUNDS_BEFORE_SLEEP: u32 = 32;
@@ -167,6 +173,8 @@ impl Kernel {
             handles: Mutex::new(Vec::new()),
             #[cfg(feature = "net")]
             io: std::sync::OnceLock::new(),
+            #[cfg(feature = "net")]
+            in_poll: AtomicBool::new(false),
         });
         workers.start()?;
         *slot = Some(Arc::clone(&workers));
@@ -379,10 +387,31 @@ impl SharedWorker {
         if generation == self.generation.get() {
             return;
         }
-        let Ok(mut mine) = self.domains.try_borrow_mut() else {
-            return;
-        };
-        let all = self.workers.domains.read();
+        // Handed back once both borrows end: terminating a stopped group's processes runs
+        // their hooks, which may build groups (and take `Workers::domains`).
+        let mut gone: Vec<Rc<Local>> = Vec::new();
+        {
+            let Ok(mut mine) = self.domains.try_borrow_mut() else {
+                return;
+            };
+            let all = self.workers.domains.read();
+            self.refresh_places(&mut mine, &all, &mut gone);
+        }
+        self.generation.set(generation);
+        for old in gone {
+            // Its group stopped: what this worker queued of it is terminated there.
+            old.hand_back();
+        }
+    }
+
+    /// Brings this worker's view of the groups (`mine`) in line with `all`; the views of
+    /// groups that left go to `gone`.
+    fn refresh_places(
+        &self,
+        mine: &mut Vec<Option<Rc<Local>>>,
+        all: &[Option<Arc<GroupShared>>],
+        gone: &mut Vec<Rc<Local>>,
+    ) {
         mine.resize(all.len(), None);
         for (place, group) in mine.iter_mut().zip(all.iter()) {
             let same = match (place.as_ref(), group) {
@@ -393,10 +422,7 @@ impl SharedWorker {
             if same {
                 continue;
             }
-            if let Some(old) = place.take() {
-                // Its group stopped: what this worker queued of it is terminated there.
-                old.hand_back();
-            }
+            gone.extend(place.take());
             *place = group.as_ref().and_then(|group| {
                 let slot = group.pool.slots.read().get(self.index).cloned()?;
                 let queue = match (&group.scheduler, &group.domain) {
@@ -410,7 +436,6 @@ impl SharedWorker {
                 }))
             });
         }
-        self.generation.set(generation);
     }
 
     /// The process in the LIFO slot, if it may run now.
@@ -524,13 +549,29 @@ impl SharedWorker {
         match &local.queue {
             Some(queue) if queue.len() < LOCAL_QUEUE_CAP => {
                 queue.push(task);
-                if wake && queue.len() + usize::from(self.has_lifo_task()) > 1 {
+                if wake && self.holds_more_than_one() {
                     local.group.notify_one();
                 }
             }
             _ if wake => local.group.push_remote(task),
             _ => local.group.injector.push(task),
         }
+    }
+
+    /// Whether this worker holds more than the one process it will run next, in its LIFO slot
+    /// and its queues of every group: then another worker is worth waking to steal.
+    fn holds_more_than_one(&self) -> bool {
+        let Ok(domains) = self.domains.try_borrow() else {
+            return true;
+        };
+        let mut held = usize::from(self.has_lifo_task());
+        for local in domains.iter().flatten() {
+            held += local.queue.as_ref().map_or(0, Worker::len);
+            if held > 1 {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether `group` has work a worker may take now.
@@ -699,9 +740,10 @@ impl SharedWorker {
             return Err(task);
         };
         if !lifo {
-            // A yield goes behind everything waiting. When this worker has nothing of the group
-            // queued, what waits is in the group's shared queue: queued here, the process would
-            // run again before them (for up to INJECTOR_CHECK_INTERVAL turns).
+            // A yield goes behind what this worker holds of the group, which it runs first
+            // (the shared queue comes first every INJECTOR_CHECK_INTERVAL turns). When it holds
+            // nothing of the group, what waits is in the shared queue: queued here, the process
+            // would run again before all of that.
             if local.queue.as_ref().is_none_or(|q| q.is_empty()) && !group.injector.is_empty() {
                 group.injector.push(task);
                 group.notify_one();
@@ -797,10 +839,27 @@ impl SharedWorker {
                 // Work posted meanwhile wakes another sleeper first: woken, this one would
                 // leave the poll unwatched while the other sleeps on.
                 self.workers.idle.wake_last(self.index);
-                return self
-                    .parker
-                    .park_in(interrupt, || driver.poll(timeout))
-                    .unwrap_or(0);
+                self.workers.in_poll.store(true, Release);
+                let slept = self.parker.park_in(interrupt, || driver.poll(timeout));
+                self.workers.in_poll.store(false, Release);
+                return match slept {
+                    Some(Ok(dispatched)) => dispatched,
+                    Some(Err(_)) => {
+                        // Not in a loop around a failing poll: let go of it for a while.
+                        drop(driver);
+                        self.parker.park(Some(POLL_ERROR_PAUSE));
+                        0
+                    }
+                    None => 0,
+                };
+            }
+            if !self.workers.in_poll.load(Acquire) {
+                // A busy worker looks at the poll between two turns, and nobody will wait in
+                // it once that one goes on: sleep a moment only, then try to take it.
+                let moment = Duration::from_nanos(IO_CHECK_PERIOD);
+                self.parker
+                    .park(Some(timeout.map_or(moment, |t| t.min(moment))));
+                return 0;
             }
         }
         self.parker.park(timeout);
@@ -820,7 +879,8 @@ impl SharedWorker {
             if due {
                 self.io_checked.set(now);
                 if let Some(mut driver) = net.try_drive() {
-                    driver.poll(Some(Duration::ZERO));
+                    // An error is logged; the next look, or a sleeping worker, tries again.
+                    let _ = driver.poll(Some(Duration::ZERO));
                 }
             }
         }

@@ -7,8 +7,8 @@
 //! it ([`Net::try_drive`]) and sleeps in it instead, so the process a readiness event makes
 //! ready runs on the worker that saw the event, with no thread woken in between; busy workers
 //! look at it without waiting every few dozen turns, and a worker that has it is woken from
-//! it by [`Net::wake_driver`]. Otherwise (a stepped runtime, or one shutting down) a thread of
-//! its own waits on it ([`Net::start`]).
+//! it by [`Net::wake_driver`]. Otherwise (a stepped runtime, which has no shared workers) a
+//! thread of its own waits on it ([`Net::start`]).
 
 use std::collections::HashMap;
 use std::io;
@@ -194,21 +194,23 @@ pub(crate) struct Driver<'a> {
 
 impl Driver<'_> {
     /// Waits up to `timeout` (`None`: until an event or [`Net::wake_driver`]) for readiness,
-    /// then calls the callback of each event; returns how many it called.
-    pub(crate) fn poll(&mut self, timeout: Option<Duration>) -> usize {
+    /// then calls the callback of each event; returns how many it called, or the poll's
+    /// error (logged; an interrupted wait is no error).
+    pub(crate) fn poll(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
         let Some(Polling { poll, events }) = self.polling.as_mut() else {
-            return 0;
+            return Ok(0);
         };
         if let Err(e) = poll.poll(events, timeout) {
-            if e.kind() != io::ErrorKind::Interrupted {
-                tracing::error!("polling for readiness failed: {e}");
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
             }
-            return 0;
+            tracing::error!("polling for readiness failed: {e}");
+            return Err(e);
         }
         if self.shared.stopping.load(Ordering::Acquire) {
-            return 0;
+            return Ok(0);
         }
-        dispatch(events, self.shared)
+        Ok(dispatch(events, self.shared))
     }
 }
 
