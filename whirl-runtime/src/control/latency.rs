@@ -28,9 +28,11 @@ pub(super) fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The upper bounds of [`LatencySummary::buckets`]: 100 µs to 10 s, in the 1, 2.5, 5 steps
-/// Prometheus histograms use.
-pub const LATENCY_BUCKETS: [Duration; 16] = [
+/// The upper bounds of [`LatencySummary::buckets`]: 100 µs to 10 minutes, in the 1, 2.5, 5
+/// steps Prometheus histograms use. A queue can wait minutes under overload (a process sent
+/// more than it handles): with 10 s as the last bound, a mean wait above it lay outside every
+/// quantile the buckets give.
+pub const LATENCY_BUCKETS: [Duration; 21] = [
     Duration::from_micros(100),
     Duration::from_micros(250),
     Duration::from_micros(500),
@@ -47,6 +49,11 @@ pub const LATENCY_BUCKETS: [Duration; 16] = [
     Duration::from_millis(2_500),
     Duration::from_secs(5),
     Duration::from_secs(10),
+    Duration::from_secs(25),
+    Duration::from_secs(50),
+    Duration::from_secs(100),
+    Duration::from_secs(250),
+    Duration::from_secs(600),
 ];
 
 /// Measurements of one latency: a histogram of microseconds and their exact sum.

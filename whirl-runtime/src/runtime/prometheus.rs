@@ -43,7 +43,7 @@
 //! [`control`](crate::control): one turn in 64 per worker, every turn at low volume), so their
 //! `_count` is not the number of messages handled (that is `whirl_group_handled_total`), and
 //! `rate(_sum) / rate(_count)` is the mean of the sampled messages, which the buckets'
-//! quantiles agree with. Their buckets are [`LATENCY_BUCKETS`], 100 µs to 10 s.
+//! quantiles agree with. Their buckets are [`LATENCY_BUCKETS`], 100 µs to 10 minutes.
 //!
 //! Labels are bounded: groups, classes and priorities, controllers and supervisors are few by
 //! construction; principals are counted per class unless a collector is asked for one series
