@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::echo::Echo;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, TcpStream as StdStream};
 use std::sync::mpsc::{channel, Receiver};
@@ -427,39 +429,4 @@ fn a_plain_function_accepts_connections() {
     client.read_exact(&mut reply).unwrap();
     assert_eq!(&reply, b"ping");
     rt.shutdown_graceful();
-}
-
-/// Echoes every byte back.
-struct Echo {
-    socket: Addr<SocketConnection>,
-}
-
-// SAFETY: a process address; the message, `SocketEvent`, is isolated.
-unsafe impl Process for Echo {
-    type Message = SocketEvent;
-
-    fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
-        Ok(())
-    }
-
-    fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        match event {
-            SocketEvent::Data(bytes) => {
-                let _ = self.socket.post(SocketMsg::Write(bytes));
-            }
-            SocketEvent::Eof => {
-                let _ = self.socket.post(SocketMsg::Close);
-            }
-            SocketEvent::Closed(_) => ctx.complete(),
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-impl Handles<SocketEvent> for Echo {
-    fn into_message(event: SocketEvent) -> SocketEvent {
-        event
-    }
 }

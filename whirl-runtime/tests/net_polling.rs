@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::echo::Echo;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
@@ -14,11 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{assert_isolated, counter, flag};
-use whirl_runtime::net::{AcceptError, Acceptor, SocketConnection, SocketEvent, SocketMsg};
+use whirl_runtime::net::{AcceptError, Acceptor, SocketConnection};
 use whirl_runtime::request::Sender as _;
-use whirl_runtime::{
-    Addr, Ctx, Failure, Handles, Isolated, Message, Process, Runtime, SharedClient,
-};
+use whirl_runtime::{Ctx, Failure, Handles, Isolated, Message, Process, Runtime, SharedClient};
 
 /// The names of this process's threads.
 fn thread_names() -> Vec<String> {
@@ -31,41 +31,6 @@ fn thread_names() -> Vec<String> {
         }
     }
     names
-}
-
-/// Echoes every byte back.
-struct Echo {
-    socket: Addr<SocketConnection>,
-}
-
-// SAFETY: a process address; the message, `SocketEvent`, is isolated.
-unsafe impl Process for Echo {
-    type Message = SocketEvent;
-
-    fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
-        Ok(())
-    }
-
-    fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
-        match event {
-            SocketEvent::Data(bytes) => {
-                let _ = self.socket.post(SocketMsg::Write(bytes));
-            }
-            SocketEvent::Eof => {
-                let _ = self.socket.post(SocketMsg::Close);
-            }
-            SocketEvent::Closed(_) => ctx.complete(),
-            _ => {}
-        }
-        Ok(())
-    }
-}
-
-impl Handles<SocketEvent> for Echo {
-    fn into_message(event: SocketEvent) -> SocketEvent {
-        event
-    }
 }
 
 /// Keeps a worker busy: every message it handles posts it another, until told to stop.

@@ -592,3 +592,46 @@ pub mod capture {
         }
     }
 }
+
+/// Echoes every byte a socket receives back to it (the socket tests' server).
+#[cfg(feature = "net")]
+pub mod echo {
+    use whirl_runtime::net::{SocketConnection, SocketEvent, SocketMsg};
+    use whirl_runtime::request::Sender as _;
+    use whirl_runtime::{Addr, Ctx, Failure, Handles, Process};
+
+    /// Echoes every byte back.
+    pub struct Echo {
+        pub socket: Addr<SocketConnection>,
+    }
+
+    // SAFETY: a process address; the message, `SocketEvent`, is isolated.
+    unsafe impl Process for Echo {
+        type Message = SocketEvent;
+
+        fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
+            Ok(())
+        }
+
+        fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+            match event {
+                SocketEvent::Data(bytes) => {
+                    let _ = self.socket.post(SocketMsg::Write(bytes));
+                }
+                SocketEvent::Eof => {
+                    let _ = self.socket.post(SocketMsg::Close);
+                }
+                SocketEvent::Closed(_) => ctx.complete(),
+                _ => {}
+            }
+            Ok(())
+        }
+    }
+
+    impl Handles<SocketEvent> for Echo {
+        fn into_message(event: SocketEvent) -> SocketEvent {
+            event
+        }
+    }
+}
