@@ -180,6 +180,32 @@ fn data_then_eof_then_closed_on_request() {
     rt.shutdown_graceful();
 }
 
+/// A read that empties the socket ends the read without waiting to hear `WouldBlock`: what
+/// comes later, and the peer's end, arrive with events of their own.
+#[test]
+fn bytes_and_end_that_come_after_a_short_read_are_delivered() {
+    let rt = Runtime::new();
+    let (addr, rx) = serve(&rt, SocketLimits::default(), Vec::new());
+    let mut client = StdStream::connect(addr).unwrap();
+    let mut data = Vec::new();
+    for (i, piece) in [&b"first"[..], b"second", b"third"].into_iter().enumerate() {
+        client.write_all(piece).unwrap();
+        if i == 2 {
+            client.shutdown(std::net::Shutdown::Write).unwrap();
+        }
+        let expected = data.len() + piece.len();
+        while data.len() < expected {
+            match next_event(&rx) {
+                SocketEvent::Data(bytes) => data.extend(bytes),
+                other => panic!("unexpected {other:?} after {data:?}"),
+            }
+        }
+    }
+    assert_eq!(data, b"firstsecondthird");
+    assert_eq!(next_event(&rx), SocketEvent::Eof);
+    rt.shutdown_graceful();
+}
+
 #[test]
 fn close_write_ends_the_sending_side_and_reading_goes_on_until_the_peer_closes() {
     let rt = Runtime::new();

@@ -872,18 +872,27 @@ impl SharedWorker {
     #[inline]
     fn check_io(&self) {
         #[cfg(feature = "net")]
-        if let Some((net, _)) = self.workers.io.get() {
+        if self.workers.io.get().is_some() {
             let now = shared_clock().nanos();
             let due = self.tick.get().is_multiple_of(IO_CHECK_INTERVAL)
                 || now.saturating_sub(self.io_checked.get()) >= IO_CHECK_PERIOD;
             if due {
                 self.io_checked.set(now);
-                if let Some(mut driver) = net.try_drive() {
-                    // An error is logged; the next look, or a sleeping worker, tries again.
-                    let _ = driver.poll(Some(Duration::ZERO));
-                }
+                self.poll_now();
             }
         }
+    }
+
+    /// Readiness events, without waiting, if no other worker has the poll; how many
+    /// callbacks ran (the processes they made ready are in this worker's slot and queues).
+    #[inline]
+    fn poll_now(&self) -> usize {
+        #[cfg(feature = "net")]
+        if let Some(mut driver) = self.workers.io.get().and_then(|(net, _)| net.try_drive()) {
+            // An error is logged; the next look, or a sleeping worker, tries again.
+            return driver.poll(Some(Duration::ZERO)).unwrap_or(0);
+        }
+        0
     }
 
     /// Looks for work, sleeping when there is none; `None` once the workers stop.
@@ -905,7 +914,11 @@ impl SharedWorker {
             }
             if rounds < SEARCH_ROUNDS_BEFORE_SLEEP {
                 rounds += 1;
-                std::thread::yield_now();
+                // Sockets first: while every worker searches, nobody waits in the poll, and
+                // readiness would only be seen once one sleeps.
+                if self.poll_now() == 0 {
+                    std::thread::yield_now();
+                }
                 continue;
             }
             let decision = idle.prepare_to_sleep(self.index, || {
