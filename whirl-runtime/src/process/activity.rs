@@ -12,6 +12,7 @@ use crate::lifecycle::{ExitReason, ProcessId};
 use crate::time::shared_millis_wide;
 
 use super::inbox::messages_before;
+use super::trace::Envelope;
 
 impl<P: Process> ProcessCell<P> {
     /// The token holder, at the end of a turn that took `handled` messages and left the inbox
@@ -25,8 +26,8 @@ impl<P: Process> ProcessCell<P> {
     /// The process's row of the process table, without its names.
     pub(super) fn row(&self) -> ProcessInfo {
         let reading = self.activity.read(shared_millis_wide());
-        let taken = messages_before(reading.taken_at);
-        let pushed = messages_before(self.mailbox.tail_position());
+        let taken = messages_before::<Envelope<P::Message>>(reading.taken_at);
+        let pushed = messages_before::<Envelope<P::Message>>(self.mailbox.tail_position());
         let failures = self
             .control_if_any()
             .and_then(|c| c.lock().supervision.as_ref().map(|s| s.failures))

@@ -2,10 +2,10 @@
 //!
 //! Messages are stored by value (the process's own message enum, never boxed) in a linked list
 //! of blocks. Blocks grow: a process's first block holds [`FIRST_CAP`] messages, each next one
-//! about twice as many, up to [`MAX_CAP`] (the capacity is a function of the lap, see
-//! [`lap_cap`]). A process that received a few messages keeps a small
-//! block while idle; a stream of messages is stored in large blocks, each allocated (or reused)
-//! once per [`MAX_CAP`] messages. The design follows the segmented queues of crossbeam and
+//! about twice as many, up to [`MAX_CAP`], or fewer for large messages ([`max_cap`]: at most
+//! [`BLOCK_BYTES`] of slots); the capacity is a function of the lap, see [`lap_cap`]. A
+//! process that received a few messages keeps a small block while idle; a stream of messages is stored in large blocks, each allocated (or reused)
+//! once per full block. The design follows the segmented queues of crossbeam and
 //! tokio, specialised for one consumer:
 //!
 //! * Indexes run in laps of [`LAP`] positions, one lap per block whatever its capacity:
@@ -49,38 +49,60 @@ pub(crate) const MAX_CAP: usize = LAP - 1;
 /// idle (`bench`'s spawn row: bytes per idle process).
 pub(crate) const FIRST_CAP: usize = if cfg!(loom) { 1 } else { 2 };
 
-/// The capacity of the block of the lap that `index` is in: [`FIRST_CAP`] for the first lap,
-/// then about twice as many per lap, up to [`MAX_CAP`]. A function of the index alone, so
-/// producers and the consumer agree on it without reading the block.
-const fn lap_cap(index: usize) -> usize {
-    let lap = index / LAP;
-    if lap >= 8 {
-        return MAX_CAP;
-    }
-    let cap = ((FIRST_CAP + 1) << lap) - 1;
-    if cap < MAX_CAP {
-        cap
-    } else {
+/// Bytes of slots past which a block holds fewer than [`MAX_CAP`] messages: a process keeps
+/// its last block while idle, and a connection's processes, whose messages are a few hundred
+/// bytes, would otherwise keep several kilobytes each between two requests.
+const BLOCK_BYTES: usize = 2048;
+
+/// Messages in a full-size block of `T`: [`MAX_CAP`], or fewer for large messages (at most
+/// [`BLOCK_BYTES`] of slots, never fewer than [`FIRST_CAP`]).
+const fn max_cap<T>() -> usize {
+    let by_size = match BLOCK_BYTES.checked_div(std::mem::size_of::<Slot<T>>()) {
+        Some(slots) => slots,
+        None => MAX_CAP,
+    };
+    if by_size < FIRST_CAP {
+        FIRST_CAP
+    } else if by_size > MAX_CAP {
         MAX_CAP
+    } else {
+        by_size
     }
 }
 
-/// Messages stored before position `index` (a tail or a consumer's position): the slots of
-/// the laps before its own, plus its offset in its lap (a lap's `INSTALLING` position counts
-/// the whole block).
-pub(crate) const fn messages_before(index: usize) -> u64 {
+/// The capacity of the block of the lap that `index` is in: [`FIRST_CAP`] for the first lap,
+/// then about twice as many per lap, up to [`max_cap`]. A function of the index (and the
+/// message type) alone, so producers and the consumer agree on it without reading the block.
+const fn lap_cap<T>(index: usize) -> usize {
+    let max = max_cap::<T>();
+    let lap = index / LAP;
+    if lap >= 8 {
+        return max;
+    }
+    let cap = ((FIRST_CAP + 1) << lap) - 1;
+    if cap < max {
+        cap
+    } else {
+        max
+    }
+}
+
+/// Messages of type `T` stored before position `index` (a tail or a consumer's position):
+/// the slots of the laps before its own, plus its offset in its lap (a lap's `INSTALLING`
+/// position counts the whole block).
+pub(crate) const fn messages_before<T>(index: usize) -> u64 {
     let lap = index / LAP;
     let mut total = 0;
     let mut l = 0;
     while l < lap && l < 8 {
-        total += lap_cap(l * LAP) as u64;
+        total += lap_cap::<T>(l * LAP) as u64;
         l += 1;
     }
     if lap > 8 {
-        total += (lap - 8) as u64 * MAX_CAP as u64;
+        total += (lap - 8) as u64 * max_cap::<T>() as u64;
     }
     let offset = index % LAP;
-    let cap = lap_cap(index);
+    let cap = lap_cap::<T>(index);
     total + if offset < cap { offset } else { cap } as u64
 }
 
@@ -220,6 +242,8 @@ fn prefetch_for_write<T>(p: *const T) {
 struct Head<T> {
     index: usize,
     block: *mut Block<T>,
+    /// `index` when the consumer last gave the inbox up (see [`Inbox::quiet_since_last`]).
+    released_at: usize,
 }
 
 /// The inbox. See the module docs for the protocol.
@@ -234,7 +258,7 @@ pub(crate) struct Inbox<T> {
     /// Set once, by the producer that allocates the very first block; tells the consumer
     /// where the list starts.
     first_block: AtomicPtr<Block<T>>,
-    /// A consumed block of [`MAX_CAP`] slots kept for the next producer that needs one.
+    /// A consumed full-size block ([`max_cap`] slots) kept for the next producer that needs one.
     spare: AtomicPtr<Block<T>>,
     head: UnsafeCell<Head<T>>,
 }
@@ -262,6 +286,7 @@ impl<T> Inbox<T> {
             head: UnsafeCell::new(Head {
                 index: 0,
                 block: ptr::null_mut(),
+                released_at: 0,
             }),
         }
     }
@@ -269,7 +294,7 @@ impl<T> Inbox<T> {
     /// A block of `cap` slots for the next lap: the spare if it is a full-size one and `cap`
     /// is full size, a new one otherwise.
     fn take_block(&self, cap: usize) -> *mut Block<T> {
-        if cap == MAX_CAP {
+        if cap == max_cap::<T>() {
             // The swap gives this thread sole ownership of the spare, which `recycle` only
             // ever fills with a full-size block.
             let spare = self.spare.swap(ptr::null_mut(), Acquire);
@@ -299,7 +324,7 @@ impl<T> Inbox<T> {
                 continue;
             }
             if block.is_null() {
-                let new = self.block_of(&mut next_block, lap_cap(tail));
+                let new = self.block_of(&mut next_block, lap_cap::<T>(tail));
                 match self
                     .tail_block
                     .compare_exchange(ptr::null_mut(), new, Release, Acquire)
@@ -323,7 +348,7 @@ impl<T> Inbox<T> {
 
             // Nothing is read from `block` before the CAS succeeds: it may belong to another
             // lap (the CAS then fails) and be freed meanwhile.
-            let cap = lap_cap(tail);
+            let cap = lap_cap::<T>(tail);
             debug_assert!(
                 offset < cap,
                 "the index skips from a block's last slot to INSTALLING"
@@ -331,7 +356,7 @@ impl<T> Inbox<T> {
             let last = offset + 1 == cap;
             if last {
                 // Kept across retries; the next lap's capacity depends on which lap this is.
-                let next_cap = lap_cap(tail + LAP);
+                let next_cap = lap_cap::<T>(tail + LAP);
                 let next = self.block_of(&mut next_block, next_cap);
                 // The slots the prefetch below never reaches, ahead of the first writes there.
                 for i in [0, PREFETCH_AHEAD - 1] {
@@ -470,7 +495,7 @@ impl<T> Inbox<T> {
     /// is full size, freeing the previous spare; frees it otherwise. (I11)
     fn recycle(&self, block: *mut Block<T>) {
         // SAFETY: the caller owns `block` exclusively. (I11)
-        if unsafe { (*block).cap } != MAX_CAP {
+        if unsafe { (*block).cap } != max_cap::<T>() {
             // SAFETY: as above. (I11)
             unsafe { Block::free(block) };
             return;
@@ -481,6 +506,34 @@ impl<T> Inbox<T> {
         if !previous.is_null() {
             // SAFETY: the swap transferred ownership of the previous spare to us. (I11)
             unsafe { Block::free(previous) };
+        }
+    }
+
+    /// Whether the consumer, about to give the inbox up at `position` (its
+    /// [`read_position`](Inbox::read_position)), read no block to its end since it last gave
+    /// it up: nothing is streamed to it, and its spare block only holds memory. Notes
+    /// `position` for the next call.
+    ///
+    /// # Safety
+    /// The caller must be the inbox's single consumer. (I11)
+    pub(crate) unsafe fn quiet_since_last(&self, position: usize) -> bool {
+        // SAFETY: the caller is the only consumer, so nobody touches `head` concurrently. (I11)
+        let last = self
+            .head
+            .with_mut(|h| unsafe { std::mem::replace(&mut (*h).released_at, position) });
+        last / LAP == position / LAP
+    }
+
+    /// Frees the spare block, if there is one: an idle process keeps only the block its next
+    /// message goes in. Safe to call from any thread.
+    pub(crate) fn free_spare(&self) {
+        if self.spare.load(Relaxed).is_null() {
+            return;
+        }
+        let spare = self.spare.swap(ptr::null_mut(), Acquire);
+        if !spare.is_null() {
+            // SAFETY: the swap transferred ownership of the spare to us. (I11)
+            unsafe { Block::free(spare) };
         }
     }
 
@@ -567,7 +620,7 @@ impl<T> Cursor<'_, T> {
             }
             let value = slot.value.with_mut(|p| p.read().assume_init());
             let meta = slot.meta.with_mut(|p| p.read());
-            if offset + 1 == lap_cap(self.index) {
+            if offset + 1 == lap_cap::<T>(self.index) {
                 // The producer of the last slot linked the next block before writing it. (I11)
                 self.block = (*block).next.load(Acquire);
                 // The first position of the next lap.
@@ -643,17 +696,17 @@ mod tests {
         let q = Inbox::new();
         let n = MAX_CAP * 12 + 5;
         for i in 0..n {
-            assert_eq!(messages_before(q.tail_position()), i as u64);
+            assert_eq!(messages_before::<usize>(q.tail_position()), i as u64);
             q.push(i, 0);
         }
-        assert_eq!(messages_before(q.tail_position()), n as u64);
+        assert_eq!(messages_before::<usize>(q.tail_position()), n as u64);
         // SAFETY: this test thread is the only consumer (I11).
         let mut cursor = unsafe { q.cursor() };
         for taken in 0..n {
-            assert_eq!(messages_before(cursor.position()), taken as u64);
+            assert_eq!(messages_before::<usize>(cursor.position()), taken as u64);
             assert_eq!(cursor.pop().map(|(v, _)| v), Some(taken));
         }
-        assert_eq!(messages_before(cursor.position()), n as u64);
+        assert_eq!(messages_before::<usize>(cursor.position()), n as u64);
     }
 
     #[test]
@@ -683,10 +736,10 @@ mod tests {
 
     #[test]
     fn blocks_grow_from_small_to_full_size() {
-        let caps: Vec<usize> = (0..6).map(|lap| lap_cap(lap * LAP)).collect();
+        let caps: Vec<usize> = (0..6).map(|lap| lap_cap::<usize>(lap * LAP)).collect();
         assert_eq!(caps, vec![2, 5, 11, 23, 31, 31]);
         // Every position of a lap below its capacity has the lap's capacity.
-        assert_eq!(lap_cap(LAP + 4), 5);
+        assert_eq!(lap_cap::<usize>(LAP + 4), 5);
         let q = Inbox::new();
         q.push(0u64, 0);
         let first = q.tail_block.load(Relaxed);
@@ -709,6 +762,72 @@ mod tests {
         assert!(!spare.is_null());
         // SAFETY: as above. (I11)
         assert_eq!(unsafe { (*spare).cap }, MAX_CAP);
+    }
+
+    #[test]
+    fn large_messages_get_blocks_of_bounded_bytes() {
+        type Big = [u64; 40];
+        let max = max_cap::<Big>();
+        assert!(max < MAX_CAP && max * std::mem::size_of::<Slot<Big>>() <= BLOCK_BYTES);
+        let caps: Vec<usize> = (0..5).map(|lap| lap_cap::<Big>(lap * LAP)).collect();
+        assert_eq!(caps, vec![2, 5, max, max, max]);
+        let q = Inbox::new();
+        let n = 2 + 5 + max * 6 + 1;
+        for i in 0..n {
+            q.push([i as u64; 40], i as u32);
+        }
+        // Every message is counted once, whatever the block sizes.
+        assert_eq!(messages_before::<Big>(q.tail_position()), n as u64);
+        for i in 0..n {
+            // SAFETY: this test thread is the only consumer (I11).
+            assert_eq!(unsafe { q.pop() }, Some(([i as u64; 40], i as u32)));
+        }
+        // SAFETY: as above. (I11)
+        assert_eq!(
+            messages_before::<Big>(unsafe { q.read_position() }),
+            n as u64
+        );
+        let spare = q.spare.load(Relaxed);
+        assert!(!spare.is_null());
+        // SAFETY: the spare is owned by the queue and only read here. (I11)
+        assert_eq!(unsafe { (*spare).cap }, max);
+    }
+
+    #[test]
+    fn a_consumer_idle_twice_in_one_block_gives_its_spare_back() {
+        let q = Inbox::new();
+        let mut next = 0u64;
+        let mut exchange = |q: &Inbox<u64>, count: usize| {
+            for _ in 0..count {
+                q.push(next, 0);
+                // SAFETY: this test thread is the only consumer (I11).
+                assert_eq!(unsafe { q.pop() }, Some((next, 0)));
+                next += 1;
+            }
+        };
+        // Through laps 0..=4: the consumed full block of lap 4 is the spare.
+        exchange(&q, 2 + 5 + 11 + 23 + 31 + 1);
+        assert!(!q.spare.load(Relaxed).is_null());
+        // SAFETY: as above. (I11)
+        let position = unsafe { q.read_position() };
+        // SAFETY: as above. (I11)
+        assert!(
+            !unsafe { q.quiet_since_last(position) },
+            "a block was read since"
+        );
+        exchange(&q, 3);
+        // SAFETY: as above. (I11)
+        let position = unsafe { q.read_position() };
+        // SAFETY: as above. (I11)
+        assert!(
+            unsafe { q.quiet_since_last(position) },
+            "same block as last time"
+        );
+        q.free_spare();
+        assert!(q.spare.load(Relaxed).is_null());
+        // A stream after that allocates again, and reads back in order.
+        exchange(&q, 3 * MAX_CAP);
+        assert!(!q.spare.load(Relaxed).is_null());
     }
 
     #[test]

@@ -314,6 +314,8 @@ impl<T> Mailbox<T> {
         // back, another thread may become the consumer.
         // SAFETY: the caller holds the token. (I9)
         let position = unsafe { self.inbox.read_position() };
+        // SAFETY: as above.
+        let quiet = unsafe { self.inbox.quiet_since_last(position) };
         // The holder's half of the store-buffering pattern with a post (see
         // `take_token_after_push`): we write the state, then read the tail; the post writes the
         // tail, then reads the state; one of us must see the other's write. Both of our
@@ -335,6 +337,12 @@ impl<T> Mailbox<T> {
         if pending && self.state.fetch_or(SCHEDULED, AcqRel) & SCHEDULED == 0 {
             AfterRelease::Reschedule
         } else {
+            if quiet {
+                // Idle twice with no block read to its end between: a process that gets a
+                // message now and then (a connection between requests) gives its spare
+                // block back, where one streamed to keeps it.
+                self.inbox.free_spare();
+            }
             AfterRelease::Idle
         }
     }
