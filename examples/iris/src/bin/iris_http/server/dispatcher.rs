@@ -10,7 +10,7 @@ use std::sync::Arc;
 use whirl::prelude::*;
 use whirl_http::{Conditions, Request, Response};
 
-use super::handlers::{FileHandler, ListResources, ShowResource};
+use super::handlers::{FileHandler, ResourceHandler};
 use super::messages::{
     FileRequest, ListRequest, Login, Quality, Respond, RespondFile, Retire, Route, SessionStats,
     ShowRequest,
@@ -37,6 +37,8 @@ pub struct Dispatcher {
     /// The session's file handler, once it asked for a file. It carries this dispatcher's
     /// principal, and ends after its last request once told `Retire`.
     files: Option<Addr<FileHandler>>,
+    /// The session's resource handler, likewise.
+    resources: Option<Addr<ResourceHandler>>,
 }
 
 impl Dispatcher {
@@ -54,6 +56,7 @@ impl Dispatcher {
             role,
             peer,
             files: None,
+            resources: None,
         }
     }
 
@@ -115,30 +118,44 @@ impl Dispatcher {
         }
     }
 
-    fn list(&self, offset: usize, limit: usize, seq: u64, ctx: &mut Ctx<Self>) {
-        let handler = ctx.spawn(ListResources::new(Arc::clone(&self.site)));
+    /// The session's resource handler, started now if it has none (or it ended).
+    fn resource_handler(&mut self, ctx: &mut Ctx<Self>) -> Addr<ResourceHandler> {
+        match &self.resources {
+            Some(handler) if !handler.is_terminated() => handler.clone(),
+            _ => {
+                let handler = ctx.spawn(ResourceHandler::new(Arc::clone(&self.site)));
+                self.resources = Some(handler.clone());
+                handler
+            }
+        }
+    }
+
+    fn list(&mut self, offset: usize, limit: usize, seq: u64, ctx: &mut Ctx<Self>) {
         let request = ListRequest {
             offset,
             limit,
             seq,
             conn: self.conn.clone(),
         };
-        if let Err(PostError::Rejected(_)) = handler.post(request) {
-            handler.exit(ExitReason::Normal);
-            self.overloaded(seq);
+        match self.resource_handler(ctx).post(request) {
+            Ok(()) => {}
+            Err(PostError::Rejected(_)) => self.overloaded(seq),
+            // Ended between the check and the post (it never does before `Retire`).
+            Err(_) => self.respond(seq, Response::error(500)),
         }
     }
 
-    fn show(&self, id: u32, seq: u64, ctx: &mut Ctx<Self>) {
-        let handler = ctx.spawn(ShowResource::new(Arc::clone(&self.site)));
+    fn show(&mut self, id: u32, seq: u64, ctx: &mut Ctx<Self>) {
         let request = ShowRequest {
             id,
             seq,
             conn: self.conn.clone(),
         };
-        if let Err(PostError::Rejected(_)) = handler.post(request) {
-            handler.exit(ExitReason::Normal);
-            self.overloaded(seq);
+        match self.resource_handler(ctx).post(request) {
+            Ok(()) => {}
+            Err(PostError::Rejected(_)) => self.overloaded(seq),
+            // Ended between the check and the post (it never does before `Retire`).
+            Err(_) => self.respond(seq, Response::error(500)),
         }
     }
 
@@ -245,6 +262,9 @@ impl Dispatcher {
     fn ended(&mut self, _: &ExitReason) {
         if let Some(files) = self.files.take() {
             let _ = files.post(Retire);
+        }
+        if let Some(resources) = self.resources.take() {
+            let _ = resources.post(Retire);
         }
     }
 }

@@ -24,7 +24,7 @@ use whirl_http::{Conditions, Response, Selection, Validators};
 
 use super::messages::{
     FileBody, FileContent, FileError, FileRead, FileRegion, FileRequest, ListRequest, Quality,
-    Query, QueryKind, ReadFile, Respond, RespondFile, Retire, Rows, ShowRequest,
+    Query, QueryKind, ReadFile, Respond, RespondFile, Retire, ShowRequest,
 };
 use super::site::Site;
 
@@ -398,98 +398,85 @@ impl AsyncFile {
     }
 }
 
-/// Lists a page of resources through a `DbConnection`.
+/// A session's resource requests (a page of the list, or one resource), answered one after
+/// the other through the handler's own `DbConnection`, which it opens at its first request and
+/// closes as it ends. Started by the session's dispatcher, it ends after its last request once
+/// the dispatcher retires.
+///
+/// Its handlers await the store's answer, and the process takes no other message meanwhile:
+/// the session's next requests wait in its mailbox, where the group counts them and measures
+/// their response time (its admission predicate sheds on both).
 #[process(group = "resources")]
-pub struct ListResources {
+pub struct ResourceHandler {
     site: Arc<Site>,
-    answer: Option<(u64, Recipient<Respond>)>,
+    db: Option<Addr<DbConnection>>,
 }
 
-impl ListResources {
+impl ResourceHandler {
     pub fn new(site: Arc<Site>) -> Self {
-        ListResources { site, answer: None }
+        ResourceHandler { site, db: None }
+    }
+
+    /// The handler's connection to the store, opened now if it has none (or it ended).
+    fn db(&mut self, ctx: &mut Ctx<Self>) -> Addr<DbConnection> {
+        match &self.db {
+            Some(db) if !db.is_terminated() => db.clone(),
+            _ => {
+                let db = ctx.spawn(DbConnection {
+                    site: Arc::clone(&self.site),
+                });
+                self.db = Some(db.clone());
+                db
+            }
+        }
     }
 }
 
 #[process]
-impl ListResources {
+impl ResourceHandler {
     #[handle]
-    fn request(&mut self, msg: ListRequest, ctx: &mut Ctx<Self>) {
+    async fn list(&mut self, msg: ListRequest, ctx: &mut Ctx<Self>) {
         work(self.site.work * 2);
-        self.answer = Some((msg.seq, msg.conn));
-        let db = ctx.spawn(DbConnection {
-            site: Arc::clone(&self.site),
-        });
         let kind = QueryKind::List {
             offset: msg.offset,
             limit: msg.limit,
         };
-        if db
-            .post(Query {
-                kind,
-                reply: ctx.myself().into(),
-            })
-            .is_err()
-        {
-            ctx.complete();
-        }
-    }
-
-    #[handle]
-    fn rows(&mut self, Rows { json }: Rows, ctx: &mut Ctx<Self>) {
-        if let Some((seq, conn)) = self.answer.take() {
-            let body = json.unwrap_or_else(|| "[]".to_owned());
-            respond(&conn, seq, Response::ok("application/json", body));
-        }
-        ctx.complete();
-    }
-}
-
-/// Shows one resource through a `DbConnection`.
-#[process(group = "resources")]
-pub struct ShowResource {
-    site: Arc<Site>,
-    answer: Option<(u64, Recipient<Respond>)>,
-}
-
-impl ShowResource {
-    pub fn new(site: Arc<Site>) -> Self {
-        ShowResource { site, answer: None }
-    }
-}
-
-#[process]
-impl ShowResource {
-    #[handle]
-    fn request(&mut self, msg: ShowRequest, ctx: &mut Ctx<Self>) {
-        work(self.site.work);
-        self.answer = Some((msg.seq, msg.conn));
-        let db = ctx.spawn(DbConnection {
-            site: Arc::clone(&self.site),
-        });
-        let query = Query {
-            kind: QueryKind::Show { id: msg.id },
-            reply: ctx.myself().into(),
+        let response = match self.db(ctx).ask(Query { kind }).await {
+            Ok(rows) => Response::ok("application/json", rows.unwrap_or_else(|| "[]".into())),
+            Err(_) => Response::error(500),
         };
-        if db.post(query).is_err() {
-            ctx.complete();
-        }
+        respond(&msg.conn, msg.seq, response);
     }
 
     #[handle]
-    fn rows(&mut self, Rows { json }: Rows, ctx: &mut Ctx<Self>) {
-        if let Some((seq, conn)) = self.answer.take() {
-            let response = match json {
-                Some(json) => Response::ok("application/json", json),
-                None => Response::not_found(),
-            };
-            respond(&conn, seq, response);
-        }
+    async fn show(&mut self, msg: ShowRequest, ctx: &mut Ctx<Self>) {
+        work(self.site.work);
+        let kind = QueryKind::Show { id: msg.id };
+        let response = match self.db(ctx).ask(Query { kind }).await {
+            Ok(Some(json)) => Response::ok("application/json", json),
+            Ok(None) => Response::not_found(),
+            Err(_) => Response::error(500),
+        };
+        respond(&msg.conn, msg.seq, response);
+    }
+
+    /// Sent by the dispatcher as it ends, after its last request.
+    #[handle]
+    fn retire(&mut self, _: Retire, ctx: &mut Ctx<Self>) {
         ctx.complete();
+    }
+
+    /// Its connection to the store closes with it.
+    #[terminated]
+    fn ended(&mut self, _: &ExitReason) {
+        if let Some(db) = self.db.take() {
+            db.exit(ExitReason::Normal);
+        }
     }
 }
 
-/// A connection to the resource store, one per query as in the paper.
+/// A connection to the resource store: one per resource handler, kept for the session's
+/// queries (the paper opens one per query).
 #[process(group = "db")]
 pub struct DbConnection {
     site: Arc<Site>,
@@ -498,12 +485,10 @@ pub struct DbConnection {
 #[process]
 impl DbConnection {
     #[handle]
-    fn query(&mut self, Query { kind, reply }: Query, ctx: &mut Ctx<Self>) {
-        let json = match kind {
+    fn query(&mut self, Query { kind }: Query) -> Option<String> {
+        match kind {
             QueryKind::List { offset, limit } => Some(self.site.store.list_json(offset, limit)),
             QueryKind::Show { id } => self.site.store.get(id).map(|r| r.to_json()),
-        };
-        let _ = reply.post(Rows { json });
-        ctx.complete();
+        }
     }
 }

@@ -232,11 +232,11 @@ pub struct ShowRequest {
     pub conn: Recipient<Respond>,
 }
 
-/// To a database connection.
+/// To a database connection, which answers with the rendered JSON (`None` for no such
+/// resource): sent with `ask`.
 #[derive(Message)]
 pub struct Query {
     pub kind: QueryKind,
-    pub reply: Recipient<Rows>,
 }
 
 /// What a [`Query`] asks for.
@@ -244,11 +244,4 @@ pub struct Query {
 pub enum QueryKind {
     List { offset: usize, limit: usize },
     Show { id: u32 },
-}
-
-/// A database connection's answer: rendered JSON, or `None` for no such resource.
-#[derive(Message)]
-#[message(bypass_admission)]
-pub struct Rows {
-    pub json: Option<String>,
 }

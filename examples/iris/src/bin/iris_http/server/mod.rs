@@ -4,14 +4,19 @@
 //! Acceptor ─▶ SocketConnection ◀─▶ HttpConnection ─▶ Dispatcher ─▶ FileHandler ─▶ AsyncFile
 //!  (default)    ("sockets")           ("http")       ("dispatcher")  ("files")    ("files-io",
 //!                                                                                  --file-io-process)
-//!                                        │  ▲                       ListResources ─▶ DbConnection
-//!                                        ▼  │                       ShowResource      ("db")
-//!                                    SessionStore                    ("resources")
+//!                                        │  ▲                   ResourceHandler ─▶ DbConnection
+//!                                        ▼  │                     ("resources")       ("db")
+//!                                    SessionStore
 //!                                    ("sessions")
 //! ```
 //!
 //! The groups, their schedulers, controllers and predicates are assembled from `iris.toml`
 //! (by `whirl-config`, in `main`); the server starts its processes in them.
+//!
+//! No process is started per request: a connection's socket, HTTP connection and dispatcher
+//! live as long as it does, and each session's dispatcher starts one handler of each kind at
+//! its first request of that kind (the resource handler its one connection to the store),
+//! which serves the session's requests in turn and ends after the dispatcher.
 //!
 //! Every process serving a request carries the session's principal (priority admin 2 >
 //! user 1 > anonymous 0). The dispatcher group and the handler groups have predicates that
