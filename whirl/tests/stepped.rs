@@ -103,3 +103,62 @@ fn a_runtime_with_workers_is_not_stepped() {
     let rt = Runtime::builder().threads(1).build().expect("runtime");
     assert_eq!(rt.run_one(|_| 0), None);
 }
+
+/// Logs each message; ends its turn after each if `yields`.
+#[process]
+struct Worker {
+    name: &'static str,
+    yields: bool,
+    log: SharedClient<Arc<Mutex<Vec<String>>>>,
+}
+
+#[process]
+impl Worker {
+    #[handle]
+    fn hop(&mut self, Hop(n): Hop, ctx: &mut Ctx<Self>) {
+        if let Ok(mut log) = self.log.lock() {
+            log.push(format!("{}:{n}", self.name));
+        }
+        if self.yields {
+            ctx.end_turn();
+        }
+    }
+}
+
+/// Three messages for `a`, then one for `b`, in one group; the order they are handled in and
+/// the turns it took.
+fn three_and_one(yields: bool) -> (Vec<String>, usize) {
+    let rt = Runtime::builder().stepped().build().expect("runtime");
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let worker = |name| {
+        rt.spawn(Worker {
+            name,
+            yields,
+            log: SharedClient::new(Arc::clone(&log), "the test's log"),
+        })
+    };
+    let (a, b) = (worker("a"), worker("b"));
+    for n in 1..=3 {
+        a.post(Hop(n)).expect("posted");
+    }
+    b.post(Hop(1)).expect("posted");
+    let mut turns = 0;
+    while rt.run_one(|_| 0).is_some() {
+        turns += 1;
+        assert!(turns < 100, "the workers never went quiet");
+    }
+    let hops = log.lock().expect("log").clone();
+    (hops, turns)
+}
+
+#[test]
+fn a_handler_that_ends_its_turn_lets_the_next_ready_process_run() {
+    // A turn takes every queued message (within the group's budget)...
+    let (hops, turns) = three_and_one(false);
+    assert_eq!(hops, ["a:1", "a:2", "a:3", "b:1"]);
+    assert_eq!(turns, 2);
+    // ...unless its handler ends it: `a` goes behind `b`, and nothing is lost.
+    let (hops, turns) = three_and_one(true);
+    assert_eq!(hops, ["a:1", "b:1", "a:2", "a:3"]);
+    assert_eq!(turns, 4);
+}

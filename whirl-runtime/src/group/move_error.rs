@@ -29,4 +29,10 @@ pub enum MoveError {
     /// A rule may not move processes to the group it watches.
     #[error("a rule on group `{0}` cannot move processes to the same group")]
     SameGroup(String),
+    /// An automatic-grouping rule's target runs on the runtime's shared workers, where a
+    /// process that blocks would hold a worker every group runs on.
+    #[error(
+        "group `{0}` runs on the shared workers: move processes that block to a group that owns its threads (`.threads(n)`)"
+    )]
+    SharedWorkers(String),
 }

@@ -14,9 +14,10 @@
 //! (`watchdog.rs`) already notices such turns, on the controller thread, without any cost on
 //! the message path. An [`AutoMove`] rule on a group turns those observations into placement:
 //! a process with `slow_turns` slow turns within `window` is moved to the rule's target
-//! group (typically one with more threads, built for blocking work, perhaps with an
+//! group, which owns its threads (built for blocking work, perhaps with an
 //! [`AdaptiveConcurrency`](crate::control::AdaptiveConcurrency) controller), where it blocks
-//! only its peers. The move happens once its slow turn ends. The group keeps a count
+//! only its peers. A target on the shared workers is refused: a process blocking there would
+//! hold a worker that every shared group runs on. The move happens once its slow turn ends. The group keeps a count
 //! ([`GroupStats::auto_moved`](crate::control::GroupStats::auto_moved)) and logs each move.
 
 use std::sync::Arc;
@@ -29,8 +30,9 @@ use crate::lifecycle::ProcessId;
 
 /// An automatic-grouping rule, set with [`Group::auto_move`]: a process of the watched group
 /// whose turns the slow-turn watchdog finds blocking `after_slow_turns` times within `within`
-/// moves to the rule's group (typically one with more threads, built for blocking work), once
-/// its slow turn ends, so that it blocks only its peers there. The group counts the moves
+/// moves to the rule's group, which must own its threads (built for blocking work, with
+/// [`GroupBuilder::threads`](crate::GroupBuilder::threads)), once its slow turn ends, so that
+/// it blocks only its peers there. The group counts the moves
 /// ([`GroupStats::auto_moved`](crate::control::GroupStats::auto_moved)) and logs each.
 #[derive(Clone)]
 pub struct AutoMove {
@@ -120,6 +122,10 @@ impl Group {
         if Arc::ptr_eq(to, shared) {
             return Err(MoveError::SameGroup(shared.name.clone()));
         }
+        if to.domain.is_some() {
+            // A blocking process there would block a worker of every shared group.
+            return Err(MoveError::SharedWorkers(to.name.clone()));
+        }
         if !Arc::ptr_eq(&to.kernel, &shared.kernel) {
             return Err(MoveError::OtherRuntime(to.name.clone()));
         }
@@ -196,6 +202,12 @@ mod tests {
         assert_eq!(
             from.auto_move(AutoMove::blocking_to(&shared)),
             Err(MoveError::SharesState("shared".into()))
+        );
+        let on_workers = rt.group("on-workers").build().expect("group");
+        assert!(!on_workers.is_dedicated());
+        assert_eq!(
+            from.auto_move(AutoMove::blocking_to(&on_workers)),
+            Err(MoveError::SharedWorkers("on-workers".into()))
         );
         let other = crate::Runtime::new();
         let elsewhere = other.group("elsewhere").threads(1).build().expect("group");

@@ -398,8 +398,9 @@ impl SocketConnection {
         if self.eof {
             self.tell_owner(SocketEvent::Eof, ctx);
         } else if self.may_read && !self.read_more_posted {
-            // Budget used up with more to read: let other processes run first.
+            // Its share read with more to come: the rest after the other ready processes.
             self.read_more_posted = ctx.myself().post(SocketMsg::ReadMore).is_ok();
+            ctx.end_turn();
         }
     }
 
@@ -475,6 +476,7 @@ impl SocketConnection {
                 if !self.write_more_posted {
                     self.write_more_posted = ctx.myself().post(SocketMsg::WriteMore).is_ok();
                 }
+                ctx.end_turn();
                 return;
             }
             let budget = self.limits.write_per_turn - this_turn;

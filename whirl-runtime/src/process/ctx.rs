@@ -26,6 +26,7 @@ impl<P: Process> Ctx<P> {
             probe: recorder.probe(),
             pending: None,
             moving: false,
+            end_turn: false,
         }
     }
 
@@ -39,6 +40,7 @@ impl<P: Process> Ctx<P> {
             probe: std::ptr::null(),
             pending: None,
             moving: false,
+            end_turn: false,
         }
     }
 
@@ -198,6 +200,16 @@ impl<P: Process> Ctx<P> {
             recorder.lock_wait(start.elapsed());
         }
         guard
+    }
+
+    /// Ends this turn once the handler returns: the process's other messages wait for its
+    /// next turn, behind the group's other ready processes, as when the group's budget of
+    /// messages per turn is used up. For a message that stands for much work (a socket
+    /// process that has read its share of a busy connection), so one process does not hold a
+    /// worker for a whole budget of them; the turn ends early only, the process is not
+    /// suspended and nothing is lost. Does nothing in an async handler after an `.await`.
+    pub fn end_turn(&mut self) {
+        self.end_turn = true;
     }
 
     /// Terminates this process normally once the current handler returns.

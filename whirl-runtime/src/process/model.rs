@@ -210,6 +210,8 @@ pub struct Ctx<P: Process> {
     pub(super) pending: Option<PendingHandler>,
     /// Set by [`Ctx::move_to`]: the turn moves the process once the handler returns.
     pub(super) moving: bool,
+    /// Set by [`Ctx::end_turn`]: the turn ends once the handler returns.
+    pub(super) end_turn: bool,
 }
 
 /// What an async handler's dispatch leaves in the [`Ctx`]: the message type it handles, and its

@@ -89,6 +89,8 @@ struct Turn<'t, 'c, P: Process, const SAMPLED: bool> {
     moving: bool,
     /// Whether the turn ends with an async handler still pending.
     waiting: bool,
+    /// Whether a handler ended the turn early ([`Ctx::end_turn`]).
+    yielded: bool,
     handled: usize,
     /// Activations consumed by this turn (runs without a message: the start, a request).
     consumed_activations: u64,
@@ -99,7 +101,7 @@ struct Outcome {
     moving: bool,
     waiting: bool,
     handled: usize,
-    /// Whether a full budget left messages queued.
+    /// Whether a full budget, or a handler ending the turn, left messages queued.
     more: bool,
     count_each: bool,
     consumed_activations: u64,
@@ -145,6 +147,7 @@ impl<'t, 'c, P: Process, const SAMPLED: bool> Turn<'t, 'c, P, SAMPLED> {
             exit,
             moving: false,
             waiting: false,
+            yielded: false,
             handled: 0,
             consumed_activations: 0,
         }
@@ -274,6 +277,13 @@ impl<'t, 'c, P: Process, const SAMPLED: bool> Turn<'t, 'c, P, SAMPLED> {
                 self.ctx.moving = false;
                 self.moving = true;
                 break;
+            }
+            if self.ctx.end_turn {
+                // The handler gave the worker up (`Ctx::end_turn`): what is left waits for
+                // the next turn, behind the group's other ready processes.
+                self.ctx.end_turn = false;
+                self.yielded = true;
+                return ControlFlow::Break(());
             }
         }
         ControlFlow::Continue(())
@@ -445,7 +455,7 @@ impl<'t, 'c, P: Process, const SAMPLED: bool> Turn<'t, 'c, P, SAMPLED> {
         let more = self.exit.is_none()
             && !self.moving
             && !self.waiting
-            && self.handled == self.budget
+            && (self.handled == self.budget || self.yielded)
             && self.inbox.has_messages();
         self.probe.end();
         if self.spans {
