@@ -12,8 +12,8 @@ use whirl_http::{Conditions, Request, Response};
 
 use super::handlers::{FileHandler, ResourceHandler};
 use super::messages::{
-    FileRequest, ListRequest, Login, Quality, Respond, RespondFile, Retire, Route, SessionStats,
-    ShowRequest,
+    FileRequest, FileRequestIo, ListRequest, Login, Quality, Respond, RespondFile, Retire, Route,
+    SessionStats, ShowRequest,
 };
 use super::site::Site;
 use crate::routes::{self, Route as Path};
@@ -99,7 +99,7 @@ impl Dispatcher {
             conn: self.conn.clone(),
             conn_file: self.conn_file.clone(),
         };
-        let refused = match handler.post(high) {
+        let refused = match self.post_file(&handler, high) {
             Ok(()) => return,
             Err(PostError::Rejected(refused)) => refused,
             // Ended between the check and the post (it never does before `Retire`).
@@ -110,12 +110,27 @@ impl Dispatcher {
             quality: Quality::Low,
             ..refused
         };
-        match handler.post(low) {
+        match self.post_file(&handler, low) {
             Err(PostError::Rejected(_)) => self.overloaded(seq),
             // Ended between the check and the post (it never does before `Retire`).
             Err(_) => self.respond(seq, Response::error(500)),
             Ok(()) => {}
         }
+    }
+
+    /// Posts a file request, as one whose file an `AsyncFile` process reads with
+    /// `--file-io-process`; a refused request comes back as it was.
+    fn post_file(
+        &self,
+        handler: &Addr<FileHandler>,
+        request: FileRequest,
+    ) -> Result<(), PostError<FileRequest>> {
+        if !self.site.file_io_process {
+            return handler.post(request);
+        }
+        handler
+            .post(FileRequestIo(request))
+            .map_err(|e| e.map(|FileRequestIo(request)| request))
     }
 
     /// The session's resource handler, started now if it has none (or it ended).

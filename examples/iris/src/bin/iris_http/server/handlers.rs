@@ -12,7 +12,6 @@
 //! of [`SENDFILE_MIN`] bytes or more is not read at all: the open file travels to the
 //! connection's socket process, which sends the region with `sendfile(2)`.
 
-use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -23,8 +22,8 @@ use whirl::prelude::*;
 use whirl_http::{Conditions, Response, Selection, Validators};
 
 use super::messages::{
-    FileBody, FileContent, FileError, FileRead, FileRegion, FileRequest, ListRequest, Quality,
-    Query, QueryKind, ReadFile, Respond, RespondFile, Retire, ShowRequest,
+    FileBody, FileContent, FileError, FileRead, FileRegion, FileRequest, FileRequestIo,
+    ListRequest, Quality, Query, QueryKind, ReadFile, Respond, RespondFile, Retire, ShowRequest,
 };
 use super::site::Site;
 
@@ -131,159 +130,112 @@ fn low_variant(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// The request a file handler is serving.
-#[derive(Isolated)]
-struct Serving {
-    seq: u64,
-    conn: Recipient<Respond>,
-    /// Where an answer whose body is a file region goes.
-    conn_file: Recipient<RespondFile>,
-    /// The file at the high-quality path.
-    full: PathBuf,
-    quality: Quality,
-    conditions: Conditions,
-    directory_location: Option<String>,
-}
-
-/// Serves a session's files, high or low quality, one request at a time.
+/// Serves a session's files, high or low quality, one request at a time. By default it
+/// opens and reads each file itself ([`FileRequest`]); with `--file-io-process` each read is
+/// an `AsyncFile` process's ([`FileRequestIo`]), which its handler awaits, taking no other
+/// message meanwhile: the session's next requests wait in its mailbox, where the group counts
+/// them and times them.
 #[process(group = "files")]
 pub struct FileHandler {
     site: Arc<Site>,
-    request: Option<Serving>,
-    tried_full_after_low: bool,
-    /// Requests that came while one waited for its file (with `--file-io-process`).
-    waiting: VecDeque<FileRequest>,
-    /// The dispatcher retired: the handler ends once nothing is left to serve.
-    retiring: bool,
 }
 
 impl FileHandler {
     pub fn new(site: Arc<Site>) -> Self {
-        FileHandler {
-            site,
-            request: None,
-            tried_full_after_low: false,
-            waiting: VecDeque::new(),
-            retiring: false,
-        }
+        FileHandler { site }
     }
 
-    fn start(&mut self, msg: FileRequest, ctx: &mut Ctx<Self>) {
+    /// Spends the request's simulated work; the paths of the variant asked for and of the
+    /// full file.
+    fn begin(&self, msg: &FileRequest) -> (PathBuf, PathBuf) {
+        work(self.site.work * u32::try_from(msg.quality.cost()).unwrap_or(1));
         let full = self.site.root.join(&msg.path);
         let path = match msg.quality {
             Quality::High => full.clone(),
             Quality::Low => low_variant(&full),
         };
-        work(self.site.work * u32::try_from(msg.quality.cost()).unwrap_or(1));
-        self.request = Some(Serving {
-            seq: msg.seq,
-            conn: msg.conn,
-            conn_file: msg.conn_file,
-            full,
-            quality: msg.quality,
-            conditions: msg.conditions,
-            directory_location: msg.directory_location,
-        });
-        self.read(path, ctx);
-    }
-
-    /// The request is answered: the next one, if any waits; else the end, if retiring.
-    fn finish(&mut self, ctx: &mut Ctx<Self>) {
-        self.request = None;
-        self.tried_full_after_low = false;
-        match self.waiting.pop_front() {
-            Some(next) => self.start(next, ctx),
-            None if self.retiring => ctx.complete(),
-            None => {}
-        }
-    }
-
-    fn read(&mut self, path: PathBuf, ctx: &mut Ctx<Self>) {
-        let Some(serving) = &self.request else {
-            return self.finish(ctx);
-        };
-        if !self.site.file_io_process {
-            // Opened here: see `Site::file_io_process` for why this skips `AsyncFile`.
-            let result = read_selected(&path, &serving.conditions);
-            return self.answer(result, ctx);
-        }
-        let reader = ctx.spawn(AsyncFile);
-        let asked = reader.post(ReadFile {
-            path,
-            conditions: serving.conditions.clone(),
-            reply: ctx.myself().into(),
-        });
-        if asked.is_err() {
-            respond(&serving.conn, serving.seq, Response::error(500));
-            self.finish(ctx);
-        }
+        (path, full)
     }
 }
 
 #[process]
 impl FileHandler {
     #[handle]
-    fn request(&mut self, msg: FileRequest, ctx: &mut Ctx<Self>) {
-        match self.request {
-            Some(_) => self.waiting.push_back(msg),
-            None => self.start(msg, ctx),
+    fn request(&mut self, msg: FileRequest) {
+        let (path, full) = self.begin(&msg);
+        let mut result = read_selected(&path, &msg.conditions);
+        if needs_full_file(&msg, &result) {
+            result = read_selected(&full, &msg.conditions);
         }
+        answer(&msg, &full, result);
     }
 
     #[handle]
-    fn read_done(&mut self, FileRead { result }: FileRead, ctx: &mut Ctx<Self>) {
-        self.answer(result, ctx);
+    async fn request_io(&mut self, FileRequestIo(msg): FileRequestIo, ctx: &mut Ctx<Self>) {
+        let (path, full) = self.begin(&msg);
+        let mut result = read_through_process(path, &msg.conditions, ctx).await;
+        if needs_full_file(&msg, &result) {
+            result = read_through_process(full.clone(), &msg.conditions, ctx).await;
+        }
+        answer(&msg, &full, result);
     }
 
+    /// Sent by the dispatcher as it ends, after its last request.
     #[handle]
     fn retire(&mut self, _: Retire, ctx: &mut Ctx<Self>) {
-        self.retiring = true;
-        if self.request.is_none() {
-            ctx.complete();
-        }
+        ctx.complete();
     }
 }
 
-impl FileHandler {
-    /// Answers with what was read (or tries the full file when the low-quality one is
-    /// missing).
-    fn answer(&mut self, result: Result<FileBody, FileError>, ctx: &mut Ctx<Self>) {
-        let Some(serving) = &self.request else {
-            return self.finish(ctx);
-        };
-        let response = match result {
-            Ok(body) => match file_response(&serving.full, serving.quality, body) {
-                (response, None) => response,
-                (response, Some(region)) => {
-                    let seq = serving.seq;
-                    let _ = serving.conn_file.post(RespondFile {
-                        seq,
-                        response,
-                        region,
-                    });
-                    return self.finish(ctx);
-                }
-            },
-            // No low-quality variant (or a directory by that name): the full file it is.
-            Err(FileError::NotFound | FileError::Directory)
-                if serving.quality == Quality::Low && !self.tried_full_after_low =>
-            {
-                self.tried_full_after_low = true;
-                let full = serving.full.clone();
-                return self.read(full, ctx);
-            }
-            Err(FileError::Directory) => match &serving.directory_location {
-                Some(location) => Response::error(301).with_header("Location", location),
-                // The target named a directory, and its `index.html` is one too.
-                None => Response::not_found(),
-            },
-            Err(FileError::NotFound) => Response::not_found(),
-            Err(FileError::TooLarge) => Response::error(413),
-            Err(FileError::Io(_)) => Response::error(500),
-        };
-        respond(&serving.conn, serving.seq, response);
-        self.finish(ctx);
+/// Whether a low-quality request found no low-quality variant (or a directory by that name):
+/// the full file it is.
+fn needs_full_file(msg: &FileRequest, result: &Result<FileBody, FileError>) -> bool {
+    msg.quality == Quality::Low && matches!(result, Err(FileError::NotFound | FileError::Directory))
+}
+
+/// Reads what `conditions` select of `path` in an `AsyncFile` process of its own.
+async fn read_through_process(
+    path: PathBuf,
+    conditions: &Conditions,
+    ctx: &mut Ctx<FileHandler>,
+) -> Result<FileBody, FileError> {
+    let reader = ctx.spawn(AsyncFile);
+    let read = ReadFile {
+        path,
+        conditions: conditions.clone(),
+    };
+    match reader.ask(read).await {
+        Ok(FileRead { result }) => result,
+        Err(e) => Err(FileError::Io(format!(
+            "the file reader did not answer: {e}"
+        ))),
     }
+}
+
+/// Answers `msg` with what was read of the file (`full` is its full-quality path).
+fn answer(msg: &FileRequest, full: &Path, result: Result<FileBody, FileError>) {
+    let response = match result {
+        Ok(body) => match file_response(full, msg.quality, body) {
+            (response, None) => response,
+            (response, Some(region)) => {
+                let _ = msg.conn_file.post(RespondFile {
+                    seq: msg.seq,
+                    response,
+                    region,
+                });
+                return;
+            }
+        },
+        Err(FileError::Directory) => match &msg.directory_location {
+            Some(location) => Response::error(301).with_header("Location", location),
+            // The target named a directory, and its `index.html` is one too.
+            None => Response::not_found(),
+        },
+        Err(FileError::NotFound) => Response::not_found(),
+        Err(FileError::TooLarge) => Response::error(413),
+        Err(FileError::Io(_)) => Response::error(500),
+    };
+    respond(&msg.conn, msg.seq, response);
 }
 
 /// Reads a file with blocking I/O, in a group whose controller adds threads while reads
@@ -383,18 +335,11 @@ fn read_exactly(file: &mut File, len: u64) -> io::Result<Vec<u8>> {
 #[process]
 impl AsyncFile {
     #[handle]
-    fn read(
-        &mut self,
-        ReadFile {
-            path,
-            conditions,
-            reply,
-        }: ReadFile,
-        ctx: &mut Ctx<Self>,
-    ) {
-        let result = read_selected(&path, &conditions);
-        let _ = reply.post(FileRead { result });
+    fn read(&mut self, ReadFile { path, conditions }: ReadFile, ctx: &mut Ctx<Self>) -> FileRead {
         ctx.complete();
+        FileRead {
+            result: read_selected(&path, &conditions),
+        }
     }
 }
 

@@ -157,17 +157,21 @@ pub struct FileRequest {
     pub conn_file: Recipient<RespondFile>,
 }
 
-/// To an async-file process: read what `conditions` select of `path`, answer `reply`.
+/// To a file handler with `--file-io-process`: the same request, whose file an `AsyncFile`
+/// process reads (the handler awaits it).
+#[derive(Message)]
+#[message(cost = self.0.quality.cost())]
+pub struct FileRequestIo(pub FileRequest);
+
+/// To an async-file process: read what `conditions` select of `path` (sent with `ask`).
 #[derive(Message)]
 pub struct ReadFile {
     pub path: PathBuf,
     pub conditions: Conditions,
-    pub reply: Recipient<FileRead>,
 }
 
 /// The async-file process's answer.
 #[derive(Message)]
-#[message(bypass_admission)]
 pub struct FileRead {
     pub result: Result<FileBody, FileError>,
 }
