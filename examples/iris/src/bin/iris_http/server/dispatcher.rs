@@ -101,7 +101,7 @@ impl Dispatcher {
         };
         let refused = match self.post_file(&handler, high) {
             Ok(()) => return,
-            Err(PostError::Rejected(refused)) => refused,
+            Err(PostError::Rejected(refused)) => *refused,
             // Ended between the check and the post (it never does before `Retire`).
             Err(_) => return self.respond(seq, Response::error(500)),
         };
@@ -119,18 +119,19 @@ impl Dispatcher {
     }
 
     /// Posts a file request, as one whose file an `AsyncFile` process reads with
-    /// `--file-io-process`; a refused request comes back as it was.
+    /// `--file-io-process`; a refused request comes back as it was (boxed: refusals are the
+    /// rare path).
     fn post_file(
         &self,
         handler: &Addr<FileHandler>,
         request: FileRequest,
-    ) -> Result<(), PostError<FileRequest>> {
+    ) -> Result<(), PostError<Box<FileRequest>>> {
         if !self.site.file_io_process {
-            return handler.post(request);
+            return handler.post(request).map_err(|e| e.map(Box::new));
         }
         handler
             .post(FileRequestIo(request))
-            .map_err(|e| e.map(|FileRequestIo(request)| request))
+            .map_err(|e| e.map(|FileRequestIo(request)| Box::new(request)))
     }
 
     /// The session's resource handler, started now if it has none (or it ended).
