@@ -314,7 +314,7 @@ impl<T> Mailbox<T> {
         // back, another thread may become the consumer.
         // SAFETY: the caller holds the token. (I9)
         let position = unsafe { self.inbox.read_position() };
-        // SAFETY: as above.
+        // SAFETY: the caller holds the token, so this thread is the consumer. (I9)
         let quiet = unsafe { self.inbox.quiet_since_last(position) };
         // The holder's half of the store-buffering pattern with a post (see
         // `take_token_after_push`): we write the state, then read the tail; the post writes the
