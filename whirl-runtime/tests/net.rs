@@ -180,8 +180,8 @@ fn data_then_eof_then_closed_on_request() {
     rt.shutdown_graceful();
 }
 
-/// A read that empties the socket ends the read without waiting to hear `WouldBlock`: what
-/// comes later, and the peer's end, arrive with events of their own.
+/// Bytes that come after the socket was read empty, and the peer's end after them, are
+/// delivered: each arrives with a readiness event of its own.
 #[test]
 fn bytes_and_end_that_come_after_a_short_read_are_delivered() {
     let rt = Runtime::new();

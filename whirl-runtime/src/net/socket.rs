@@ -14,13 +14,6 @@ use crate::process::Ctx;
 use crate::process::Recipient;
 use crate::process::{Handles, Process, Sender};
 
-std::thread_local! {
-    /// Where a worker's socket reads land before the bytes read are copied out, sized to
-    /// the largest [`SocketLimits::read_chunk`] seen: one buffer per thread, where a buffer
-    /// per read would be allocated and zeroed whole for the few bytes a request has.
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
 /// Buffer sizes of a [`SocketConnection`]: start from the default and set what differs
 /// (`let mut limits = SocketLimits::default(); limits.close_above = 1 << 20;`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -199,9 +192,6 @@ pub struct SocketConnection {
     /// Whether the last read did not end in `WouldBlock` (edge-triggered: no new event will
     /// come until we have read everything).
     may_read: bool,
-    /// Whether an event said the peer's side is closed (or failed): reads then go on until
-    /// end of stream, since no later event will say so again.
-    peer_closing: bool,
     read_more_posted: bool,
     /// Reading stopped by the owner.
     paused: bool,
@@ -253,7 +243,6 @@ impl SocketConnection {
             file_bytes: 0,
             write_more_posted: false,
             may_read: true,
-            peer_closing: false,
             read_more_posted: false,
             paused: false,
             eof: false,
@@ -340,40 +329,29 @@ impl SocketConnection {
         }
         let mut data = Vec::new();
         let mut failure = None;
-        let chunk = self.limits.read_chunk.max(1);
-        SCRATCH.with_borrow_mut(|scratch| {
-            if scratch.len() < chunk {
-                scratch.resize(chunk, 0);
-            }
-            while data.len() < self.limits.read_per_turn {
-                match self.stream.read(&mut scratch[..chunk]) {
-                    Ok(0) => {
-                        self.eof = true;
-                        break;
-                    }
-                    Ok(n) => {
-                        data.extend_from_slice(&scratch[..n]);
-                        if n < chunk && !self.peer_closing {
-                            // The socket was emptied: bytes that arrive later come with an
-                            // event of their own (edge-triggered), so no read to hear
-                            // `WouldBlock`. A peer that has closed is read to the end: its
-                            // end came with an event already taken.
-                            self.may_read = false;
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        self.may_read = false;
-                        break;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        failure = Some(e);
-                        break;
-                    }
+        while data.len() < self.limits.read_per_turn {
+            let start = data.len();
+            data.resize(start + self.limits.read_chunk, 0);
+            match self.stream.read(&mut data[start..]) {
+                Ok(0) => {
+                    data.truncate(start);
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => data.truncate(start + n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    data.truncate(start);
+                    self.may_read = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => data.truncate(start),
+                Err(e) => {
+                    data.truncate(start);
+                    failure = Some(e);
+                    break;
                 }
             }
-        });
+        }
         #[cfg(feature = "tls")]
         let data = match self.tls.as_mut().map(|tls| tls.receive(&data)) {
             None => data,
@@ -694,7 +672,6 @@ unsafe impl Process for SocketConnection {
                 }
                 if readiness.readable || readiness.read_closed || readiness.error {
                     self.may_read = true;
-                    self.peer_closing |= readiness.read_closed || readiness.error;
                     self.read(ctx);
                 }
             }
