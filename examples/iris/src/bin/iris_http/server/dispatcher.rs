@@ -10,7 +10,7 @@ use std::sync::Arc;
 use whirl::prelude::*;
 use whirl_http::{Conditions, Request, Response};
 
-use super::handlers::{FileHandler, ResourceHandler};
+use super::handlers::{live_or_spawn, FileHandler, ResourceHandler};
 use super::messages::{
     FileRequest, FileRequestIo, ListRequest, Login, Quality, Respond, RespondFile, Retire, Route,
     SessionStats, ShowRequest,
@@ -71,14 +71,10 @@ impl Dispatcher {
 
     /// The session's file handler, started now if it has none (or it ended).
     fn file_handler(&mut self, ctx: &mut Ctx<Self>) -> Addr<FileHandler> {
-        match &self.files {
-            Some(handler) if !handler.is_terminated() => handler.clone(),
-            _ => {
-                let handler = ctx.spawn(FileHandler::new(Arc::clone(&self.site)));
-                self.files = Some(handler.clone());
-                handler
-            }
-        }
+        let site = &self.site;
+        live_or_spawn(&mut self.files, || {
+            ctx.spawn(FileHandler::new(Arc::clone(site)))
+        })
     }
 
     fn file(
@@ -136,14 +132,10 @@ impl Dispatcher {
 
     /// The session's resource handler, started now if it has none (or it ended).
     fn resource_handler(&mut self, ctx: &mut Ctx<Self>) -> Addr<ResourceHandler> {
-        match &self.resources {
-            Some(handler) if !handler.is_terminated() => handler.clone(),
-            _ => {
-                let handler = ctx.spawn(ResourceHandler::new(Arc::clone(&self.site)));
-                self.resources = Some(handler.clone());
-                handler
-            }
-        }
+        let site = &self.site;
+        live_or_spawn(&mut self.resources, || {
+            ctx.spawn(ResourceHandler::new(Arc::clone(site)))
+        })
     }
 
     fn list(&mut self, offset: usize, limit: usize, seq: u64, ctx: &mut Ctx<Self>) {

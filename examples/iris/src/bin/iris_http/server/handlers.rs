@@ -45,6 +45,17 @@ fn work(d: Duration) {
     }
 }
 
+/// The process in `slot` if it is still alive, else a new one from `spawn`, kept in `slot`.
+pub fn live_or_spawn<Q: Process>(
+    slot: &mut Option<Addr<Q>>,
+    spawn: impl FnOnce() -> Addr<Q>,
+) -> Addr<Q> {
+    match slot {
+        Some(live) if !live.is_terminated() => live.clone(),
+        _ => slot.insert(spawn()).clone(),
+    }
+}
+
 fn respond(conn: &Recipient<Respond>, seq: u64, response: Response) {
     let _ = conn.post(Respond { seq, response });
 }
@@ -364,16 +375,12 @@ impl ResourceHandler {
 
     /// The handler's connection to the store, opened now if it has none (or it ended).
     fn db(&mut self, ctx: &mut Ctx<Self>) -> Addr<DbConnection> {
-        match &self.db {
-            Some(db) if !db.is_terminated() => db.clone(),
-            _ => {
-                let db = ctx.spawn(DbConnection {
-                    site: Arc::clone(&self.site),
-                });
-                self.db = Some(db.clone());
-                db
-            }
-        }
+        let site = &self.site;
+        live_or_spawn(&mut self.db, || {
+            ctx.spawn(DbConnection {
+                site: Arc::clone(site),
+            })
+        })
     }
 }
 
