@@ -1,6 +1,8 @@
 //! The run budget: a process handles at most `budget` messages per turn, then goes to the back
 //! of the run queue, so busy processes share a worker, and a process that never runs out of
-//! work (or a ping-ponging pair) cannot starve the others.
+//! work (or a ping-ponging pair) cannot starve the others. And on the shared workers, a group
+//! limited to fewer turns at once than there are workers, with work waiting, is served before
+//! the LIFO slot while another worker stays free.
 
 mod common;
 
@@ -336,4 +338,77 @@ fn a_ping_ponging_pair_does_not_starve_others() {
     // Stop the rally: `ping` keeps the ball when it next gets it.
     stop(&ping, &stopped);
     rt.shutdown_graceful();
+}
+
+// --- Limited groups first ----------------------------------------------------------------------
+
+/// Holds a worker with a turn of `holder` until the returned gate opens.
+fn hold_a_worker(holder: &Addr<Busy>) -> Gate {
+    let gate = Gate::new();
+    let (entered_tx, entered) = mpsc::channel();
+    holder
+        .post(BusyMsg::Hold(common::gate(&gate), to_test(&entered_tx)))
+        .unwrap();
+    common::recv(&entered);
+    gate
+}
+
+/// Two workers, each held by a turn (of a group limited to one turn at once if
+/// `first_held_by_a_limited_group`). A process of `slow` (limited to one turn at once, one
+/// message per turn) is sent a `Feed` for a process of `fast` (no limit), then a `Work`; the
+/// second worker is let go. It runs `slow`'s first turn, which makes `fast`'s process ready
+/// in its LIFO slot and ends with `slow`'s work waiting. Returns the order in which the two
+/// then ran.
+fn slot_or_limited_group(first_held_by_a_limited_group: bool) -> [&'static str; 2] {
+    let rt = Runtime::builder()
+        .threads(2)
+        .build()
+        .expect("the runtime starts");
+    let fast = rt.group("fast").build().expect("build group");
+    let slow = rt
+        .group("slow")
+        .concurrency(1)
+        .budget(1)
+        .build()
+        .expect("build group");
+    let hold = match first_held_by_a_limited_group {
+        true => rt.group("hold").concurrency(1),
+        false => rt.group("hold"),
+    }
+    .build()
+    .expect("build group");
+    let (log_tx, log) = mpsc::channel();
+    let busy = |group: &Group, name| {
+        rt.spawner().group(group).spawn(Busy {
+            name,
+            log: to_test(&log_tx),
+        })
+    };
+    let (slow_one, fast_one) = (busy(&slow, "slow"), busy(&fast, "fast"));
+    let (first, second) = (busy(&hold, "first"), busy(&fast, "second"));
+    rt.block_until_idle();
+    let first = hold_a_worker(&first);
+    let second = hold_a_worker(&second);
+    slow_one.post(BusyMsg::Feed(vec![(fast_one, 1)])).unwrap();
+    slow_one.post(Work).unwrap();
+    second.open();
+    let order = [common::recv(&log), common::recv(&log)];
+    first.open();
+    rt.block_until_idle();
+    common::assert_balanced(&rt.counts());
+    rt.shutdown_graceful();
+    order
+}
+
+#[test]
+fn a_limited_group_with_work_waiting_runs_before_the_lifo_slot() {
+    // A slow stage's place does not stay empty behind the short turns of the slot's chains.
+    assert_eq!(slot_or_limited_group(false), ["slow", "fast"]);
+}
+
+#[test]
+fn a_limited_group_goes_first_only_while_another_worker_stays_free() {
+    // The other worker runs a limited group's turn: serving `slow` first would leave no
+    // worker to the groups without a limit, so the slot goes first.
+    assert_eq!(slot_or_limited_group(true), ["fast", "slow"]);
 }

@@ -146,6 +146,10 @@ pub(crate) struct Workers {
     /// The virtual time of the last group chosen: a group that was idle starts again from
     /// here, so idleness banks no credit.
     pub(crate) vclock: CachePadded<AtomicU64>,
+    /// Set when a turn of a group limited to fewer turns at once than there are workers ended
+    /// with more of its work waiting (a hint: `workers.rs` serves such groups first, and
+    /// clears it when it finds none it may serve).
+    pub(crate) limited_ready: CachePadded<AtomicBool>,
     pub(crate) stopped: AtomicBool,
     pub(crate) handles: Mutex<Vec<JoinHandle<()>>>,
     /// The runtime's I/O poll, which these workers drive (`workers.rs`), and how to interrupt

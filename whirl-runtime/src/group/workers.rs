@@ -30,6 +30,19 @@
 //! slot, and is not ahead of the virtual clock by more than [`HANDOFF_SLACK`]; a worker runs at
 //! most [`MAX_LIFO_STREAK`] processes in a row from the slot while other work waits.
 //!
+//! **Limited groups first.** A group limited to fewer turns at once than there are workers
+//! (`concurrency = 1` for a slow stage, or the limit its controller set) is what a group owning
+//! that many threads was: its places should not stay empty while it has work, or its
+//! throughput, often the service's bottleneck, falls behind the short turns of the other
+//! groups (and of the LIFO slot's chains). So a worker between two turns serves such a group
+//! first, least virtual time first among them, ahead of its LIFO slot and of the virtual-time
+//! choice, as long as another worker stays free for the other groups; what waited in the slot
+//! goes to its local queue, where an idle worker can steal it. The group's concurrency limit
+//! bounds what this takes from the others (a limit of 1 on 2 workers: half the CPU at most),
+//! and its CPU budget still holds. A turn of such a group that ends with more of its work
+//! waiting sets a hint the workers read with one load per turn: a group that keeps up is
+//! served by the usual choice.
+//!
 //! **Queues.** A group's ready processes wait in one of three places: its shared queue (the
 //! injector, for processes made ready from outside the workers), or, for a process made
 //! ready on a worker (displaced from the LIFO slot, refused it, or yielding its budget), that
@@ -169,6 +182,7 @@ impl Kernel {
             generation: AtomicUsize::new(0),
             idle: CachePadded::new(Idle::new()),
             vclock: CachePadded::new(AtomicU64::new(0)),
+            limited_ready: CachePadded::new(AtomicBool::new(false)),
             stopped: AtomicBool::new(false),
             handles: Mutex::new(Vec::new()),
             #[cfg(feature = "net")]
@@ -357,10 +371,7 @@ impl SharedWorker {
         let _guard = CurrentGuard;
         while !self.workers.is_stopped() {
             self.check_io();
-            let next = match self.next_from_lifo() {
-                Some(next) => Some(next),
-                None => self.pick(),
-            };
+            let next = self.next();
             let Some((local, task)) = next.or_else(|| self.search()) else {
                 break;
             };
@@ -436,6 +447,68 @@ impl SharedWorker {
                 }))
             });
         }
+    }
+
+    /// The next turn to run, if any is ready: a limited group's first, then the LIFO slot's,
+    /// then the group [`pick`](SharedWorker::pick) chooses.
+    #[inline]
+    fn next(&self) -> Option<(Rc<Local>, Task)> {
+        self.limited_first()
+            .or_else(|| self.next_from_lifo())
+            .or_else(|| self.pick())
+    }
+
+    /// A turn of a group limited to fewer turns at once than there are workers, if a turn of
+    /// one ended with more of its work waiting, it has a free place, and another worker stays
+    /// free for the other groups (module doc, *Limited groups first*). One load when no such
+    /// turn ended since the last look.
+    #[inline]
+    fn limited_first(&self) -> Option<(Rc<Local>, Task)> {
+        let workers = &self.workers;
+        if !workers.limited_ready.load(Relaxed) {
+            return None;
+        }
+        workers.limited_ready.store(false, Relaxed);
+        self.refresh();
+        let domains = self.domains.borrow();
+        let mut limited_running = 0;
+        let mut best: Option<(u64, &Rc<Local>)> = None;
+        for local in domains.iter().flatten() {
+            let group = &local.group;
+            let Some(domain) = local.domain() else {
+                continue;
+            };
+            if group.pool.target() >= workers.count {
+                continue;
+            }
+            limited_running += domain.running.load(Relaxed);
+            if !self.runnable(group) {
+                continue;
+            }
+            let v = domain.vtime.load(Relaxed);
+            if best.is_none_or(|(b, _)| v < b) {
+                best = Some((v, local));
+            }
+        }
+        if limited_running + 1 >= workers.count {
+            // Serving one first would leave no worker free for the others.
+            return None;
+        }
+        let (_, local) = best?;
+        if !self.claim(&local.group) {
+            return None;
+        }
+        let Some(task) = self.pop(local) else {
+            self.release(&local.group);
+            return None;
+        };
+        // Whatever waits in the slot goes where an idle worker can take it: this turn may be
+        // long.
+        if let Some((waiting, next)) = self.lifo.take() {
+            self.queue_locally(&waiting, next, true);
+        }
+        self.lifo_streak.set(0);
+        Some((Rc::clone(local), task))
     }
 
     /// The process in the LIFO slot, if it may run now.
@@ -618,20 +691,22 @@ impl SharedWorker {
             self.counted.set(false);
             return true;
         }
-        self.counted.set(true);
         let mut running = domain.running.load(Relaxed);
         loop {
             if running >= limit {
+                self.counted.set(false);
                 return false;
             }
             match domain
                 .running
                 .compare_exchange_weak(running, running + 1, Relaxed, Relaxed)
             {
-                Ok(_) => return true,
+                Ok(_) => break,
                 Err(now) => running = now,
             }
         }
+        self.counted.set(true);
+        true
     }
 
     /// Ends what [`SharedWorker::claim`] counted, if it counted.
@@ -642,9 +717,15 @@ impl SharedWorker {
         }
         if let Some(domain) = &group.domain {
             let before = domain.running.fetch_sub(1, Relaxed);
-            if before >= group.pool.target() && group.has_visible_work() {
-                // The group was at its limit with work waiting: a place is free now.
-                group.notify_one();
+            if group.has_visible_work() {
+                // A place is free now, with work waiting: served first by the next worker to
+                // look (and woken for if the group was at its limit).
+                if !self.workers.limited_ready.load(Relaxed) {
+                    self.workers.limited_ready.store(true, Relaxed);
+                }
+                if before >= group.pool.target() {
+                    group.notify_one();
+                }
             }
         }
     }
@@ -904,8 +985,8 @@ impl SharedWorker {
         }
         let mut rounds = 0;
         loop {
-            // The slot first: terminating a process (a stopped group's) may have filled it.
-            if let Some(found) = self.next_from_lifo().or_else(|| self.pick()) {
+            // The slot too: terminating a process (a stopped group's) may have filled it.
+            if let Some(found) = self.next() {
                 idle.stop_searching_found_work();
                 return Some(found);
             }
