@@ -89,17 +89,17 @@ pub fn starts_session(request: &Request, prefixes: &[String]) -> bool {
     if prefixes.is_empty() {
         return false;
     }
-    if matches!(route(request), Route::File { .. } | Route::Redirect { .. }) {
-        return false;
-    }
     let Some(path) = origin_path(&request.path).and_then(decode_path) else {
         return false;
     };
-    prefixes.iter().any(|prefix| {
+    let under_a_prefix = prefixes.iter().any(|prefix| {
         let prefix = prefix.trim_end_matches('/');
         path.strip_prefix(prefix)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-    })
+    });
+    // Routed only when a prefix matched: most requests (static files under the default
+    // prefix) are decided without building a route.
+    under_a_prefix && !matches!(route(request), Route::File { .. } | Route::Redirect { .. })
 }
 
 /// Routes `request`. `HEAD` goes wherever `GET` does.

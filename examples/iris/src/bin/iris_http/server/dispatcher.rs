@@ -204,10 +204,16 @@ impl Dispatcher {
 /// without the trailing slash is sent, so that relative links in its index resolve inside
 /// it. The path is kept as the client encoded it.
 fn directory_location(request: &Request) -> String {
-    match &request.query {
-        Some(query) => format!("{}/?{query}", request.path),
-        None => format!("{}/", request.path),
+    let query = request.query.as_deref();
+    // One allocation of the right size (a `format!` grows its string).
+    let mut location = String::with_capacity(request.path.len() + 2 + query.map_or(0, str::len));
+    location.push_str(&request.path);
+    location.push('/');
+    if let Some(query) = query {
+        location.push('?');
+        location.push_str(query);
     }
+    location
 }
 
 #[process]
