@@ -5,6 +5,7 @@
 //! encoding), so the connection can be kept alive after any of them; `Connection` says
 //! whether it will be.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::HttpError;
@@ -19,8 +20,9 @@ pub const SERVER: &str = "whirl-iris";
 pub struct Response {
     /// The status code.
     pub status: u16,
-    /// Extra headers, in order.
-    pub headers: Vec<(String, String)>,
+    /// Extra headers, in order: names and values borrowed when they are constants (most
+    /// are), so that a response allocates for what it computed only.
+    pub headers: Vec<(Cow<'static, str>, Cow<'static, str>)>,
     /// The body (not sent for `HEAD`).
     pub body: Vec<u8>,
     /// Whether the connection must close after this response whatever the request asked
@@ -46,7 +48,7 @@ impl Response {
     }
 
     /// 200 with `body` of type `content_type`.
-    pub fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+    pub fn ok(content_type: impl Into<Cow<'static, str>>, body: impl Into<Vec<u8>>) -> Self {
         Response {
             body: body.into(),
             ..Response::new(200)
@@ -86,19 +88,23 @@ impl Response {
             close: true,
             ..Response::error(503)
         }
-        .with_header("Retry-After", &retry_after_secs.to_string())
+        .with_header("Retry-After", retry_after_secs.to_string())
     }
 
-    /// This response with one more header. CR, LF and NUL are removed from the name and
-    /// value so a value derived from the request cannot inject headers.
-    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+    /// This response with one more header: a `&'static str` is kept as it is, a `String`
+    /// moved in (pass `s.to_owned()` for a borrowed one). CR, LF and NUL are removed from the
+    /// name and value so a value derived from the request cannot inject headers.
+    pub fn with_header(
+        mut self,
+        name: impl Into<Cow<'static, str>>,
+        value: impl Into<Cow<'static, str>>,
+    ) -> Self {
         let forbidden = |c: char| matches!(c, '\r' | '\n' | '\0');
-        // One allocation of the right size, in the common case of nothing to remove.
-        let clean = |s: &str| match s.contains(forbidden) {
-            false => s.to_owned(),
-            true => s.chars().filter(|&c| !forbidden(c)).collect(),
+        let clean = |s: Cow<'static, str>| match s.contains(forbidden) {
+            false => s,
+            true => Cow::Owned(s.chars().filter(|&c| !forbidden(c)).collect()),
         };
-        self.headers.push((clean(name), clean(value)));
+        self.headers.push((clean(name.into()), clean(value.into())));
         self
     }
 
@@ -116,7 +122,7 @@ impl Response {
             cookie_safe(name),
             cookie_safe(value)
         );
-        self.with_header("Set-Cookie", &cookie)
+        self.with_header("Set-Cookie", cookie)
     }
 
     /// This response, closing the connection after it.

@@ -251,7 +251,7 @@ impl HttpConn {
             );
             return self.respond(response, keep_alive, head_only);
         }
-        let asset = |content_type: &str, body: &'static str| {
+        let asset = |content_type: &'static str, body: &'static str| {
             Response::ok(content_type, body.as_bytes().to_vec())
                 .with_header("Cache-Control", "no-cache")
         };

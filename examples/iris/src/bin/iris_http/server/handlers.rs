@@ -12,6 +12,7 @@
 //! of [`SENDFILE_MIN`] bytes or more is not read at all: the open file travels to the
 //! connection's socket process, which sends the region with `sendfile(2)`.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -62,12 +63,14 @@ fn respond(conn: &Recipient<Respond>, seq: u64, response: Response) {
 
 /// The media type for a file name (mime_guess's table, by extension); text is declared
 /// UTF-8, which is what the site's files are written in.
-fn content_type(path: &Path) -> String {
-    let mime = mime_guess::from_path(path).first_or_octet_stream();
-    if mime.type_() == mime_guess::mime::TEXT && mime.get_param("charset").is_none() {
-        format!("{}; charset=utf-8", mime.essence_str())
-    } else {
-        mime.essence_str().to_owned()
+fn content_type(path: &Path) -> Cow<'static, str> {
+    // The guess's own constant: no allocation but for the charset added to text.
+    let essence = mime_guess::from_path(path)
+        .first_raw()
+        .unwrap_or("application/octet-stream");
+    match essence.starts_with("text/") && !essence.contains("charset") {
+        true => Cow::Owned(format!("{essence}; charset=utf-8")),
+        false => Cow::Borrowed(essence),
     }
 }
 
@@ -78,54 +81,55 @@ fn file_response(full: &Path, quality: Quality, body: FileBody) -> (Response, Op
         validators,
         content,
     } = body;
-    let last_modified = validators.last_modified_header();
-    // RFC 9110 §15.4.5: a 304 carries the validators a 200 would have.
-    let with_validators = |response: Response| {
-        let response = response.with_header("ETag", &validators.etag);
-        match &last_modified {
-            Some(date) => response.with_header("Last-Modified", date),
-            None => response,
+    let (response, region) = match content {
+        FileContent::PreconditionFailed => return (Response::error(412), None),
+        FileContent::Unsatisfiable { total } => {
+            let response = Response::error(416)
+                .with_header("Content-Range", format!("bytes */{total}"))
+                .with_header("Accept-Ranges", "bytes");
+            return (response, None);
         }
-    };
-    let quality = match quality {
-        Quality::High => "high",
-        Quality::Low => "low",
-    };
-    let with_content = |response: Response| {
-        with_validators(response)
-            .with_header("Accept-Ranges", "bytes")
-            .with_header("X-Quality", quality)
-    };
-    let response = match content {
-        FileContent::PreconditionFailed => Response::error(412),
-        FileContent::NotModified => with_validators(Response::new(304)),
-        FileContent::Full(bytes) => with_content(Response::ok(&content_type(full), bytes)),
+        FileContent::NotModified => (Response::new(304), None),
+        FileContent::Full(bytes) => (Response::ok(content_type(full), bytes), None),
         FileContent::Region { region, partial } => {
             let response = match partial {
-                None => Response::new(200).with_header("Content-Type", &content_type(full)),
+                None => Response::new(200).with_header("Content-Type", content_type(full)),
                 Some((range, total)) => Response::new(206)
-                    .with_header("Content-Type", &content_type(full))
-                    .with_header("Content-Range", &range.content_range(total)),
+                    .with_header("Content-Type", content_type(full))
+                    .with_header("Content-Range", range.content_range(total)),
             };
-            return (with_content(response), Some(region));
+            (response, Some(region))
         }
         FileContent::Partial {
             range,
             total,
             bytes,
-        } => with_content(
-            Response {
+        } => {
+            let response = Response {
                 body: bytes,
                 ..Response::new(206)
             }
-            .with_header("Content-Type", &content_type(full))
-            .with_header("Content-Range", &range.content_range(total)),
-        ),
-        FileContent::Unsatisfiable { total } => Response::error(416)
-            .with_header("Content-Range", &format!("bytes */{total}"))
-            .with_header("Accept-Ranges", "bytes"),
+            .with_header("Content-Type", content_type(full))
+            .with_header("Content-Range", range.content_range(total));
+            (response, None)
+        }
     };
-    (response, None)
+    // RFC 9110 §15.4.5: a 304 carries the validators a 200 would have.
+    let last_modified = validators.last_modified_header();
+    let mut response = response.with_header("ETag", validators.etag);
+    if let Some(date) = last_modified {
+        response = response.with_header("Last-Modified", date);
+    }
+    if response.status != 304 {
+        let quality = match quality {
+            Quality::High => "high",
+            Quality::Low => "low",
+        };
+        response = response
+            .with_header("Accept-Ranges", "bytes")
+            .with_header("X-Quality", quality);
+    }
+    (response, region)
 }
 
 /// `a/b.png` → `a/b.low.png`: the cheap variant, if the site has one.
@@ -238,7 +242,7 @@ fn answer(msg: &FileRequest, full: &Path, result: Result<FileBody, FileError>) {
             }
         },
         Err(FileError::Directory) => match &msg.directory_location {
-            Some(location) => Response::error(301).with_header("Location", location),
+            Some(location) => Response::error(301).with_header("Location", location.clone()),
             // The target named a directory, and its `index.html` is one too.
             None => Response::not_found(),
         },

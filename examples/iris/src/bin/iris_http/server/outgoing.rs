@@ -32,6 +32,7 @@ pub fn seal(site: &Site, mut response: Response) -> Response {
         for attribute in required {
             let key = attribute.split('=').next().unwrap_or(attribute);
             if !has_attribute(value, key) {
+                let value = value.to_mut();
                 value.push_str("; ");
                 value.push_str(attribute);
             }
@@ -47,7 +48,7 @@ pub fn seal(site: &Site, mut response: Response) -> Response {
             .any(|(name, _)| name.eq_ignore_ascii_case("strict-transport-security"));
         if !present {
             let value = format!("max-age={}", max_age.as_secs());
-            response = response.with_header("Strict-Transport-Security", &value);
+            response = response.with_header("Strict-Transport-Security", value);
         }
     }
     response
@@ -94,7 +95,7 @@ fn private(mut response: Response) -> Response {
             .headers
             .retain(|(name, _)| !name.eq_ignore_ascii_case("cache-control"));
     }
-    response.with_header("Cache-Control", &kept.join(", "))
+    response.with_header("Cache-Control", kept.join(", "))
 }
 
 #[cfg(test)]
@@ -115,7 +116,7 @@ mod tests {
 
     #[test]
     fn private_keeps_other_directives_and_drops_public() {
-        let with = |value: &str| {
+        let with = |value: &'static str| {
             let response = Response::new(200).with_header("Cache-Control", value);
             private(response)
                 .headers
@@ -128,9 +129,6 @@ mod tests {
         assert_eq!(with("no-store"), ["no-store"]);
         assert_eq!(with("Private"), ["Private"]);
         let none = private(Response::new(200));
-        assert_eq!(
-            none.headers,
-            [("Cache-Control".to_owned(), "private".to_owned())]
-        );
+        assert_eq!(none.headers, [("Cache-Control".into(), "private".into())]);
     }
 }
