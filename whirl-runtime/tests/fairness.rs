@@ -353,13 +353,23 @@ fn hold_a_worker(holder: &Addr<Busy>) -> Gate {
     gate
 }
 
-/// Two workers, each held by a turn (of a group limited to one turn at once if
-/// `first_held_by_a_limited_group`). A process of `slow` (limited to one turn at once, one
-/// message per turn) is sent a `Feed` for a process of `fast` (no limit), then a `Work`; the
-/// second worker is let go. It runs `slow`'s first turn, which makes `fast`'s process ready
-/// in its LIFO slot and ends with `slow`'s work waiting. Returns the order in which the two
-/// then ran.
-fn slot_or_limited_group(first_held_by_a_limited_group: bool) -> [&'static str; 2] {
+/// How `slow`'s process becomes ready in [`slot_or_limited_group`].
+#[derive(Clone, Copy)]
+enum SlowReady {
+    /// One worker held; on the other, a handler makes `slow`'s process ready, then `fast`'s,
+    /// which takes the LIFO slot and pushes `slow`'s to the worker's queue.
+    Posted,
+    /// Both workers held; `slow`'s process is sent a `Feed` for `fast`'s, then a `Work`, and
+    /// the second worker is let go: `slow`'s first turn (one message per turn) makes `fast`'s
+    /// ready in the LIFO slot, and ends with `slow`'s work waiting.
+    Waiting,
+}
+
+/// A process of `slow` (limited to one turn at once) and one of `fast` (no limit) made ready
+/// on one worker as `how` says, while the other worker is held by a turn (of a group limited
+/// to one turn at once if `other_held_by_a_limited_group`). Returns the order in which the
+/// two then ran.
+fn slot_or_limited_group(how: SlowReady, other_held_by_a_limited_group: bool) -> [&'static str; 2] {
     let rt = Runtime::builder()
         .threads(2)
         .build()
@@ -371,7 +381,7 @@ fn slot_or_limited_group(first_held_by_a_limited_group: bool) -> [&'static str; 
         .budget(1)
         .build()
         .expect("build group");
-    let hold = match first_held_by_a_limited_group {
+    let hold = match other_held_by_a_limited_group {
         true => rt.group("hold").concurrency(1),
         false => rt.group("hold"),
     }
@@ -388,10 +398,19 @@ fn slot_or_limited_group(first_held_by_a_limited_group: bool) -> [&'static str; 
     let (first, second) = (busy(&hold, "first"), busy(&fast, "second"));
     rt.block_until_idle();
     let first = hold_a_worker(&first);
-    let second = hold_a_worker(&second);
-    slow_one.post(BusyMsg::Feed(vec![(fast_one, 1)])).unwrap();
-    slow_one.post(Work).unwrap();
-    second.open();
+    match how {
+        SlowReady::Posted => {
+            second
+                .post(BusyMsg::Feed(vec![(slow_one, 1), (fast_one, 1)]))
+                .unwrap();
+        }
+        SlowReady::Waiting => {
+            let second = hold_a_worker(&second);
+            slow_one.post(BusyMsg::Feed(vec![(fast_one, 1)])).unwrap();
+            slow_one.post(Work).unwrap();
+            second.open();
+        }
+    }
     let order = [common::recv(&log), common::recv(&log)];
     first.open();
     rt.block_until_idle();
@@ -401,14 +420,32 @@ fn slot_or_limited_group(first_held_by_a_limited_group: bool) -> [&'static str; 
 }
 
 #[test]
-fn a_limited_group_with_work_waiting_runs_before_the_lifo_slot() {
+fn a_limited_group_made_ready_with_a_place_free_runs_before_the_lifo_slot() {
     // A slow stage's place does not stay empty behind the short turns of the slot's chains.
-    assert_eq!(slot_or_limited_group(false), ["slow", "fast"]);
+    assert_eq!(
+        slot_or_limited_group(SlowReady::Posted, false),
+        ["slow", "fast"]
+    );
+}
+
+#[test]
+fn a_limited_group_whose_turn_ends_with_work_waiting_runs_before_the_lifo_slot() {
+    assert_eq!(
+        slot_or_limited_group(SlowReady::Waiting, false),
+        ["slow", "fast"]
+    );
 }
 
 #[test]
 fn a_limited_group_goes_first_only_while_another_worker_stays_free() {
     // The other worker runs a limited group's turn: serving `slow` first would leave no
     // worker to the groups without a limit, so the slot goes first.
-    assert_eq!(slot_or_limited_group(true), ["fast", "slow"]);
+    assert_eq!(
+        slot_or_limited_group(SlowReady::Posted, true),
+        ["fast", "slow"]
+    );
+    assert_eq!(
+        slot_or_limited_group(SlowReady::Waiting, true),
+        ["fast", "slow"]
+    );
 }

@@ -146,9 +146,10 @@ pub(crate) struct Workers {
     /// The virtual time of the last group chosen: a group that was idle starts again from
     /// here, so idleness banks no credit.
     pub(crate) vclock: CachePadded<AtomicU64>,
-    /// Set when a turn of a group limited to fewer turns at once than there are workers ended
-    /// with more of its work waiting (a hint: `workers.rs` serves such groups first, and
-    /// clears it when it finds none it may serve).
+    /// Set when a group limited to fewer turns at once than there are workers may have work
+    /// waiting and a place free: work was queued for it, or a turn of it ended with more
+    /// waiting (a hint: `workers.rs` serves such groups first, and clears it when it finds
+    /// none it may serve).
     pub(crate) limited_ready: CachePadded<AtomicBool>,
     pub(crate) stopped: AtomicBool,
     pub(crate) handles: Mutex<Vec<JoinHandle<()>>>,
@@ -229,6 +230,7 @@ impl GroupShared {
             return;
         }
         scheduler.push(Ready::new(task, yielded));
+        self.note_limited_ready();
         self.notify_one();
     }
 
@@ -241,7 +243,26 @@ impl GroupShared {
             return;
         }
         self.injector.push(task);
+        self.note_limited_ready();
         self.notify_one();
+    }
+
+    /// After work was queued for this group: if it runs on the shared workers, limited to
+    /// fewer turns at once than there are workers, with a place free, tells the workers to
+    /// serve it first (`workers.rs`, *Limited groups first*).
+    #[inline]
+    pub(crate) fn note_limited_ready(&self) {
+        let Some(domain) = &self.domain else {
+            return;
+        };
+        let limit = self.pool.target();
+        let workers = &domain.workers;
+        if limit < workers.count
+            && domain.running.load(Ordering::Relaxed) < limit
+            && !workers.limited_ready.load(Ordering::Relaxed)
+        {
+            workers.limited_ready.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Whether any queue a worker can take from holds work.

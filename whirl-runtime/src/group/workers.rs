@@ -39,9 +39,9 @@
 //! choice, as long as another worker stays free for the other groups; what waited in the slot
 //! goes to its local queue, where an idle worker can steal it. The group's concurrency limit
 //! bounds what this takes from the others (a limit of 1 on 2 workers: half the CPU at most),
-//! and its CPU budget still holds. A turn of such a group that ends with more of its work
-//! waiting sets a hint the workers read with one load per turn: a group that keeps up is
-//! served by the usual choice.
+//! and its CPU budget still holds. Queuing work for such a group while it has a place free,
+//! or a turn of it ending with more of its work waiting, sets a hint the workers read with one
+//! load per turn.
 //!
 //! **Queues.** A group's ready processes wait in one of three places: its shared queue (the
 //! injector, for processes made ready from outside the workers), or, for a process made
@@ -458,10 +458,10 @@ impl SharedWorker {
             .or_else(|| self.pick())
     }
 
-    /// A turn of a group limited to fewer turns at once than there are workers, if a turn of
-    /// one ended with more of its work waiting, it has a free place, and another worker stays
-    /// free for the other groups (module doc, *Limited groups first*). One load when no such
-    /// turn ended since the last look.
+    /// A turn of a group limited to fewer turns at once than there are workers, if one has
+    /// work waiting and a place free, and another worker stays free for the other groups
+    /// (module doc, *Limited groups first*). One load when no such group was hinted at since
+    /// the last look.
     #[inline]
     fn limited_first(&self) -> Option<(Rc<Local>, Task)> {
         let workers = &self.workers;
@@ -622,6 +622,7 @@ impl SharedWorker {
         match &local.queue {
             Some(queue) if queue.len() < LOCAL_QUEUE_CAP => {
                 queue.push(task);
+                local.group.note_limited_ready();
                 if wake && self.holds_more_than_one() {
                     local.group.notify_one();
                 }
