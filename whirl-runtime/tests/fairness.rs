@@ -115,12 +115,7 @@ fn handling_order(rt: &Runtime, group: &Group, per_proc: usize, from: From) -> V
                 .unwrap();
         }
         From::Outside => {
-            let gate = Gate::new();
-            let (entered_tx, entered) = mpsc::channel();
-            other
-                .post(BusyMsg::Hold(common::gate(&gate), to_test(&entered_tx)))
-                .unwrap();
-            common::recv(&entered);
+            let gate = hold_a_worker(&other);
             for _ in 0..per_proc {
                 a.post(Work).unwrap();
             }
