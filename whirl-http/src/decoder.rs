@@ -23,6 +23,8 @@
 //! [`RequestDecoder::take_continue`], so the server can send the interim answer only for a
 //! request it is going to read.
 
+use std::mem::MaybeUninit;
+
 use crate::chunked::ChunkedBody;
 use crate::{HttpError, Limits, Method, Request};
 
@@ -372,12 +374,23 @@ fn served_version(head: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, HttpError> 
     Ok(std::borrow::Cow::Owned(served))
 }
 
+/// Header slots parsed into without a heap allocation: `Limits::max_headers`' default fits.
+const STACK_HEADERS: usize = 100;
+
 /// Parses a complete head with httparse.
 fn parse_head(head: &[u8], max_headers: usize) -> Result<(Request, usize), HttpError> {
     let head = served_version(head)?;
-    let mut headers = vec![httparse::EMPTY_HEADER; max_headers];
-    let mut parsed = httparse::Request::new(&mut headers);
-    let consumed = match parsed.parse(&head) {
+    let mut on_stack = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; STACK_HEADERS];
+    let mut on_heap = Vec::new();
+    let slots = match on_stack.get_mut(..max_headers) {
+        Some(slots) => slots,
+        None => {
+            on_heap.resize_with(max_headers, MaybeUninit::uninit);
+            &mut on_heap[..]
+        }
+    };
+    let mut parsed = httparse::Request::new(&mut []);
+    let consumed = match parsed.parse_with_uninit_headers(&head, slots) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             return Err(HttpError::BadRequest("incomplete request head".into()))

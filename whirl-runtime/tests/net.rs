@@ -206,6 +206,58 @@ fn bytes_and_end_that_come_after_a_short_read_are_delivered() {
     rt.shutdown_graceful();
 }
 
+/// Two connections sending at once, each more than a turn reads: each owner gets its own
+/// bytes, whole and in order, in pieces of at most `read_per_turn` bytes that hold only what
+/// arrived (the reads go through one scratch space per worker).
+#[test]
+fn large_sends_on_two_connections_arrive_whole_in_pieces_of_at_most_a_turn() {
+    let rt = Runtime::new();
+    let mut limits = SocketLimits::default();
+    limits.read_chunk = 1000;
+    limits.read_per_turn = 4096;
+    let sent =
+        |seed: u8| -> Vec<u8> { (0..512 * 1024u32).map(|i| (i % 251) as u8 ^ seed).collect() };
+    let servers = [
+        serve(&rt, limits, Vec::new()),
+        serve(&rt, limits, Vec::new()),
+    ];
+    let clients: Vec<_> = servers
+        .iter()
+        .zip([0x55u8, 0xaa])
+        .map(|((addr, _), seed)| {
+            let addr = *addr;
+            std::thread::spawn(move || {
+                let mut client = StdStream::connect(addr).unwrap();
+                client.write_all(&sent(seed)).unwrap();
+                client.shutdown(std::net::Shutdown::Write).unwrap();
+                client
+            })
+        })
+        .collect();
+    for ((_, rx), seed) in servers.iter().zip([0x55u8, 0xaa]) {
+        let mut data = Vec::new();
+        loop {
+            match next_event(rx) {
+                SocketEvent::Data(bytes) => {
+                    assert!(!bytes.is_empty() && bytes.len() <= limits.read_per_turn);
+                    assert_eq!(bytes.capacity(), bytes.len(), "a piece holds what arrived");
+                    data.extend(bytes);
+                }
+                SocketEvent::Eof => break,
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert!(
+            data == sent(seed),
+            "connection {seed:#x}: bytes lost or mixed"
+        );
+    }
+    for client in clients {
+        drop(client.join().unwrap());
+    }
+    rt.shutdown_graceful();
+}
+
 #[test]
 fn close_write_ends_the_sending_side_and_reading_goes_on_until_the_peer_closes() {
     let rt = Runtime::new();

@@ -321,6 +321,33 @@ fn too_many_headers() {
 }
 
 #[test]
+fn the_header_limit_holds_below_and_above_the_slots_on_the_stack() {
+    let with_headers = |n: usize| {
+        let mut input = String::from("GET / HTTP/1.1\r\nHost: x\r\n");
+        for i in 1..n {
+            input.push_str(&format!("X-{i}: v\r\n"));
+        }
+        input + "\r\n"
+    };
+    for max_headers in [
+        1,
+        STACK_HEADERS - 1,
+        STACK_HEADERS,
+        STACK_HEADERS + 1,
+        3 * STACK_HEADERS,
+    ] {
+        let limits = Limits {
+            max_headers,
+            ..Limits::default()
+        };
+        let fits = decode_all(limits, with_headers(max_headers).as_bytes());
+        assert_eq!(fits.map(|r| r[0].headers.len()), Ok(max_headers));
+        let over = decode_all(limits, with_headers(max_headers + 1).as_bytes());
+        assert_eq!(over, Err(HttpError::HeaderTooLarge), "{max_headers}");
+    }
+}
+
+#[test]
 fn body_too_large_is_refused_at_the_head() {
     let mut decoder = RequestDecoder::default();
     decoder.feed(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1048577\r\n\r\n");

@@ -160,16 +160,18 @@ impl FileHandler {
         FileHandler { site }
     }
 
-    /// Spends the request's simulated work; the paths of the variant asked for and of the
-    /// full file.
-    fn begin(&self, msg: &FileRequest) -> (PathBuf, PathBuf) {
+    /// Spends the request's simulated work; the path of the full file.
+    fn begin(&self, msg: &FileRequest) -> PathBuf {
         work(self.site.work * u32::try_from(msg.quality.cost()).unwrap_or(1));
-        let full = self.site.root.join(&msg.path);
-        let path = match msg.quality {
-            Quality::High => full.clone(),
-            Quality::Low => low_variant(&full),
-        };
-        (path, full)
+        self.site.root.join(&msg.path)
+    }
+}
+
+/// The path of the variant asked for: the full file's own for high quality (no copy).
+fn variant(full: &Path, quality: Quality) -> Cow<'_, Path> {
+    match quality {
+        Quality::High => Cow::Borrowed(full),
+        Quality::Low => Cow::Owned(low_variant(full)),
     }
 }
 
@@ -177,8 +179,8 @@ impl FileHandler {
 impl FileHandler {
     #[handle]
     fn request(&mut self, msg: FileRequest) {
-        let (path, full) = self.begin(&msg);
-        let mut result = read_selected(&path, &msg.conditions);
+        let full = self.begin(&msg);
+        let mut result = read_selected(&variant(&full, msg.quality), &msg.conditions);
         if needs_full_file(&msg, &result) {
             result = read_selected(&full, &msg.conditions);
         }
@@ -187,7 +189,8 @@ impl FileHandler {
 
     #[handle]
     async fn request_io(&mut self, FileRequestIo(msg): FileRequestIo, ctx: &mut Ctx<Self>) {
-        let (path, full) = self.begin(&msg);
+        let full = self.begin(&msg);
+        let path = variant(&full, msg.quality).into_owned();
         let mut result = read_through_process(path, &msg.conditions, ctx).await;
         if needs_full_file(&msg, &result) {
             result = read_through_process(full.clone(), &msg.conditions, ctx).await;
