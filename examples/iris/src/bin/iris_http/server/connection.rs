@@ -135,7 +135,9 @@ impl HttpConnection {
             remote,
             draining: false,
             waiting: VecDeque::new(),
-            in_flight: VecDeque::new(),
+            // Room for one: a client that does not pipeline never has more in flight, and
+            // the first push would otherwise make room for four (about 1 KiB per connection).
+            in_flight: VecDeque::with_capacity(1),
             next_seq: 0,
             current: None,
             resolving: false,
