@@ -208,7 +208,7 @@ fn bytes_and_end_that_come_after_a_short_read_are_delivered() {
 
 /// Two connections sending at once, each more than a turn reads: each owner gets its own
 /// bytes, whole and in order, in pieces of at most `read_per_turn` bytes that hold only what
-/// arrived (the reads go through one scratch space per worker).
+/// arrived (no spare capacity kept in the owner's inbox).
 #[test]
 fn large_sends_on_two_connections_arrive_whole_in_pieces_of_at_most_a_turn() {
     let rt = Runtime::new();

@@ -1,6 +1,5 @@
 //! `SocketConnection`: a process owning one TCP stream (documented on the type).
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -116,23 +115,6 @@ pub enum SocketMsg {
     /// reads it (a multiplexed protocol) bounds what it has queued here by waiting for that
     /// event every so many bytes, instead of counting writes.
     NotifyDrained,
-}
-
-thread_local! {
-    /// The space a socket process reads into, one per thread that runs socket processes: a
-    /// read copies out exactly the bytes that arrived, so a connection holds no read buffer
-    /// between turns and a read allocates no more than it got. It grows to the largest
-    /// `read_per_turn` read on the thread (64 KiB by default) and stays.
-    static READ_SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
-/// What one turn's reading produced, before it goes to the owner.
-enum Arrived {
-    /// The bytes as they arrived (a plain connection).
-    Plain(Vec<u8>),
-    /// What TLS made of them: plaintext, bytes to send back, or the failure.
-    #[cfg(feature = "tls")]
-    Tls(Result<super::tls_layer::Received, super::tls_layer::TlsFailure>),
 }
 
 /// What a [`SocketConnection`] tells its owner.
@@ -345,29 +327,49 @@ impl SocketConnection {
         if self.tls.as_ref().is_some_and(|tls| !tls.started()) {
             return; // started by `SocketMsg::StartTls`
         }
-        let (arrived, failure) = READ_SCRATCH.with_borrow_mut(|scratch| {
-            let (len, failure) = self.read_into(scratch);
-            let bytes = &scratch[..len];
-            #[cfg(feature = "tls")]
-            if let Some(tls) = self.tls.as_mut() {
-                return (Arrived::Tls(tls.receive(bytes)), failure);
+        let mut data = Vec::new();
+        let mut failure = None;
+        while data.len() < self.limits.read_per_turn {
+            let start = data.len();
+            let want = self.limits.read_chunk.max(1);
+            data.resize(start + want.min(self.limits.read_per_turn - start), 0);
+            match self.stream.read(&mut data[start..]) {
+                Ok(0) => {
+                    data.truncate(start);
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => data.truncate(start + n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    data.truncate(start);
+                    self.may_read = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => data.truncate(start),
+                Err(e) => {
+                    data.truncate(start);
+                    failure = Some(e);
+                    break;
+                }
             }
-            (Arrived::Plain(bytes.to_vec()), failure)
-        });
-        let data = match arrived {
-            Arrived::Plain(data) => data,
-            #[cfg(feature = "tls")]
-            Arrived::Tls(Ok(received)) => {
+        }
+        #[cfg(feature = "tls")]
+        let data = match self.tls.as_mut().map(|tls| tls.receive(&data)) {
+            None => data,
+            Some(Ok(received)) => {
                 self.disarm_handshake_timer();
                 self.tell_negotiated(ctx);
                 self.eof |= received.peer_closed;
                 self.send_raw(received.to_send, ctx);
                 received.plaintext
             }
-            #[cfg(feature = "tls")]
-            Arrived::Tls(Err(failure)) => return self.fail_tls(failure, ctx),
+            Some(Err(failure)) => return self.fail_tls(failure, ctx),
         };
         if !data.is_empty() {
+            // What the owner gets holds what arrived and no more: it may wait in the owner's
+            // inbox a while, and a 40-byte request read into 32 KiB would keep them all.
+            let mut data = data;
+            data.shrink_to_fit();
             self.tell_owner(SocketEvent::Data(data), ctx);
         }
         if let Some(e) = failure {
@@ -383,34 +385,6 @@ impl SocketConnection {
             self.read_more_posted = ctx.myself().post(SocketMsg::ReadMore).is_ok();
             ctx.end_turn();
         }
-    }
-
-    /// Reads what the socket has, up to `read_per_turn` bytes in calls of `read_chunk`, into
-    /// the worker's scratch space; returns how many bytes arrived and the error that ended
-    /// the reading, if any. Sets `eof` or clears `may_read` when the socket says so.
-    fn read_into(&mut self, scratch: &mut Vec<u8>) -> (usize, Option<io::Error>) {
-        let per_turn = self.limits.read_per_turn;
-        if scratch.len() < per_turn {
-            scratch.resize(per_turn, 0);
-        }
-        let mut len = 0;
-        while len < per_turn {
-            let end = per_turn.min(len.saturating_add(self.limits.read_chunk.max(1)));
-            match self.stream.read(&mut scratch[len..end]) {
-                Ok(0) => {
-                    self.eof = true;
-                    break;
-                }
-                Ok(n) => len += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.may_read = false;
-                    break;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return (len, Some(e)),
-            }
-        }
-        (len, None)
     }
 
     fn write(&mut self, bytes: Vec<u8>, ctx: &mut Ctx<Self>) {
