@@ -7,7 +7,9 @@ use common::echo::Echo;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, TcpStream as StdStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use whirl_runtime::request::Sender as _;
 
@@ -255,6 +257,112 @@ fn large_sends_on_two_connections_arrive_whole_in_pieces_of_at_most_a_turn() {
     for client in clients {
         drop(client.join().unwrap());
     }
+    rt.shutdown_graceful();
+}
+
+/// Owns a socket and takes its time over every piece of data, until the test says hurry.
+struct SlowOwner {
+    socket: Addr<SocketConnection>,
+    received: ToTest<usize>,
+    hurry: Arc<AtomicBool>,
+}
+
+// SAFETY: an address, a channel to the test thread held as a `SharedClient` (a test
+// instrument, see `common::to_test`), and a flag the test thread sets, a test instrument too:
+// no state is shared between processes. The message, `SocketEvent`, is `Isolated`.
+unsafe impl Process for SlowOwner {
+    type Message = SocketEvent;
+
+    fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        let _ = self.socket.post(SocketMsg::Attach(ctx.myself().into()));
+        Ok(())
+    }
+
+    fn handle(&mut self, event: SocketEvent, ctx: &mut Ctx<Self>) -> Result<(), Failure> {
+        match event {
+            SocketEvent::Data(bytes) => {
+                if !self.hurry.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                let _ = self.received.send(bytes.len());
+            }
+            SocketEvent::Eof => {
+                let _ = self.socket.post(SocketMsg::Close);
+            }
+            SocketEvent::Closed(_) => ctx.complete(),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Handles<SocketEvent> for SlowOwner {
+    fn into_message(event: SocketEvent) -> SocketEvent {
+        event
+    }
+}
+
+/// A peer that sends as fast as it can to an owner that takes 2 ms per piece: the connection
+/// stops reading once the owner has `owner_queue_max` messages waiting, so the peer's writes
+/// block once the kernel's buffers are full, instead of the owner's inbox taking everything.
+/// Every byte still arrives once the owner keeps up.
+#[test]
+fn a_slow_owner_holds_at_most_a_few_reads_and_the_peer_is_held_back() {
+    let rt = Runtime::new();
+    let mut limits = SocketLimits::default();
+    limits.read_chunk = 4096;
+    limits.read_per_turn = 4096;
+    limits.owner_queue_max = 4;
+    let (tx, rx) = channel();
+    let received = to_test(&tx);
+    let hurry = Arc::new(AtomicBool::new(false));
+    let owner_hurry = hurry.clone();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut client = StdStream::connect(addr).unwrap();
+    let (stream, _) = listener.accept().unwrap();
+    stream.set_nonblocking(true).unwrap();
+    let net = rt.net().unwrap();
+    let socket = rt.spawn(SocketConnection::with_limits(stream, net, limits).unwrap());
+    rt.spawn(SlowOwner {
+        socket,
+        received,
+        hurry: owner_hurry,
+    });
+    // Write until the writes have not moved for 300 ms (or 3 s have passed).
+    client.set_nonblocking(true).unwrap();
+    let block = vec![7u8; 64 * 1024];
+    let (mut written, mut moved) = (0usize, Instant::now());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while moved.elapsed() < Duration::from_millis(300) && Instant::now() < deadline {
+        match client.write(&block) {
+            Ok(n) => {
+                written += n;
+                moved = Instant::now();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+    // Loopback's buffers hold a few MiB; without the bound the connection reads on while
+    // the owner sleeps, and the peer is never held back.
+    assert!(
+        written < 24 << 20,
+        "the peer wrote {} MiB: nothing held it back",
+        written >> 20
+    );
+    hurry.store(true, Ordering::Relaxed);
+    client.set_nonblocking(false).unwrap();
+    client.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut delivered = 0;
+    while delivered < written {
+        delivered += rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the rest within 20 s");
+    }
+    assert_eq!(delivered, written);
     rt.shutdown_graceful();
 }
 

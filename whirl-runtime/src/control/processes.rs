@@ -334,6 +334,11 @@ impl Activity {
         self.stamp.store((now_ms << COUNT_BITS) | count, Relaxed);
     }
 
+    /// The inbox position after the last turn.
+    pub(crate) fn taken_at(&self) -> usize {
+        self.taken_at.load(Relaxed)
+    }
+
     /// The counters as of `now_ms` of the runtime's clock.
     pub(crate) fn read(&self, now_ms: u64) -> ActivityReading {
         let stamp = self.stamp.load(Relaxed);

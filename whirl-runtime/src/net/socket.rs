@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
+use std::time::Duration;
 
 use mio::net::TcpStream;
 use mio::Interest;
@@ -33,6 +34,11 @@ pub struct SocketLimits {
     /// Bytes written per turn before yielding to other processes (default 1 MiB): a peer
     /// that reads fast does not hold a worker for a whole large file.
     pub write_per_turn: usize,
+    /// Messages waiting in the owner's inbox (of any kind) at which the connection stops
+    /// reading until the owner has taken some (default 8). Each [`SocketEvent::Data`] holds
+    /// at most `read_per_turn` bytes, so an owner slower than its peer holds at most about
+    /// this many turns' reads, whatever the peer sends.
+    pub owner_queue_max: usize,
 }
 
 // SAFETY: plain numbers. (I8)
@@ -47,9 +53,14 @@ impl Default for SocketLimits {
             pause_reading_above: 256 * 1024,
             close_above: 4 * 1024 * 1024,
             write_per_turn: 1024 * 1024,
+            owner_queue_max: 8,
         }
     }
 }
+
+/// How soon a connection whose owner is behind ([`SocketLimits::owner_queue_max`]) looks
+/// again.
+const OWNER_BEHIND_RETRY: Duration = Duration::from_millis(1);
 
 /// What a [`SocketConnection`] is told.
 #[derive(Debug)]
@@ -167,7 +178,10 @@ unsafe impl crate::isolation::Isolated for CloseReason {}
 ///
 /// Reading: each readiness event (or a self-posted continuation) reads until the socket would
 /// block, at most [`SocketLimits::read_per_turn`] bytes per turn so one busy peer does not
-/// hold a worker, and sends what it read to the owner as [`SocketEvent::Data`].
+/// hold a worker, and sends what it read to the owner as [`SocketEvent::Data`]. While the
+/// owner has [`SocketLimits::owner_queue_max`] messages waiting it reads nothing (looking
+/// again every millisecond): what a peer sends faster than the owner takes it stays in the
+/// kernel's buffers, which then push back on the peer.
 ///
 /// Writing: [`SocketMsg::Write`] queues bytes and writes what the socket takes; the rest
 /// waits for writability. Backpressure: above [`SocketLimits::pause_reading_above`] queued
@@ -327,6 +341,14 @@ impl SocketConnection {
         if self.tls.as_ref().is_some_and(|tls| !tls.started()) {
             return; // started by `SocketMsg::StartTls`
         }
+        if self.owner_behind() {
+            // Nothing tells the connection when the owner catches up: it looks again soon.
+            if !self.read_more_posted {
+                ctx.post_after(OWNER_BEHIND_RETRY, SocketMsg::ReadMore);
+                self.read_more_posted = true;
+            }
+            return;
+        }
         let mut data = Vec::new();
         let mut failure = None;
         while data.len() < self.limits.read_per_turn {
@@ -385,6 +407,15 @@ impl SocketConnection {
             self.read_more_posted = ctx.myself().post(SocketMsg::ReadMore).is_ok();
             ctx.end_turn();
         }
+    }
+
+    /// Whether the owner has `owner_queue_max` messages or more waiting: what the peer sends
+    /// then stays in the kernel's buffers (and the peer's), not in the owner's inbox.
+    fn owner_behind(&self) -> bool {
+        let max = u64::try_from(self.limits.owner_queue_max).unwrap_or(u64::MAX);
+        self.owner
+            .as_ref()
+            .is_some_and(|owner| owner.queued() >= max)
     }
 
     fn write(&mut self, bytes: Vec<u8>, ctx: &mut Ctx<Self>) {

@@ -23,6 +23,18 @@ impl<P: Process> ProcessCell<P> {
             .turn_done(shared_millis_wide(), handled, position);
     }
 
+    /// Messages posted to the process and not yet taken by a finished turn (read from any
+    /// thread; it lags by the turn in progress, if any). A terminated process has nothing
+    /// waiting: a producer finds out by posting.
+    pub(crate) fn queued(&self) -> u64 {
+        if self.mailbox.is_closed() {
+            return 0;
+        }
+        let taken = messages_before::<Envelope<P::Message>>(self.activity.taken_at());
+        let pushed = messages_before::<Envelope<P::Message>>(self.mailbox.tail_position());
+        pushed.saturating_sub(taken)
+    }
+
     /// The process's row of the process table, without its names.
     pub(super) fn row(&self) -> ProcessInfo {
         let reading = self.activity.read(shared_millis_wide());

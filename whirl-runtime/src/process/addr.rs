@@ -261,6 +261,13 @@ impl<M: Message> Recipient<M> {
     pub fn id(&self) -> ProcessId {
         self.target.target_id()
     }
+
+    /// Messages waiting in the receiving process's inbox (of every kind, not only `M`), as of
+    /// its last finished turn: what a producer that must not outrun it checks.
+    #[cfg_attr(not(feature = "net"), allow(dead_code))]
+    pub(crate) fn queued(&self) -> u64 {
+        self.target.queued()
+    }
 }
 
 impl<M> Clone for Recipient<M> {
@@ -298,6 +305,7 @@ trait PostTarget<M>: Send + Sync {
     fn deliver_erased(&self, msg: M, principal: Option<&Principal>) -> Result<(), PostError<M>>;
     fn target_id(&self) -> ProcessId;
     fn timeout(&self) -> Option<Duration>;
+    fn queued(&self) -> u64;
 }
 
 impl<P, M> PostTarget<M> for Addr<P>
@@ -315,6 +323,10 @@ where
 
     fn timeout(&self) -> Option<Duration> {
         self.default_timeout()
+    }
+
+    fn queued(&self) -> u64 {
+        self.cell.queued()
     }
 }
 
