@@ -30,16 +30,20 @@ impl<P: Process> ProcessCell<P> {
         if self.mailbox.is_closed() {
             return 0;
         }
-        let taken = messages_before::<Envelope<P::Message>>(self.activity.taken_at());
-        let pushed = messages_before::<Envelope<P::Message>>(self.mailbox.tail_position());
-        pushed.saturating_sub(taken)
+        self.waiting_after(messages_before::<Envelope<P::Message>>(
+            self.activity.taken_at(),
+        ))
+    }
+
+    /// Messages posted beyond the first `taken`.
+    fn waiting_after(&self, taken: u64) -> u64 {
+        messages_before::<Envelope<P::Message>>(self.mailbox.tail_position()).saturating_sub(taken)
     }
 
     /// The process's row of the process table, without its names.
     pub(super) fn row(&self) -> ProcessInfo {
         let reading = self.activity.read(shared_millis_wide());
         let taken = messages_before::<Envelope<P::Message>>(reading.taken_at);
-        let pushed = messages_before::<Envelope<P::Message>>(self.mailbox.tail_position());
         let failures = self
             .control_if_any()
             .and_then(|c| c.lock().supervision.as_ref().map(|s| s.failures))
@@ -49,7 +53,7 @@ impl<P: Process> ProcessCell<P> {
             names: Vec::new(),
             type_name: std::any::type_name::<P>(),
             group: String::new(),
-            queue_length: pushed.saturating_sub(taken),
+            queue_length: self.waiting_after(taken),
             turns: reading.turns,
             handled: taken,
             failures,
