@@ -206,8 +206,10 @@ impl GroupBuilder {
         self
     }
 
-    /// Whether a process woken by a handler runs next on the same worker (default `true`).
-    /// Good for request/response latency; turn it off to measure or for strict FIFO fairness.
+    /// Whether a process woken by a handler runs next on the same worker (default `true`), when
+    /// that overtakes nobody: the worker's slot is free and nothing of the group waits in its
+    /// queue (else it queues behind, in order). Spares a queue operation per hop of a
+    /// request/response chain; turn it off to measure.
     pub fn lifo_slot(mut self, enabled: bool) -> Self {
         self.lifo_slot = enabled;
         self

@@ -9,8 +9,9 @@
 //! is a scheduling domain with its own ready queue, a [`Domain`] place and a weight) or on
 //! threads of its own (a *dedicated* group). A dedicated group's scheduling is work-stealing on
 //! crossbeam-deque: each worker has a local FIFO queue (bounded: beyond [`LOCAL_QUEUE_CAP`]
-//! tasks overflow to the group's injector) and an optional LIFO slot for the process most
-//! recently woken by a handler on that worker, which keeps request/response pairs on one core.
+//! tasks overflow to the group's injector) and an optional LIFO slot for a process woken by a
+//! handler on that worker when nothing waits before it, which keeps request/response pairs on
+//! one core.
 //! Tasks posted from outside the group go to the injector. Idle workers steal, then sleep
 //! (`idle.rs`). How shared workers choose among groups is `workers.rs`.
 

@@ -420,12 +420,12 @@ impl WorkerThread {
     }
 
     pub(crate) fn schedule_local(&self, task: Task, lifo: bool) {
-        if lifo && self.group.lifo_slot {
-            match self.lifo.replace(Some(task)) {
-                // The slot was empty: this worker runs the task next; nobody else to wake.
-                None => return,
-                Some(displaced) => self.push_queue(displaced),
-            }
+        if lifo && self.group.lifo_slot && !self.has_lifo_task() && self.local.is_empty() {
+            // The task overtakes nobody (the slot is free, nothing waits on this worker): it
+            // runs next, and there is nobody else to wake. Otherwise it queues behind, as the
+            // shared workers do (`workers.rs`, *Crossing groups on one worker*).
+            self.lifo.set(Some(task));
+            return;
         } else if !lifo && self.local.is_empty() && !self.group.injector.is_empty() {
             // A process yielding its budget goes behind everything waiting, and when this
             // worker has nothing local, what waits is in the injector: queueing locally would
