@@ -165,29 +165,34 @@ fn assert_turns(order: &[&'static str], turn: usize) {
     assert_eq!(runs, expected, "{order:?}");
 }
 
-#[test]
-fn with_budget_one_two_busy_processes_interleave_on_one_worker() {
+/// [`handling_order`] in the default group of a runtime of one worker and a budget of one.
+fn order_on_one_worker_with_budget_one(per_proc: usize, from: From) -> Vec<&'static str> {
     let rt = Runtime::builder()
         .threads(1)
         .budget(1)
         .build()
         .expect("the runtime starts");
-    let order = handling_order(&rt, rt.default_group(), 20, From::Inside);
-    assert_turns(&order, 1);
+    let order = handling_order(&rt, rt.default_group(), per_proc, from);
     rt.shutdown_graceful();
+    order
+}
+
+/// `a`, `b`, `a`, `b`, ... `n` times each.
+fn alternating(n: usize) -> Vec<&'static str> {
+    (0..n).flat_map(|_| ["a", "b"]).collect()
+}
+
+#[test]
+fn with_budget_one_two_busy_processes_interleave_on_one_worker() {
+    assert_turns(&order_on_one_worker_with_budget_one(20, From::Inside), 1);
 }
 
 #[test]
 fn with_budget_one_two_busy_processes_posted_from_outside_interleave() {
-    let rt = Runtime::builder()
-        .threads(1)
-        .budget(1)
-        .build()
-        .expect("the runtime starts");
-    let order = handling_order(&rt, rt.default_group(), 20, From::Outside);
-    let expected: Vec<&str> = (0..20).flat_map(|_| ["a", "b"]).collect();
-    assert_eq!(order, expected);
-    rt.shutdown_graceful();
+    assert_eq!(
+        order_on_one_worker_with_budget_one(20, From::Outside),
+        alternating(20)
+    );
 }
 
 #[test]
@@ -238,15 +243,10 @@ fn a_group_budget_applies_to_its_processes() {
 fn processes_a_handler_makes_ready_run_in_that_order() {
     // The first takes the worker's LIFO slot; the second finds it taken and queues behind
     // (it used to take the slot and push the first behind).
-    let rt = Runtime::builder()
-        .threads(1)
-        .budget(1)
-        .build()
-        .expect("the runtime starts");
-    let order = handling_order(&rt, rt.default_group(), 6, From::Inside);
-    let expected: Vec<&str> = (0..6).flat_map(|_| ["a", "b"]).collect();
-    assert_eq!(order, expected);
-    rt.shutdown_graceful();
+    assert_eq!(
+        order_on_one_worker_with_budget_one(6, From::Inside),
+        alternating(6)
+    );
 }
 
 #[test]
